@@ -1,0 +1,49 @@
+"""Configuration from the environment (prefix CODEMOJEX_), read when asked, never at import."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import field_validator
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CODEMOJEX_", env_file=".env", extra="ignore")
+
+    # Telegram
+    token: SecretStr | None = None
+    bot_api_base_url: str = "https://api.telegram.org/bot"
+    bot_api_base_file_url: str = "https://api.telegram.org/file/bot"
+    operator_ids: Annotated[list[int], NoDecode] = Field(default_factory=list)
+    webhook_url: str | None = None
+    webhook_secret: SecretStr | None = None
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = 8443
+
+    # Storage. No Redis URL means the in-process stand-in (demo only: one process).
+    redis_url: str | None = None
+    database_url: str = "sqlite+aiosqlite:///./codemojex.db"
+    queue: str = "cm"
+
+    # Worker
+    concurrency: int = 8
+    lease_ms: int = 30_000
+
+    # Game defaults for new rooms
+    default_ceiling: int = 2
+    round_timeout_s: int = 600
+
+    @field_validator("operator_ids", mode="before")
+    @classmethod
+    def _split_ids(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [int(part) for part in value.replace(",", " ").split()]
+        if isinstance(value, int):
+            return [value]
+        return value
+
+
+def load_settings() -> Settings:
+    return Settings()
