@@ -1,0 +1,89 @@
+"""Engines, sessions and migrations.
+
+SQLite (the embedded demo default) gets the settings that let several connections of one
+process share a file without "database is locked": WAL, a busy timeout, foreign keys on, and
+every transaction begun with BEGIN IMMEDIATE so writers queue up instead of deadlocking when a
+reader upgrades to a writer. Postgres needs nothing special.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+# The repository root's migrations/ (the package is installed editable, next to it).
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+SQLITE_BUSY_TIMEOUT_S = 30.0
+
+
+def is_sqlite(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
+    """An async engine for `url` (postgresql+asyncpg://… or sqlite+aiosqlite://…).
+
+    Statement parameters are hidden from error messages and logs: they include secret codes.
+    """
+    kwargs.setdefault("hide_parameters", True)
+    if not is_sqlite(url):
+        kwargs.setdefault("pool_pre_ping", True)
+        return create_async_engine(url, **kwargs)
+    connect_args = dict(kwargs.pop("connect_args", {}))
+    connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)
+    engine = create_async_engine(url, connect_args=connect_args, **kwargs)
+    _sqlite_serialised_writers(engine)
+    return engine
+
+
+def _sqlite_serialised_writers(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control from the driver so that "begin" below is what starts one.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    # Objects stay readable after commit: use-cases commit and then return them.
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def alembic_config(url: str | None = None) -> Any:
+    """An Alembic Config pointing at migrations/, with the database URL passed as an attribute."""
+    from alembic.config import Config
+
+    ini = MIGRATIONS_DIR.parent / "alembic.ini"
+    config = Config(str(ini)) if ini.exists() else Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if url is not None:
+        config.attributes["url"] = url
+    return config
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Run `alembic upgrade head` on `url`. Synchronous: never call it inside a running event
+    loop (env.py runs its own); from async code use `await asyncio.to_thread(upgrade, url)`."""
+    from alembic import command
+
+    command.upgrade(alembic_config(url), revision)

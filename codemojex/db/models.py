@@ -1,0 +1,313 @@
+"""The tables of Codemojex, as SQLAlchemy 2 typed models.
+
+Portable between Postgres (asyncpg, production) and SQLite (aiosqlite, the embedded demo):
+timestamps go through `UTCDateTime` (aware UTC in Python on both), big integer keys fall back
+to SQLite's INTEGER so its rowid autoincrement works, and partial indexes carry both the
+`postgresql_where` and the `sqlite_where` clause.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import regex
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+from codemojex import ids
+
+# Deterministic constraint names, so the migration and the models name things alike.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+ID_LEN = 29  # three-letter brand + 26-character ULID body
+
+# SQLite autoincrements only an `INTEGER PRIMARY KEY` (the rowid alias), never a BIGINT one.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+_GRAPHEME = regex.compile(r"\X")
+
+
+def split_emojis(value: str) -> tuple[str, ...]:
+    """A stored emoji string (palette or secret) back into its grapheme clusters."""
+    return tuple(_GRAPHEME.findall(value))
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes in, aware UTC datetimes out, on Postgres and on SQLite.
+
+    SQLite has no time zones: it stores the UTC wall time and we put the zone back on read.
+    Naive datetimes are refused rather than guessed at.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime: timestamps must carry a time zone")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+def _mint_room() -> str:
+    return ids.mint(ids.ROOM)
+
+
+def _mint_player() -> str:
+    return ids.mint(ids.PLAYER)
+
+
+class Room(Base):
+    """A Telegram group chat, with the settings its next rounds are drawn with."""
+
+    __tablename__ = "rooms"
+
+    id: Mapped[str] = mapped_column(String(ID_LEN), primary_key=True, default=_mint_room)
+    chat_id: Mapped[int] = mapped_column(BigInteger, unique=True)
+    title: Mapped[str] = mapped_column(String(255), default="")
+    length: Mapped[int] = mapped_column(Integer)
+    # None: every round draws a fresh palette of `palette_size` emojis; otherwise a fixed
+    # palette chosen by an admin (/settings palette=…), stored as the emojis run together.
+    palette: Mapped[str | None] = mapped_column(Text, default=None)
+    palette_size: Mapped[int] = mapped_column(Integer)
+    ceiling: Mapped[int] = mapped_column(Integer)
+    round_timeout_s: Mapped[int] = mapped_column(Integer)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    @property
+    def palette_emojis(self) -> tuple[str, ...] | None:
+        return None if self.palette is None else split_emojis(self.palette)
+
+    def __repr__(self) -> str:
+        return f"Room(id={self.id!r}, chat_id={self.chat_id!r})"
+
+
+class Player(Base):
+    """One Telegram user in one room; the id is also the player's lane."""
+
+    __tablename__ = "players"
+    __table_args__ = (UniqueConstraint("room_id", "tg_user_id"),)
+
+    id: Mapped[str] = mapped_column(String(ID_LEN), primary_key=True, default=_mint_player)
+    room_id: Mapped[str] = mapped_column(ForeignKey("rooms.id", ondelete="CASCADE"))
+    tg_user_id: Mapped[int] = mapped_column(BigInteger, index=True)
+    display_name: Mapped[str] = mapped_column(String(255), default="")
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"Player(id={self.id!r}, room_id={self.room_id!r}, tg_user_id={self.tg_user_id!r})"
+
+
+class Round(Base):
+    """One secret code of one room. Open while `ended_at` is NULL; at most one open per room."""
+
+    __tablename__ = "rounds"
+    __table_args__ = (
+        # The database, not the code, guarantees one open round per room.
+        Index(
+            "uq_rounds_one_open",
+            "room_id",
+            unique=True,
+            postgresql_where=text("ended_at IS NULL"),
+            sqlite_where=text("ended_at IS NULL"),
+        ),
+        Index(
+            "ix_rounds_open_expiry",
+            "expires_at",
+            postgresql_where=text("ended_at IS NULL"),
+            sqlite_where=text("ended_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    room_id: Mapped[str] = mapped_column(ForeignKey("rooms.id", ondelete="CASCADE"))
+    secret: Mapped[str] = mapped_column(Text)
+    palette: Mapped[str] = mapped_column(Text)
+    length: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    winner_player_id: Mapped[str | None] = mapped_column(
+        ForeignKey("players.id", ondelete="SET NULL"), default=None
+    )
+    # No foreign key: guesses reference rounds, and a cycle would need ALTER TABLE, which
+    # SQLite cannot do. The id is written in the same transaction as the guess row.
+    winning_guess_id: Mapped[str | None] = mapped_column(String(ID_LEN), default=None)
+    end_reason: Mapped[str | None] = mapped_column(String(16), default=None)
+    announce_message_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None
+
+    @property
+    def palette_emojis(self) -> tuple[str, ...]:
+        return split_emojis(self.palette)
+
+    @property
+    def secret_emojis(self) -> tuple[str, ...]:
+        return split_emojis(self.secret)
+
+    def __repr__(self) -> str:
+        # Never the secret: rounds end up in logs and tracebacks.
+        return (
+            f"Round(id={self.id!r}, room_id={self.room_id!r}, length={self.length!r}, "
+            f"open={self.ended_at is None!r})"
+        )
+
+
+class Guess(Base):
+    """A guess as recorded by the ScoreWorker; the id is the lane job id, so re-delivery is a no-op.
+
+    A guess that arrives after its round closed is kept with `late` set and no score: keeping it
+    is what makes its re-delivery a no-op too (and its "round already solved" answer unique).
+    """
+
+    __tablename__ = "guesses"
+    __table_args__ = (Index(None, "round_id", "player_id"),)
+
+    id: Mapped[str] = mapped_column(String(ID_LEN), primary_key=True)
+    round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id", ondelete="CASCADE"))
+    player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"))
+    text: Mapped[str] = mapped_column(Text)
+    exact: Mapped[int | None] = mapped_column(Integer, default=None)
+    misplaced: Mapped[int | None] = mapped_column(Integer, default=None)
+    attempt_no: Mapped[int | None] = mapped_column(Integer, default=None)
+    late: Mapped[bool] = mapped_column(Boolean, default=False)
+    scored_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"Guess(id={self.id!r}, round_id={self.round_id!r}, player_id={self.player_id!r})"
+
+
+class LeaderboardEntry(Base):
+    """A player's record in one room."""
+
+    __tablename__ = "leaderboard"
+
+    room_id: Mapped[str] = mapped_column(
+        ForeignKey("rooms.id", ondelete="CASCADE"), primary_key=True
+    )
+    player_id: Mapped[str] = mapped_column(
+        ForeignKey("players.id", ondelete="CASCADE"), primary_key=True
+    )
+    points: Mapped[int] = mapped_column(Integer, default=0)
+    wins: Mapped[int] = mapped_column(Integer, default=0)
+    guesses: Mapped[int] = mapped_column(Integer, default=0)
+    best_solve: Mapped[int | None] = mapped_column(Integer, default=None)  # fewest attempts
+
+    def __repr__(self) -> str:
+        return f"LeaderboardEntry(room_id={self.room_id!r}, player_id={self.player_id!r})"
+
+
+class Ban(Base):
+    """A player banned in one room (the same Telegram user may still play elsewhere)."""
+
+    __tablename__ = "bans"
+
+    room_id: Mapped[str] = mapped_column(
+        ForeignKey("rooms.id", ondelete="CASCADE"), primary_key=True
+    )
+    player_id: Mapped[str] = mapped_column(
+        ForeignKey("players.id", ondelete="CASCADE"), primary_key=True
+    )
+    actor_tg_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"Ban(room_id={self.room_id!r}, player_id={self.player_id!r})"
+
+
+class AuditLog(Base):
+    """Every admin action, allowed or refused."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    room_id: Mapped[str | None] = mapped_column(
+        ForeignKey("rooms.id", ondelete="SET NULL"), default=None, index=True
+    )
+    actor_tg_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    action: Mapped[str] = mapped_column(String(32))
+    args: Mapped[str] = mapped_column(Text, default="")
+    allowed: Mapped[bool] = mapped_column(Boolean)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"AuditLog(id={self.id!r}, action={self.action!r}, allowed={self.allowed!r})"
+
+
+class Outbox(Base):
+    """A message to post, written in the transaction that decided it; marked sent after posting.
+
+    `claimed_until`/`claimed_by` is a lease taken by one sender (see `store.claim_outbox`) so two
+    sender processes never post the same row; `sent_at` is only ever set once.
+    """
+
+    __tablename__ = "outbox"
+    __table_args__ = (
+        Index(
+            "ix_outbox_pending",
+            "chat_id",
+            "id",
+            postgresql_where=text("sent_at IS NULL"),
+            sqlite_where=text("sent_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    chat_id: Mapped[int] = mapped_column(BigInteger)
+    text: Mapped[str] = mapped_column(Text)
+    reply_to_message_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    kind: Mapped[str] = mapped_column(String(16))
+    round_id: Mapped[int | None] = mapped_column(
+        ForeignKey("rounds.id", ondelete="SET NULL"), default=None
+    )
+    guess_id: Mapped[str | None] = mapped_column(String(ID_LEN), default=None, index=True)
+    # Who a result line is about, so a sender coalescing several results can prefix them.
+    player_name: Mapped[str | None] = mapped_column(String(255), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    claimed_by: Mapped[str | None] = mapped_column(String(64), default=None)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    sent_message_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+
+    def __repr__(self) -> str:
+        return f"Outbox(id={self.id!r}, chat_id={self.chat_id!r}, kind={self.kind!r})"

@@ -1,0 +1,91 @@
+"""Alembic environment, async: the migrations run through an async engine with run_sync.
+
+The URL, first found wins: the `url` attribute (set by `codemojex.db.upgrade(url)`),
+`alembic -x url=...`, `sqlalchemy.url` in the ini, then `Settings().database_url`.
+A caller may also hand over an open sync connection in the `connection` attribute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging.config
+
+from alembic import context
+from sqlalchemy import pool
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from codemojex.db.models import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+# Only when run from the alembic CLI: an embedding program keeps its own logging.
+if config.config_file_name is not None and config.attributes.get("url") is None:
+    logging.config.fileConfig(config.config_file_name, disable_existing_loggers=False)
+
+
+def _database_url() -> str:
+    url = config.attributes.get("url")
+    if url:
+        return str(url)
+    url = context.get_x_argument(as_dictionary=True).get("url")
+    if url:
+        return url
+    url = config.get_main_option("sqlalchemy.url")
+    if url:
+        return url
+    from codemojex.settings import load_settings
+
+    return load_settings().database_url
+
+
+def _configure(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        compare_type=True,
+        # SQLite cannot ALTER most things: later revisions get batch mode for free.
+        render_as_batch=connection.dialect.name == "sqlite",
+    )
+
+
+def _run_with(connection: Connection) -> None:
+    _configure(connection)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_async(url: str) -> None:
+    engine = create_async_engine(url, poolclass=pool.NullPool, hide_parameters=True)
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_run_with)
+            await connection.commit()
+    finally:
+        await engine.dispose()
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=_database_url(),
+        target_metadata=target_metadata,
+        literal_binds=True,
+        dialect_opts={"paramstyle": "named"},
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run_with(connection)
+        return
+    asyncio.run(_run_async(_database_url()))
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()
