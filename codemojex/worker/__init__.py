@@ -1,0 +1,2 @@
+"""The worker process: the ScoreWorker on the lanes consumer pool, the outbox sender and the
+round timer."""

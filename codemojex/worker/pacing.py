@@ -1,0 +1,173 @@
+"""Posting pace shared by every process that posts for the bot, kept in Redis.
+
+Telegram allows about one message a second per chat, about twenty a minute in a
+group, and about thirty a second for the whole bot. Every sender process asks the
+same Redis before each post, so two worker processes never add up to twice the pace.
+
+Why a small Lua script and not the `limits` library (which we checked: its async
+Redis storage can share a redis.asyncio connection pool and runs on fakeredis):
+- `limits` windows are whole seconds (the Lua side calls EXPIRE), so it cannot keep
+  the safety margin we need: a post granted at exactly 1.000 s after the previous
+  one can reach Telegram (or the stand-in, which enforces the limit) 0.995 s after
+  it when the earlier request was slower on the wire.
+- a post must fit every window at once (chat 1/s, chat 20/min, bot 30/s) plus any
+  `RetryAfter` block; with `limits` that is several round trips and a hit taken in
+  one window is not given back when the next refuses. The script checks all windows
+  and the blocks and takes a slot in all of them atomically, or in none.
+- the script reads the clock of the Redis server (TIME), so hosts with skewed
+  clocks still agree on the pace; and it answers with the wait, so a sender sleeps
+  exactly that long instead of polling.
+
+Each window is a sliding log: a list of the grant times of the last `limit` posts,
+newest first. A post is allowed when the `limit`-th newest grant is older than the
+window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import redis.asyncio as aioredis
+
+_ACQUIRE: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = tonumber(ARGV[1])
+local wait = 0
+for i = 1, n do
+  local limit = tonumber(ARGV[2 * i])
+  local win = tonumber(ARGV[2 * i + 1])
+  local entry = redis.call('LINDEX', KEYS[i], limit - 1)
+  if entry then
+    local w = tonumber(entry) + win - now
+    if w > wait then wait = w end
+  end
+end
+for j = n + 1, #KEYS do
+  local until_ms = redis.call('GET', KEYS[j])
+  if until_ms then
+    local w = tonumber(until_ms) - now
+    if w > wait then wait = w end
+  end
+end
+if wait > 0 then
+  return wait
+end
+for i = 1, n do
+  local limit = tonumber(ARGV[2 * i])
+  local win = tonumber(ARGV[2 * i + 1])
+  redis.call('LPUSH', KEYS[i], now)
+  redis.call('LTRIM', KEYS[i], 0, limit - 1)
+  redis.call('PEXPIRE', KEYS[i], win)
+end
+return 0
+"""
+
+# Sets a block ("nobody posts here before <until>") that only ever moves later.
+_BLOCK: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local until_ms = now + tonumber(ARGV[1])
+local cur = redis.call('GET', KEYS[1])
+if cur and tonumber(cur) >= until_ms then
+  return 0
+end
+redis.call('SET', KEYS[1], until_ms, 'PX', tonumber(ARGV[1]) + 1000)
+return 1
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """At most `limit` posts in any `window_ms` milliseconds."""
+
+    limit: int
+    window_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PacePolicy:
+    """The windows a post must fit in. The defaults are Telegram's published pace plus a
+    margin (`margin_ms` on every window) for the time a request spends on the wire."""
+
+    chat: tuple[Window, ...] = (Window(1, 1000),)
+    # Groups: 20 a minute, smoothed by an intermediate window so that a busy room
+    # posts every few seconds instead of 20 quick posts then 40 silent seconds.
+    group: tuple[Window, ...] = (Window(1, 1000), Window(5, 15_000), Window(20, 60_000))
+    bot: tuple[Window, ...] = (Window(30, 1000),)
+    margin_ms: int = 100
+
+
+class Pacer:
+    """Grants posting slots per chat and for the whole bot, shared through Redis.
+
+    Keys live under `cmx:{<namespace>}:pace:*` (one hash slot, so the script is atomic
+    on a cluster too). Chat ids are Telegram integers formatted with %d: no user text
+    reaches a key name.
+    """
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        namespace: str,
+        policy: PacePolicy | None = None,
+    ) -> None:
+        self._redis = redis
+        self._prefix = f"cmx:{{{namespace}}}:pace"
+        self.policy = policy or PacePolicy()
+        self._acquire = redis.register_script(_ACQUIRE)
+        self._block = redis.register_script(_BLOCK)
+
+    def _windows(self, chat_id: int) -> list[tuple[str, Window]]:
+        # Telegram group and supergroup chat ids are negative; private chats positive.
+        per_chat = self.policy.group if chat_id < 0 else self.policy.chat
+        out = [(f"{self._prefix}:c:{chat_id:d}:{i}", w) for i, w in enumerate(per_chat)]
+        out += [(f"{self._prefix}:g:{i}", w) for i, w in enumerate(self.policy.bot)]
+        return out
+
+    def _block_keys(self, chat_id: int) -> list[str]:
+        return [f"{self._prefix}:block:c:{chat_id:d}", f"{self._prefix}:block:g"]
+
+    async def try_acquire(self, chat_id: int) -> int:
+        """Take a slot for one post to `chat_id` now (returns 0), or return the
+        milliseconds to wait before asking again (nothing taken)."""
+        windows = self._windows(chat_id)
+        keys = [k for k, _ in windows] + self._block_keys(chat_id)
+        args: list[int] = [len(windows)]
+        for _, w in windows:
+            args += [w.limit, w.window_ms + self.policy.margin_ms]
+        return int(await self._acquire(keys=keys, args=args))
+
+    async def acquire(self, chat_id: int, *, deadline: float | None = None) -> bool:
+        """Wait for a slot for one post to `chat_id`. False if `deadline`
+        (time.monotonic()) passes first: the caller re-checks its lease and comes back."""
+        while True:
+            wait_ms = await self.try_acquire(chat_id)
+            if wait_ms <= 0:
+                return True
+            pause = wait_ms / 1000
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                pause = min(pause, left)
+            await asyncio.sleep(pause)
+
+    async def block_chat(self, chat_id: int, ms: int) -> None:
+        """Nobody posts to this chat for `ms` (Telegram answered RetryAfter for it)."""
+        await self._block(keys=[self._block_keys(chat_id)[0]], args=[max(1, ms)])
+
+    async def block_bot(self, ms: int) -> None:
+        """Nobody posts anywhere for `ms` (a RetryAfter that is not about one chat)."""
+        await self._block(keys=[self._block_keys(0)[1]], args=[max(1, ms)])
+
+    def keys_for(self, chat_ids: Sequence[int]) -> list[str]:
+        """Every key this pacer may touch for these chats (for cleanup in tests/tools)."""
+        out: list[str] = []
+        for chat_id in chat_ids:
+            out += [k for k, _ in self._windows(chat_id)] + self._block_keys(chat_id)
+        return out

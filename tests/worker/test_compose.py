@@ -1,0 +1,88 @@
+"""Coalescing one chat's pending rows into messages (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codemojex.worker.compose import MAX_MESSAGE, compose, split_text, tg_len
+
+
+@dataclass
+class Row:
+    id: int
+    text: str
+    reply_to_message_id: int | None = None
+    kind: str = "result"
+    player_name: str | None = None
+
+
+def test_quiet_room_replies_to_the_guess() -> None:
+    [msg] = compose([Row(1, "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)", 77, player_name="Ann")])
+    assert msg.reply_to == 77
+    assert msg.row_ids == (1,)
+    assert msg.text == "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)"
+
+
+def test_busy_room_gets_one_message_naming_players() -> None:
+    rows = [Row(i, f"r{i}", 100 + i, player_name=f"P{i}") for i in range(1, 31)]
+    [msg] = compose(rows)
+    assert msg.reply_to is None
+    assert msg.row_ids == tuple(range(1, 31))
+    assert msg.text.splitlines()[0] == "P1: r1"
+    assert len(msg.text.splitlines()) == 30
+
+
+def test_announcement_is_never_merged() -> None:
+    rows = [Row(1, "a", player_name="A"), Row(2, "new round!", 9, kind="announce"), Row(3, "b")]
+    msgs = compose(rows)
+    assert [m.row_ids for m in msgs] == [(1,), (2,), (3,)]
+    assert msgs[1].text == "new round!"
+    assert msgs[1].reply_to == 9
+
+
+def test_long_backlog_splits_under_the_limit() -> None:
+    line = "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 12)"
+    rows = [Row(i, line, player_name="Somebody") for i in range(1, 400)]
+    msgs = compose(rows)
+    assert len(msgs) > 1
+    assert all(tg_len(m.text) <= MAX_MESSAGE for m in msgs)
+    assert [i for m in msgs for i in m.row_ids] == list(range(1, 400))
+    # Packed: every message but the last is nearly full.
+    assert all(tg_len(m.text) > MAX_MESSAGE - 100 for m in msgs[:-1])
+
+
+def test_row_longer_than_a_message_is_split_without_breaking_emojis() -> None:
+    family = "👨‍👩‍👧"
+    rows = [Row(1, family * 2000)]
+    msgs = compose(rows)
+    assert len(msgs) > 1
+    assert [m.row_ids for m in msgs][-1] == (1,)
+    assert all(m.row_ids == () for m in msgs[:-1])
+    assert "".join(m.text for m in msgs) == family * 2000
+    assert all(m.text.count(family) * len(family) == len(m.text) for m in msgs)
+
+
+@given(st.lists(st.text(min_size=1, max_size=5000), min_size=1, max_size=12))
+def test_every_row_once_in_order_and_under_limit(texts: list[str]) -> None:
+    rows = [Row(i, t, player_name="n") for i, t in enumerate(texts)]
+    msgs = compose(rows, limit=1000)
+    assert [i for m in msgs for i in m.row_ids] == list(range(len(texts)))
+    assert all(tg_len(m.text) <= 1000 for m in msgs)
+
+
+@given(st.text(max_size=3000))
+def test_split_text_keeps_everything(text: str) -> None:
+    parts = split_text(text, 500)
+    assert all(tg_len(p) <= 500 for p in parts)
+    # Line breaks at cut points are dropped; the text otherwise survives intact.
+    assert "".join(parts).replace("\n", "") == text.replace("\n", "")
+
+
+def test_monster_grapheme_is_cut() -> None:
+    text = "e" + "\u0301" * 3000
+    parts = split_text(text, 1000)
+    assert all(tg_len(p) <= 1000 for p in parts)
+    assert "".join(parts) == text
