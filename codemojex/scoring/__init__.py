@@ -1,0 +1,64 @@
+"""The scoring core of the game: pure functions, no I/O.
+
+Guesses and palettes are tuples of emojis (grapheme clusters, each in the
+palette's own spelling); stored as strings they are split back with
+`split_emojis`. Refusals carry the player-facing reason as str(exc).
+"""
+
+from codemojex.scoring.emoji import DRAW_POOL, EMOJI_POOL, split_emojis
+from codemojex.scoring.errors import InvalidGuess, InvalidSettings
+from codemojex.scoring.guess import MAX_GUESS_CHARS, parse_guess
+from codemojex.scoring.room_settings import (
+    MAX_LENGTH,
+    MAX_PALETTE,
+    MIN_LENGTH,
+    MIN_PALETTE,
+    SettingsUpdate,
+    parse_length,
+    parse_palette,
+    parse_settings,
+)
+from codemojex.scoring.rules import (
+    DEFAULT_LENGTH,
+    DEFAULT_PALETTE,
+    DEFAULT_PALETTE_SIZE,
+    EXACT,
+    MISPLACED,
+    MISS,
+    Feedback,
+    draw_palette,
+    draw_secret,
+    feedback,
+    points_for,
+    render_result,
+)
+
+__all__ = [
+    "DEFAULT_LENGTH",
+    "DEFAULT_PALETTE",
+    "DEFAULT_PALETTE_SIZE",
+    "DRAW_POOL",
+    "EMOJI_POOL",
+    "EXACT",
+    "MAX_GUESS_CHARS",
+    "MAX_LENGTH",
+    "MAX_PALETTE",
+    "MIN_LENGTH",
+    "MIN_PALETTE",
+    "MISPLACED",
+    "MISS",
+    "Feedback",
+    "InvalidGuess",
+    "InvalidSettings",
+    "SettingsUpdate",
+    "draw_palette",
+    "draw_secret",
+    "feedback",
+    "parse_guess",
+    "parse_length",
+    "parse_palette",
+    "parse_settings",
+    "points_for",
+    "render_result",
+    "split_emojis",
+]
