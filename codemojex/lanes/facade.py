@@ -1,0 +1,280 @@
+"""`Lanes`: the async facade over the lanes scripts (one script, one round trip per verb)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import redis.asyncio as aioredis
+from redis.commands.core import AsyncScript
+from redis.exceptions import ResponseError
+
+from codemojex import ids
+from codemojex.lanes import keys as K
+from codemojex.lanes.errors import LaneError, LaneFull
+from codemojex.lanes.scripts import source
+
+DEDUPE_WINDOW_MS: Final = 24 * 3600 * 1000
+MAX_LEASE_MS: Final = 24 * 3600 * 1000
+MAX_CEILING: Final = 1_000_000
+MAX_WEIGHT: Final = 1_000
+MAX_ERROR_CHARS: Final = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A leased job. `attempts` is the fencing token: ack/retry/extend present it."""
+
+    id: str
+    room: str
+    lane: str
+    payload: bytes
+    attempts: int
+    max_attempts: int
+    seq: int
+    enqueued_ms: int
+
+
+def _int(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise LaneError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    return value
+
+
+def _lease(lease_ms: object) -> int:
+    return _int(lease_ms, "lease_ms", 1, MAX_LEASE_MS)
+
+
+def _translate(exc: ResponseError) -> Exception:
+    text = str(exc)
+    if text.startswith("LANEFULL "):
+        return LaneFull(text[len("LANEFULL ") :])
+    if text.startswith("LANEERR "):
+        return LaneError(text[len("LANEERR ") :])
+    return exc
+
+
+class Lanes:
+    """A fair two-level queue (rooms, then players' lanes) in one Redis.
+
+    `client` is a `redis.asyncio.Redis` with `decode_responses=False`. Each verb is one
+    script call. `park` holds a pooled connection while it blocks, so the client's pool
+    needs a connection per parked consumer on top of the busy ones.
+    """
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        queue: str = "cm",
+        *,
+        dedupe_window_ms: int = DEDUPE_WINDOW_MS,
+        batch: int = 1000,
+    ) -> None:
+        self.client = client
+        self.keys = K.Keys(queue)
+        self.queue = queue
+        self.dedupe_window_ms = _int(dedupe_window_ms, "dedupe_window_ms", 1, 2**40)
+        self.batch = _int(batch, "batch", 1, 100_000)
+        self._prefix = [self.keys.prefix]
+        self._scripts: dict[str, AsyncScript] = {}
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    async def _call(self, verb: str, *args: Any) -> Any:
+        script = self._scripts.get(verb)
+        if script is None:
+            script = self.client.register_script(source(verb))
+            self._scripts[verb] = script
+        try:
+            return await script(keys=self._prefix, args=args)
+        except ResponseError as exc:
+            raise _translate(exc) from None
+
+    @staticmethod
+    def _jobs(reply: list[Any]) -> list[Job]:
+        if not reply:
+            return []
+        room = reply[0].decode()
+        lane = reply[1].decode()
+        return [
+            Job(
+                reply[i].decode(),
+                room,
+                lane,
+                reply[i + 1],
+                reply[i + 2],
+                reply[i + 3],
+                reply[i + 4],
+                reply[i + 5],
+            )
+            for i in range(3, len(reply), 6)
+        ]
+
+    # -- producer -------------------------------------------------------------------------
+
+    async def enqueue(
+        self,
+        room: str,
+        lane: str,
+        payload: bytes,
+        *,
+        max_attempts: int = 5,
+        max_depth: int | None = None,
+        dedupe_key: str | None = None,
+        job_id: str | None = None,
+    ) -> str:
+        """Admit a job into `lane` of `room`; its id (the first job's id on a dedupe hit)."""
+        K.check_room(room)
+        K.check_lane(lane)
+        if not isinstance(payload, bytes | bytearray | memoryview):
+            raise LaneError(f"payload must be bytes, got {type(payload).__name__}")
+        _int(max_attempts, "max_attempts", 1, 1_000)
+        if max_depth is not None:
+            _int(max_depth, "max_depth", 1, 10_000_000)
+        digest = ""
+        if dedupe_key is not None:
+            if not isinstance(dedupe_key, str) or not dedupe_key:
+                raise LaneError("dedupe_key must be a non-empty string")
+            digest = K.dedupe_digest(dedupe_key)
+        jid = ids.mint(ids.JOB) if job_id is None else K.check_job(job_id)
+        reply = await self._call(
+            "enqueue",
+            room,
+            lane,
+            jid,
+            bytes(payload),
+            max_attempts,
+            max_depth or 0,
+            digest,
+            self.dedupe_window_ms,
+        )
+        return str(reply[0].decode())
+
+    # -- consumer -------------------------------------------------------------------------
+
+    async def claim(self, lease_ms: int) -> Job | None:
+        """Lease the head of the next lane in the rota, or None when there is nothing."""
+        jobs = self._jobs(await self._call("claim", _lease(lease_ms)))
+        return jobs[0] if jobs else None
+
+    async def wclaim(self, lease_ms: int) -> list[Job]:
+        """Lease K = min(weight, depth, ceiling headroom) heads of one lane, in mint order."""
+        return self._jobs(await self._call("wclaim", _lease(lease_ms)))
+
+    async def wclaim_hint(self, lease_ms: int) -> tuple[list[Job], bool]:
+        """wclaim, plus whether the room ring still held work after it (a consumer woken
+        from the wake list uses it to wake the next parked consumer)."""
+        reply = await self._call("wclaim", _lease(lease_ms))
+        return self._jobs(reply), bool(reply) and reply[2] > 0
+
+    async def ack(self, job: Job) -> bool:
+        """Complete a job; False (and nothing changed) when its token is stale."""
+        return bool(await self._call("ack", job.id, job.attempts))
+
+    async def ack_many(self, jobs: list[Job]) -> int:
+        """Complete a batch in one round trip; how many were acked (stale ones are not)."""
+        if not jobs:
+            return 0
+        args: list[str | int] = []
+        for job in jobs:
+            args.append(job.id)
+            args.append(job.attempts)
+        return int(await self._call("ack_many", *args))
+
+    async def retry(self, job: Job, delay_ms: int, error: str) -> str:
+        """'delayed' (due after delay_ms) or 'dead' (attempts spent); 'stale' when fenced out."""
+        _int(delay_ms, "delay_ms", 0, 2**40)
+        reply = await self._call("retry", job.id, job.attempts, delay_ms, error[:MAX_ERROR_CHARS])
+        return str(reply.decode())
+
+    async def extend(self, job: Job, lease_ms: int) -> bool:
+        return bool(await self._call("extend", job.id, job.attempts, _lease(lease_ms)))
+
+    async def reap(self) -> int:
+        """Expired leases back to their lanes (or dead); how many."""
+        return int(await self._call("reap", self.batch))
+
+    async def promote(self) -> int:
+        """Due delayed jobs back to their lanes; how many."""
+        return int(await self._call("promote", self.batch))
+
+    async def park(self, timeout_s: float) -> bool:
+        """Block until a wake token arrives (True) or the timeout passes (False)."""
+        return await self.client.blpop([self.keys.wake], timeout=timeout_s) is not None
+
+    async def wake(self) -> None:
+        """Push one wake token (capped like the scripts' own)."""
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.lpush(self.keys.wake, b"1")
+            pipe.ltrim(self.keys.wake, 0, 63)
+            await pipe.execute()
+
+    # -- admin ----------------------------------------------------------------------------
+
+    async def limit(self, room: str, n: int) -> None:
+        await self._call("limit", K.check_room(room), _int(n, "ceiling", 1, MAX_CEILING))
+
+    async def unlimit(self, room: str) -> None:
+        await self._call("unlimit", K.check_room(room))
+
+    async def weight(self, lane: str, w: int) -> None:
+        await self._call("weight", K.check_lane(lane), _int(w, "weight", 1, MAX_WEIGHT))
+
+    @staticmethod
+    def _kind(room_or_lane: str) -> str:
+        return "room" if ids.brand_of(K.check_room_or_lane(room_or_lane)) == ids.ROOM else "lane"
+
+    async def pause(self, room_or_lane: str) -> None:
+        await self._call("pause", room_or_lane, self._kind(room_or_lane))
+
+    async def resume(self, room_or_lane: str) -> None:
+        await self._call("resume", room_or_lane, self._kind(room_or_lane))
+
+    async def pause_queue(self) -> None:
+        await self._call("pause_queue")
+
+    async def resume_queue(self) -> None:
+        await self._call("resume_queue")
+
+    async def reassign(self, job_id: str, lane: str) -> bool:
+        """Move a pending job to another lane of its room at its seq; False if not pending."""
+        return bool(await self._call("reassign", K.check_job(job_id), K.check_lane(lane)))
+
+    async def purge(self, lane: str) -> int:
+        """Move a lane's pending jobs to dead; how many."""
+        return int(await self._call("purge", K.check_lane(lane)))
+
+    async def snapshot(self, room: str | None = None) -> dict[str, Any]:
+        """Depths, in flight, ceilings, weights, ring order and pauses (see README)."""
+        arg = "" if room is None else K.check_room(room)
+        qpaused, ring, active, delayed, dead, rooms = await self._call("snapshot", arg)
+        return {
+            "queue": self.queue,
+            "paused": bool(qpaused),
+            "ring": [r.decode() for r in ring],
+            "active": active,
+            "delayed": delayed,
+            "dead": dead,
+            "rooms": {
+                r.decode(): {
+                    "paused": bool(paused),
+                    "ceiling": None if ceiling < 0 else ceiling,
+                    "in_flight": in_flight,
+                    "ring": [x.decode() for x in lane_ring],
+                    "pending": sum(lane[1] for lane in lanes),
+                    "lanes": {
+                        lane.decode(): {"depth": depth, "weight": w, "paused": bool(lp)}
+                        for lane, depth, w, lp in lanes
+                    },
+                }
+                for r, paused, ceiling, in_flight, lane_ring, lanes in rooms
+            },
+        }
+
+    async def check(self) -> list[str]:
+        """Every violated invariant, read from the raw keys; [] when the queue is sound."""
+        return [line.decode() for line in await self._call("check")]
+
+    async def repair(self) -> list[str]:
+        """Fix gactive, placements and both rings from the raw state; what was fixed."""
+        return [line.decode() for line in await self._call("repair")]

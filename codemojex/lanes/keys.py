@@ -1,0 +1,172 @@
+"""Every Redis key name of a lanes queue, built in one place.
+
+The keyspace is the one of docs `lanes.md`: all keys of queue `q` start with `emq:{q}:`,
+so a queue lives on one Cluster slot. The Lua scripts receive that prefix as KEYS[1] and
+append the same suffixes as the builders below (a lane or room found on a ring inside a
+script cannot be declared by the caller beforehand); `parse` names every key a script may
+write, and the tests check every key they see against it.
+
+Ids are validated before any key is built, so user text never reaches a key name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Final
+
+from codemojex import ids
+from codemojex.lanes.errors import LaneError
+
+_QUEUE: Final = re.compile(r"[a-z0-9_-]{1,32}\Z")
+
+# Keys holding one value for the whole queue, by suffix.
+SINGLE: Final = (
+    "seq",
+    "lroom",
+    "ring",
+    "glimit",
+    "gactive",
+    "gweight",
+    "paused",
+    "qpaused",
+    "active",
+    "delayed",
+    "dead",
+    "wake",
+)
+
+
+def check_queue(queue: object) -> str:
+    if not isinstance(queue, str) or not _QUEUE.match(queue):
+        raise LaneError(f"queue name must match [a-z0-9_-]{{1,32}}, got {queue!r}")
+    return queue
+
+
+def check_room(room: object) -> str:
+    if not ids.is_valid(room, ids.ROOM):
+        raise LaneError(f"not a room id (ROM + 26 base32 characters): {room!r}")
+    return str(room)
+
+
+def check_lane(lane: object) -> str:
+    if not ids.is_valid(lane, ids.PLAYER):
+        raise LaneError(f"not a lane id (PLR + 26 base32 characters): {lane!r}")
+    return str(lane)
+
+
+def check_job(job_id: object) -> str:
+    if not ids.is_valid(job_id, ids.JOB):
+        raise LaneError(f"not a job id (JOB + 26 base32 characters): {job_id!r}")
+    return str(job_id)
+
+
+def check_room_or_lane(value: object) -> str:
+    brand = ids.brand_of(value)
+    if brand not in (ids.ROOM, ids.PLAYER):
+        raise LaneError(f"not a room (ROM…) or lane (PLR…) id: {value!r}")
+    return str(value)
+
+
+def dedupe_digest(dedupe_key: str) -> str:
+    """The dedupe key is caller text: only its digest becomes part of a key name."""
+    return hashlib.blake2b(dedupe_key.encode("utf-8"), digest_size=16).hexdigest()
+
+
+class Keys:
+    """Key names of one queue."""
+
+    __slots__ = ("prefix", "queue")
+
+    def __init__(self, queue: str) -> None:
+        self.queue = check_queue(queue)
+        self.prefix = f"emq:{{{queue}}}:"
+
+    def single(self, name: str) -> str:
+        if name not in SINGLE:
+            raise KeyError(name)
+        return self.prefix + name
+
+    @property
+    def seq(self) -> str:
+        return self.prefix + "seq"
+
+    @property
+    def lroom(self) -> str:
+        return self.prefix + "lroom"
+
+    @property
+    def ring(self) -> str:
+        return self.prefix + "ring"
+
+    @property
+    def glimit(self) -> str:
+        return self.prefix + "glimit"
+
+    @property
+    def gactive(self) -> str:
+        return self.prefix + "gactive"
+
+    @property
+    def gweight(self) -> str:
+        return self.prefix + "gweight"
+
+    @property
+    def paused(self) -> str:
+        return self.prefix + "paused"
+
+    @property
+    def qpaused(self) -> str:
+        return self.prefix + "qpaused"
+
+    @property
+    def active(self) -> str:
+        return self.prefix + "active"
+
+    @property
+    def delayed(self) -> str:
+        return self.prefix + "delayed"
+
+    @property
+    def dead(self) -> str:
+        return self.prefix + "dead"
+
+    @property
+    def wake(self) -> str:
+        return self.prefix + "wake"
+
+    def job(self, job_id: str) -> str:
+        return f"{self.prefix}job:{check_job(job_id)}"
+
+    def pending(self, lane: str) -> str:
+        return f"{self.prefix}g:{check_lane(lane)}:pending"
+
+    def room_ring(self, room: str) -> str:
+        return f"{self.prefix}r:{check_room(room)}:ring"
+
+    def room_lanes(self, room: str) -> str:
+        """Extra key: the set of lanes ever bound to the room (snapshot/repair read it)."""
+        return f"{self.prefix}r:{check_room(room)}:lanes"
+
+    def dedupe(self, dedupe_key: str) -> str:
+        """Extra key: dedupe digest -> first job id, expiring with the window."""
+        return f"{self.prefix}dd:{dedupe_digest(dedupe_key)}"
+
+    def parse(self, key: str) -> tuple[str, str | None]:
+        """(kind, id) of a key of this queue; LaneError when it is not one of ours."""
+        if not key.startswith(self.prefix):
+            raise LaneError(f"key {key!r} is not in queue {self.queue!r}")
+        rest = key[len(self.prefix) :]
+        if rest in SINGLE:
+            return rest, None
+        kind, _, tail = rest.partition(":")
+        if kind == "job" and ids.is_valid(tail, ids.JOB):
+            return "job", tail
+        if kind == "dd" and re.fullmatch(r"[0-9a-f]{32}", tail):
+            return "dd", tail
+        ident, _, what = tail.partition(":")
+        if kind == "g" and what == "pending" and ids.is_valid(ident, ids.PLAYER):
+            return "pending", ident
+        if kind == "r" and what in ("ring", "lanes") and ids.is_valid(ident, ids.ROOM):
+            return f"room_{what}", ident
+        raise LaneError(f"key {key!r} is not part of the lanes keyspace")

@@ -1,0 +1,181 @@
+-- _common.lua: prepended to every verb script when it is loaded (not a verb itself).
+--
+-- Every script gets KEYS[1] = the queue prefix `emq:{q}:` (the hash tag pins all keys of
+-- the queue to one Cluster slot); the keys of a room or lane found on a ring inside the
+-- script cannot be declared beforehand, so they are derived here with the suffixes of
+-- codemojex/lanes/keys.py.
+--
+-- The invariants of lanes.md hold before every script, so ring membership follows from
+-- the state: a room/lane is on its ring iff it is serviceable. The helpers below compare
+-- the state around a change and push on a false -> true transition, never scanning a ring.
+local P = KEYS[1]
+local RING = P .. 'ring'
+local ACTIVE = P .. 'active'
+local GACTIVE = P .. 'gactive'
+local GLIMIT = P .. 'glimit'
+local PAUSED = P .. 'paused'
+local LROOM = P .. 'lroom'
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function job_key(id) return P .. 'job:' .. id end
+local function pending_key(lane) return P .. 'g:' .. lane .. ':pending' end
+local function lane_ring_key(room) return P .. 'r:' .. room .. ':ring' end
+
+local function wake()
+  redis.call('LPUSH', P .. 'wake', '1')
+  redis.call('LTRIM', P .. 'wake', 0, 63)
+end
+
+local function is_paused(x) return redis.call('SISMEMBER', PAUSED, x) == 1 end
+
+-- not paused and below its ceiling (the lane ring is not looked at)
+local function room_open(room)
+  if is_paused(room) then return false end
+  local lim = redis.call('HGET', GLIMIT, room)
+  if lim then
+    local act = tonumber(redis.call('HGET', GACTIVE, room) or '0')
+    if act >= tonumber(lim) then return false end
+  end
+  return true
+end
+
+local function room_serviceable(room)
+  return room_open(room) and redis.call('LLEN', lane_ring_key(room)) > 0
+end
+
+-- Put a room on the room ring after a false -> true transition, with a wake.
+local function ring_room(room)
+  redis.call('RPUSH', RING, room)
+  wake()
+end
+
+-- A job was just ZADDed to `lane`'s pending zset (which now holds `depth` jobs). If the
+-- lane was empty it became serviceable (unless paused); if it was the room's first
+-- serviceable lane, the room may have become serviceable too.
+local function lane_filled(room, lane, depth)
+  if depth == 1 and not is_paused(lane) then
+    if redis.call('RPUSH', lane_ring_key(room), lane) == 1 and room_open(room) then
+      ring_room(room)
+    end
+  end
+end
+
+-- A lane that holds work and is not paused joins its room's lane ring (resume).
+local function lane_join(room, lane)
+  if redis.call('RPUSH', lane_ring_key(room), lane) == 1 and room_open(room) then
+    ring_room(room)
+  end
+end
+
+-- Put a job back into its lane at its original seq (reap, promote).
+local function requeue(id, jk, room, lane, seq)
+  redis.call('HSET', jk, 'state', 'pending')
+  local pk = pending_key(lane)
+  redis.call('ZADD', pk, seq, id)
+  lane_filled(room, lane, redis.call('ZCARD', pk))
+end
+
+-- One of `room`'s jobs left `active`: give back its permit. Only a room that was held at
+-- its ceiling (gactive == glimit before, glimit - 1 now) can become serviceable here.
+local function permit_freed(room)
+  local act = redis.call('HINCRBY', GACTIVE, room, -1)
+  if act <= 0 then redis.call('HDEL', GACTIVE, room) end
+  local lim = redis.call('HGET', GLIMIT, room)
+  if lim and act == tonumber(lim) - 1 then
+    if not is_paused(room) and redis.call('LLEN', lane_ring_key(room)) > 0 then
+      ring_room(room)
+    end
+  end
+end
+
+-- The lease of a job still held by `token`: the job key and its room, or nil when the
+-- token is stale (the job was reaped, re-claimed, retried, acked or never existed).
+local function holder(id, token)
+  local jk = job_key(id)
+  local f = redis.call('HMGET', jk, 'state', 'attempts', 'room')
+  if f[1] ~= 'active' or f[2] ~= token then return nil, nil end
+  return jk, f[3]
+end
+
+-- Admin verbs only (they may scan a ring): re-establish the membership of `room` on the
+-- room ring after a change, given whether it was serviceable (= on the ring) before.
+local function room_recheck(room, before)
+  local after = room_serviceable(room)
+  if before and not after then
+    redis.call('LREM', RING, 0, room)
+  elseif after and not before then
+    ring_room(room)
+  end
+end
+
+-- Admin verbs only: `lane` (of `room`) stops being serviceable while it is on its ring.
+local function lane_unring(room, lane)
+  local rr = lane_ring_key(room)
+  local before = room_serviceable(room)
+  redis.call('LREM', rr, 0, lane)
+  room_recheck(room, before)
+end
+
+-- One rota step, then serve up to `k` heads (claim: 1; wclaim: the lane's weight), the K
+-- clamped by the lane's depth (ZPOPMIN) and the room's ceiling headroom. Returns
+-- {room, lane, ring length after, then per job: id, payload, attempts, max_attempts, seq,
+-- enqueued_ms} or {} when the queue is paused or nothing is serviceable.
+local function serve(lease_ms, weighted)
+  if redis.call('EXISTS', P .. 'qpaused') == 1 then return {} end
+  local room = redis.call('LMOVE', RING, RING, 'LEFT', 'RIGHT')
+  if not room then return {} end
+  local rr = lane_ring_key(room)
+  local lane = redis.call('LMOVE', rr, rr, 'LEFT', 'RIGHT')
+  if not lane then
+    -- unreachable while invariant 2 holds; leave the ring sound anyway
+    redis.call('LREM', RING, -1, room)
+    return {}
+  end
+  local pk = pending_key(lane)
+  local k = 1
+  if weighted then
+    k = tonumber(redis.call('HGET', P .. 'gweight', lane) or '1')
+    if k < 1 then k = 1 end
+  end
+  local lim = redis.call('HGET', GLIMIT, room)
+  if lim then
+    local headroom = tonumber(lim) - tonumber(redis.call('HGET', GACTIVE, room) or '0')
+    if headroom < k then k = headroom end
+  end
+  local popped = {}
+  if k >= 1 then popped = redis.call('ZPOPMIN', pk, k) end
+  local deadline = now_ms() + tonumber(lease_ms)
+  local out = {room, lane, 0}
+  local leased = {}
+  for i = 1, #popped, 2 do
+    local id = popped[i]
+    local jk = job_key(id)
+    local f = redis.call('HMGET', jk, 'payload', 'attempts', 'max_attempts', 'enqueued_ms')
+    if f[1] then
+      local att = tonumber(f[2]) + 1
+      redis.call('HSET', jk, 'attempts', att, 'state', 'active')
+      leased[#leased + 1] = deadline
+      leased[#leased + 1] = id
+      out[#out + 1] = id
+      out[#out + 1] = f[1]
+      out[#out + 1] = att
+      out[#out + 1] = tonumber(f[3])
+      out[#out + 1] = tonumber(popped[i + 1])
+      out[#out + 1] = tonumber(f[4])
+    end
+  end
+  if #leased > 0 then
+    redis.call('ZADD', ACTIVE, unpack(leased))
+    redis.call('HINCRBY', GACTIVE, room, #leased / 2)
+  end
+  -- lane and room were just moved to the tails, so these LREMs stop at once: O(1)
+  if redis.call('ZCARD', pk) == 0 then redis.call('LREM', rr, -1, lane) end
+  if not room_serviceable(room) then redis.call('LREM', RING, -1, room) end
+  out[3] = redis.call('LLEN', RING)
+  if #out == 3 then return {} end
+  return out
+end

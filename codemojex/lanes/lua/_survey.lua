@@ -1,0 +1,104 @@
+-- _survey.lua: prepended to check and repair only (admin verbs that may read everything).
+-- survey() reads the whole keyspace of the queue once, in the script's atomic view.
+
+local function scan(pattern)
+  local keys = {}
+  local cursor = '0'
+  repeat
+    local r = redis.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)
+    cursor = r[1]
+    for _, k in ipairs(r[2]) do keys[#keys + 1] = k end
+  until cursor == '0'
+  return keys
+end
+
+local function sorted_keys(set)
+  local out = {}
+  for k in pairs(set) do out[#out + 1] = k end
+  table.sort(out)
+  return out
+end
+
+local function survey()
+  local S = {lroom = {}, lanes = {}, rooms = {}, place = {}, jobs = {}, orphans = {},
+    active_count = {}, room_lanes = {}}
+  local plen = #P
+  local lr = redis.call('HGETALL', LROOM)
+  for i = 1, #lr, 2 do
+    S.lroom[lr[i]] = lr[i + 1]
+    S.lanes[lr[i]] = true
+    S.rooms[lr[i + 1]] = true
+  end
+  for _, k in ipairs(scan(P .. 'g:*:pending')) do S.lanes[string.sub(k, plen + 3, -9)] = true end
+  for _, k in ipairs(scan(P .. 'r:*:ring')) do S.rooms[string.sub(k, plen + 3, -6)] = true end
+  for _, k in ipairs(scan(P .. 'r:*:lanes')) do S.rooms[string.sub(k, plen + 3, -7)] = true end
+  for _, h in ipairs({GLIMIT, GACTIVE}) do
+    for _, r in ipairs(redis.call('HKEYS', h)) do S.rooms[r] = true end
+  end
+  for _, r in ipairs(redis.call('LRANGE', RING, 0, -1)) do S.rooms[r] = true end
+  for _, x in ipairs(redis.call('SMEMBERS', PAUSED)) do
+    if string.sub(x, 1, 3) == 'ROM' then S.rooms[x] = true end
+  end
+  for room in pairs(S.rooms) do
+    S.room_lanes[room] = {}
+  end
+  for lane, room in pairs(S.lroom) do S.room_lanes[room][lane] = true end
+
+  local function put(id, where, lane, score)
+    local p = S.place[id]
+    if not p then p = {}; S.place[id] = p end
+    p[#p + 1] = {where = where, lane = lane, score = score}
+  end
+  for lane in pairs(S.lanes) do
+    local z = redis.call('ZRANGE', pending_key(lane), 0, -1, 'WITHSCORES')
+    for i = 1, #z, 2 do put(z[i], 'pending', lane, tonumber(z[i + 1])) end
+  end
+  for _, where in ipairs({'active', 'delayed', 'dead'}) do
+    for _, id in ipairs(redis.call('ZRANGE', P .. where, 0, -1)) do put(id, where) end
+  end
+  for id in pairs(S.place) do
+    local f = redis.call('HMGET', job_key(id), 'state', 'room', 'lane', 'seq')
+    if f[1] or f[2] or f[3] or f[4] then
+      S.jobs[id] = {state = f[1], room = f[2], lane = f[3], seq = tonumber(f[4])}
+    else
+      S.jobs[id] = false
+    end
+  end
+  for _, k in ipairs(scan(P .. 'job:*')) do
+    local id = string.sub(k, plen + 5)
+    if not S.place[id] then S.orphans[#S.orphans + 1] = id end
+  end
+  table.sort(S.orphans)
+  return S
+end
+
+-- jobs per room in `active`, read through the job hashes
+local function count_active(S)
+  local counts = {}
+  for id, places in pairs(S.place) do
+    local job = S.jobs[id]
+    for _, p in ipairs(places) do
+      if p.where == 'active' and job and job.room then
+        counts[job.room] = (counts[job.room] or 0) + 1
+      end
+    end
+  end
+  return counts
+end
+
+local function lane_ok(lane)
+  return redis.call('ZCARD', pending_key(lane)) > 0 and not is_paused(lane)
+end
+
+-- why a room is not serviceable given the true in-flight count; nil when it is
+local function room_block(S, room, act)
+  if is_paused(room) then return 'paused' end
+  local lim = redis.call('HGET', GLIMIT, room)
+  if lim and act >= tonumber(lim) then
+    return 'at its ceiling (' .. act .. ' in flight, ceiling ' .. lim .. ')'
+  end
+  for lane in pairs(S.room_lanes[room] or {}) do
+    if lane_ok(lane) then return nil end
+  end
+  return 'no serviceable lane'
+end

@@ -1,0 +1,5 @@
+-- pause_queue: stop every claim of the queue; rings and books are untouched.
+--
+-- KEYS[1]  the queue prefix `emq:{q}:`
+-- Returns  1 when newly paused, 0 when it already was
+return redis.call('SETNX', P .. 'qpaused', '1')

@@ -1,0 +1,18 @@
+-- promote: delayed jobs that are due go back to their lanes at their original seq.
+--
+-- KEYS[1]  the queue prefix `emq:{q}:`
+-- ARGV[1]  at most this many jobs per call
+-- Returns  how many jobs were promoted
+local ids = redis.call('ZRANGEBYSCORE', P .. 'delayed', '-inf', now_ms(), 'LIMIT', 0,
+  tonumber(ARGV[1]))
+local n = 0
+for _, id in ipairs(ids) do
+  redis.call('ZREM', P .. 'delayed', id)
+  local jk = job_key(id)
+  local f = redis.call('HMGET', jk, 'room', 'lane', 'seq')
+  if f[1] then
+    requeue(id, jk, f[1], f[2], f[3])
+    n = n + 1
+  end
+end
+return n

@@ -1,0 +1,24 @@
+-- purge: move every pending job of a lane to `dead` (a banned player). Jobs in flight or
+-- delayed are left alone.
+--
+-- KEYS[1]  the queue prefix `emq:{q}:`
+-- ARGV[1]  lane id
+-- Returns  how many jobs were purged
+local lane = ARGV[1]
+local pk = pending_key(lane)
+local ids = redis.call('ZRANGE', pk, 0, -1)
+if #ids == 0 then return 0 end
+local room = redis.call('HGET', LROOM, lane)
+local now = now_ms()
+local n = 0
+for _, id in ipairs(ids) do
+  local jk = job_key(id)
+  if redis.call('EXISTS', jk) == 1 then
+    redis.call('HSET', jk, 'state', 'dead', 'last_error', 'purged')
+    redis.call('ZADD', P .. 'dead', now, id)
+    n = n + 1
+  end
+end
+redis.call('DEL', pk)
+if room and not is_paused(lane) then lane_unring(room, lane) end
+return n

@@ -1,0 +1,23 @@
+-- reap: every lease past its deadline goes back to its lane at its original seq, or to
+-- `dead` when its attempts are spent; its permit is freed. Idempotent; any worker runs it.
+--
+-- KEYS[1]  the queue prefix `emq:{q}:`
+-- ARGV[1]  at most this many leases per call
+-- Returns  how many leases were reaped
+local now = now_ms()
+local ids = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+for _, id in ipairs(ids) do
+  redis.call('ZREM', ACTIVE, id)
+  local jk = job_key(id)
+  local f = redis.call('HMGET', jk, 'room', 'lane', 'seq', 'attempts', 'max_attempts')
+  if f[1] then
+    permit_freed(f[1])
+    if tonumber(f[4]) >= tonumber(f[5]) then
+      redis.call('ZADD', P .. 'dead', now, id)
+      redis.call('HSET', jk, 'state', 'dead', 'last_error', 'lease expired')
+    else
+      requeue(id, jk, f[1], f[2], f[3])
+    end
+  end
+end
+return #ids

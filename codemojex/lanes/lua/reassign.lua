@@ -1,0 +1,31 @@
+-- reassign: move a pending job to another lane of the same room, keeping its seq (so it
+-- keeps its place in mint order). A lane of another room is refused.
+--
+-- KEYS[1]  the queue prefix `emq:{q}:`
+-- ARGV[1]  job id           ARGV[2]  target lane id
+-- Returns  1 when the job is now pending in the target lane, 0 when the job is not pending
+-- Errors   LANEERR when the target lane belongs to another room (nothing is written)
+local id, target = ARGV[1], ARGV[2]
+local jk = job_key(id)
+local f = redis.call('HMGET', jk, 'state', 'room', 'lane', 'seq')
+if not f[1] then return 0 end
+local room, lane = f[2], f[3]
+local bound = redis.call('HGET', LROOM, target)
+if bound and bound ~= room then
+  return redis.error_reply('LANEERR cannot reassign job ' .. id .. ' of room ' .. room ..
+    ' to lane ' .. target .. ' of room ' .. bound)
+end
+if f[1] ~= 'pending' then return 0 end
+if lane == target then return 1 end
+if not bound then
+  redis.call('HSET', LROOM, target, room)
+  redis.call('SADD', P .. 'r:' .. room .. ':lanes', target)
+end
+local pk = pending_key(lane)
+redis.call('ZREM', pk, id)
+if redis.call('ZCARD', pk) == 0 and not is_paused(lane) then lane_unring(room, lane) end
+redis.call('HSET', jk, 'lane', target)
+local tk = pending_key(target)
+redis.call('ZADD', tk, f[4], id)
+lane_filled(room, target, redis.call('ZCARD', tk))
+return 1

@@ -1,0 +1,159 @@
+-- repair: for an operator who suspects damage. Puts every job in exactly one place (a job
+-- hash with no place goes back to its lane; an id with no hash is dropped), recomputes
+-- every room's gactive from the leases in `active`, and rebuilds both rings from the lanes
+-- (keeps the order, drops duplicates and what is not serviceable, appends what is missing).
+-- No job is lost. Admin verb: it reads the whole queue, atomically.
+--
+-- KEYS[1]  the queue prefix `emq:{q}:`
+-- Returns  the list of fixes made, in order; empty when nothing needed fixing
+local S = survey()
+local fixed = {}
+local function did(msg) fixed[#fixed + 1] = msg end
+local now = now_ms()
+local rank = {active = 1, pending = 2, delayed = 3, dead = 4}
+local function unplace(id, p)
+  if p.where == 'pending' then
+    redis.call('ZREM', pending_key(p.lane), id)
+  else
+    redis.call('ZREM', P .. p.where, id)
+  end
+end
+local function label(p) return p.where .. (p.lane and (' of lane ' .. p.lane) or '') end
+
+-- one place per job
+for _, id in ipairs(sorted_keys(S.place)) do
+  local places, job = S.place[id], S.jobs[id]
+  if not job then
+    for _, p in ipairs(places) do
+      unplace(id, p)
+      did('dropped id ' .. id .. ' from ' .. label(p) .. ': it has no job hash')
+    end
+  else
+    table.sort(places, function(a, b) return rank[a.where] < rank[b.where] end)
+    for i = 2, #places do
+      unplace(id, places[i])
+      did('removed job ' .. id .. ' from ' .. label(places[i]) .. ', kept it in ' ..
+        label(places[1]))
+    end
+    local p = places[1]
+    local jk = job_key(id)
+    if job.state ~= p.where then
+      redis.call('HSET', jk, 'state', p.where)
+      did('set the state of job ' .. id .. ' to ' .. p.where .. ' (was ' ..
+        tostring(job.state) .. ')')
+    end
+    if p.where == 'pending' then
+      if job.lane ~= p.lane then
+        redis.call('HSET', jk, 'lane', p.lane)
+        did('set the lane of job ' .. id .. ' to ' .. p.lane)
+      end
+      if job.seq and job.seq ~= p.score then
+        redis.call('ZADD', pending_key(p.lane), job.seq, id)
+        did('put job ' .. id .. ' back at its seq ' .. job.seq .. ' in lane ' .. p.lane)
+      end
+    end
+  end
+end
+for _, id in ipairs(S.orphans) do
+  local jk = job_key(id)
+  local f = redis.call('HMGET', jk, 'state', 'lane', 'seq')
+  if f[1] == 'dead' then
+    redis.call('ZADD', P .. 'dead', now, id)
+    did('put job ' .. id .. ' back in dead')
+  elseif f[1] == 'delayed' then
+    redis.call('ZADD', P .. 'delayed', now, id)
+    did('put job ' .. id .. ' back in delayed, due now')
+  elseif f[2] and f[3] then
+    redis.call('HSET', jk, 'state', 'pending')
+    redis.call('ZADD', pending_key(f[2]), f[3], id)
+    S.lanes[f[2]] = true
+    did('put job ' .. id .. ' back in lane ' .. f[2] .. ' at its seq ' .. f[3])
+  end
+end
+
+-- lane bindings (a lane with work but no room takes the room of its head job)
+for _, lane in ipairs(sorted_keys(S.lanes)) do
+  if not S.lroom[lane] then
+    local head = redis.call('ZRANGE', pending_key(lane), 0, 0)[1]
+    local room = head and redis.call('HGET', job_key(head), 'room')
+    if room then
+      redis.call('HSET', LROOM, lane, room)
+      S.lroom[lane] = room
+      S.rooms[room] = true
+      S.room_lanes[room] = S.room_lanes[room] or {}
+      S.room_lanes[room][lane] = true
+      did('bound lane ' .. lane .. ' to room ' .. room)
+    end
+  end
+end
+for _, room in ipairs(sorted_keys(S.rooms)) do
+  local lk = P .. 'r:' .. room .. ':lanes'
+  for _, lane in ipairs(redis.call('SMEMBERS', lk)) do
+    if S.lroom[lane] ~= room then
+      redis.call('SREM', lk, lane)
+      did('unlisted lane ' .. lane .. ' from room ' .. room)
+    end
+  end
+  for _, lane in ipairs(sorted_keys(S.room_lanes[room])) do
+    if redis.call('SADD', lk, lane) == 1 then
+      did('listed lane ' .. lane .. ' in room ' .. room)
+    end
+  end
+end
+
+-- gactive from the leases
+local S2 = survey()
+local counts = count_active(S2)
+for room in pairs(counts) do S.rooms[room] = true end
+for _, room in ipairs(sorted_keys(S.rooms)) do
+  local stored = redis.call('HGET', GACTIVE, room)
+  local n = counts[room] or 0
+  if tonumber(stored or '0') ~= n or (stored and n == 0) then
+    if n == 0 then
+      redis.call('HDEL', GACTIVE, room)
+    else
+      redis.call('HSET', GACTIVE, room, n)
+    end
+    did('gactive of room ' .. room .. ': ' .. tostring(stored) .. ' -> ' .. n)
+  end
+end
+
+-- rebuild a ring: keep the order, drop duplicates and what `keep` refuses, append missing
+local function rebuild(key, what, owner, keep, candidates)
+  local old = redis.call('LRANGE', key, 0, -1)
+  local new, seen = {}, {}
+  for _, x in ipairs(old) do
+    if seen[x] then
+      did('removed a duplicate of ' .. what .. ' ' .. x .. ' from ' .. owner)
+    elseif not keep(x) then
+      seen[x] = true
+      did('removed ' .. what .. ' ' .. x .. ' from ' .. owner .. ': not serviceable')
+    else
+      seen[x] = true
+      new[#new + 1] = x
+    end
+  end
+  for _, x in ipairs(candidates) do
+    if not seen[x] and keep(x) then
+      new[#new + 1] = x
+      did('added missing ' .. what .. ' ' .. x .. ' to ' .. owner)
+    end
+  end
+  local changed = #new ~= #old
+  for i = 1, #new do if new[i] ~= old[i] then changed = true end end
+  if changed then
+    redis.call('DEL', key)
+    if #new > 0 then redis.call('RPUSH', key, unpack(new)) end
+  end
+  return changed
+end
+
+for _, room in ipairs(sorted_keys(S.rooms)) do
+  rebuild(lane_ring_key(room), 'lane', 'the lane ring of room ' .. room,
+    function(lane) return S.lroom[lane] == room and lane_ok(lane) end,
+    sorted_keys(S.room_lanes[room] or {}))
+end
+if rebuild(RING, 'room', 'the room ring', room_serviceable, sorted_keys(S.rooms)) then
+  if redis.call('LLEN', RING) > 0 then wake() end
+end
+return fixed

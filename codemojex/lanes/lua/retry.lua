@@ -1,0 +1,24 @@
+-- retry: a typed retry of a leased job: to `delayed` while attempts remain, else `dead`.
+-- Frees the permit like ack. A stale token is refused and changes nothing.
+--
+-- KEYS[1]  the queue prefix `emq:{q}:`
+-- ARGV[1]  job id      ARGV[2]  attempts (token)      ARGV[3]  delay in ms
+-- ARGV[4]  error text (stored as last_error)
+-- Returns  'delayed', 'dead' or 'stale'
+local id = ARGV[1]
+local jk, room = holder(id, ARGV[2])
+if not jk then return 'stale' end
+redis.call('ZREM', ACTIVE, id)
+local f = redis.call('HMGET', jk, 'attempts', 'max_attempts')
+local now = now_ms()
+local outcome
+if tonumber(f[1]) >= tonumber(f[2]) then
+  redis.call('ZADD', P .. 'dead', now, id)
+  outcome = 'dead'
+else
+  redis.call('ZADD', P .. 'delayed', now + tonumber(ARGV[3]), id)
+  outcome = 'delayed'
+end
+redis.call('HSET', jk, 'state', outcome, 'last_error', ARGV[4])
+permit_freed(room)
+return outcome

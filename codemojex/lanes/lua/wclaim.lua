@@ -1,0 +1,8 @@
+-- wclaim: one rota step, then lease K = min(weight, depth, ceiling headroom) heads of that
+-- one lane, in mint order, with one shared deadline.
+--
+-- KEYS[1]  the queue prefix `emq:{q}:`
+-- ARGV[1]  lease in ms
+-- Returns  {} or {room, lane, ring length after, then 6 fields per job: id, payload,
+--          attempts, max_attempts, seq, enqueued_ms}
+return serve(ARGV[1], true)

@@ -1,0 +1,12 @@
+-- weight: a lane's share per wclaim turn. Serviceability does not depend on it, so no ring
+-- changes. A weight of 1 is the default and is stored as no entry.
+--
+-- KEYS[1]  the queue prefix `emq:{q}:`
+-- ARGV[1]  lane id          ARGV[2]  weight (>= 1)
+-- Returns  1
+if tonumber(ARGV[2]) == 1 then
+  redis.call('HDEL', P .. 'gweight', ARGV[1])
+else
+  redis.call('HSET', P .. 'gweight', ARGV[1], ARGV[2])
+end
+return 1

@@ -1,0 +1,47 @@
+"""The Lua scripts of the lanes, read from package data when first needed."""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Final
+
+VERBS: Final = (
+    "enqueue",
+    "claim",
+    "wclaim",
+    "ack",
+    "ack_many",
+    "retry",
+    "extend",
+    "reap",
+    "promote",
+    "limit",
+    "unlimit",
+    "weight",
+    "pause",
+    "resume",
+    "pause_queue",
+    "resume_queue",
+    "reassign",
+    "purge",
+    "snapshot",
+    "check",
+    "repair",
+)
+
+# Shared Lua prepended to a verb's file (Redis scripts cannot include one another).
+_INCLUDES: Final = {"check": ("_survey",), "repair": ("_survey",)}
+
+
+def _read(name: str) -> str:
+    return resources.files("codemojex.lanes").joinpath("lua", f"{name}.lua").read_text("utf-8")
+
+
+@functools.cache
+def source(verb: str) -> str:
+    """The full text of one verb's script: the common helpers, its includes, the verb."""
+    if verb not in VERBS:
+        raise KeyError(verb)
+    parts = [_read("_common"), *(_read(name) for name in _INCLUDES.get(verb, ())), _read(verb)]
+    return "\n".join(parts)
