@@ -1,0 +1,172 @@
+"""Player-facing texts, and their agreement with docs/game.md and the scoring rules."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from codemojex import texts
+from codemojex.scoring import (
+    DEFAULT_PALETTE,
+    InvalidGuess,
+    InvalidSettings,
+    feedback,
+    parse_guess,
+    parse_length,
+    parse_palette,
+    parse_settings,
+    points_for,
+    render_result,
+    split_emojis,
+)
+
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "game.md").read_text(encoding="utf-8")
+DESIGN_COMMANDS = {
+    "newgame", "g", "rules", "stats", "top", "help", "me",
+    "pause", "resume", "limit", "weight", "ban", "unban", "endround", "settings", "queue",
+}  # fmt: skip
+ALL_COMMANDS = [name for name, _ in (*texts.PLAYER_COMMANDS, *texts.ADMIN_COMMANDS)]
+
+
+def test_command_lists_cover_the_design() -> None:
+    assert set(ALL_COMMANDS) == DESIGN_COMMANDS
+    assert len(ALL_COMMANDS) == len(set(ALL_COMMANDS))
+    for name, description in (*texts.PLAYER_COMMANDS, *texts.ADMIN_COMMANDS):
+        # Telegram's limits for setMyCommands
+        assert re.fullmatch(r"[a-z0-9_]{1,32}", name)
+        assert 1 <= len(description) <= 256
+
+
+@pytest.mark.parametrize("name", sorted(DESIGN_COMMANDS))
+def test_help_and_docs_mention_every_command(name: str) -> None:
+    if name != "help":  # HELP is what /help answers
+        assert re.search(rf"/{name}\b", texts.HELP)
+    assert re.search(rf"`/{name}\b", DOC)
+
+
+def test_help_fits_in_a_message() -> None:
+    assert len(texts.HELP) < 1000
+
+
+def test_rules_text_reflects_the_room() -> None:
+    text = texts.rules_text(5, "🐶🐱🐭🐰", 90)
+    assert "5 emojis" in text
+    assert "🐶 🐱 🐭 🐰" in text
+    assert "90 seconds" in text
+    assert "🟢" in text and "🟡" in text and "⚫" in text
+    assert "100 points" in text
+    assert "fresh set" in texts.rules_text(4, None, 600)
+    assert "10 minutes" in texts.rules_text(4, None, 600)
+    assert "No emoji repeats" in texts.rules_text(4, DEFAULT_PALETTE, 600, repeats=False)
+
+
+def test_round_started_shows_palette_length_and_clock() -> None:
+    text = texts.round_started(DEFAULT_PALETTE, 4, 600)
+    assert "Palette: 🍎 🍌 🍇 🍒 🍋 🥝" in text
+    assert "4 emojis" in text
+    assert "10 minutes" in text
+    # the announcement shown in the docs is the real one
+    for line in text.splitlines():
+        assert line in DOC
+
+
+def test_result_line_and_digest() -> None:
+    guess = ("🍎", "🍌", "🍇", "🍒")
+    fb = feedback(guess, ("🍎", "🍌", "🍒", "🍋"))
+    assert texts.result_line(guess, fb, 3) == "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)"
+    line = texts.result_for("Alice", guess, fb, 3)
+    assert line == "Alice: 🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)"
+    assert texts.results_digest([line, line]) == f"{line}\n{line}"
+    assert f"`{line}`" in DOC
+
+
+def test_win_and_endings() -> None:
+    win = texts.win("Alice", "🍎🍌🍒🍋", 3, points_for(3))
+    assert win.startswith("🏆 Alice cracked the code 🍎🍌🍒🍋 in 3 attempts! +80 points.")
+    assert win in DOC
+    assert "1 attempt!" in texts.win("Bo", ("🍎",) * 4, 1, 100)
+    assert "already solved" in texts.already_solved(("🍎",) * 4)
+    assert "over" in texts.already_over("🍎🍎🍎🍎")
+    timeout = texts.timed_out("🍎🍌🍒🍋", 600)
+    assert "🍎🍌🍒🍋" in timeout and "10 minutes" in timeout
+    assert timeout in DOC
+    assert "🍎🍌🍒🍋" in texts.ended_by_admin(("🍎", "🍌", "🍒", "🍋"))
+
+
+def test_admin_answers() -> None:
+    assert texts.limit_set(1) == "At most 1 guess from this chat scored at once."
+    assert texts.limit_set(3) == "At most 3 guesses from this chat scored at once."
+    assert texts.weight_set("Bo", 2) == "Bo now gets 2 guesses per turn."
+    assert texts.player_banned("Bo", 0) == "Bo is banned from this chat's games."
+    assert texts.player_banned("Bo", 1).endswith("1 pending guess dropped.")
+    assert "Bo" in texts.player_unbanned("Bo")
+    assert texts.settings_changed(5, "🍎🍌🍇🍒") == (
+        "Settings saved for the next round: length 5, palette 🍎 🍌 🍇 🍒."
+    )
+    assert "fresh" in texts.settings_changed(4, None)
+
+
+def test_records() -> None:
+    assert texts.player_stats("Al", 180, 2, 7, 3) == (
+        "Al here: 180 points, 2 wins, 7 guesses, best solve in 3 attempts."
+    )
+    assert texts.player_stats("Al", 0, 0, 1, None) == "Al here: 0 points, 0 wins, 1 guess."
+    board = texts.leaderboard([("A", 180, 2), ("B", 90, 1), ("C", 10, 1), ("D", 0, 0)])
+    assert board.splitlines()[1] == "🥇 A: 180 pts, 2 wins"
+    assert board.splitlines()[4] == "4. D: 0 pts, 0 wins"
+    assert "No points yet" in texts.leaderboard([])
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(1, "1 second"), (90, "90 seconds"), (600, "10 minutes"), (7200, "2 hours")],
+)
+def test_duration(seconds: int, text: str) -> None:
+    assert texts.duration(seconds) == text
+
+
+def test_short_answers_documented() -> None:
+    for answer in (texts.NO_ROUND, texts.SLOW_DOWN, texts.BANNED, texts.TRY_AGAIN, texts.NOT_ADMIN):
+        assert answer in DOC
+
+
+# --- the docs' examples are what the code does ---------------------------------------------------
+
+
+def test_docs_worked_example_matches_feedback() -> None:
+    secret = split_emojis("🍎🍌🍎🍇")
+    rows = re.findall(r"^\| `(\S+)` \| (\d) \| (\d) \|", DOC, flags=re.MULTILINE)
+    assert len(rows) == 5
+    for guess, exact, misplaced in rows:
+        fb = feedback(split_emojis(guess), secret)
+        assert (fb.exact, fb.misplaced) == (int(exact), int(misplaced)), guess
+    guess = split_emojis("🍎🍎🍌🍌")
+    assert f"`{render_result(guess, feedback(guess, secret))}`" in DOC
+
+
+def test_docs_points_match_points_for() -> None:
+    assert "100 on the first attempt, 90 on the second" in DOC
+    assert (points_for(1), points_for(2), points_for(10), points_for(11)) == (100, 90, 10, 10)
+
+
+def test_docs_refusal_table_is_what_parse_guess_says() -> None:
+    section = DOC.split("## When a guess is refused")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| `(?:/g ?)?([^`]*)` \| ([^|]+?) \|$", section, flags=re.MULTILINE)
+    assert len(rows) == 5
+    for typed, said in rows:
+        with pytest.raises(InvalidGuess) as info:
+            parse_guess(typed, DEFAULT_PALETTE, 4)
+        assert str(info.value) == said
+
+
+def test_docs_settings_refusals_are_what_the_parser_says() -> None:
+    examples = re.findall(r"^- `/settings ([^`]+)` → \"(.+?)\"$", DOC, flags=re.MULTILINE)
+    assert len(examples) == 4
+    for args, said in examples:
+        with pytest.raises(InvalidSettings) as info:
+            parse_settings(args)
+        assert str(info.value).startswith(said.rstrip("…").rstrip())
+    assert parse_length("6") == 6
+    assert len(parse_palette("🍎🍌🍇🍒🍋🥝")) == 6
