@@ -43,8 +43,11 @@ _ZWJ = "\u200d"
 _INVISIBLE = "\ufe0e\ufe0f\u200b\u200c\u200e\u200f\u2060\ufeff\u061c\u202a-\u202e\u2066-\u2069"
 _INVISIBLE_RE = regex.compile(f"[{_INVISIBLE}]+")
 _INVISIBLE_BUT_FE0F_RE = regex.compile(f"[{_INVISIBLE.replace(chr(0xFE0F), '')}]+")
-_SEPARATOR_RE = regex.compile(rf"[\p{{White_Space}}{_INVISIBLE}{_ZWJ}]+")
-_CLUSTER_RE = regex.compile(r"\X")
+_SEPARATORS = rf"[\p{{White_Space}}{_INVISIBLE}{_ZWJ}]+"
+# A run of separators is taken in one step (4,000 spaces are one token, not 4,000);
+# a character that could extend a separator (a combining mark after a space) then
+# starts a cluster of its own, which is refused all the same.
+_TOKEN_RE = regex.compile(rf"(?P<sep>{_SEPARATORS})|\X")
 
 # A well-formed emoji: keycap, flag, subdivision flag, or pictographs (a skin tone
 # only on those that take one) joined by ZWJ. Checked on the FE0F-free key. Requiring
@@ -70,11 +73,6 @@ def key(cluster: str) -> str:
     return _INVISIBLE_RE.sub("", cluster).strip(_ZWJ)
 
 
-def is_separator(cluster: str) -> bool:
-    """Whitespace (and invisible marks) allowed between emojis."""
-    return _SEPARATOR_RE.fullmatch(cluster) is not None
-
-
 def is_emoji(cluster: str) -> bool:
     """Whether one grapheme cluster is a single well-formed emoji."""
     if len(cluster) > MAX_CLUSTER_CODEPOINTS:
@@ -84,10 +82,9 @@ def is_emoji(cluster: str) -> bool:
 
 def clusters(text: str) -> Iterator[str]:
     """The grapheme clusters of `text` that are not separators, lazily."""
-    for match in _CLUSTER_RE.finditer(text):
-        cluster = match.group()
-        if not is_separator(cluster):
-            yield cluster
+    for match in _TOKEN_RE.finditer(text):
+        if match.group("sep") is None:
+            yield match.group()
 
 
 def split_emojis(text: str) -> tuple[str, ...]:

@@ -216,6 +216,11 @@ def test_zwj_joined_palette_emojis_are_one_unknown_sequence() -> None:
     assert err.offenders == ("🍎\u200d🍌",)
 
 
+def test_a_mark_on_whitespace_is_refused() -> None:
+    assert refusal("🍎 \u0301🍌🍇🍒").kind == "not_emoji"
+    assert refusal("🍎 \U0001f3fd🍌🍇🍒").kind == "not_emoji"  # a skin tone on a space
+
+
 def test_control_characters_are_refused_not_ignored() -> None:
     assert refusal("🍎\x00🍌🍇🍒").kind == "not_emoji"
     assert refusal("🍎\x7f🍌🍇🍒").kind == "not_emoji"
