@@ -1,0 +1,187 @@
+"""Starting, closing and expiring rounds."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from codemojex import scoring
+from codemojex.db import Outbox, Round, store
+from tests.db.helpers import new_room
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+async def test_start_round_draws_from_a_seeded_rng(session: AsyncSession) -> None:
+    room = await new_room(session)
+    rnd = await store.start_round(session, room.id, random.Random(7), now=T0)
+
+    palette = scoring.draw_palette(random.Random(7), scoring.DEFAULT_PALETTE_SIZE)
+    expect_rng = random.Random(7)
+    scoring.draw_palette(expect_rng, scoring.DEFAULT_PALETTE_SIZE)
+    secret = scoring.draw_secret(expect_rng, palette, scoring.DEFAULT_LENGTH)
+
+    assert rnd.palette_emojis == palette
+    assert rnd.secret_emojis == secret
+    assert rnd.length == scoring.DEFAULT_LENGTH
+    assert rnd.started_at == T0
+    assert rnd.expires_at == T0 + timedelta(seconds=600)
+    assert rnd.is_open
+    rows = list((await session.execute(select(Outbox))).scalars())
+    assert [(r.kind, r.round_id, r.chat_id) for r in rows] == [("round", rnd.id, room.chat_id)]
+    assert all(e in rows[0].text for e in palette)
+    assert rnd.secret not in rows[0].text or len(set(secret)) == 1
+
+
+async def test_round_repr_never_shows_the_secret(session: AsyncSession, rng: random.Random) -> None:
+    room = await new_room(session)
+    rnd = await store.start_round(session, room.id, rng)
+    for emoji in set(rnd.secret_emojis):
+        assert emoji not in repr(rnd)
+        assert emoji not in str(rnd)
+
+
+async def test_start_round_uses_room_settings(session: AsyncSession, rng: random.Random) -> None:
+    room = await new_room(session)
+    await store.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒")
+    rnd = await store.start_round(session, room.id, rng)
+    assert rnd.length == 5
+    assert rnd.palette_emojis == ("🍎", "🍌", "🍇", "🍒")
+    assert len(rnd.secret_emojis) == 5
+    assert set(rnd.secret_emojis) <= set(rnd.palette_emojis)
+
+
+async def test_second_round_is_refused_while_one_is_open(
+    session: AsyncSession, rng: random.Random
+) -> None:
+    room = await new_room(session)
+    first = await store.start_round(session, room.id, rng)
+    with pytest.raises(store.RoundAlreadyOpen) as caught:
+        await store.start_round(session, room.id, rng)
+    assert caught.value.round_id == first.id
+    assert first.secret not in str(caught.value)
+    # Refused means unchanged: still one round, one announcement.
+    assert (await session.execute(select(func.count(Round.id)))).scalar_one() == 1
+    assert (await session.execute(select(func.count(Outbox.id)))).scalar_one() == 1
+    await session.commit()
+    # Once closed, a new one may start.
+    assert await store.close_round(session, first.id, store.ENDROUND) is not None
+    second = await store.start_round(session, room.id, rng)
+    assert second.id != first.id
+
+
+async def test_two_rooms_each_have_their_round(session: AsyncSession, rng: random.Random) -> None:
+    a = await new_room(session, chat_id=-1)
+    b = await new_room(session, chat_id=-2)
+    ra = await store.start_round(session, a.id, rng)
+    rb = await store.start_round(session, b.id, rng)
+    assert (await store.open_round(session, a.id)).id == ra.id  # type: ignore[union-attr]
+    assert (await store.open_round(session, b.id)).id == rb.id  # type: ignore[union-attr]
+
+
+async def test_database_refuses_a_second_open_round_even_bypassing_the_code(
+    session: AsyncSession, rng: random.Random
+) -> None:
+    from sqlalchemy.exc import IntegrityError
+
+    room = await new_room(session)
+    await store.start_round(session, room.id, rng)
+    session.add(
+        Round(room_id=room.id, secret="🍎🍎🍎🍎", palette="🍎🍌🍇🍒", length=4, expires_at=T0)
+    )
+    with pytest.raises(IntegrityError):
+        await session.commit()
+    await session.rollback()
+
+
+async def test_concurrent_start_round_opens_exactly_one(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    async with sessions() as s:
+        room = await new_room(s)
+
+    async def attempt(seed: int) -> int | None:
+        async with sessions() as s:
+            try:
+                return (await store.start_round(s, room.id, random.Random(seed))).id
+            except store.RoundAlreadyOpen:
+                return None
+
+    for repeat in range(5):
+        started = await asyncio.gather(*(attempt(seed) for seed in range(8)))
+        opened = [r for r in started if r is not None]
+        assert len(opened) == 1, started
+        async with sessions() as s:
+            open_now = (
+                await s.execute(
+                    select(func.count(Round.id)).where(
+                        Round.room_id == room.id, Round.ended_at.is_(None)
+                    )
+                )
+            ).scalar_one()
+            announcements = (
+                await s.execute(select(func.count(Outbox.id)).where(Outbox.kind == "round"))
+            ).scalar_one()
+            assert open_now == 1
+            assert announcements == repeat + 1
+            await store.close_round(s, opened[0], store.ENDROUND)
+
+
+async def test_close_round_reveals_once(session: AsyncSession, rng: random.Random) -> None:
+    room = await new_room(session)
+    rnd = await store.start_round(session, room.id, rng)
+    closed = await store.close_round(session, rnd.id, store.ENDROUND, now=T0)
+    assert closed is not None
+    assert closed.ended_at == T0
+    assert closed.end_reason == "endround"
+    assert closed.winner_player_id is None
+    assert await store.close_round(session, rnd.id, store.ENDROUND) is None
+    assert await store.close_round(session, 999_999, store.ENDROUND) is None
+    reveals = list((await session.execute(select(Outbox).where(Outbox.kind == "reveal"))).scalars())
+    assert len(reveals) == 1
+    assert rnd.secret in reveals[0].text
+    assert await store.open_round(session, room.id) is None
+
+
+async def test_expire_rounds_closes_only_overdue_rounds(
+    session: AsyncSession, rng: random.Random
+) -> None:
+    early = await new_room(session, chat_id=-10)
+    late = await new_room(session, chat_id=-20)
+    await store.update_room_settings(session, late.id, round_timeout_s=3600)
+    r_early = await store.start_round(session, early.id, rng, now=T0)
+    r_late = await store.start_round(session, late.id, rng, now=T0)
+
+    assert await store.expire_rounds(session, T0 + timedelta(seconds=599)) == []
+    expired = await store.expire_rounds(session, T0 + timedelta(seconds=600))
+    assert [r.id for r in expired] == [r_early.id]
+    assert expired[0].end_reason == "timeout"
+    # Idempotent: nothing more to expire at the same time.
+    assert await store.expire_rounds(session, T0 + timedelta(seconds=601)) == []
+    assert (await store.get_round(session, r_late.id)).is_open  # type: ignore[union-attr]
+    expired = await store.expire_rounds(session, T0 + timedelta(hours=2))
+    assert [r.id for r in expired] == [r_late.id]
+    reveals = (
+        await session.execute(select(func.count(Outbox.id)).where(Outbox.kind == "reveal"))
+    ).scalar_one()
+    assert reveals == 2
+
+
+async def test_announcement_sent_becomes_the_round_message(
+    session: AsyncSession, rng: random.Random
+) -> None:
+    room = await new_room(session)
+    rnd = await store.start_round(session, room.id, rng)
+    [row] = await store.pending_outbox(session, 10)
+    assert await store.mark_sent(session, [row.id], 4242) == 1
+    assert (await store.get_round(session, rnd.id)).announce_message_id == 4242  # type: ignore[union-attr]
+
+
+async def test_start_round_in_unknown_room(session: AsyncSession, rng: random.Random) -> None:
+    with pytest.raises(store.UnknownRoom):
+        await store.start_round(session, "ROM00000000000000000000000000", rng)
