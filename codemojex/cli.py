@@ -1,0 +1,155 @@
+"""The one command line: `codemojex bot | worker | migrate | demo | lanes check|repair|snapshot`.
+
+Every setting comes from the environment (CODEMOJEX_*, see codemojex/settings.py); flags here
+only choose what to run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from typing import Annotated
+
+import typer
+
+from codemojex.settings import Settings, load_settings
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+lanes_app = typer.Typer(no_args_is_help=True, help="Inspect and mend the lanes keyspace.")
+app.add_typer(lanes_app, name="lanes")
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # httpx logs every Bot API call at INFO; that is noise for an operator.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def _require_shared_redis(settings: Settings, what: str) -> None:
+    if not settings.redis_url:
+        typer.echo(
+            f"{what} runs as its own process and needs a shared Redis: set CODEMOJEX_REDIS_URL "
+            "(the in-process stand-in is for `codemojex demo` only).",
+            err=True,
+        )
+        raise typer.Exit(2)
+
+
+@app.command()
+def migrate() -> None:
+    """Bring the database (CODEMOJEX_DATABASE_URL) to the latest schema."""
+    from codemojex.db import upgrade
+
+    settings = load_settings()
+    upgrade(settings.database_url)
+    typer.echo("database is at the latest revision")
+
+
+@app.command()
+def bot(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    """Run the Telegram bot (polling, or webhook when CODEMOJEX_WEBHOOK_URL is set)."""
+    _logging(verbose)
+    settings = load_settings()
+    _require_shared_redis(settings, "the bot")
+    if settings.token is None:
+        typer.echo("set CODEMOJEX_TOKEN to the bot's token", err=True)
+        raise typer.Exit(2)
+    from codemojex.bot.main import run_bot
+
+    run_bot(settings)
+
+
+@app.command()
+def worker(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    """Run the ScoreWorker pool, the outbox sender and the round timer."""
+    _logging(verbose)
+    settings = load_settings()
+    _require_shared_redis(settings, "the worker")
+    if settings.token is None:
+        typer.echo("set CODEMOJEX_TOKEN: the worker posts results as the bot", err=True)
+        raise typer.Exit(2)
+    from codemojex.worker.main import main as worker_main
+
+    asyncio.run(worker_main(settings))
+
+
+@app.command()
+def demo(
+    rooms: Annotated[int, typer.Option(help="quiet rooms besides the flooding one")] = 6,
+    players: Annotated[int, typer.Option(help="players per quiet room")] = 3,
+    flood_players: Annotated[int, typer.Option(help="players in the flooding room")] = 8,
+    seconds: Annotated[float, typer.Option(help="how long the rooms play")] = 45.0,
+    seed: Annotated[int, typer.Option(help="seed for the simulated players")] = 7,
+) -> None:
+    """Play real rounds through the real bot and worker on embedded defaults, then summarise."""
+    from codemojex.demo import DemoPlan, run_demo
+
+    plan = DemoPlan(
+        quiet_rooms=rooms,
+        players_per_room=players,
+        flood_players=flood_players,
+        seconds=seconds,
+        seed=seed,
+    )
+    sys.exit(asyncio.run(run_demo(load_settings(), plan)))
+
+
+async def _with_lanes(action: str, room: str | None) -> object:
+    from codemojex.lanes import Lanes
+    from codemojex.runtime import redis_client
+
+    settings = load_settings()
+    redis = redis_client(settings)
+    try:
+        lanes = Lanes(redis, queue=settings.queue)
+        if action == "check":
+            return await lanes.check()
+        if action == "repair":
+            return await lanes.repair()
+        return await lanes.snapshot(room)
+    finally:
+        await redis.aclose()
+
+
+@lanes_app.command("check")
+def lanes_check() -> None:
+    """List every violated invariant of the lanes keyspace (exit 1 when there is any)."""
+    settings = load_settings()
+    _require_shared_redis(settings, "lanes check")
+    faults = asyncio.run(_with_lanes("check", None))
+    assert isinstance(faults, list)
+    for fault in faults:
+        typer.echo(fault)
+    typer.echo(f"{len(faults)} fault(s)")
+    raise typer.Exit(1 if faults else 0)
+
+
+@lanes_app.command("repair")
+def lanes_repair() -> None:
+    """Recompute in-flight counts from the leases and rebuild both rings; print what changed."""
+    settings = load_settings()
+    _require_shared_redis(settings, "lanes repair")
+    fixes = asyncio.run(_with_lanes("repair", None))
+    assert isinstance(fixes, list)
+    for fix in fixes:
+        typer.echo(fix)
+    typer.echo(f"{len(fixes)} fix(es)")
+
+
+@lanes_app.command("snapshot")
+def lanes_snapshot(
+    room: Annotated[str | None, typer.Option(help="one room (ROM…)")] = None,
+) -> None:
+    """Depths, in-flight counts, ceilings, weights, ring order and pauses, as JSON."""
+    settings = load_settings()
+    _require_shared_redis(settings, "lanes snapshot")
+    typer.echo(json.dumps(asyncio.run(_with_lanes("snapshot", room)), indent=2, default=str))
+
+
+def main() -> None:
+    app()
