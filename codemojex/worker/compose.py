@@ -18,7 +18,7 @@ MAX_MESSAGE: Final = 4096
 
 # Rows of these kinds always go out on their own: a round announcement is the message
 # players reply to with their guesses, so it must not be buried inside a batch of results.
-STANDALONE_KINDS: Final = frozenset({"announce", "start", "round_start"})
+STANDALONE_KINDS: Final = frozenset({"round"})  # store.KIND_ROUND
 
 _GRAPHEME = regex.compile(r"\X")
 

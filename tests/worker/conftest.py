@@ -6,12 +6,29 @@ Redis clients here drop this test's `cmx:{<queue>}:*` keys (pacing, sender lease
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import random
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 
 import pytest
 import redis.asyncio as aioredis
+from pydantic import SecretStr
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from telegram import Bot
 
-from tests.conftest import REDIS_URL
+from codemojex import ids
+from codemojex.db import make_engine, make_sessionmaker, store, upgrade
+from codemojex.jobs import GuessJob
+from codemojex.lanes import Lanes
+from codemojex.settings import Settings
+from codemojex.standin import StandIn
+from codemojex.worker.botapi import make_bot
+from tests.conftest import PG_ADMIN_URL, REDIS_URL, _admin
 
 
 async def _drop_keys(client: aioredis.Redis, queue: str) -> None:
@@ -48,3 +65,164 @@ async def redis_r(queue_name: str) -> AsyncIterator[aioredis.Redis]:
     finally:
         await _drop_keys(client, queue_name)
         await client.aclose()
+
+
+# --- Postgres -------------------------------------------------------------------------------
+
+TABLES = "outbox, guesses, leaderboard, bans, audit_log, rounds, players, rooms"
+
+
+@pytest.fixture(scope="session")
+def worker_pg_url() -> Iterator[str]:
+    """A Postgres database of the worker tests, migrated with Alembic (upgrade head).
+
+    Its own database (same recipe as the shared `pg_database_url`) because these tests
+    TRUNCATE between tests, which must not pull the rug from under other suites' data.
+    """
+    name = "cmworker_" + uuid.uuid4().hex[:10]
+    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+    url = f"{base}/{name}"
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+async def sessionmaker(worker_pg_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    """Sessions on the worker test database, emptied before the test."""
+    engine = make_engine(worker_pg_url)
+    async with engine.begin() as conn:
+        await conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    try:
+        yield make_sessionmaker(engine)
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def dead_sessionmaker() -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    """Sessions on a Postgres that is not there: a closed port on this machine."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    # The socket is closed again: nothing listens on `port`, connections are refused.
+    engine = make_engine(f"postgresql+asyncpg://postgres@127.0.0.1:{port}/nothing")
+    try:
+        yield make_sessionmaker(engine)
+    finally:
+        await engine.dispose()
+
+
+# --- Telegram stand-in ----------------------------------------------------------------------
+
+
+@pytest.fixture
+async def standin() -> AsyncIterator[StandIn]:
+    server = StandIn()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest.fixture
+async def bot(standin: StandIn) -> AsyncIterator[Bot]:
+    settings = Settings(
+        token=SecretStr(standin.token),
+        bot_api_base_url=standin.base_url,
+        bot_api_base_file_url=standin.base_file_url,
+    )
+    async with make_bot(settings) as client:
+        yield client
+
+
+# --- a room with players and an open round ---------------------------------------------------
+
+
+@dataclass
+class Table:
+    """One group chat with its room, players and open round, on the stand-in and in the DB."""
+
+    chat_id: int
+    room_id: str
+    round_id: int
+    secret: tuple[str, ...]
+    palette: tuple[str, ...]
+    players: dict[int, str]  # Telegram user id -> PLR id
+    names: dict[int, str]
+
+    def wrong_guess(self, n: int = 0) -> tuple[str, ...]:
+        """A guess that is not the secret (varies with n)."""
+        rng = random.Random(n)
+        while True:
+            guess = tuple(rng.choice(self.palette) for _ in self.secret)
+            if guess != self.secret:
+                return guess
+
+
+async def make_table(
+    sm: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    chat_id: int,
+    users: int = 3,
+    *,
+    seed: int = 1,
+) -> Table:
+    user_ids = [abs(chat_id) * 100 + i for i in range(1, users + 1)]
+    names = {uid: f"Player{uid}" for uid in user_ids}
+    for uid in user_ids:
+        standin.add_user(uid, names[uid])
+    standin.add_group(chat_id, f"Room {chat_id}", admins=user_ids[:1], members=user_ids)
+    async with sm() as s:
+        room = await store.ensure_room(
+            s, chat_id, f"Room {chat_id}", default_ceiling=2, round_timeout_s=600
+        )
+    players: dict[int, str] = {}
+    for uid in user_ids:
+        async with sm() as s:
+            players[uid] = (await store.ensure_player(s, room.id, uid, names[uid])).id
+    async with sm() as s:
+        rnd = await store.start_round(s, room.id, random.Random(seed))
+    return Table(
+        chat_id=chat_id,
+        room_id=room.id,
+        round_id=rnd.id,
+        secret=rnd.secret_emojis,
+        palette=rnd.palette_emojis,
+        players=players,
+        names=names,
+    )
+
+
+async def enqueue_guess(
+    lanes: Lanes,
+    standin: StandIn,
+    table: Table,
+    user_id: int,
+    emojis: tuple[str, ...],
+    *,
+    job_id: str | None = None,
+) -> str:
+    """What the bot does for a valid guess: the user's message on the stand-in, a job in the
+    player's lane with the guess id as job id."""
+    message_id = standin.send_text(table.chat_id, user_id, "".join(emojis))
+    payload = GuessJob(
+        chat_id=table.chat_id,
+        message_id=message_id,
+        user_id=user_id,
+        user_name=table.names[user_id],
+        round_id=table.round_id,
+        emojis=emojis,
+        sent_ms=int(time.time() * 1000),
+    ).encode()
+    return await lanes.enqueue(
+        table.room_id,
+        table.players[user_id],
+        payload,
+        job_id=job_id or ids.mint(ids.JOB),
+        max_attempts=20,
+    )

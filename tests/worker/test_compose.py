@@ -36,7 +36,7 @@ def test_busy_room_gets_one_message_naming_players() -> None:
 
 
 def test_announcement_is_never_merged() -> None:
-    rows = [Row(1, "a", player_name="A"), Row(2, "new round!", 9, kind="announce"), Row(3, "b")]
+    rows = [Row(1, "a", player_name="A"), Row(2, "new round!", 9, kind="round"), Row(3, "b")]
     msgs = compose(rows)
     assert [m.row_ids for m in msgs] == [(1,), (2,), (3,)]
     assert msgs[1].text == "new round!"

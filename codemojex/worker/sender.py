@@ -1,0 +1,440 @@
+"""The outbox sender: posts what the game decided, paced, coalesced, never twice.
+
+Who posts what
+    One sender at a time owns a chat (a Redis lease per chat, renewed before every post),
+    so a chat's messages go out in order and a backlog is coalesced by one process. The rows
+    it posts are also claimed in the database (`store.claim_outbox`, FOR UPDATE SKIP LOCKED
+    with a lease), so even if Redis lost the chat lease (a restart without persistence) two
+    senders would still take disjoint rows.
+
+The pace
+    Before each post the sender takes a slot from the shared `Pacer` (Redis): about one
+    message a second per chat, twenty a minute per group, thirty a second for the bot, for
+    all processes together. While it waits, results keep landing in the outbox; after the
+    wait it claims them too, so a busy room gets one message with every result in it
+    instead of one reply each. A quiet room (one row waiting) gets a reply to the guess.
+
+What is guaranteed (at least once, with one narrow window for a duplicate)
+    - A row is marked sent only after Telegram accepted the message that carried it.
+    - Right after Telegram answers, the sender writes "row → message id" to Redis (one
+      round trip, before `mark_sent`). A sender that finds such a marker on a row marks it
+      sent without posting it again, so a crash, a restart or a database outage between the
+      post and `mark_sent` does not re-post.
+    - A row can be posted twice only if (a) the process dies in the instant between
+      Telegram's answer and that Redis write, or (b) the post times out (TimedOut) after
+      Telegram had in fact accepted it: the sender cannot tell, and retries rather than
+      risk losing the message. Nothing else re-posts: a 429 (RetryAfter) is a refusal, the
+      row stays unsent and goes out after the wait.
+    - A row Telegram refuses for good (the bot was kicked, the chat is gone, the text is
+      refused: BadRequest, Forbidden, ChatMigrated) is marked done with no message id
+      (`sent_message_id` NULL) and counted as failed, instead of being retried forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import socket
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final
+
+import redis.asyncio as aioredis
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from telegram import Bot
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Forbidden,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
+
+from codemojex.db import Outbox, store
+from codemojex.worker.compose import MAX_MESSAGE, OutMessage, compose
+from codemojex.worker.pacing import Pacer
+from codemojex.worker.score import is_transient
+
+log = logging.getLogger(__name__)
+
+# A marker outlives any plausible outage between a post and its mark_sent.
+POSTED_TTL_S: Final = 7 * 24 * 3600
+
+_RENEW: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+_RELEASE: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+@dataclass
+class SenderStats:
+    """Counters for the demo summary and the metrics endpoint."""
+
+    messages: int = 0  # messages Telegram accepted
+    rows_sent: int = 0  # outbox rows those messages carried
+    coalesced_messages: int = 0  # messages that carried more than one row
+    coalesced_rows: int = 0  # rows that went out inside such a message
+    replies: int = 0  # messages posted as a reply to the guess (quiet room)
+    retry_after: int = 0  # 429 answers honoured
+    failed_rows: int = 0  # rows Telegram refused for good
+    recovered_rows: int = 0  # rows found already posted (marker) and only marked
+    errors: int = 0  # transient failures (network, database) waited out
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def _retry_after_ms(exc: RetryAfter) -> int:
+    value = exc.retry_after
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    return max(1, int(seconds * 1000))
+
+
+class OutboxSender:
+    """Drains the outbox to Telegram. `await sender.run(stop_event)`.
+
+    Several senders (in one process or several) may run on one outbox and one Redis: the
+    chat leases and row claims keep them off each other's rows, the pacer keeps their sum
+    within Telegram's limits.
+    """
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        bot: Bot,
+        redis: aioredis.Redis,
+        *,
+        namespace: str,
+        pacer: Pacer | None = None,
+        owner: str | None = None,
+        max_chats: int = 64,
+        poll_s: float = 1.0,
+        chat_lease_ms: int = 20_000,
+        claim_lease_s: float = 20.0,
+        claim_limit: int = 200,
+        max_message: int = MAX_MESSAGE,
+        stats: SenderStats | None = None,
+    ) -> None:
+        """`namespace` scopes the Redis keys (use the queue name). `poll_s` is how often the
+        outbox is scanned for chats with unsent rows (chats the local ScoreWorker wrote to are
+        looked at at once through `poke`). `max_chats` bounds the chats drained at once."""
+        self._sessionmaker = sessionmaker
+        self._bot = bot
+        self._redis = redis
+        self._ns = namespace
+        self.pacer = pacer or Pacer(redis, namespace)
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._max_chats = max_chats
+        self._poll_s = poll_s
+        self._chat_lease_ms = chat_lease_ms
+        self._claim_lease_s = claim_lease_s
+        self._claim_limit = claim_limit
+        self._max_message = max_message
+        self.stats = stats or SenderStats()
+        self._renew = redis.register_script(_RENEW)
+        self._release = redis.register_script(_RELEASE)
+        self._active: dict[int, asyncio.Task[None]] = {}
+        self._poked: set[int] = set()
+        self._wake = asyncio.Event()
+        self._stopping = False
+
+    # -- keys ---------------------------------------------------------------------------------
+
+    def _lease_key(self, chat_id: int) -> str:
+        return f"cmx:{{{self._ns}}}:send:lease:{chat_id:d}"
+
+    def _posted_key(self, row_id: int) -> str:
+        return f"cmx:{{{self._ns}}}:send:posted:{row_id:d}"
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def poke(self, chat_id: int) -> None:
+        """Look at this chat soon (its outbox just got rows)."""
+        self._poked.add(chat_id)
+        self._wake.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Drain until `stop` is set; then let every chat finish the post in hand and return."""
+        stopper = asyncio.create_task(self._watch(stop))
+        next_scan = 0.0
+        try:
+            while not self._stopping:
+                chats = set(self._poked)
+                self._poked.clear()
+                if time.monotonic() >= next_scan:
+                    try:
+                        chats |= set(await self._pending_chats())
+                    except Exception as exc:
+                        if not is_transient(exc):
+                            raise
+                        self.stats.errors += 1
+                        log.warning("outbox scan failed (%s); retrying", type(exc).__name__)
+                    next_scan = time.monotonic() + self._poll_s
+                for chat_id in sorted(chats):
+                    self._start_drain(chat_id)
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._poll_s)
+        finally:
+            self._stopping = True
+            stopper.cancel()
+            if self._active:
+                await asyncio.gather(*self._active.values(), return_exceptions=True)
+
+    async def _watch(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+        self._stopping = True
+        self._wake.set()
+
+    def _start_drain(self, chat_id: int) -> None:
+        if chat_id in self._active:
+            # Its drain may be finishing right now; look again on the next pass.
+            self._poked.add(chat_id)
+            return
+        if len(self._active) >= self._max_chats:
+            self._poked.add(chat_id)
+            return
+        task = asyncio.create_task(self._drain_safely(chat_id), name=f"send:{chat_id}")
+        self._active[chat_id] = task
+
+    async def _drain_safely(self, chat_id: int) -> None:
+        try:
+            await self.drain(chat_id)
+        except Exception:
+            self.stats.errors += 1
+            log.exception("sender for chat %d failed; it will be retried", chat_id)
+            await asyncio.sleep(1.0)
+        finally:
+            self._active.pop(chat_id, None)
+            self._wake.set()
+
+    async def _pending_chats(self) -> list[int]:
+        """Chats with unsent rows (the store's pending view is oldest-first per row; a distinct
+        scan over the pending index keeps one flooded chat from hiding the others)."""
+        async with self._sessionmaker() as session:
+            stmt = select(Outbox.chat_id).where(Outbox.sent_at.is_(None)).distinct()
+            chats = [int(c) for c in (await session.execute(stmt)).scalars()]
+            await session.commit()
+        return chats
+
+    # -- one chat -----------------------------------------------------------------------------
+
+    async def drain(self, chat_id: int) -> None:
+        """Post everything waiting for `chat_id`, if no other sender owns the chat."""
+        token = uuid.uuid4().hex
+        key = self._lease_key(chat_id)
+        if not await self._redis.set(key, token, nx=True, px=self._chat_lease_ms):
+            return
+        try:
+            while not self._stopping:
+                if not await self._post_next(chat_id, key, token):
+                    return
+        finally:
+            with contextlib.suppress(Exception):
+                await self._release(keys=[key], args=[token])
+
+    async def _holds(self, key: str, token: str) -> bool:
+        return bool(await self._renew(keys=[key], args=[token, self._chat_lease_ms]))
+
+    async def _claim(self, chat_id: int) -> list[Outbox]:
+        async with self._sessionmaker() as session:
+            return await store.claim_outbox(
+                session, self._claim_limit, self._claim_lease_s, self.owner, chat_id=chat_id
+            )
+
+    async def _release_rows(self, rows: Sequence[Outbox]) -> None:
+        if not rows:
+            return
+        try:
+            async with self._sessionmaker() as session:
+                await store.release_outbox(session, [r.id for r in rows], self.owner)
+        except Exception as exc:
+            # The claim lease runs out by itself; the rows are only delayed.
+            log.warning("could not release %d outbox rows (%s)", len(rows), type(exc).__name__)
+
+    async def _mark(self, ids: Sequence[int], message_id: int | None) -> None:
+        """mark_sent, insisting through a database outage (the Redis markers already keep
+        the rows from being posted again meanwhile)."""
+        pause = 0.2
+        while True:
+            try:
+                async with self._sessionmaker() as session:
+                    await store.mark_sent(session, ids, message_id)
+                return
+            except Exception as exc:
+                if not is_transient(exc) or self._stopping:
+                    raise
+                self.stats.errors += 1
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 5.0)
+
+    async def _recover_posted(self, rows: list[Outbox]) -> list[Outbox]:
+        """Rows already posted by a sender that died before mark_sent: mark them, drop them."""
+        if not rows:
+            return rows
+        markers = await self._redis.mget([self._posted_key(r.id) for r in rows])
+        done: dict[int, list[int]] = {}
+        left: list[Outbox] = []
+        for row, marker in zip(rows, markers, strict=True):
+            if marker is None:
+                left.append(row)
+            else:
+                done.setdefault(int(marker), []).append(row.id)
+        for message_id, ids in done.items():
+            await self._mark(ids, message_id if message_id > 0 else None)
+            self.stats.recovered_rows += len(ids)
+        return left
+
+    async def _post_next(self, chat_id: int, key: str, token: str) -> bool:
+        """Post the next message of this chat. False when there is nothing left (or the chat
+        is no longer ours)."""
+        try:
+            rows = await self._recover_posted(await self._claim(chat_id))
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            self.stats.errors += 1
+            log.warning("outbox claim failed (%s); chat %d later", type(exc).__name__, chat_id)
+            await asyncio.sleep(1.0)
+            return not self._stopping
+        if not rows:
+            return False
+        claimed_at = time.monotonic()
+        # Wait for our slot, but never past half the claim lease: a claim that ran out could
+        # be handed to another sender while we post.
+        waited_from = time.monotonic()
+        granted = await self._acquire(
+            chat_id, key, token, deadline=claimed_at + self._claim_lease_s / 2
+        )
+        if not granted:
+            await self._release_rows(rows)
+            return not self._stopping and await self._holds(key, token)
+        if time.monotonic() - waited_from > 0.05:
+            # Results that landed while we waited ride along in the same message.
+            try:
+                rows += await self._recover_posted(await self._claim(chat_id))
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+        rows.sort(key=lambda r: r.id)
+        messages = compose(rows, self._max_message)
+        to_send = _until_first_complete(messages)
+        sent_ids: set[int] = set()
+        for msg in to_send:
+            # The fence: post only while the chat is still ours.
+            if not await self._holds(key, token):
+                await self._release_rows([r for r in rows if r.id not in sent_ids])
+                return False
+            outcome = await self._send(chat_id, msg)
+            if outcome == "retry":
+                await self._release_rows([r for r in rows if r.id not in sent_ids])
+                return not self._stopping
+            if outcome == "failed":
+                # The rows this message (or, for a leading piece, its long row) carries.
+                dead = to_send[-1].row_ids
+                await self._mark(dead, None)
+                self.stats.failed_rows += len(dead)
+                log.warning("chat %d refused %d outbox rows for good", chat_id, len(dead))
+                await self._release_rows([r for r in rows if r.id not in sent_ids | set(dead)])
+                return True
+            sent_ids.update(msg.row_ids)
+            # A long row's next piece needs a slot of its own.
+            if msg is not to_send[-1] and not await self._acquire(
+                chat_id, key, token, deadline=None
+            ):
+                break
+        await self._release_rows([r for r in rows if r.id not in sent_ids])
+        return True
+
+    async def _acquire(self, chat_id: int, key: str, token: str, deadline: float | None) -> bool:
+        """A pacer slot, or False if `deadline` passed, the chat lease was lost or we are
+        stopping. The chat lease is renewed while we wait."""
+        while not self._stopping:
+            if not await self._holds(key, token):
+                return False
+            step = time.monotonic() + 1.0
+            if deadline is not None:
+                step = min(step, deadline)
+            if await self.pacer.acquire(chat_id, deadline=step):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+        return False
+
+    async def _send(self, chat_id: int, msg: OutMessage) -> str:
+        """Post one message: "sent", "retry" (try again later) or "failed" (never will)."""
+        try:
+            sent = await self._bot.send_message(
+                chat_id=chat_id,
+                text=msg.text,
+                reply_to_message_id=msg.reply_to,
+                allow_sending_without_reply=True if msg.reply_to is not None else None,
+            )
+        except RetryAfter as exc:
+            self.stats.retry_after += 1
+            wait_ms = _retry_after_ms(exc)
+            await self.pacer.block_chat(chat_id, wait_ms)
+            log.info("429 for chat %d: waiting %d ms", chat_id, wait_ms)
+            return "retry"
+        except (BadRequest, Forbidden, ChatMigrated) as exc:
+            log.warning("chat %d refused a message: %s", chat_id, type(exc).__name__)
+            return "failed"
+        except TimedOut:
+            # Telegram may or may not have it: retrying risks a duplicate, not retrying
+            # risks a loss. We retry (see the module docstring).
+            self.stats.errors += 1
+            await self.pacer.block_chat(chat_id, 1000)
+            return "retry"
+        except (NetworkError, TelegramError) as exc:
+            self.stats.errors += 1
+            log.warning("posting to chat %d failed (%s); retrying", chat_id, type(exc).__name__)
+            await self.pacer.block_chat(chat_id, 1000 + random.randint(0, 1000))
+            return "retry"
+        message_id = int(sent.message_id)
+        if msg.row_ids:
+            # Before anything else can fail: this is what keeps a crash from re-posting.
+            try:
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for row_id in msg.row_ids:
+                        pipe.set(self._posted_key(row_id), message_id, ex=POSTED_TTL_S)
+                    await pipe.execute()
+            except Exception as exc:  # mark_sent below is what matters; this narrows a window
+                log.warning("could not record posted rows in Redis (%s)", type(exc).__name__)
+            await self._mark(msg.row_ids, message_id)
+        self.stats.messages += 1
+        self.stats.rows_sent += len(msg.row_ids)
+        if len(msg.row_ids) > 1:
+            self.stats.coalesced_messages += 1
+            self.stats.coalesced_rows += len(msg.row_ids)
+        if msg.reply_to is not None:
+            self.stats.replies += 1
+        return "sent"
+
+
+def _until_first_complete(messages: Sequence[OutMessage]) -> list[OutMessage]:
+    """The leading messages up to and including the first that completes rows."""
+    out: list[OutMessage] = []
+    for msg in messages:
+        out.append(msg)
+        if msg.row_ids:
+            break
+    return out
