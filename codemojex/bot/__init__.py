@@ -1,0 +1,13 @@
+"""The Telegram bot: validates guesses and enqueues them into the player's lane."""
+
+from codemojex.bot.app import build_application, running, webhook_options
+from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext
+
+__all__ = [
+    "BotServices",
+    "CodemojexApp",
+    "CodemojexContext",
+    "build_application",
+    "running",
+    "webhook_options",
+]

@@ -1,0 +1,53 @@
+"""Who may run admin commands: chat administrators (cached), anonymous admins, operators."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+
+from telegram import Bot, Message
+
+
+class AdminCache:
+    """Administrator ids per chat, asked of Telegram at most once per TTL per chat.
+
+    Chat-member updates call `forget` so a promotion or demotion counts at once; the TTL
+    covers the updates Telegram does not send (bots see chat_member only when asked).
+    """
+
+    def __init__(self, ttl_s: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._entries: dict[int, tuple[float, frozenset[int]]] = {}
+
+    async def admins(self, bot: Bot, chat_id: int) -> frozenset[int]:
+        now = self._clock()
+        entry = self._entries.get(chat_id)
+        if entry is not None and entry[0] > now:
+            return entry[1]
+        members = await bot.get_chat_administrators(chat_id)
+        found = frozenset(member.user.id for member in members)
+        self._entries[chat_id] = (now + self._ttl_s, found)
+        return found
+
+    def forget(self, chat_id: int) -> None:
+        self._entries.pop(chat_id, None)
+
+
+def is_anonymous_admin(message: Message) -> bool:
+    """Sent "as the group": only the group's administrators can post that way."""
+    return message.sender_chat is not None and message.sender_chat.id == message.chat.id
+
+
+async def is_admin(
+    bot: Bot, message: Message, cache: AdminCache, operator_ids: Collection[int]
+) -> bool:
+    if is_anonymous_admin(message):
+        return True
+    user = message.from_user
+    if user is None or message.sender_chat is not None:
+        # Posted on behalf of a channel (or with no sender at all): not a person we can check.
+        return False
+    if user.id in operator_ids:
+        return True
+    return user.id in await cache.admins(bot, message.chat.id)

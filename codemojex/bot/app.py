@@ -1,0 +1,213 @@
+"""The python-telegram-bot Application of Codemojex: handlers, command list, error handler.
+
+`build_application` wires the parts; `run_bot` (codemojex.bot.main) runs it with polling, or
+with a webhook guarded by a secret token when settings.webhook_url is set; `running` runs it
+inside an event loop somebody else owns (the tests and the demo).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from telegram import (
+    BotCommand,
+    BotCommandScopeAllChatAdministrators,
+    BotCommandScopeDefault,
+    Update,
+)
+from telegram.ext import (
+    ApplicationBuilder,
+    ChatMemberHandler,
+    CommandHandler,
+    ContextTypes,
+    MessageHandler,
+    filters,
+)
+
+from codemojex import texts
+from codemojex.bot import handlers
+from codemojex.bot.admin import AdminCache
+from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
+from codemojex.bot.flood import FloodNotices
+from codemojex.lanes import Lanes
+from codemojex.settings import Settings
+
+log = logging.getLogger(__name__)
+
+PLAYER_COMMAND_LIST: tuple[tuple[str, str], ...] = (
+    ("newgame", "start a round"),
+    ("g", "guess: /g 🍎🍌🍇🍒"),
+    ("rules", "how a guess is scored"),
+    ("stats", "your record in this room"),
+    ("top", "this room's leaderboard"),
+    ("me", "your record in every room"),
+    ("help", "what I can do"),
+)
+ADMIN_COMMAND_LIST: tuple[tuple[str, str], ...] = (
+    ("pause", "pause this room's scoring"),
+    ("resume", "resume this room's scoring"),
+    ("limit", "guesses scored at once: /limit 2"),
+    ("weight", "reply to a player: their share, /weight 3"),
+    ("ban", "reply to a player: ban them here"),
+    ("unban", "reply to a player: lift the ban"),
+    ("endround", "reveal and close the round"),
+    ("settings", "next round: /settings length=5 palette=…"),
+    ("queue", "this room's lanes"),
+)
+
+# Every kind of update we act on; chat_member must be asked for explicitly.
+ALLOWED_UPDATES: list[str] = [Update.MESSAGE, Update.CHAT_MEMBER, Update.MY_CHAT_MEMBER]
+
+
+def make_services(
+    settings: Settings,
+    *,
+    lanes: Lanes,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    redis: Redis,
+    **overrides: Any,
+) -> BotServices:
+    return BotServices(
+        settings=settings,
+        lanes=lanes,
+        sessionmaker=sessionmaker,
+        redis=redis,
+        admins=overrides.pop("admins", None) or AdminCache(),
+        flood=overrides.pop("flood", None) or FloodNotices(redis, lanes.queue),
+        **overrides,
+    )
+
+
+def build_application(
+    settings: Settings,
+    *,
+    lanes: Lanes,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    redis: Redis,
+    **overrides: Any,
+) -> CodemojexApp:
+    """The bot, ready for `run_polling`/`run_webhook` or `running`.
+
+    `overrides` are BotServices fields (rng, max_depth, admins, flood) for tests and the demo.
+    """
+    if settings.token is None:
+        raise ValueError("the bot needs a token (CODEMOJEX_TOKEN)")
+    services = make_services(
+        settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis, **overrides
+    )
+    context_types = ContextTypes(context=CodemojexContext, bot_data=bound_services_type(services))
+    application: CodemojexApp = (
+        ApplicationBuilder()
+        .token(settings.token.get_secret_value())
+        .base_url(settings.bot_api_base_url)
+        .base_file_url(settings.bot_api_base_file_url)
+        .context_types(context_types)
+        .job_queue(None)
+        .post_init(register_commands)
+        .build()
+    )
+    add_handlers(application)
+    return application
+
+
+def add_handlers(application: CodemojexApp) -> None:
+    # New messages only: an edited message is not a guess and does not re-run a command.
+    new = filters.UpdateType.MESSAGE
+    for name, callback in {**handlers.PLAYER_COMMANDS, **handlers.ADMIN_COMMANDS}.items():
+        application.add_handler(CommandHandler(name, callback, filters=new))
+    application.add_handler(MessageHandler(new & filters.COMMAND, handlers.cmd_unknown))
+    application.add_handler(
+        MessageHandler(new & filters.ChatType.GROUPS & filters.TEXT, handlers.on_group_text)
+    )
+    application.add_handler(
+        MessageHandler(new & filters.ChatType.PRIVATE & filters.TEXT, handlers.on_private_text)
+    )
+    application.add_handler(
+        ChatMemberHandler(on_member_change, ChatMemberHandler.ANY_CHAT_MEMBER), group=1
+    )
+    application.add_error_handler(on_error)
+
+
+async def on_member_change(update: Update, context: CodemojexContext) -> None:
+    """Someone was promoted, demoted, joined or left: ask Telegram again next time."""
+    if update.effective_chat is not None:
+        context.services.admins.forget(update.effective_chat.id)
+
+
+async def register_commands(application: CodemojexApp) -> None:
+    bot = application.bot
+    players = [BotCommand(name, text) for name, text in PLAYER_COMMAND_LIST]
+    admins = players + [BotCommand(name, text) for name, text in ADMIN_COMMAND_LIST]
+    await bot.set_my_commands(players, scope=BotCommandScopeDefault())
+    await bot.set_my_commands(admins, scope=BotCommandScopeAllChatAdministrators())
+
+
+async def on_error(update: object, context: CodemojexContext) -> None:
+    """Log with the update id (never the update's text, never a secret) and apologise."""
+    update_id = update.update_id if isinstance(update, Update) else None
+    log.error(
+        "update %s failed: %s", update_id, type(context.error).__name__, exc_info=context.error
+    )
+    if isinstance(update, Update) and update.effective_message is not None:
+        try:
+            await update.effective_message.reply_text(texts.WENT_WRONG)
+        except Exception:  # the apology is best effort; Telegram may be what failed
+            log.warning("update %s: could not tell the user", update_id)
+
+
+# Running --------------------------------------------------------------------------------
+
+
+def webhook_options(settings: Settings) -> dict[str, Any]:
+    """Arguments of run_webhook/start_webhook; the secret token is mandatory."""
+    if not settings.webhook_url:
+        raise ValueError("webhook mode needs CODEMOJEX_WEBHOOK_URL")
+    if settings.webhook_secret is None or not settings.webhook_secret.get_secret_value():
+        raise ValueError("webhook mode needs CODEMOJEX_WEBHOOK_SECRET (1-256 of A-Z a-z 0-9 _ -)")
+    return {
+        "listen": settings.webhook_listen,
+        "port": settings.webhook_port,
+        "url_path": urlsplit(settings.webhook_url).path.lstrip("/"),
+        "webhook_url": settings.webhook_url,
+        "secret_token": settings.webhook_secret.get_secret_value(),
+        "allowed_updates": ALLOWED_UPDATES,
+    }
+
+
+@asynccontextmanager
+async def running(
+    application: CodemojexApp,
+    *,
+    webhook: bool = False,
+    poll_timeout: int = 10,
+    poll_interval: float = 0.0,
+) -> AsyncIterator[CodemojexApp]:
+    """Run the bot inside the caller's event loop (what run_polling does, minus the loop)."""
+    await application.initialize()
+    if application.post_init is not None:
+        await application.post_init(application)
+    updater = application.updater
+    assert updater is not None
+    settings = application.bot_data.settings
+    if webhook:
+        await updater.start_webhook(**webhook_options(settings))
+    else:
+        await updater.start_polling(
+            timeout=poll_timeout,
+            poll_interval=poll_interval,
+            allowed_updates=ALLOWED_UPDATES,
+            drop_pending_updates=False,
+        )
+    await application.start()
+    try:
+        yield application
+    finally:
+        await updater.stop()
+        await application.stop()
+        await application.shutdown()

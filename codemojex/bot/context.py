@@ -1,0 +1,61 @@
+"""The typed context every handler receives: services as attributes, never string lookups.
+
+python-telegram-bot builds `bot_data` by calling the type given to `ContextTypes` with no
+arguments, so `bound_services_type` makes a one-off subclass whose constructor hands back
+copies of the fields of the services built by `build_application`. Handlers then reach
+`context.services.lanes`, `context.services.sessionmaker`, ... fully typed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from telegram.ext import Application, CallbackContext, ExtBot
+
+from codemojex.bot.admin import AdminCache
+from codemojex.bot.flood import FloodNotices
+from codemojex.lanes import Lanes
+from codemojex.settings import Settings
+
+
+@dataclass
+class BotServices:
+    settings: Settings
+    lanes: Lanes
+    sessionmaker: async_sessionmaker[AsyncSession]
+    redis: Redis
+    admins: AdminCache
+    flood: FloodNotices
+    # Secrets of new rounds are drawn from this; tests may seed their own.
+    rng: random.Random = field(default_factory=random.SystemRandom)
+    # Most guesses a player may have waiting in their lane; more is a flood.
+    max_depth: int = 20
+    # Rooms whose ceiling this process has put into the lanes (see rooms.ensure_room).
+    ceilings_applied: set[str] = field(default_factory=set)
+
+
+def bound_services_type(services: BotServices) -> type[BotServices]:
+    """A subclass of BotServices whose no-argument constructor yields `services`' fields."""
+    values = {f.name: getattr(services, f.name) for f in dataclasses.fields(services)}
+
+    class BoundServices(BotServices):
+        def __init__(self) -> None:
+            super().__init__(**values)
+
+    return BoundServices
+
+
+class CodemojexContext(CallbackContext[ExtBot[None], dict[Any, Any], dict[Any, Any], BotServices]):
+    @property
+    def services(self) -> BotServices:
+        return self.bot_data
+
+
+CodemojexApp = Application[
+    ExtBot[None], CodemojexContext, dict[Any, Any], dict[Any, Any], BotServices, None
+]

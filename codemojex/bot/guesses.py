@@ -1,0 +1,112 @@
+"""From a message to a job in the player's lane: the bot's half of a guess.
+
+Which messages are guess attempts (the rule, documented in the README of the bot):
+
+* `/g <emojis>` always is: an invalid one gets the reason.
+* A reply to one of the bot's own messages (the round announcement, a result) while a round
+  is open always is: replying to the bot is addressing it.
+* Any other plain group message is one only when it is made of emojis alone (spaces and
+  invisible marks between them allowed) and has at least `MIN_PLAIN_EMOJIS` of them. Words,
+  a lone 👍 or a 😂😂 are chat and are ignored, never answered.
+
+Validation happens before anything is written to Redis: an invalid guess gets a short reason
+and is never enqueued. The enqueue carries a dedupe key built from the chat and message ids,
+so an update processed twice makes one guess.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from enum import Enum
+
+from telegram import Message, User
+
+from codemojex import texts
+from codemojex.bot.context import BotServices
+from codemojex.bot.rooms import display_name, ensure_room
+from codemojex.db import store
+from codemojex.jobs import GuessJob
+from codemojex.lanes import LaneFull
+from codemojex.scoring import MIN_LENGTH, InvalidGuess, parse_guess
+
+log = logging.getLogger(__name__)
+
+# Fewer emojis than the shortest code in a plain message is a reaction, not a guess.
+MIN_PLAIN_EMOJIS = MIN_LENGTH
+
+
+class Source(Enum):
+    COMMAND = "command"  # /g <emojis>
+    REPLY = "reply"  # a reply to one of the bot's messages
+    PLAIN = "plain"  # any other group message
+
+
+class Outcome(Enum):
+    ENQUEUED = "enqueued"  # a new job, or the same update seen again (deduplicated)
+    IGNORED = "ignored"  # chat, not a guess: no answer
+    NO_ROUND = "no_round"
+    INVALID = "invalid"
+    BANNED = "banned"
+    FLOOD = "flood"
+
+
+@dataclass(frozen=True, slots=True)
+class GuessAnswer:
+    outcome: Outcome
+    reply: str | None = None  # what to tell the player, None = say nothing
+    job_id: str | None = None
+
+
+def is_chatter(exc: InvalidGuess) -> bool:
+    """A refusal that means "this plain message was not meant as a guess"."""
+    if exc.kind in ("empty", "not_emoji"):
+        return True
+    return exc.kind == "too_short" and (exc.count or 0) < MIN_PLAIN_EMOJIS
+
+
+async def submit_guess(
+    services: BotServices, message: Message, user: User, text: str, source: Source
+) -> GuessAnswer:
+    """Validate `text` against the room's open round and enqueue it into the player's lane."""
+    explicit = source is not Source.PLAIN
+    chat = message.chat
+    async with services.sessionmaker() as session:
+        room = await ensure_room(services, session, chat)
+        round_ = await store.open_round(session, room.id)
+        if round_ is None:
+            return GuessAnswer(Outcome.NO_ROUND, texts.NO_ROUND if explicit else None)
+        try:
+            emojis = parse_guess(text, round_.palette_emojis, round_.length)
+        except InvalidGuess as exc:
+            if not explicit and is_chatter(exc):
+                return GuessAnswer(Outcome.IGNORED)
+            return GuessAnswer(Outcome.INVALID, str(exc))
+        if await store.is_banned(session, room.id, user.id):
+            return GuessAnswer(Outcome.BANNED, texts.BANNED)
+        name = display_name(user)
+        player = await store.ensure_player(session, room.id, user.id, name)
+        round_id = round_.id
+
+    job = GuessJob(
+        chat_id=chat.id,
+        message_id=message.message_id,
+        user_id=user.id,
+        user_name=name,
+        round_id=round_id,
+        emojis=emojis,
+        sent_ms=int(time.time() * 1000),
+    )
+    try:
+        job_id = await services.lanes.enqueue(
+            room.id,
+            player.id,
+            job.encode(),
+            max_depth=services.max_depth,
+            dedupe_key=f"{chat.id}:{message.message_id}",
+        )
+    except LaneFull:
+        first = await services.flood.first_of_episode(player.id)
+        return GuessAnswer(Outcome.FLOOD, texts.SLOW_DOWN if first else None)
+    return GuessAnswer(Outcome.ENQUEUED, None, job_id)

@@ -1,0 +1,32 @@
+"""Rooms and players as the bot sees them: get-or-create, and every room's ceiling in the lanes."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+from telegram import Chat, User
+
+from codemojex.bot.context import BotServices
+from codemojex.db import Room, store
+
+NAME_MAX = 64
+
+
+def display_name(user: User) -> str:
+    name = " ".join(user.full_name.split()) or (user.username or "") or f"player {user.id}"
+    return name[:NAME_MAX]
+
+
+async def ensure_room(services: BotServices, session: AsyncSession, chat: Chat) -> Room:
+    """The chat's room, created on first sight; its ceiling is (re)applied to the lanes once
+    per process, so every room has one, even after Redis lost its data."""
+    room = await store.ensure_room(
+        session,
+        chat.id,
+        (chat.title or "")[:255],
+        default_ceiling=services.settings.default_ceiling,
+        round_timeout_s=services.settings.round_timeout_s,
+    )
+    if room.id not in services.ceilings_applied:
+        await services.lanes.limit(room.id, room.ceiling)
+        services.ceilings_applied.add(room.id)
+    return room

@@ -1,0 +1,206 @@
+"""One running bot per test module: the real PTB Application polling the Bot API stand-in over
+HTTP, on the real Redis (a queue of its own) and the real Postgres (the session's database,
+migrated with Alembic, truncated before every test).
+
+Tests use `pytestmark = pytest.mark.asyncio(loop_scope="module")` so they share the module's
+event loop with the running bot. Every test gets fresh group chat ids, so what one test's bot
+posted never shows up in another's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import redis.asyncio as aioredis
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from codemojex.bot import CodemojexApp, CodemojexContext, build_application, running
+from codemojex.db import AuditLog, Base, Room, Round, make_engine, make_sessionmaker, store, upgrade
+from codemojex.lanes import Lanes
+from codemojex.settings import Settings
+from codemojex.standin import SentMessage, StandIn
+from tests.conftest import REDIS_URL
+
+ALICE, BOB, CAROL, DAVE, OPERATOR, BARRIER = 1001, 1002, 1003, 1004, 1009, 1999
+ADMIN = CAROL  # the owner of every test group
+MAX_DEPTH = 5
+
+_chat_ids = itertools.count(-1_001_000_000_001, -1)
+
+
+@dataclass
+class World:
+    standin: StandIn
+    app: CodemojexApp
+    lanes: Lanes
+    redis: aioredis.Redis
+    engine: AsyncEngine
+    sessionmaker: async_sessionmaker[AsyncSession]
+    settings: Settings
+    errors: list[BaseException] = field(default_factory=list)
+    _barriers: int = 0
+
+    def new_group(self, admins: tuple[int, ...] = (ADMIN,)) -> int:
+        chat_id = next(_chat_ids)
+        self.standin.add_group(
+            chat_id, f"room {chat_id}", admins=list(admins), members=[ALICE, BOB]
+        )
+        return chat_id
+
+    async def settle(self) -> None:
+        """Wait until the bot has handled every update sent so far.
+
+        Updates are handled one at a time, in order: once the bot answered a /help sent after
+        them, it is done with them."""
+        self._barriers += 1
+        self.standin.send_private(BARRIER, "/help")
+        await self.standin.wait_for_sent_count(self._barriers, chat_id=BARRIER, timeout=10)
+
+    def said(self, chat_id: int) -> list[SentMessage]:
+        return self.standin.sent_messages(chat_id)
+
+    def replies_to(self, chat_id: int, message_id: int) -> list[str]:
+        return [m.text for m in self.said(chat_id) if m.reply_to_message_id == message_id]
+
+    async def queued(self) -> int:
+        """Jobs pending in every lane of the queue (what the bot enqueued and nobody claimed)."""
+        snapshot = await self.lanes.snapshot()
+        return sum(int(room["pending"]) for room in snapshot["rooms"].values())
+
+    async def scalar(self, stmt: Any) -> Any:
+        async with self.sessionmaker() as session:
+            return (await session.execute(stmt)).scalar()
+
+    async def audits(self, action: str, *, allowed: bool | None = None) -> int:
+        stmt = select(func.count()).select_from(AuditLog).where(AuditLog.action == action)
+        if allowed is not None:
+            stmt = stmt.where(AuditLog.allowed == allowed)
+        return int(await self.scalar(stmt))
+
+
+@pytest.fixture(scope="module")
+def bot_database_url(pg_database_url: str) -> str:
+    upgrade(pg_database_url)  # idempotent; a sync fixture, so no event loop is running here
+    return pg_database_url
+
+
+@pytest.fixture(scope="module")
+def bot_queue() -> Iterator[str]:
+    yield "tb" + uuid.uuid4().hex[:12]
+
+
+async def _drop_keys(client: aioredis.Redis, queue: str) -> None:
+    for pattern in (f"emq:{{{queue}}}:*", f"cmx:{{{queue}}}:*"):
+        keys = [key async for key in client.scan_iter(match=pattern, count=1000)]
+        if keys:
+            await client.delete(*keys)
+
+
+def bot_settings(standin: StandIn, queue: str, database_url: str, **extra: Any) -> Settings:
+    return Settings(
+        token=standin.token,
+        bot_api_base_url=standin.base_url,
+        bot_api_base_file_url=standin.base_file_url,
+        operator_ids=[OPERATOR],
+        queue=queue,
+        redis_url=REDIS_URL,
+        database_url=database_url,
+        default_ceiling=2,
+        **extra,
+    )
+
+
+def populate(standin: StandIn) -> None:
+    for user_id, name in (
+        (ALICE, "Alice"),
+        (BOB, "Bob"),
+        (CAROL, "Carol"),
+        (DAVE, "Dave"),
+        (OPERATOR, "Olga"),
+        (BARRIER, "Barrier"),
+    ):
+        standin.add_user(user_id, name)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(bot_database_url: str, bot_queue: str) -> AsyncIterator[World]:
+    redis = aioredis.Redis.from_url(REDIS_URL)
+    engine = make_engine(bot_database_url)
+    sessionmaker = make_sessionmaker(engine)
+    standin = StandIn()
+    await standin.start()
+    populate(standin)
+    settings = bot_settings(standin, bot_queue, bot_database_url)
+    lanes = Lanes(redis, queue=bot_queue)
+    app = build_application(
+        settings,
+        lanes=lanes,
+        sessionmaker=sessionmaker,
+        redis=redis,
+        rng=random.Random(7),
+        max_depth=MAX_DEPTH,
+    )
+    world = World(standin, app, lanes, redis, engine, sessionmaker, settings)
+
+    async def record_error(update: object, context: CodemojexContext) -> None:
+        assert context.error is not None
+        world.errors.append(context.error)
+
+    app.add_error_handler(record_error)
+    try:
+        async with running(app, poll_timeout=1):
+            yield world
+    finally:
+        await standin.stop()
+        await _drop_keys(redis, bot_queue)
+        await engine.dispose()
+        await redis.aclose()
+
+
+@pytest_asyncio.fixture(loop_scope="module", autouse=True)
+async def clean_slate(world: World, bot_queue: str) -> AsyncIterator[None]:
+    """Empty tables and queue keys before each test; the bot process itself keeps running."""
+    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    async with world.engine.begin() as conn:
+        await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    await _drop_keys(world.redis, bot_queue)
+    services = world.app.bot_data
+    services.ceilings_applied.clear()
+    world.errors.clear()
+    yield
+    assert world.errors == [], f"handlers raised into the error handler: {world.errors!r}"
+
+
+async def start_round(world: World, chat_id: int, by: int = ALICE) -> Round:
+    """/newgame in the chat; the open round as stored (its palette tells valid guesses)."""
+    world.standin.send_text(chat_id, by, "/newgame")
+    await world.settle()
+    rnd = await open_round(world, chat_id)
+    assert rnd is not None, world.said(chat_id)
+    return rnd
+
+
+async def open_round(world: World, chat_id: int) -> Round | None:
+    async with world.sessionmaker() as session:
+        room = await store.room_by_chat(session, chat_id)
+        return None if room is None else await store.open_round(session, room.id)
+
+
+async def room_of(world: World, chat_id: int) -> Room:
+    async with world.sessionmaker() as session:
+        room = await store.room_by_chat(session, chat_id)
+    assert room is not None
+    return room
+
+
+def valid_guess(rnd: Round, shift: int = 0) -> str:
+    palette = rnd.palette_emojis
+    return "".join(palette[(i + shift) % len(palette)] for i in range(rnd.length))
