@@ -639,6 +639,8 @@ class StandIn:
             frozenset(m.lower() for m in methods),
             slack_s,
         )
+        self._chat_sends.clear()
+        self._global_sends.clear()
 
     def disable_rate_limits(self) -> None:
         self._limits = None
@@ -657,9 +659,12 @@ class StandIn:
         return [m for m in self._edits if chat_id is None or m.chat_id == chat_id]
 
     def message(self, chat_id: int, message_id: int) -> JSON | None:
-        """The message as it is now in the chat (None once deleted)."""
+        """The message as it is now in the chat, as the bot would receive it (None if deleted)."""
         chat = self.chats.get(chat_id)
-        return None if chat is None else chat.messages.get(message_id)
+        message = None if chat is None else chat.messages.get(message_id)
+        if chat is None or message is None:
+            return None
+        return self._with_reply(chat, message)
 
     async def wait_for_sent(
         self,
