@@ -3,7 +3,17 @@
 See docs in /work/shared/design/lanes.md (the keyspace and the invariants) and the README.
 """
 
+from codemojex.lanes.consumer import ConsumerPool, Handler, PoolStats
 from codemojex.lanes.errors import LaneError, LaneFull, Retry
 from codemojex.lanes.facade import Job, Lanes
 
-__all__ = ["Job", "LaneError", "LaneFull", "Lanes", "Retry"]
+__all__ = [
+    "ConsumerPool",
+    "Handler",
+    "Job",
+    "LaneError",
+    "LaneFull",
+    "Lanes",
+    "PoolStats",
+    "Retry",
+]

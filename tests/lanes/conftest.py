@@ -22,6 +22,8 @@ async def dump(client: aioredis.Redis, queue: str) -> dict[str, Any]:
         keys.parse(name)  # every key written must belong to the documented keyspace
         kind = (await c.type(raw)).decode()
         value: Any
+        if kind == "none":  # deleted since the SCAN (a pool may be running)
+            continue
         if kind == "string":
             value = (await c.get(raw)).decode()
         elif kind == "hash":

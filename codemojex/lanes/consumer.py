@@ -1,0 +1,254 @@
+"""The consumer loop: N asyncio consumers draining the lanes with wclaim.
+
+Each consumer: wclaim a batch (heads of one lane); run the handler; ack the batch with
+ack_many. `Retry(delay_ms)` from the handler retries the batch after that delay; any other
+exception retries it with exponential backoff and full jitter; the retry script sends a
+job whose attempts are spent to `dead`. With nothing to claim a consumer parks on the
+wake list (BLPOP with a short timeout), so an idle pool makes no busy round trips. One
+maintenance task runs reap + promote every few seconds. `stop()` (or SIGTERM once
+`install_signal_handlers()` was called) stops claiming, lets the batches in hand finish,
+acks them, and `run()` returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+
+from redis.exceptions import RedisError
+
+from codemojex.lanes.errors import Retry
+from codemojex.lanes.facade import Job, Lanes
+
+log = logging.getLogger("codemojex.lanes.consumer")
+
+Handler = Callable[[list[Job]], Awaitable[None]]
+
+
+@dataclass
+class PoolStats:
+    claimed: int = 0
+    acked: int = 0
+    retried: int = 0
+    dead: int = 0
+    stale: int = 0
+    batches: int = 0
+    failures: int = 0
+    parks: int = 0
+    claims: int = 0
+    reaped: int = 0
+    promoted: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class ConsumerPool:
+    """`concurrency` consumers over one `Lanes`.
+
+    Parked consumers each hold a pooled connection while they block, so the Redis client's
+    pool must allow at least `concurrency` + a few connections (redis-py's default of 100
+    covers a pool of up to about 90).
+    """
+
+    def __init__(
+        self,
+        lanes: Lanes,
+        handler: Handler,
+        *,
+        concurrency: int = 8,
+        lease_ms: int = 30_000,
+        backoff_base_ms: int = 500,
+        backoff_cap_ms: int = 60_000,
+        maintenance_interval_s: float = 2.0,
+        park_timeout_s: float = 1.0,
+        extend_leases: bool = True,
+        rng: random.Random | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.lanes = lanes
+        self.handler = handler
+        self.concurrency = concurrency
+        self.lease_ms = lease_ms
+        self.backoff_base_ms = backoff_base_ms
+        self.backoff_cap_ms = backoff_cap_ms
+        self.maintenance_interval_s = maintenance_interval_s
+        self.park_timeout_s = park_timeout_s
+        self.extend_leases = extend_leases
+        self.rng = rng or random.Random()
+        self.stats = PoolStats()
+        self._stop = asyncio.Event()
+        self._signals: list[signal.Signals] = []
+
+    # -- control --------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop claiming; batches in hand are finished and acked, then run() returns."""
+        if not self._stop.is_set():
+            log.info("consumer pool stopping", extra={"queue": self.lanes.queue})
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+            self._signals.append(sig)
+
+    def backoff_ms(self, attempts: int) -> int:
+        """Full jitter: uniform in [0, min(cap, base * 2^(attempts-1))]."""
+        ceiling = min(self.backoff_cap_ms, self.backoff_base_ms * 2 ** max(0, attempts - 1))
+        return int(self.rng.uniform(0, ceiling))
+
+    async def run(self) -> None:
+        consumers = [
+            asyncio.create_task(self._consume(n), name=f"lanes-consumer-{n}")
+            for n in range(self.concurrency)
+        ]
+        maintenance = asyncio.create_task(self._maintain(), name="lanes-maintenance")
+        log.info(
+            "consumer pool running",
+            extra={"queue": self.lanes.queue, "concurrency": self.concurrency},
+        )
+        try:
+            await asyncio.gather(*consumers)
+        finally:
+            for task in consumers:
+                task.cancel()
+            maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await maintenance
+            loop = asyncio.get_running_loop()
+            for sig in self._signals:
+                loop.remove_signal_handler(sig)
+            self._signals.clear()
+            log.info(
+                "consumer pool stopped", extra={"queue": self.lanes.queue, **self.stats.as_dict()}
+            )
+
+    # -- the loop -------------------------------------------------------------------------
+
+    async def _consume(self, n: int) -> None:
+        woken = False
+        while not self._stop.is_set():
+            try:
+                self.stats.claims += 1
+                jobs, more = await self.lanes.wclaim_hint(self.lease_ms)
+            except (RedisError, OSError) as exc:
+                log.warning("claim failed: %s", exc, extra={"consumer": n})
+                await self._sleep(1.0)
+                continue
+            if not jobs:
+                woken = await self._park()
+                continue
+            if woken and more:
+                # one wake token woke one consumer; pass it on while work remains
+                with contextlib.suppress(RedisError, OSError):
+                    await self.lanes.wake()
+            woken = False
+            await self._handle(jobs)
+
+    async def _park(self) -> bool:
+        self.stats.parks += 1
+        park = asyncio.ensure_future(self.lanes.park(self.park_timeout_s))
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({park, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not park.done():
+                park.cancel()
+                # a cancelled BLPOP drops its connection, so no stray reply is left behind
+                await asyncio.wait({park})
+        if park.cancelled():
+            return False
+        exc = park.exception()
+        if exc is not None:
+            log.warning("park failed: %s", exc)
+            await self._sleep(1.0)
+            return False
+        return park.result()
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)
+
+    async def _handle(self, jobs: list[Job]) -> None:
+        self.stats.claimed += len(jobs)
+        self.stats.batches += 1
+        heartbeat = asyncio.ensure_future(self._heartbeat(jobs)) if self.extend_leases else None
+        try:
+            await self.handler(jobs)
+        except Retry as retry:
+            self.stats.failures += 1
+            delay_ms = retry.delay_ms
+            await self._retry(jobs, lambda _job: delay_ms, retry.reason)
+        except Exception as exc:
+            self.stats.failures += 1
+            log.exception(
+                "handler failed",
+                extra={"jobs": [job.id for job in jobs], "attempts": jobs[0].attempts},
+            )
+            error = f"{type(exc).__name__}: {exc}"
+            await self._retry(jobs, lambda job: self.backoff_ms(job.attempts), error)
+        else:
+            try:
+                acked = await self.lanes.ack_many(jobs)
+            except (RedisError, OSError) as exc:
+                # the leases expire and the jobs are served again: nothing is lost
+                log.warning("ack failed: %s", exc, extra={"jobs": [job.id for job in jobs]})
+            else:
+                self.stats.acked += acked
+                self.stats.stale += len(jobs) - acked
+                if acked < len(jobs):
+                    log.warning("stale leases at ack", extra={"stale": len(jobs) - acked})
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()
+
+    async def _retry(self, jobs: list[Job], delay: Callable[[Job], int], error: str) -> None:
+        for job in jobs:
+            try:
+                outcome = await self.lanes.retry(job, delay(job), error)
+            except (RedisError, OSError) as exc:
+                log.warning("retry failed: %s", exc, extra={"job": job.id})
+                continue
+            if outcome == "dead":
+                self.stats.dead += 1
+                log.warning("job dead", extra={"job": job.id, "attempts": job.attempts})
+            elif outcome == "delayed":
+                self.stats.retried += 1
+            else:
+                self.stats.stale += 1
+
+    async def _heartbeat(self, jobs: list[Job]) -> None:
+        """Extend the leases of a batch whose handler runs longer than a third of a lease."""
+        period = self.lease_ms / 3000
+        while True:
+            await asyncio.sleep(period)
+            for job in jobs:
+                with contextlib.suppress(RedisError, OSError):
+                    await self.lanes.extend(job, self.lease_ms)
+
+    async def _maintain(self) -> None:
+        while not self._stop.is_set():
+            try:
+                reaped = await self.lanes.reap()
+                promoted = await self.lanes.promote()
+            except (RedisError, OSError) as exc:
+                log.warning("maintenance failed: %s", exc)
+            else:
+                self.stats.reaped += reaped
+                self.stats.promoted += promoted
+                if reaped or promoted:
+                    log.info("maintenance", extra={"reaped": reaped, "promoted": promoted})
+            await self._sleep(self.maintenance_interval_s)

@@ -1,0 +1,221 @@
+"""The consumer pool on the real Redis and on fakeredis."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+from collections.abc import Awaitable, Callable
+
+from codemojex import ids
+from codemojex.lanes import ConsumerPool, Job, Retry
+from tests.lanes.conftest import Env
+
+
+async def until(predicate: Callable[[], bool], within: float = 10.0) -> None:
+    """Poll a pool's counters (the pool exposes no events; counters are its interface)."""
+    async with asyncio.timeout(within):
+        while not predicate():  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+
+
+async def run_pool(pool: ConsumerPool) -> asyncio.Task[None]:
+    task = asyncio.create_task(pool.run())
+    await asyncio.sleep(0)
+    return task
+
+
+def recorder(seen: list[list[Job]]) -> Callable[[list[Job]], Awaitable[None]]:
+    async def handler(jobs: list[Job]) -> None:
+        seen.append(jobs)
+
+    return handler
+
+
+async def test_batches_are_one_lane_in_mint_order_and_acked(env: Env) -> None:
+    rooms = [ids.mint(ids.ROOM) for _ in range(2)]
+    lanes = [ids.mint(ids.PLAYER) for _ in range(3)]
+    for ln in lanes:
+        await env.lanes.weight(ln, 4)
+    expected: dict[str, list[str]] = {ln: [] for ln in lanes}
+    for i in range(30):
+        ln = lanes[i % 3]
+        r = rooms[0] if ln != lanes[2] else rooms[1]
+        expected[ln].append(await env.lanes.enqueue(r, ln, f"p{i}".encode()))
+    seen: list[list[Job]] = []
+    pool = ConsumerPool(env.lanes, recorder(seen), concurrency=3, lease_ms=30_000)
+    task = await run_pool(pool)
+    await until(lambda: pool.stats.acked == 30)
+    pool.stop()
+    await task
+    for batch in seen:
+        assert 1 <= len(batch) <= 4 and len({job.lane for job in batch}) == 1
+    served: dict[str, list[str]] = {ln: [] for ln in lanes}
+    for batch in sorted(seen, key=lambda b: b[0].seq):
+        served[batch[0].lane].extend(job.id for job in batch)
+    assert served == expected
+    assert pool.stats.claimed == 30 and pool.stats.stale == 0
+    d = await env.dump()
+    assert not {"active", "ring", "gactive", "delayed", "dead"} & d.keys()
+    assert not [k for k in d if k.startswith(("job:", "g:"))]
+    assert await env.lanes.check() == []
+
+
+async def test_typed_retry_waits_the_given_delay(env: Env) -> None:
+    r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
+    jid = await env.lanes.enqueue(r, ln, b"x")
+    calls: list[int] = []
+
+    async def handler(jobs: list[Job]) -> None:
+        calls.append(jobs[0].attempts)
+        if len(calls) == 1:
+            raise Retry(60_000, "rate limited")
+
+    pool = ConsumerPool(env.lanes, handler, concurrency=1, maintenance_interval_s=0.05)
+    task = await run_pool(pool)
+    await until(lambda: pool.stats.retried == 1)
+    d = await env.dump()
+    assert d[f"job:{jid}"]["state"] == "delayed"
+    assert d[f"job:{jid}"]["last_error"] == "rate limited"
+    (_, due), *_ = d["delayed"]
+    (seconds, micros) = await env.client.time()
+    assert due >= seconds * 1000 + micros // 1000 + 55_000  # the handler's delay, not a backoff
+    await env.make_due(jid)
+    await until(lambda: pool.stats.acked == 1)
+    pool.stop()
+    await task
+    assert calls == [1, 2]
+    assert await env.lanes.check() == []
+
+
+async def test_exception_is_retried_with_backoff_then_dead(env: Env) -> None:
+    r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
+    jid = await env.lanes.enqueue(r, ln, b"secret-payload", max_attempts=3)
+    attempts: list[int] = []
+
+    async def handler(jobs: list[Job]) -> None:
+        attempts.append(jobs[0].attempts)
+        raise ValueError("scoring failed")
+
+    pool = ConsumerPool(
+        env.lanes,
+        handler,
+        concurrency=2,
+        backoff_base_ms=20,
+        backoff_cap_ms=40,
+        maintenance_interval_s=0.02,
+        rng=random.Random(7),
+    )
+    task = await run_pool(pool)
+    await until(lambda: pool.stats.dead == 1)
+    pool.stop()
+    await task
+    assert attempts == [1, 2, 3]
+    assert (pool.stats.retried, pool.stats.dead, pool.stats.acked) == (2, 1, 0)
+    d = await env.dump()
+    assert d[f"job:{jid}"]["state"] == "dead"
+    assert d[f"job:{jid}"]["last_error"] == "ValueError: scoring failed"
+    assert [m for m, _ in d["dead"]] == [jid]
+    assert await env.lanes.check() == []
+
+
+def test_backoff_is_exponential_with_full_jitter() -> None:
+    pool = ConsumerPool.__new__(ConsumerPool)
+    pool.backoff_base_ms, pool.backoff_cap_ms, pool.rng = 100, 1_000, random.Random(1)
+    for attempts, ceiling in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (30, 1000)]:
+        draws = [pool.backoff_ms(attempts) for _ in range(200)]
+        assert min(draws) >= 0 and max(draws) <= ceiling
+        assert max(draws) > ceiling * 0.8 and min(draws) < ceiling * 0.2  # spread, not fixed
+
+
+async def test_parks_when_empty_and_wakes_on_enqueue(env: Env) -> None:
+    seen: list[list[Job]] = []
+    pool = ConsumerPool(
+        env.lanes, recorder(seen), concurrency=3, park_timeout_s=30, maintenance_interval_s=30
+    )
+    task = await run_pool(pool)
+    await until(lambda: pool.stats.parks == 3)
+    await asyncio.sleep(0.3)
+    assert pool.stats.claims == 3  # one empty claim each, then parked: no polling
+    r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
+    jid = await env.lanes.enqueue(r, ln, b"x")
+    await until(lambda: pool.stats.acked == 1, within=5)  # far below the 30 s park timeout
+    assert seen[0][0].id == jid
+    await asyncio.sleep(0.2)
+    # the woken consumer claimed, handled, found nothing and parked again
+    assert pool.stats.claims <= 5
+    pool.stop()
+    async with asyncio.timeout(5):
+        await task  # stop() wakes parked consumers, no need to wait for the timeout
+
+
+async def test_stop_finishes_and_acks_the_batches_in_hand(env: Env) -> None:
+    r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
+    await env.lanes.weight(ln, 3)
+    for i in range(5):
+        await env.lanes.enqueue(r, ln, f"p{i}".encode())
+    started = asyncio.Event()
+    release = asyncio.Event()
+    handled: list[str] = []
+
+    async def handler(jobs: list[Job]) -> None:
+        started.set()
+        await release.wait()
+        handled.extend(job.id for job in jobs)
+
+    pool = ConsumerPool(env.lanes, handler, concurrency=1)
+    task = await run_pool(pool)
+    await started.wait()
+    pool.stop()
+    await asyncio.sleep(0.05)
+    assert not task.done()  # still finishing the batch in hand
+    release.set()
+    await task
+    assert len(handled) == 3 and pool.stats.acked == 3
+    d = await env.dump()
+    assert "active" not in d and "gactive" not in d
+    assert len(d[f"g:{ln}:pending"]) == 2  # not claimed after stop
+    assert await env.lanes.check() == []
+
+
+async def test_sigterm_stops_gracefully(env: Env) -> None:
+    r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
+    await env.lanes.enqueue(r, ln, b"x")
+    started = asyncio.Event()
+
+    async def handler(jobs: list[Job]) -> None:
+        started.set()
+        await asyncio.sleep(0.1)
+
+    pool = ConsumerPool(env.lanes, handler, concurrency=2)
+    task = asyncio.create_task(pool.run())
+    await asyncio.sleep(0)
+    pool.install_signal_handlers()
+    await started.wait()
+    os.kill(os.getpid(), signal.SIGTERM)
+    async with asyncio.timeout(5):
+        await task
+    assert pool.stopping and pool.stats.acked == 1
+    assert "active" not in await env.dump()
+
+
+async def test_long_handler_keeps_its_lease(env: Env) -> None:
+    r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
+    jid = await env.lanes.enqueue(r, ln, b"x")
+    scores: list[float] = []
+
+    async def handler(jobs: list[Job]) -> None:
+        for _ in range(4):
+            await asyncio.sleep(0.1)
+            score = await env.client.zscore(env.keys.active, jid)
+            assert score is not None
+            scores.append(score)
+
+    pool = ConsumerPool(env.lanes, handler, concurrency=1, lease_ms=300)
+    task = await run_pool(pool)
+    await until(lambda: pool.stats.acked == 1)
+    pool.stop()
+    await task
+    assert scores[-1] > scores[0]  # the heartbeat moved the deadline forward
+    assert pool.stats.stale == 0
