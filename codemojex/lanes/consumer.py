@@ -85,6 +85,7 @@ class ConsumerPool:
         self.stats = PoolStats()
         self._stop = asyncio.Event()
         self._signals: list[signal.Signals] = []
+        self._parked = 0
 
     # -- control --------------------------------------------------------------------------
 
@@ -115,6 +116,7 @@ class ConsumerPool:
             for n in range(self.concurrency)
         ]
         maintenance = asyncio.create_task(self._maintain(), name="lanes-maintenance")
+        unparker = asyncio.create_task(self._unpark_on_stop(), name="lanes-unparker")
         log.info(
             "consumer pool running",
             extra={"queue": self.lanes.queue, "concurrency": self.concurrency},
@@ -124,9 +126,10 @@ class ConsumerPool:
         finally:
             for task in consumers:
                 task.cancel()
-            maintenance.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await maintenance
+            for helper in (maintenance, unparker):
+                helper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await helper
             loop = asyncio.get_running_loop()
             for sig in self._signals:
                 loop.remove_signal_handler(sig)
@@ -159,24 +162,25 @@ class ConsumerPool:
 
     async def _park(self) -> bool:
         self.stats.parks += 1
-        park = asyncio.ensure_future(self.lanes.park(self.park_timeout_s))
-        stop = asyncio.ensure_future(self._stop.wait())
+        self._parked += 1
         try:
-            await asyncio.wait({park, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-            if not park.done():
-                park.cancel()
-                # a cancelled BLPOP drops its connection, so no stray reply is left behind
-                await asyncio.wait({park})
-        if park.cancelled():
-            return False
-        exc = park.exception()
-        if exc is not None:
+            if self._stop.is_set():
+                return False
+            return await self.lanes.park(self.park_timeout_s)
+        except (RedisError, OSError) as exc:
             log.warning("park failed: %s", exc)
             await self._sleep(1.0)
             return False
-        return park.result()
+        finally:
+            self._parked -= 1
+
+    async def _unpark_on_stop(self) -> None:
+        """Wake our parked consumers when stopping (redis-py may ignore the cancellation
+        of a BLPOP that has just started, so they are woken the regular way instead)."""
+        await self._stop.wait()
+        if self._parked:
+            with contextlib.suppress(RedisError, OSError):
+                await self.lanes.wake(self._parked)
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

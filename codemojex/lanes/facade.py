@@ -202,10 +202,10 @@ class Lanes:
         """Block until a wake token arrives (True) or the timeout passes (False)."""
         return await self.client.blpop([self.keys.wake], timeout=timeout_s) is not None
 
-    async def wake(self) -> None:
-        """Push one wake token (capped like the scripts' own)."""
+    async def wake(self, n: int = 1) -> None:
+        """Push `n` wake tokens (capped like the scripts' own)."""
         async with self.client.pipeline(transaction=True) as pipe:
-            pipe.lpush(self.keys.wake, b"1")
+            pipe.lpush(self.keys.wake, *([b"1"] * max(1, min(n, 64))))
             pipe.ltrim(self.keys.wake, 0, 63)
             await pipe.execute()
 
