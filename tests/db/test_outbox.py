@@ -1,0 +1,127 @@
+"""The outbox: pending view, claims (never the same row to two senders), sent exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from codemojex.db import Outbox, store
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+async def _fill(session: AsyncSession, n: int, chats: tuple[int, ...] = (-1, -2)) -> list[int]:
+    rows = [
+        Outbox(chat_id=chats[i % len(chats)], text=f"m{i}", reply_to_message_id=i, kind="notice")
+        for i in range(n)
+    ]
+    session.add_all(rows)
+    await session.commit()
+    return [r.id for r in rows]
+
+
+async def test_pending_is_oldest_first_and_filters_by_chat(session: AsyncSession) -> None:
+    ids = await _fill(session, 6)
+    assert [r.id for r in await store.pending_outbox(session, 10)] == ids
+    assert [r.id for r in await store.pending_outbox(session, 2)] == ids[:2]
+    assert [r.id for r in await store.pending_outbox(session, 10, chat_id=-2)] == ids[1::2]
+    assert await store.mark_sent(session, ids[:3], 900) == 3
+    assert [r.id for r in await store.pending_outbox(session, 10)] == ids[3:]
+
+
+async def test_enqueue_message(session: AsyncSession) -> None:
+    row = await store.enqueue_message(session, -5, "hello", reply_to=9)
+    [pending] = await store.pending_outbox(session, 10)
+    assert (pending.id, pending.chat_id, pending.text, pending.reply_to_message_id) == (
+        row.id,
+        -5,
+        "hello",
+        9,
+    )
+    assert pending.kind == "notice" and pending.sent_at is None and pending.created_at.tzinfo
+
+
+async def test_mark_sent_is_once(session: AsyncSession) -> None:
+    [a, b] = await _fill(session, 2)
+    assert await store.mark_sent(session, [a], 500, now=T0) == 1
+    # Marking again (a retry, a second sender) changes nothing: first send stands.
+    assert await store.mark_sent(session, [a, b], 501, now=T0 + timedelta(seconds=5)) == 1
+    assert await store.mark_sent(session, [a, b], 502) == 0
+    assert await store.mark_sent(session, [], 503) == 0
+    rows = {r.id: r for r in (await session.execute(select(Outbox))).scalars()}
+    assert (rows[a].sent_at, rows[a].sent_message_id) == (T0, 500)
+    assert (rows[b].sent_at, rows[b].sent_message_id) == (T0 + timedelta(seconds=5), 501)
+
+
+async def test_claim_leases_rows_to_one_owner(session: AsyncSession) -> None:
+    ids = await _fill(session, 5)
+    first = await store.claim_outbox(session, 3, 30, "sender-a", now=T0)
+    assert [r.id for r in first] == ids[:3]
+    assert all(r.claimed_by == "sender-a" for r in first)
+    second = await store.claim_outbox(session, 10, 30, "sender-b", now=T0)
+    assert [r.id for r in second] == ids[3:]
+    assert await store.claim_outbox(session, 10, 30, "sender-c", now=T0) == []
+    # sender-a dies; after its lease the rows go to someone else.
+    assert await store.claim_outbox(session, 10, 30, "c", now=T0 + timedelta(seconds=29)) == []
+    again = await store.claim_outbox(session, 10, 30, "sender-c", now=T0 + timedelta(seconds=31))
+    assert [r.id for r in again] == ids
+    # Sent rows are never handed out again.
+    await store.mark_sent(session, ids[:4], 1)
+    later = await store.claim_outbox(session, 10, 30, "sender-d", now=T0 + timedelta(minutes=5))
+    assert [r.id for r in later] == ids[4:]
+
+
+async def test_claim_by_chat_and_release(session: AsyncSession) -> None:
+    ids = await _fill(session, 6)
+    mine = await store.claim_outbox(session, 10, 30, "a", chat_id=-1, now=T0)
+    assert [r.id for r in mine] == ids[0::2]
+    # Released (e.g. after a 429) only by its owner, then claimable at once.
+    assert await store.release_outbox(session, [r.id for r in mine], "someone-else") == 0
+    assert await store.release_outbox(session, [r.id for r in mine], "a") == 3
+    assert await store.release_outbox(session, [], "a") == 0
+    back = await store.claim_outbox(session, 10, 30, "b", chat_id=-1, now=T0)
+    assert [r.id for r in back] == ids[0::2]
+
+
+async def test_concurrent_claims_never_share_a_row(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    async with sessions() as s:
+        ids = await _fill(s, 200, chats=(-1, -2, -3, -4))
+
+    async def sender(owner: str) -> list[int]:
+        got: list[int] = []
+        while True:
+            async with sessions() as s:
+                rows = await store.claim_outbox(s, 7, 60, owner)
+                if not rows:
+                    return got
+                claimed = [r.id for r in rows]
+                # Another sender may also try to mark them: the books still say "sent" once.
+                await store.mark_sent(s, claimed, hash(owner) % 1000)
+                got.extend(claimed)
+
+    results = await asyncio.gather(*(sender(f"sender-{i}") for i in range(6)))
+    everything = [i for got in results for i in got]
+    assert sorted(everything) == ids  # every row claimed, none twice
+    assert len(set(everything)) == len(everything)
+    async with sessions() as s:
+        assert await store.pending_outbox(s, 10) == []
+
+
+async def test_concurrent_mark_sent_marks_once(sessions: async_sessionmaker[AsyncSession]) -> None:
+    async with sessions() as s:
+        ids = await _fill(s, 50)
+
+    async def mark(message_id: int) -> int:
+        async with sessions() as s:
+            return await store.mark_sent(s, ids, message_id)
+
+    counts = await asyncio.gather(*(mark(m) for m in range(1, 6)))
+    assert sum(counts) == 50
+    async with sessions() as s:
+        rows = list((await s.execute(select(Outbox))).scalars())
+    assert all(r.sent_at is not None for r in rows)

@@ -1,0 +1,113 @@
+"""The embedded default: the same migrations and use-cases on SQLite (aiosqlite, a temp file)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from codemojex.db import Guess, LeaderboardEntry, Outbox, store
+from tests.db.helpers import job_id, new_room, wrong_guess
+
+CHAT = -9
+
+
+async def test_a_round_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSession]) -> None:
+    async with sqlite_sessions() as s:
+        room = await new_room(s, chat_id=CHAT)
+        alice = await store.ensure_player(s, room.id, 1, "Alice")
+        bob = await store.ensure_player(s, room.id, 2, "Bob")
+        t0 = datetime.now(UTC)
+        rnd = await store.start_round(s, room.id, random.Random(2), now=t0)
+        assert rnd.started_at == t0  # aware UTC in, aware UTC out
+        with pytest.raises(store.RoundAlreadyOpen):
+            await store.start_round(s, room.id, random.Random(3))
+
+        miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
+        gid = job_id()
+        first = await store.record_guess(
+            s,
+            guess_id=gid,
+            round_id=rnd.id,
+            player_id=alice.id,
+            emojis=miss,
+            chat_id=CHAT,
+            reply_to=3,
+        )
+        again = await store.record_guess(
+            s,
+            guess_id=gid,
+            round_id=rnd.id,
+            player_id=alice.id,
+            emojis=miss,
+            chat_id=CHAT,
+            reply_to=3,
+        )
+        assert not first.duplicate and again.duplicate and again.attempt_no == 1
+
+    # Two workers' winning guesses at once, each on its own connection.
+    async def win(player_id: str) -> store.GuessResult:
+        async with sqlite_sessions() as s:
+            return await store.record_guess(
+                s,
+                guess_id=job_id(),
+                round_id=rnd.id,
+                player_id=player_id,
+                emojis=rnd.secret_emojis,
+                chat_id=CHAT,
+                reply_to=None,
+            )
+
+    results = await asyncio.gather(win(alice.id), win(bob.id))
+    assert sum(r.won for r in results) == 1
+    assert sum(r.late for r in results) == 1
+
+    async with sqlite_sessions() as s:
+        assert (await s.execute(select(func.count(Guess.id)))).scalar_one() == 3
+        wins = (await s.execute(select(func.count(Outbox.id)).where(Outbox.kind == "win"))).scalar()
+        assert wins == 1
+        board = await store.leaderboard(s, room.id)
+        assert board[0].wins == 1 and board[0].points in (90, 100)
+        assert sum(e.points for e in (await s.execute(select(LeaderboardEntry))).scalars()) in (
+            90,
+            100,
+        )
+
+        rnd2 = await store.start_round(s, room.id, random.Random(4), now=t0)
+        expired = await store.expire_rounds(s, t0 + timedelta(seconds=600))
+        assert [r.id for r in expired] == [rnd2.id]
+        assert await store.close_round(s, rnd2.id, store.ENDROUND) is None
+
+        assert await store.ban(s, room.id, bob.id, actor=1)
+        assert await store.is_banned(s, room.id, 2)
+        await store.audit(s, room_id=room.id, actor_tg_id=1, action="ban", args="", allowed=True)
+
+        claimed = await store.claim_outbox(s, 100, 30, "sender")
+        kinds = [r.kind for r in claimed]
+        assert kinds.count("round") == 2 and kinds.count("win") == 1 and "reveal" in kinds
+        assert await store.claim_outbox(s, 100, 30, "other") == []
+        assert await store.mark_sent(s, [r.id for r in claimed], 10) == len(claimed)
+        assert await store.mark_sent(s, [r.id for r in claimed], 11) == 0
+        assert await store.pending_outbox(s, 10) == []
+        assert (await store.get_round(s, rnd.id)).announce_message_id == 10  # type: ignore[union-attr]
+
+
+async def test_concurrent_start_round_on_sqlite(
+    sqlite_sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    async with sqlite_sessions() as s:
+        room = await new_room(s, chat_id=CHAT)
+
+    async def attempt(seed: int) -> bool:
+        async with sqlite_sessions() as s:
+            try:
+                await store.start_round(s, room.id, random.Random(seed))
+            except store.RoundAlreadyOpen:
+                return False
+            return True
+
+    assert sum(await asyncio.gather(*(attempt(i) for i in range(5)))) == 1
