@@ -971,6 +971,27 @@ async def pending_outbox(
     return rows
 
 
+async def pending_chats(
+    session: AsyncSession, *, limit: int = 100, now: datetime | None = None
+) -> list[int]:
+    """Chats with rows a sender could claim now (unsent, not under someone else's lease),
+    the chat whose oldest such row is oldest first."""
+    now = now or utcnow()
+    stmt = (
+        select(Outbox.chat_id)
+        .where(
+            Outbox.sent_at.is_(None),
+            or_(Outbox.claimed_until.is_(None), Outbox.claimed_until <= now),
+        )
+        .group_by(Outbox.chat_id)
+        .order_by(func.min(Outbox.id))
+        .limit(limit)
+    )
+    chats = [int(c) for c in (await session.execute(stmt)).scalars()]
+    await session.commit()
+    return chats
+
+
 async def claim_outbox(
     session: AsyncSession,
     limit: int,

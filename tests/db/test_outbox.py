@@ -74,6 +74,16 @@ async def test_claim_leases_rows_to_one_owner(session: AsyncSession) -> None:
     assert [r.id for r in later] == ids[4:]
 
 
+async def test_pending_chats_skips_claimed_and_sent(session: AsyncSession) -> None:
+    ids = await _fill(session, 6, chats=(-3, -1, -2))
+    assert await store.pending_chats(session, now=T0) == [-3, -1, -2]
+    await store.claim_outbox(session, 10, 30, "a", chat_id=-3, now=T0)
+    await store.mark_sent(session, [ids[1], ids[4]], 7)  # both rows of chat -1
+    assert await store.pending_chats(session, now=T0) == [-2]
+    assert await store.pending_chats(session, now=T0 + timedelta(seconds=31)) == [-3, -2]
+    assert await store.pending_chats(session, limit=1, now=T0 + timedelta(seconds=31)) == [-3]
+
+
 async def test_claim_by_chat_and_release(session: AsyncSession) -> None:
     ids = await _fill(session, 6)
     mine = await store.claim_outbox(session, 10, 30, "a", chat_id=-1, now=T0)
