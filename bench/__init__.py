@@ -1,0 +1,1 @@
+"""Benchmarks: timing claims live here, never in pass/fail tests."""
