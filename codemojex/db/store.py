@@ -170,10 +170,12 @@ def _dialect(session: AsyncSession) -> str:
 
 
 async def _locked_round(session: AsyncSession, round_id: int) -> Round | None:
+    # FOR NO KEY UPDATE: exclusive among guesses and closers of the round, yet rows that only
+    # reference the round (outbox, guesses: FOR KEY SHARE) are not held up by it.
     stmt = (
         select(Round)
         .where(Round.id == round_id)
-        .with_for_update()
+        .with_for_update(key_share=True)
         .execution_options(populate_existing=True)
     )
     return (await session.execute(stmt)).scalar_one_or_none()
@@ -385,7 +387,7 @@ async def update_room_settings(
         await session.execute(
             select(Room)
             .where(Room.id == room_id)
-            .with_for_update()
+            .with_for_update(key_share=True)
             .execution_options(populate_existing=True)
         )
     ).scalar_one_or_none()
