@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import redis.asyncio as aioredis
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.bot import CodemojexApp, CodemojexContext, build_application, running
@@ -168,9 +168,10 @@ async def world(bot_database_url: str, bot_queue: str) -> AsyncIterator[World]:
 @pytest_asyncio.fixture(loop_scope="module", autouse=True)
 async def clean_slate(world: World, bot_queue: str) -> AsyncIterator[None]:
     """Empty tables and queue keys before each test; the bot process itself keeps running."""
-    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    # DELETE, not TRUNCATE: on tables this small it is several times faster.
     async with world.engine.begin() as conn:
-        await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        for table in reversed(Base.metadata.sorted_tables):
+            await conn.execute(table.delete())
     await _drop_keys(world.redis, bot_queue)
     services = world.app.bot_data
     services.ceilings_applied.clear()
@@ -186,6 +187,17 @@ async def start_round(world: World, chat_id: int, by: int = ALICE) -> Round:
     rnd = await open_round(world, chat_id)
     assert rnd is not None, world.said(chat_id)
     return rnd
+
+
+async def seed_round(world: World, chat_id: int) -> tuple[Room, Round]:
+    """A room with an open round, written through the store directly (no round trip to the
+    bot, whose first sight of the room then applies its ceiling as usual)."""
+    async with world.sessionmaker() as session:
+        room = await store.ensure_room(
+            session, chat_id, f"room {chat_id}", default_ceiling=2, round_timeout_s=600
+        )
+        rnd = await store.start_round(session, room.id, random.Random(chat_id))
+    return room, rnd
 
 
 async def open_round(world: World, chat_id: int) -> Round | None:

@@ -1,0 +1,268 @@
+"""Admin commands through the real bot: who may run them, what they change, what is audited."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from codemojex import texts
+from codemojex.db import Room, store
+from tests.bot.conftest import (
+    ADMIN,
+    ALICE,
+    BOB,
+    OPERATOR,
+    World,
+    open_round,
+    room_of,
+    seed_round,
+    valid_guess,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def _room_view(world: World, room: Room) -> dict[str, Any]:
+    snapshot = await world.lanes.snapshot(room.id)
+    view: dict[str, Any] = snapshot["rooms"][room.id]
+    return view
+
+
+async def _alice(world: World, room: Room) -> str:
+    async with world.sessionmaker() as session:
+        player = await store.ensure_player(session, room.id, ALICE, "Alice")
+    return player.id
+
+
+async def _paused(world: World, room: Room) -> bool:
+    return bool((await _room_view(world, room))["paused"])
+
+
+async def _resumed(world: World, room: Room) -> bool:
+    return not await _paused(world, room)
+
+
+async def _limited(world: World, room: Room) -> bool:
+    fresh = await room_of(world, room.chat_id)
+    return (await _room_view(world, room))["ceiling"] == 7 and fresh.ceiling == 7
+
+
+async def _weighted(world: World, room: Room) -> bool:
+    lanes = (await _room_view(world, room))["lanes"]
+    return bool(lanes[await _alice(world, room)]["weight"] == 3)
+
+
+async def _banned(world: World, room: Room) -> bool:
+    async with world.sessionmaker() as session:
+        banned = await store.is_banned(session, room.id, ALICE)
+    depth = (await _room_view(world, room))["lanes"][await _alice(world, room)]["depth"]
+    return banned and depth == 0
+
+
+async def _unbanned(world: World, room: Room) -> bool:
+    async with world.sessionmaker() as session:
+        return not await store.is_banned(session, room.id, ALICE)
+
+
+async def _ended(world: World, room: Room) -> bool:
+    return await open_round(world, room.chat_id) is None
+
+
+async def _set(world: World, room: Room) -> bool:
+    return (await room_of(world, room.chat_id)).length == 5
+
+
+async def _pause_first(world: World, room: Room) -> None:
+    await world.lanes.pause(room.id)
+
+
+async def _ban_first(world: World, room: Room) -> None:
+    async with world.sessionmaker() as session:
+        await store.ban(session, room.id, await _alice(world, room), ADMIN)
+
+
+@dataclass(frozen=True)
+class Case:
+    action: str
+    text: str
+    effect: Callable[[World, Room], Awaitable[bool]] | None  # None: /queue, judged by its answer
+    on_reply: bool = False
+    prepare: Callable[[World, Room], Awaitable[None]] | None = None
+
+
+CASES = [
+    Case("pause", "/pause", _paused),
+    Case("resume", "/resume", _resumed, prepare=_pause_first),
+    Case("limit", "/limit 7", _limited),
+    Case("weight", "/weight 3", _weighted, on_reply=True),
+    Case("ban", "/ban", _banned, on_reply=True),
+    Case("unban", "/unban", _unbanned, on_reply=True, prepare=_ban_first),
+    Case("endround", "/endround", _ended),
+    Case("settings", "/settings length=5", _set),
+    Case("queue", "/queue", None),
+]
+ACTORS = ["admin", "anonymous_admin", "operator", "player"]
+
+
+@pytest.mark.parametrize("actor", ACTORS)
+@pytest.mark.parametrize("case", CASES, ids=[c.action for c in CASES])
+async def test_admin_commands(world: World, case: Case, actor: str) -> None:
+    chat = world.new_group()
+    room, rnd = await seed_round(world, chat)
+    if case.prepare is not None:
+        await case.prepare(world, room)
+    alice_says = world.standin.send_text(chat, ALICE, valid_guess(rnd))
+
+    reply_to = alice_says if case.on_reply else None
+    if actor == "anonymous_admin":
+        asked = world.standin.send_as_anonymous_admin(chat, case.text, reply_to=reply_to)
+    else:
+        who = {"admin": ADMIN, "operator": OPERATOR, "player": BOB}[actor]
+        asked = world.standin.send_text(chat, who, case.text, reply_to=reply_to)
+    await world.settle()
+
+    answers = world.replies_to(chat, asked)
+    allowed = actor != "player"
+    if case.effect is None:
+        done = any("in flight" in answer for answer in answers)
+    else:
+        done = await case.effect(world, room)
+    assert done is allowed, answers
+    assert (texts.NOT_ADMIN in answers) is not allowed
+    assert await world.audits(case.action, allowed=allowed) == 1
+    assert await world.audits(case.action, allowed=not allowed) == 0
+
+
+async def test_promotion_takes_effect_at_once(world: World) -> None:
+    """The admin list is cached, and a chat_member update refreshes it."""
+    chat = world.new_group()
+    first = world.standin.send_text(chat, BOB, "/pause")
+    await world.settle()
+    assert world.replies_to(chat, first) == [texts.NOT_ADMIN]
+    world.standin.set_admins(chat, [ADMIN, BOB])
+    second = world.standin.send_text(chat, BOB, "/pause")
+    await world.settle()
+    assert world.replies_to(chat, second) == [texts.PAUSED]
+    world.standin.set_admins(chat, [ADMIN])
+    third = world.standin.send_text(chat, BOB, "/resume")
+    await world.settle()
+    assert world.replies_to(chat, third) == [texts.NOT_ADMIN]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/limit -1",
+        "/limit abc",
+        "/limit 99999999999999999999",
+        "/limit",
+        "/limit 0",
+        "/limit 1001",
+        "/limit 1 2",
+        "/limit ３",
+        "/limit 3.5",
+        "/limit 0x10",
+        "/weight abc",
+        "/weight 0",
+        "/weight 101",
+        "/settings",
+        "/settings length=9",
+        "/settings length=five",
+        "/settings palette=🍎🍎🍌🍇",
+        "/settings palette=abcd",
+        "/settings palette=",
+        "/settings colour=red",
+        "/settings length=4 length=5",
+    ],
+)
+async def test_garbage_arguments_are_refused_and_change_nothing(world: World, text: str) -> None:
+    chat = world.new_group()
+    before, rnd = await seed_round(world, chat)
+    alice_says = world.standin.send_text(chat, ALICE, valid_guess(rnd))
+    asked = world.standin.send_text(chat, ADMIN, text, reply_to=alice_says)
+    await world.settle()
+    (answer,) = world.replies_to(chat, asked)
+    assert answer and len(answer) < 300
+    after = await room_of(world, chat)
+    assert (after.ceiling, after.length, after.palette) == (
+        before.ceiling,
+        before.length,
+        before.palette,
+    )
+    view = await _room_view(world, after)
+    assert view["ceiling"] == 2
+    assert all(lane["weight"] == 1 for lane in view["lanes"].values())
+
+
+async def test_ban_is_per_room(world: World) -> None:
+    first, second = world.new_group(), world.new_group()
+    _, rnd1 = await seed_round(world, first)
+    _, rnd2 = await seed_round(world, second)
+    pending = [world.standin.send_text(first, ALICE, valid_guess(rnd1, i)) for i in range(3)]
+    await world.settle()
+    assert await world.queued() == 3
+    ban = world.standin.send_text(first, ADMIN, "/ban", reply_to=pending[0])
+    await world.settle()
+    assert world.replies_to(first, ban) == [texts.player_banned("Alice", 3)]
+    assert await world.queued() == 0
+
+    refused = world.standin.send_text(first, ALICE, valid_guess(rnd1))
+    refused_g = world.standin.send_text(first, ALICE, f"/g {valid_guess(rnd1)}")
+    elsewhere = world.standin.send_text(second, ALICE, valid_guess(rnd2))
+    await world.settle()
+    assert world.replies_to(first, refused) == [texts.BANNED]
+    assert world.replies_to(first, refused_g) == [texts.BANNED]
+    assert world.replies_to(second, elsewhere) == []
+    assert await world.queued() == 1
+
+    unban = world.standin.send_text(first, ADMIN, "/unban", reply_to=pending[0])
+    again = world.standin.send_text(first, ALICE, valid_guess(rnd1))
+    await world.settle()
+    assert world.replies_to(first, unban) == [texts.player_unbanned("Alice")]
+    assert world.replies_to(first, again) == []
+    assert await world.queued() == 2
+
+
+async def test_reply_commands_need_a_player_to_reply_to(world: World) -> None:
+    chat = world.new_group()
+    asked = world.standin.send_text(chat, ADMIN, "/ban")
+    bot_msg = world.standin.send_text(chat, ADMIN, "/rules")
+    await world.settle()
+    (rules,) = [m for m in world.said(chat) if m.reply_to_message_id == bot_msg]
+    at_bot = world.standin.send_text(chat, ADMIN, "/weight 2", reply_to=rules.message_id)
+    await world.settle()
+    assert world.replies_to(chat, asked) == [texts.REPLY_TO_PLAYER]
+    assert world.replies_to(chat, at_bot) == [texts.REPLY_TO_PLAYER]
+
+
+async def test_queue_shows_depths_by_name_without_ids_or_secret(world: World) -> None:
+    chat = world.new_group()
+    _, rnd = await seed_round(world, chat)
+    for i in range(3):
+        world.standin.send_text(chat, ALICE, valid_guess(rnd, i))
+    world.standin.send_text(chat, BOB, valid_guess(rnd))
+    await world.settle()
+    asked = world.standin.send_text(chat, ADMIN, "/queue")
+    await world.settle()
+    (answer,) = world.replies_to(chat, asked)
+    assert "Alice: 3 waiting" in answer
+    assert "Bob: 1 waiting" in answer
+    assert "in flight 0/2" in answer
+    assert "PLR" not in answer and "ROM" not in answer and "JOB" not in answer
+    assert rnd.secret not in answer
+    assert world.settings.webhook_secret is None or (
+        world.settings.webhook_secret.get_secret_value() not in answer
+    )
+
+
+async def test_limit_reaches_the_lanes_and_the_room(world: World) -> None:
+    chat = world.new_group()
+    asked = world.standin.send_text(chat, ADMIN, "/limit 5")
+    await world.settle()
+    assert world.replies_to(chat, asked) == [texts.limit_set(5)]
+    room = await room_of(world, chat)
+    assert room.ceiling == 5
+    assert (await _room_view(world, room))["ceiling"] == 5
