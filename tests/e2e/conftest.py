@@ -1,0 +1,68 @@
+"""Fixtures of the end-to-end tests: one fresh Stack (stand-in + real bot) per test.
+
+The database is the session's (`pg_database_url`), migrated with Alembic once and truncated
+before each test; the queue is the test's own (`queue_name`), its keys dropped after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from codemojex.bot import CodemojexContext, build_application, running
+from codemojex.db import make_engine, make_sessionmaker, upgrade
+from codemojex.lanes import Lanes
+from codemojex.standin import StandIn
+from tests.conftest import REDIS_URL
+from tests.e2e.harness import NAMES, Stack, drop_queue_keys, stack_settings, truncate_all
+
+
+@pytest.fixture(scope="module")
+def e2e_database_url(pg_database_url: str) -> str:
+    upgrade(pg_database_url)  # sync fixture: Alembic's env runs an event loop of its own
+    return pg_database_url
+
+
+@contextlib.asynccontextmanager
+async def open_stack(
+    database_url: str, queue: str, **settings_extra: object
+) -> AsyncIterator[Stack]:
+    redis = aioredis.Redis.from_url(REDIS_URL)
+    engine = make_engine(database_url)
+    await truncate_all(engine)
+    standin = StandIn()
+    await standin.start()
+    for user_id, name in NAMES.items():
+        standin.add_user(user_id, name)
+    settings = stack_settings(standin, queue, database_url, **settings_extra)
+    lanes = Lanes(redis, queue=queue)
+    sessionmaker = make_sessionmaker(engine)
+    app = build_application(
+        settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis, rng=random.Random(11)
+    )
+    stack = Stack(standin, settings, app, redis, engine, sessionmaker, lanes)
+
+    async def record_error(update: object, context: CodemojexContext) -> None:
+        assert context.error is not None
+        stack.errors.append(context.error)
+
+    app.add_error_handler(record_error)
+    try:
+        async with running(app, poll_timeout=1):
+            yield stack
+    finally:
+        await standin.stop()
+        await drop_queue_keys(redis, queue)
+        await engine.dispose()
+        await redis.aclose()
+
+
+@pytest.fixture
+async def stack(e2e_database_url: str, queue_name: str) -> AsyncIterator[Stack]:
+    async with open_stack(e2e_database_url, queue_name) as value:
+        yield value
+        assert value.errors == [], f"the bot's handlers failed: {value.errors!r}"

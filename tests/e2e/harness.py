@@ -1,0 +1,402 @@
+"""The end-to-end harness: the real bot and the real worker around the Bot API stand-in.
+
+A `Stack` is one test's world: the stand-in (users, group chats), the python-telegram-bot
+Application from `build_application` polling it over HTTP inside the test's event loop, the
+real Redis (the test's own queue) and the real Postgres (the session's database, migrated
+with Alembic and emptied before each test). The worker runs either in-process
+(`in_process_worker`, the same `run_worker` the CLI runs) or as a real `codemojex worker`
+subprocess (`WorkerProcess`), pointed at the same stand-in, Redis and database through
+CODEMOJEX_* environment variables.
+
+Nothing here sleeps for a fixed time: every wait polls a condition with a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import redis.asyncio as aioredis
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from codemojex import scoring, texts
+from codemojex.bot import CodemojexApp
+from codemojex.db import Base, Guess, Outbox, Round, make_engine, make_sessionmaker, store
+from codemojex.lanes import Lanes
+from codemojex.lanes.keys import Keys
+from codemojex.settings import Settings
+from codemojex.standin import SentMessage, StandIn
+from codemojex.worker.service import WorkerStats, make_bot, run_worker
+from tests.conftest import REDIS_URL
+
+T = TypeVar("T")
+
+ALICE, BOB, CAROL, DAVE, OPERATOR, BARRIER = 2001, 2002, 2003, 2004, 2009, 2999
+ADMIN = CAROL  # the owner (an administrator) of every test group
+NAMES = {
+    ALICE: "Alice",
+    BOB: "Bob",
+    CAROL: "Carol",
+    DAVE: "Dave",
+    OPERATOR: "Olga",
+    BARRIER: "Barrier",
+}
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T]],
+    *,
+    timeout: float,  # noqa: ASYNC109 - a deadline for the polling, not for one await
+    interval: float = 0.05,
+    what: str = "condition",
+) -> T:
+    """Poll `probe` until it returns something truthy; that value, or TimeoutError."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while True:
+        last = await probe()
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what} not reached in {timeout}s (last: {last!r})")
+        await asyncio.sleep(interval)
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """A round announcement as players read it in the chat."""
+
+    message_id: int
+    length: int
+    palette: tuple[str, ...]
+
+
+_LENGTH_RE = re.compile(r"code of (\d+) emojis")
+
+
+def parse_announcement(message: SentMessage) -> Announcement:
+    """Length and palette from the announcement's text alone (what a player sees)."""
+    match = _LENGTH_RE.search(message.text)
+    assert match is not None, message.text
+    (line,) = [ln for ln in message.text.splitlines() if ln.startswith("Palette: ")]
+    palette = tuple(line.removeprefix("Palette: ").split(" "))
+    return Announcement(message.message_id, int(match.group(1)), palette)
+
+
+def result_text(guess: Sequence[str], secret: Sequence[str], attempt_no: int) -> str:
+    """What the game must answer for `guess` against `secret`, computed independently of the
+    worker: the pegs from the rules, the line from the shared texts."""
+    fb = scoring.feedback(tuple(guess), tuple(secret))
+    return texts.result_line(tuple(guess), fb, attempt_no)
+
+
+def times_posted(sent: Sequence[SentMessage], row: Outbox) -> int:
+    """How many times the stand-in saw this outbox row: as a message of its own (a reply in a
+    quiet room, or a standalone post) or as a named line inside a coalesced message."""
+    alone = sum(1 for m in sent if m.chat_id == row.chat_id and m.text == row.text)
+    if not row.player_name:
+        return alone
+    line = f"{row.player_name}: {row.text}"
+    merged = sum(
+        m.text.split("\n").count(line) for m in sent if m.chat_id == row.chat_id and "\n" in m.text
+    )
+    return alone + merged
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@dataclass
+class Stack:
+    standin: StandIn
+    settings: Settings
+    app: CodemojexApp
+    redis: aioredis.Redis
+    engine: AsyncEngine
+    sessionmaker: async_sessionmaker[AsyncSession]
+    lanes: Lanes
+    errors: list[BaseException] = field(default_factory=list)
+    _barriers: int = 0
+    _next_chat: int = -1_002_000_000_001
+
+    # -- the chat side -------------------------------------------------------------------
+
+    def new_group(self, *, admins: Sequence[int] = (ADMIN,), members: Sequence[int] = ()) -> int:
+        chat_id = self._next_chat
+        self._next_chat -= 1
+        self.standin.add_group(
+            chat_id, f"room {chat_id}", admins=list(admins), members=[ALICE, BOB, DAVE, *members]
+        )
+        return chat_id
+
+    def add_players(self, first_id: int, count: int, prefix: str) -> list[int]:
+        ids = list(range(first_id, first_id + count))
+        for n, user_id in enumerate(ids):
+            self.standin.add_user(user_id, f"{prefix}{n}")
+        return ids
+
+    async def settle(self, timeout: float = 60.0) -> None:  # noqa: ASYNC109
+        """Wait until the bot has handled every update sent so far: it handles them one at a
+        time, in order, so once it answered a /help sent after them it is done with them."""
+        self._barriers += 1
+        self.standin.send_private(BARRIER, "/help")
+        await self.standin.wait_for_sent_count(self._barriers, chat_id=BARRIER, timeout=timeout)
+
+    def said(self, chat_id: int) -> list[SentMessage]:
+        return self.standin.sent_messages(chat_id)
+
+    async def reply_to(self, chat_id: int, message_id: int, timeout: float = 10.0) -> str:  # noqa: ASYNC109
+        found = await self.standin.wait_for_sent(
+            lambda m: m.reply_to_message_id == message_id, timeout, chat_id=chat_id
+        )
+        return found.text
+
+    async def announcement(self, chat_id: int, timeout: float = 15.0) -> Announcement:  # noqa: ASYNC109
+        found = await self.standin.wait_for_sent(
+            lambda m: m.text.startswith("🎯 New round!"), timeout, chat_id=chat_id
+        )
+        return parse_announcement(found)
+
+    async def new_round(self, chat_id: int, by: int = ALICE) -> tuple[Announcement, Round]:
+        """/newgame, the announcement the worker posts, and the round as stored."""
+        self.standin.send_text(chat_id, by, "/newgame")
+        ann = await self.announcement(chat_id)
+        rnd = await self.open_round(chat_id)
+        assert rnd is not None
+        return ann, rnd
+
+    async def result(
+        self,
+        chat_id: int,
+        message_id: int,
+        name: str,
+        guess: str,
+        timeout: float = 15.0,  # noqa: ASYNC109
+    ) -> SentMessage:
+        """The post that answers a guess: a reply to it (quiet room) or a named line of a
+        coalesced message."""
+        named = f"{name}: {guess} → "
+
+        def answers(m: SentMessage) -> bool:
+            if m.reply_to_message_id == message_id and m.text.startswith(guess):
+                return True
+            return any(line.startswith(named) for line in m.text.split("\n"))
+
+        return await self.standin.wait_for_sent(answers, timeout, chat_id=chat_id)
+
+    # -- the database side ---------------------------------------------------------------
+
+    async def open_round(self, chat_id: int) -> Round | None:
+        async with self.sessionmaker() as session:
+            room = await store.room_by_chat(session, chat_id)
+            return None if room is None else await store.open_round(session, room.id)
+
+    async def room_id(self, chat_id: int) -> str:
+        async with self.sessionmaker() as session:
+            room = await store.room_by_chat(session, chat_id)
+        assert room is not None
+        return room.id
+
+    async def scalar(self, stmt: Any) -> Any:
+        async with self.sessionmaker() as session:
+            return (await session.execute(stmt)).scalar()
+
+    async def all(self, stmt: Any) -> list[Any]:
+        async with self.sessionmaker() as session:
+            return list((await session.execute(stmt)).scalars())
+
+    async def guess_count(self) -> int:
+        return int(await self.scalar(select(func.count()).select_from(Guess)))
+
+    async def unsent_rows(self) -> int:
+        stmt = select(func.count()).select_from(Outbox).where(Outbox.sent_at.is_(None))
+        return int(await self.scalar(stmt))
+
+    async def outbox(self) -> list[Outbox]:
+        return await self.all(select(Outbox).order_by(Outbox.id))
+
+    async def all_posted(self, timeout: float = 30.0) -> list[Outbox]:  # noqa: ASYNC109
+        """Wait until every outbox row is marked sent; the rows."""
+
+        async def done() -> bool:
+            return await self.unsent_rows() == 0
+
+        await eventually(done, timeout=timeout, interval=0.1, what="every outbox row sent")
+        return await self.outbox()
+
+    # -- the queue side ------------------------------------------------------------------
+
+    @property
+    def keys(self) -> Keys:
+        return Keys(self.settings.queue)
+
+    async def pending_job_ids(self, room: str) -> set[str]:
+        """Ids of the jobs waiting in the room's lanes (read from the lanes keyspace)."""
+        snap = await self.lanes.snapshot(room)
+        view = snap["rooms"].get(room, {"lanes": {}})
+        found: set[str] = set()
+        for lane in view["lanes"]:
+            found |= {_text(j) for j in await self.redis.zrange(self.keys.pending(lane), 0, -1)}
+        return found
+
+    async def leased_job_ids(self) -> set[str]:
+        return {_text(j) for j in await self.redis.zrange(self.keys.active, 0, -1)}
+
+    async def in_flight(self) -> dict[str, int]:
+        raw = await self.redis.hgetall(self.keys.gactive)
+        return {_text(k): int(v) for k, v in raw.items()}
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """The environment of a `codemojex worker` subprocess on this stack."""
+        s = self.settings
+        assert s.token is not None
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CODEMOJEX_")}
+        env.update(
+            CODEMOJEX_TOKEN=s.token.get_secret_value(),
+            CODEMOJEX_BOT_API_BASE_URL=s.bot_api_base_url,
+            CODEMOJEX_BOT_API_BASE_FILE_URL=s.bot_api_base_file_url,
+            CODEMOJEX_REDIS_URL=s.redis_url or REDIS_URL,
+            CODEMOJEX_DATABASE_URL=s.database_url,
+            CODEMOJEX_QUEUE=s.queue,
+            CODEMOJEX_CONCURRENCY=str(s.concurrency),
+            CODEMOJEX_LEASE_MS=str(s.lease_ms),
+            CODEMOJEX_OPERATOR_IDS=",".join(str(i) for i in s.operator_ids),
+            PYTHONUNBUFFERED="1",
+        )
+        env.update(extra)
+        return env
+
+
+def stack_settings(standin: StandIn, queue: str, database_url: str, **extra: Any) -> Settings:
+    values: dict[str, Any] = {
+        "token": standin.token,
+        "bot_api_base_url": standin.base_url,
+        "bot_api_base_file_url": standin.base_file_url,
+        "operator_ids": [OPERATOR],
+        "queue": queue,
+        "redis_url": REDIS_URL,
+        "database_url": database_url,
+        "concurrency": 4,
+        "default_ceiling": 2,
+    }
+    values.update(extra)
+    return Settings(**values)
+
+
+async def truncate_all(engine: AsyncEngine) -> None:
+    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    async with engine.begin() as conn:
+        await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+
+
+async def drop_queue_keys(client: aioredis.Redis, queue: str) -> None:
+    """This queue's lanes keys and the sender's pacing/lease keys; nothing else."""
+    for pattern in (f"emq:{{{queue}}}:*", f"cmx:{{{queue}}}:*"):
+        keys = [key async for key in client.scan_iter(match=pattern, count=1000)]
+        if keys:
+            await client.delete(*keys)
+
+
+# -- the worker ------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def in_process_worker(stack: Stack, **options: Any) -> AsyncIterator[WorkerStats]:
+    """`run_worker` in this event loop with clients of its own (as a separate process would
+    have); stopped gracefully on exit. Yields its live counters."""
+    settings = stack.settings
+    redis = aioredis.Redis.from_url(REDIS_URL, max_connections=4 * settings.concurrency + 16)
+    engine = make_engine(settings.database_url)
+    stats = WorkerStats()
+    stop = asyncio.Event()
+    try:
+        async with make_bot(settings) as bot:
+            task = asyncio.create_task(
+                run_worker(
+                    settings,
+                    lanes=Lanes(redis, queue=settings.queue),
+                    sessionmaker=make_sessionmaker(engine),
+                    bot=bot,
+                    redis=redis,
+                    stop_event=stop,
+                    stats=stats,
+                    **options,
+                ),
+                name="e2e:worker",
+            )
+            try:
+                yield stats
+            finally:
+                stop.set()
+                await asyncio.wait_for(task, 30)
+    finally:
+        await engine.dispose()
+        await redis.aclose()
+
+
+def worker_command() -> list[str]:
+    """`codemojex worker` as an operator runs it: the installed entry point next to this
+    interpreter, else the same CLI through the interpreter."""
+    entry = Path(sys.executable).parent / "codemojex"
+    if entry.exists():
+        return [str(entry), "worker"]
+    return [sys.executable, "-c", "from codemojex.cli import main; main()", "worker"]
+
+
+class WorkerProcess:
+    """A `codemojex worker` subprocess; its output goes to `log_path`."""
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        self.env = env
+        self.log_path = log_path
+        self.proc: asyncio.subprocess.Process | None = None
+        self._log: IO[bytes] | None = None
+
+    async def start(self) -> None:
+        self._log = self.log_path.open("ab")
+        self.proc = await asyncio.create_subprocess_exec(
+            *worker_command(),
+            env=self.env,
+            cwd=str(ROOT),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+
+    def signal(self, sig: signal.Signals) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    async def wait(self, timeout: float = 30.0) -> int:  # noqa: ASYNC109
+        assert self.proc is not None
+        rc = await asyncio.wait_for(self.proc.wait(), timeout)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        return rc
+
+    async def ensure_gone(self) -> None:
+        """Teardown: whatever happened, no worker of ours outlives the test."""
+        if self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            await self.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
