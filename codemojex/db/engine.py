@@ -73,6 +73,11 @@ def alembic_config(url: str | None = None) -> Any:
     """An Alembic Config pointing at migrations/, with the database URL passed as an attribute."""
     from alembic.config import Config
 
+    if not (MIGRATIONS_DIR / "env.py").is_file():
+        raise FileNotFoundError(
+            f"no Alembic migrations at {MIGRATIONS_DIR}: run from a checkout installed with "
+            "`pip install -e .` (migrations/ lives at the repository root)"
+        )
     ini = MIGRATIONS_DIR.parent / "alembic.ini"
     config = Config(str(ini)) if ini.exists() else Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))

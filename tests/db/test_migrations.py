@@ -48,6 +48,15 @@ async def test_database_is_at_head(pg_engine: AsyncEngine) -> None:
     assert current == head
 
 
+def test_downgrade_and_upgrade_round_trip(sqlite_url: str) -> None:
+    from alembic import command
+
+    config = alembic_config(sqlite_url)
+    command.downgrade(config, "base")
+    upgrade(sqlite_url)
+    upgrade(sqlite_url)
+
+
 def test_upgrade_again_is_a_no_op(migrated_pg_url: str) -> None:
     upgrade(migrated_pg_url)
 
