@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import math
 import re
 import time
@@ -36,6 +37,8 @@ from codemojex.standin.markup import (
 )
 
 JSON = dict[str, Any]
+
+log = logging.getLogger("codemojex.standin")
 
 GROUP_ANONYMOUS_BOT_ID = 1087968824
 """The user Telegram puts in `from` when an anonymous group admin speaks."""
@@ -1000,6 +1003,8 @@ class StandIn:
             self._check_faults(canonical, params)
             result = await self._handlers[canonical](params)
         except ApiError as error:
+            # INFO, not WARNING: refusals are often the point of a test (429 storms, bad input).
+            log.info("%s -> %s %s", canonical, error.code, error.description)
             self.call_log.append(ApiCall(time.monotonic(), canonical, params.raw, error.code))
             return web.json_response(error.envelope(), status=error.code)
         self.call_log.append(ApiCall(time.monotonic(), canonical, params.raw, 200))
