@@ -30,6 +30,8 @@ def migrated_pg_url(pg_database_url: str) -> str:
 async def pg_engine(migrated_pg_url: str) -> AsyncIterator[AsyncEngine]:
     engine = make_engine(migrated_pg_url, pool_size=12, max_overflow=8)
     async with engine.begin() as conn:
+        # Fail loudly rather than hang if something else holds these tables.
+        await conn.execute(text("SET LOCAL lock_timeout = '10s'"))
         await conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
     try:
         yield engine
