@@ -100,8 +100,11 @@ class _Builder:
             )
 
     def result(self) -> tuple[str, list[Entity]]:
-        self.entities.sort(key=lambda e: (e["offset"], -e["length"]))
-        return "".join(self.parts), self.entities
+        # Outer entities first: longer first, and of equal spans the one closed last.
+        order = sorted(
+            enumerate(self.entities), key=lambda p: (p[1]["offset"], -p[1]["length"], -p[0])
+        )
+        return "".join(self.parts), [entity for _, entity in order]
 
 
 _HTML_TAGS = {
