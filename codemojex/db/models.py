@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import regex
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -28,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from codemojex import ids
+from codemojex import ids, scoring
 
 # Deterministic constraint names, so the migration and the models name things alike.
 NAMING = {
@@ -44,12 +43,10 @@ ID_LEN = 29  # three-letter brand + 26-character ULID body
 # SQLite autoincrements only an `INTEGER PRIMARY KEY` (the rowid alias), never a BIGINT one.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 
-_GRAPHEME = regex.compile(r"\X")
-
 
 def split_emojis(value: str) -> tuple[str, ...]:
-    """A stored emoji string (palette or secret) back into its grapheme clusters."""
-    return tuple(_GRAPHEME.findall(value))
+    """A stored emoji string (palette or secret) back into its emojis (grapheme clusters)."""
+    return scoring.split_emojis(value)
 
 
 def utcnow() -> datetime:
