@@ -1,6 +1,7 @@
 """Local stand-in for the Telegram Bot API (tests, demo, reliability harness)."""
 
 from codemojex.standin.server import (
+    CHANNEL_BOT_ID,
     GROUP_ANONYMOUS_BOT_ID,
     SECRET_HEADER,
     ApiCall,
@@ -11,6 +12,7 @@ from codemojex.standin.server import (
 )
 
 __all__ = [
+    "CHANNEL_BOT_ID",
     "GROUP_ANONYMOUS_BOT_ID",
     "SECRET_HEADER",
     "ApiCall",

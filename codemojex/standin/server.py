@@ -43,6 +43,9 @@ log = logging.getLogger("codemojex.standin")
 GROUP_ANONYMOUS_BOT_ID = 1087968824
 """The user Telegram puts in `from` when an anonymous group admin speaks."""
 
+CHANNEL_BOT_ID = 136817688
+"""The user Telegram puts in `from` when someone writes in a group on behalf of a channel."""
+
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 # Telegram's default when allowed_updates was never given: everything but these.
@@ -296,6 +299,7 @@ class StandIn:
         self.users[GROUP_ANONYMOUS_BOT_ID] = _User(
             GROUP_ANONYMOUS_BOT_ID, "Group", "GroupAnonymousBot", is_bot=True
         )
+        self.users[CHANNEL_BOT_ID] = _User(CHANNEL_BOT_ID, "Channel", "Channel_Bot", is_bot=True)
         self.chats: dict[int, _Chat] = {}
 
         self.calls: Counter[str] = Counter()
@@ -533,6 +537,26 @@ class StandIn:
         message = self._user_message(chat, text, reply_to, sender=sender, sender_chat=chat)
         return int(message["message_id"])
 
+    def send_as_channel(
+        self,
+        chat_id: int,
+        channel_id: int,
+        text: str,
+        reply_to: int | None = None,
+        *,
+        channel_title: str = "Some Channel",
+    ) -> int:
+        """Someone writes in the group on behalf of a channel: from = Channel_Bot and
+        sender_chat = that channel. Not an admin, though it looks like the anonymous-admin case
+        except that sender_chat is not the group itself."""
+        chat = self._group(chat_id)
+        if channel_id >= 0:
+            raise ValueError("channel ids are negative")
+        channel = _Chat(channel_id, "channel", channel_title)
+        sender = self.users[CHANNEL_BOT_ID]
+        message = self._user_message(chat, text, reply_to, sender=sender, sender_chat=channel)
+        return int(message["message_id"])
+
     def send_private(self, user_id: int, text: str, reply_to: int | None = None) -> int:
         """The user writes to the bot in a private chat (the chat id is the user id)."""
         chat = self._private(user_id)
@@ -729,6 +753,17 @@ class StandIn:
             event = self._updates_changed
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), min(remaining, 0.05))
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for summaries (the demo, the reliability harness)."""
+        return {
+            "calls": dict(self.calls),
+            "sent_messages": len(self._sent),
+            "edits": len(self._edits),
+            "injected_errors": self.injected_errors,
+            "rate_violations": len(self.violations),
+            "pending_updates": len(self._updates),
+        }
 
     def registered_commands(
         self, scope: Mapping[str, Any] | None = None, language_code: str = ""

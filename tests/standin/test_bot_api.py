@@ -18,7 +18,7 @@ from telegram.error import (
     RetryAfter,
 )
 
-from codemojex.standin import GROUP_ANONYMOUS_BOT_ID, StandIn
+from codemojex.standin import CHANNEL_BOT_ID, GROUP_ANONYMOUS_BOT_ID, StandIn
 from tests.standin.conftest import ADMIN, ALICE, BOB, GROUP, OTHER_GROUP, OWNER
 
 
@@ -317,6 +317,18 @@ async def test_anonymous_admin_message(bot: Bot, standin: StandIn) -> None:
     assert message.from_user.username == "GroupAnonymousBot"
     assert message.sender_chat is not None and message.sender_chat.id == GROUP
     assert message.entities[0].type == MessageEntityType.BOT_COMMAND
+
+
+async def test_posting_as_a_channel_is_not_an_anonymous_admin(bot: Bot, standin: StandIn) -> None:
+    standin.send_as_channel(GROUP, -1005555, "/pause", channel_title="Spam Channel")
+    [update] = await bot.get_updates()
+    message = update.message
+    assert message is not None and message.from_user is not None
+    assert message.from_user.id == CHANNEL_BOT_ID
+    assert message.sender_chat is not None
+    assert (message.sender_chat.id, message.sender_chat.type) == (-1005555, ChatType.CHANNEL)
+    assert message.sender_chat.id != message.chat.id
+    assert standin.stats()["pending_updates"] == 1
 
 
 async def test_commands_edits_and_private_chats(bot: Bot, standin: StandIn) -> None:
