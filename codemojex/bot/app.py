@@ -40,27 +40,6 @@ from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 
-PLAYER_COMMAND_LIST: tuple[tuple[str, str], ...] = (
-    ("newgame", "start a round"),
-    ("g", "guess: /g 🍎🍌🍇🍒"),
-    ("rules", "how a guess is scored"),
-    ("stats", "your record in this room"),
-    ("top", "this room's leaderboard"),
-    ("me", "your record in every room"),
-    ("help", "what I can do"),
-)
-ADMIN_COMMAND_LIST: tuple[tuple[str, str], ...] = (
-    ("pause", "pause this room's scoring"),
-    ("resume", "resume this room's scoring"),
-    ("limit", "guesses scored at once: /limit 2"),
-    ("weight", "reply to a player: their share, /weight 3"),
-    ("ban", "reply to a player: ban them here"),
-    ("unban", "reply to a player: lift the ban"),
-    ("endround", "reveal and close the round"),
-    ("settings", "next round: /settings length=5 palette=…"),
-    ("queue", "this room's lanes"),
-)
-
 # Every kind of update we act on; chat_member must be asked for explicitly.
 ALLOWED_UPDATES: list[str] = [Update.MESSAGE, Update.CHAT_MEMBER, Update.MY_CHAT_MEMBER]
 
@@ -142,8 +121,8 @@ async def on_member_change(update: Update, context: CodemojexContext) -> None:
 
 async def register_commands(application: CodemojexApp) -> None:
     bot = application.bot
-    players = [BotCommand(name, text) for name, text in PLAYER_COMMAND_LIST]
-    admins = players + [BotCommand(name, text) for name, text in ADMIN_COMMAND_LIST]
+    players = [BotCommand(name, text) for name, text in texts.PLAYER_COMMANDS]
+    admins = players + [BotCommand(name, text) for name, text in texts.ADMIN_COMMANDS]
     await bot.set_my_commands(players, scope=BotCommandScopeDefault())
     await bot.set_my_commands(admins, scope=BotCommandScopeAllChatAdministrators())
 

@@ -2,23 +2,26 @@
 HTTP, on the real Redis (a queue of its own) and the real Postgres (the session's database,
 migrated with Alembic, truncated before every test).
 
-Tests use `pytestmark = pytest.mark.asyncio(loop_scope="module")` so they share the module's
-event loop with the running bot. Every test gets fresh group chat ids, so what one test's bot
-posted never shows up in another's.
+End-to-end modules set `pytestmark = E2E`: they share the module's event loop with the running
+bot and start every test from empty tables and queue keys. Every test gets fresh group chat
+ids, so what one test's bot posted never shows up in another's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import pytest_asyncio
 import redis.asyncio as aioredis
+from redis.exceptions import RedisError
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -32,6 +35,8 @@ from tests.conftest import REDIS_URL
 ALICE, BOB, CAROL, DAVE, OPERATOR, BARRIER = 1001, 1002, 1003, 1004, 1009, 1999
 ADMIN = CAROL  # the owner of every test group
 MAX_DEPTH = 5
+
+E2E = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures("clean_slate")]
 
 _chat_ids = itertools.count(-1_001_000_000_001, -1)
 
@@ -130,16 +135,24 @@ def populate(standin: StandIn) -> None:
         standin.add_user(user_id, name)
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(bot_database_url: str, bot_queue: str) -> AsyncIterator[World]:
-    redis = aioredis.Redis.from_url(REDIS_URL)
-    engine = make_engine(bot_database_url)
+@asynccontextmanager
+async def bot_world(
+    database_url: str,
+    queue: str,
+    *,
+    redis: aioredis.Redis | None = None,
+    webhook: bool = False,
+    **settings_extra: Any,
+) -> AsyncIterator[World]:
+    """A stand-in and a running bot on it (polling, or a webhook when asked)."""
+    redis = redis if redis is not None else aioredis.Redis.from_url(REDIS_URL)
+    engine = make_engine(database_url)
     sessionmaker = make_sessionmaker(engine)
     standin = StandIn()
     await standin.start()
     populate(standin)
-    settings = bot_settings(standin, bot_queue, bot_database_url)
-    lanes = Lanes(redis, queue=bot_queue)
+    settings = bot_settings(standin, queue, database_url, **settings_extra)
+    lanes = Lanes(redis, queue=queue)
     app = build_application(
         settings,
         lanes=lanes,
@@ -156,16 +169,23 @@ async def world(bot_database_url: str, bot_queue: str) -> AsyncIterator[World]:
 
     app.add_error_handler(record_error)
     try:
-        async with running(app, poll_timeout=1):
+        async with running(app, poll_timeout=1, webhook=webhook):
             yield world
     finally:
         await standin.stop()
-        await _drop_keys(redis, bot_queue)
+        with contextlib.suppress(RedisError):
+            await _drop_keys(redis, queue)
         await engine.dispose()
         await redis.aclose()
 
 
-@pytest_asyncio.fixture(loop_scope="module", autouse=True)
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(bot_database_url: str, bot_queue: str) -> AsyncIterator[World]:
+    async with bot_world(bot_database_url, bot_queue) as world:
+        yield world
+
+
+@pytest_asyncio.fixture(loop_scope="module")
 async def clean_slate(world: World, bot_queue: str) -> AsyncIterator[None]:
     """Empty tables and queue keys before each test; the bot process itself keeps running."""
     # DELETE, not TRUNCATE: on tables this small it is several times faster.

@@ -14,6 +14,7 @@ from tests.bot.conftest import (
     ADMIN,
     ALICE,
     BOB,
+    E2E,
     OPERATOR,
     World,
     open_round,
@@ -22,7 +23,7 @@ from tests.bot.conftest import (
     valid_guess,
 )
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = E2E
 
 
 async def _room_view(world: World, room: Room) -> dict[str, Any]:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 from codemojex import texts
 from codemojex.jobs import GuessJob
 from codemojex.scoring import EMOJI_POOL
-from tests.bot.conftest import ALICE, BOB, MAX_DEPTH, World, start_round, valid_guess
+from tests.bot.conftest import ALICE, BOB, E2E, MAX_DEPTH, World, start_round, valid_guess
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = E2E
 
 
 async def test_valid_guess_enqueued_once_even_when_the_update_comes_twice(world: World) -> None:

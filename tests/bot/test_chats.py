@@ -1,0 +1,124 @@
+"""Private chats, unknown commands, updates nobody can be answered for, the command list."""
+
+from __future__ import annotations
+
+from codemojex import texts
+from tests.bot.conftest import ALICE, BOB, E2E, World, seed_round, valid_guess
+
+pytestmark = E2E
+
+GROUP_ONLY = [
+    "/newgame",
+    "/g 🍎🍌🍇🍒",
+    "/stats",
+    "/top",
+    "/pause",
+    "/resume",
+    "/limit 3",
+    "/weight 2",
+    "/ban",
+    "/unban",
+    "/endround",
+    "/settings length=5",
+    "/queue",
+]
+
+
+async def test_group_commands_in_private_get_a_clear_answer(world: World) -> None:
+    for text in GROUP_ONLY:
+        world.standin.send_private(ALICE, text)
+    await world.settle()
+    # Answers in private chats are not quoted; the bot answers in order, one each.
+    assert [m.text for m in world.said(ALICE)] == [texts.GROUP_ONLY] * len(GROUP_ONLY)
+    assert await world.audits("pause") == 0
+    assert await world.queued() == 0
+
+
+async def test_help_rules_me_and_chatter_in_private(world: World) -> None:
+    for text in ("/help", "/rules", "/me", "/start", "hi bot", "/frobnicate"):
+        world.standin.send_private(BOB, text)
+    await world.settle()
+    texts_in_order = [m.text for m in world.said(BOB)]
+    assert len(texts_in_order) == 6
+    assert texts_in_order[0] == texts.HELP
+    assert "Crack a secret code" in texts_in_order[1]
+    assert texts_in_order[2].startswith("Bob in 0 chats")
+    assert texts_in_order[3] == texts.HELP
+    assert texts_in_order[4] == texts.PRIVATE_HINT
+    assert texts_in_order[5] == texts.UNKNOWN_COMMAND
+
+
+async def test_unknown_commands_in_groups_only_when_addressed(world: World) -> None:
+    chat = world.new_group()
+    bare = world.standin.send_text(chat, ALICE, "/frobnicate")
+    other_bot = world.standin.send_text(chat, ALICE, "/frobnicate@another_bot")
+    ours = world.standin.send_text(chat, ALICE, "/frobnicate@codemojex_bot")
+    ours_known = world.standin.send_text(chat, ALICE, "/help@codemojex_bot")
+    theirs_known = world.standin.send_text(chat, ALICE, "/help@another_bot")
+    await world.settle()
+    assert world.replies_to(chat, bare) == []
+    assert world.replies_to(chat, other_bot) == []
+    assert world.replies_to(chat, ours) == [texts.UNKNOWN_COMMAND]
+    assert world.replies_to(chat, ours_known) == [texts.HELP]
+    assert world.replies_to(chat, theirs_known) == []
+
+
+async def test_updates_without_a_sender_are_ignored(world: World) -> None:
+    chat = world.new_group()
+    _, rnd = await seed_round(world, chat)
+    group = {"id": chat, "type": "supergroup", "title": "room"}
+    channel = {"id": -1_009_999_999_999, "type": "channel", "title": "a channel"}
+    base = {"date": 1_700_000_000, "chat": group}
+    raw = [
+        {"message": {**base, "message_id": 9001, "text": valid_guess(rnd)}},
+        {"message": {**base, "message_id": 9002, "text": f"/g {valid_guess(rnd)}"}},
+        {"message": {**base, "message_id": 9003, "text": "/pause"}},
+        {"message": {**base, "message_id": 9004, "text": "/newgame"}},
+        {
+            "message": {
+                **base,
+                "message_id": 9005,
+                "text": "/pause",
+                "sender_chat": channel,
+                "from": {"id": 136817688, "is_bot": True, "first_name": "Channel"},
+            }
+        },
+        {
+            "message": {
+                **base,
+                "message_id": 9006,
+                "text": valid_guess(rnd),
+                "sender_chat": channel,
+                "from": {"id": 136817688, "is_bot": True, "first_name": "Channel"},
+            }
+        },
+        {"channel_post": {**base, "chat": channel, "message_id": 9007, "text": "/pause"}},
+        {"message": {**base, "message_id": 9008}},  # no text at all
+        {"edited_message": {**base, "message_id": 9009, "text": "/pause", "edit_date": 1}},
+    ]
+    for update in raw:
+        world.standin.push_raw_update(update)
+    await world.settle()
+    assert world.said(chat) == []
+    assert await world.queued() == 0
+    assert await world.audits("pause") == 0
+
+
+async def test_anonymous_admin_cannot_play(world: World) -> None:
+    chat = world.new_group()
+    _, rnd = await seed_round(world, chat)
+    asked = world.standin.send_as_anonymous_admin(chat, f"/g {valid_guess(rnd)}")
+    plain = world.standin.send_as_anonymous_admin(chat, valid_guess(rnd))
+    await world.settle()
+    assert world.replies_to(chat, asked) == [texts.ANONYMOUS_PLAYER]
+    assert world.replies_to(chat, plain) == []
+    assert await world.queued() == 0
+
+
+async def test_post_init_registered_the_command_lists(world: World) -> None:
+    players = world.standin.registered_commands({"type": "default"})
+    admins = world.standin.registered_commands({"type": "all_chat_administrators"})
+    assert [c["command"] for c in players] == [name for name, _ in texts.PLAYER_COMMANDS]
+    assert [c["command"] for c in admins] == [
+        name for name, _ in texts.PLAYER_COMMANDS + texts.ADMIN_COMMANDS
+    ]

@@ -1,0 +1,118 @@
+"""The bot's pure parts: argument parsing, the admin cache, /queue formatting, webhook options."""
+
+from __future__ import annotations
+
+import pytest
+from telegram import Bot
+
+from codemojex import ids
+from codemojex.bot.admin import AdminCache
+from codemojex.bot.app import webhook_options
+from codemojex.bot.flood import flood_key
+from codemojex.bot.guesses import is_chatter
+from codemojex.bot.handlers import format_queue, parse_bounded_int
+from codemojex.scoring import InvalidGuess
+from codemojex.settings import Settings
+from codemojex.standin import StandIn
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("1", 1), ("1000", 1000), (" 42 ", 42), ("007", 7)],
+)
+def test_bounded_int_accepts(text: str, expected: int) -> None:
+    assert parse_bounded_int(text, 1, 1000, "/limit") == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "0",
+        "-1",
+        "1001",
+        "abc",
+        "99999999999999999999",
+        "１２",
+        "3.5",
+        "0x10",
+        "1 2",
+        "+5",
+        "1e3",
+    ],
+)
+def test_bounded_int_refuses(text: str) -> None:
+    answer = parse_bounded_int(text, 1, 1000, "/limit")
+    assert answer == "/limit takes one whole number from 1 to 1000."
+
+
+def test_webhook_mode_requires_a_secret() -> None:
+    with pytest.raises(ValueError, match="SECRET"):
+        webhook_options(Settings(token="1:x", webhook_url="https://example.org/hook"))
+    options = webhook_options(
+        Settings(token="1:x", webhook_url="https://example.org/tg/hook", webhook_secret="abc")
+    )
+    assert options["url_path"] == "tg/hook"
+    assert options["secret_token"] == "abc"
+    assert "chat_member" in options["allowed_updates"]
+
+
+def test_flood_keys_are_built_from_player_ids_only() -> None:
+    lane = ids.mint(ids.PLAYER)
+    assert flood_key("cm", lane) == f"cmx:{{cm}}:flood:{lane}"
+    with pytest.raises(ValueError):
+        flood_key("cm", "PLR}:*evil")
+
+
+def test_chatter_rule() -> None:
+    assert is_chatter(InvalidGuess("not_emoji", "x"))
+    assert is_chatter(InvalidGuess("empty", "x"))
+    assert is_chatter(InvalidGuess("too_short", "x", count=1))
+    assert is_chatter(InvalidGuess("too_short", "x", count=2))
+    assert not is_chatter(InvalidGuess("too_short", "x", count=3))
+    assert not is_chatter(InvalidGuess("too_long", "x", count=9))
+    assert not is_chatter(InvalidGuess("not_in_palette", "x", count=4))
+
+
+def test_queue_text_names_players_and_hides_ids() -> None:
+    alice, bob, carol = (ids.mint(ids.PLAYER) for _ in range(3))
+    view = {
+        "paused": True,
+        "ceiling": 2,
+        "in_flight": 1,
+        "pending": 5,
+        "lanes": {
+            alice: {"depth": 1, "weight": 1, "paused": False},
+            bob: {"depth": 4, "weight": 3, "paused": False},
+            carol: {"depth": 0, "weight": 1, "paused": False},
+        },
+    }
+    text = format_queue(view, {alice: "Alice", bob: "Bob"})
+    assert text.splitlines() == [
+        "Scoring paused · in flight 1/2 · waiting 5",
+        "Bob: 4 waiting (weight 3)",
+        "Alice: 1 waiting",
+    ]
+    assert "PLR" not in text
+    assert format_queue(None, {}) == "Nothing queued here yet."
+
+
+async def test_admin_cache_asks_once_per_ttl_and_forgets_on_request() -> None:
+    now = [0.0]
+    cache = AdminCache(ttl_s=60, clock=lambda: now[0])
+    async with StandIn() as standin:
+        standin.add_user(1, "Ann")
+        standin.add_user(2, "Ben")
+        standin.add_group(-5, "g", admins=[1, 2])
+        async with Bot(standin.token, base_url=standin.base_url) as bot:
+            assert await cache.admins(bot, -5) == {1, 2}
+            assert await cache.admins(bot, -5) == {1, 2}
+            assert standin.calls["getChatAdministrators"] == 1
+            now[0] = 61.0
+            standin.set_admins(-5, [1])
+            assert await cache.admins(bot, -5) == {1}  # the owner stays
+            assert standin.calls["getChatAdministrators"] == 2
+            standin.set_admins(-5, [1, 2])
+            cache.forget(-5)
+            assert await cache.admins(bot, -5) == {1, 2}
+            assert standin.calls["getChatAdministrators"] == 3
