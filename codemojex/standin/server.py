@@ -26,6 +26,7 @@ from typing import Any, Self
 import aiohttp
 from aiohttp import web
 
+from codemojex.standin import control
 from codemojex.standin.markup import (
     MAX_TEXT_LENGTH,
     Entity,
@@ -371,6 +372,7 @@ class StandIn:
         """Listen on host:port (port 0 = a free one) and return `base_url`."""
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        control.add_routes(app, self)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         # Cancel a long poll whose client went away, so it does not linger until its timeout.
         self._runner = web.AppRunner(
