@@ -30,6 +30,7 @@ ACTIONS = frozenset(
         "send_as_channel",
         "send_private",
         "edit_text",
+        "press_button",
         "push_raw_update",
         "inject_429",
         "inject_error",

@@ -311,6 +311,9 @@ class StandIn:
         self._edits: list[EditedMessage] = []
         self.deleted: list[tuple[int, int]] = []
         self.commands: dict[tuple[str, str], list[JSON]] = {}
+        self.callback_answers: list[JSON] = []
+        self._open_callbacks: set[str] = set()
+        self._callback_ids = itertools.count(1)
 
         self._updates: list[JSON] = []
         self._update_ids = itertools.count(100_000_001)
@@ -339,6 +342,8 @@ class StandIn:
             "getUpdates": self._get_updates,
             "sendMessage": self._send_message,
             "editMessageText": self._edit_message_text,
+            "editMessageReplyMarkup": self._edit_message_reply_markup,
+            "answerCallbackQuery": self._answer_callback_query,
             "deleteMessage": self._delete_message,
             "getChat": self._get_chat,
             "getChatAdministrators": self._get_chat_administrators,
@@ -353,7 +358,6 @@ class StandIn:
             "leaveChat": self._leave_chat,
         }
         for harmless in (
-            "answerCallbackQuery",
             "sendChatAction",
             "close",
             "logOut",
@@ -583,6 +587,36 @@ class StandIn:
             message.pop("entities", None)
         if self._delivers(chat, message):
             self._enqueue({"edited_message": self._with_reply(chat, message)})
+
+    def press_button(self, chat_id: int, message_id: int, user_id: int, data: str) -> str:
+        """The user presses the inline button carrying `data` under one of the bot's messages:
+        a callback_query update. Returns the query id (answered via answerCallbackQuery)."""
+        chat = self._chat(chat_id)
+        user = self._user(user_id)
+        message = chat.messages.get(message_id)
+        if message is None:
+            raise KeyError(f"no message {message_id} in chat {chat_id}")
+        buttons = [
+            button
+            for row in message.get("reply_markup", {}).get("inline_keyboard", [])
+            for button in row
+        ]
+        if not any(button.get("callback_data") == data for button in buttons):
+            raise ValueError(f"message {message_id} has no button with callback_data {data!r}")
+        query_id = str(next(self._callback_ids))
+        self._open_callbacks.add(query_id)
+        self._enqueue(
+            {
+                "callback_query": {
+                    "id": query_id,
+                    "from": user.to_dict(),
+                    "message": self._with_reply(chat, message),
+                    "chat_instance": str(chat.id),
+                    "data": data,
+                }
+            }
+        )
+        return query_id
 
     def push_raw_update(self, update: Mapping[str, Any], *, keep_id: bool = False) -> int:
         """Queue any update JSON as is (fuzzing); a fresh update_id unless keep_id."""
@@ -1197,10 +1231,13 @@ class StandIn:
             if not allow_without:
                 raise _bad("message to be replied not found")
             reply_to = None
+        markup = self._inline_markup(params)
         self._check_rate("sendMessage", chat.id)
         message = self._new_message(
             chat, text, sender=self.bot, entities=entities, reply_to=reply_to
         )
+        if markup is not None:
+            message["reply_markup"] = markup
         sent = SentMessage(
             chat_id=chat.id,
             message_id=int(message["message_id"]),
@@ -1230,20 +1267,69 @@ class StandIn:
         if message.get("from", {}).get("id") != self.bot.id:
             raise _bad("message can't be edited")
         _, text, entities, parse_mode = self._formatted(params)
-        if text == message.get("text") and entities == message.get("entities", []):
-            raise _bad(
-                "message is not modified: specified new message content and reply markup are "
-                "exactly the same as a current content and reply markup of the message"
-            )
+        markup = self._inline_markup(params)
+        if (
+            text == message.get("text")
+            and entities == message.get("entities", [])
+            and markup == message.get("reply_markup")
+        ):
+            raise _not_modified()
         self._check_rate("editMessageText", chat.id)
         message["text"] = text
         message["edit_date"] = int(time.time())
-        if entities:
-            message["entities"] = entities
-        else:
-            message.pop("entities", None)
+        _set_or_drop(message, "entities", entities or None)
+        _set_or_drop(message, "reply_markup", markup)
         self._edits.append(EditedMessage(chat.id, message_id, text, time.monotonic(), parse_mode))
         return self._with_reply(chat, message)
+
+    async def _edit_message_reply_markup(self, params: _Params) -> Any:
+        chat = self._writable_chat(params)
+        message_id = params.get_int("message_id")
+        message = chat.messages.get(message_id) if message_id is not None else None
+        if message is None:
+            raise _bad("message to edit not found")
+        if message.get("from", {}).get("id") != self.bot.id:
+            raise _bad("message can't be edited")
+        markup = self._inline_markup(params)
+        if markup == message.get("reply_markup"):
+            raise _not_modified()
+        self._check_rate("editMessageReplyMarkup", chat.id)
+        _set_or_drop(message, "reply_markup", markup)
+        message["edit_date"] = int(time.time())
+        return self._with_reply(chat, message)
+
+    @staticmethod
+    def _inline_markup(params: _Params) -> JSON | None:
+        """An inline keyboard, checked like Telegram checks it; other keyboards are not kept
+        on the message (Telegram does not return them either)."""
+        markup = params.get_json("reply_markup")
+        if not isinstance(markup, dict) or "inline_keyboard" not in markup:
+            return None
+        rows = markup["inline_keyboard"]
+        if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+            raise _bad('field "inline_keyboard" of the InlineKeyboardMarkup must be an Array')
+        for row in rows:
+            for button in row:
+                if not isinstance(button, dict) or not button.get("text"):
+                    raise _bad("can't parse inline keyboard button: Text must be non-empty")
+                data = button.get("callback_data")
+                if data is not None and not 1 <= len(str(data).encode()) <= 64:
+                    raise _bad("BUTTON_DATA_INVALID")
+        return {"inline_keyboard": rows} if any(rows) else None
+
+    async def _answer_callback_query(self, params: _Params) -> Any:
+        query_id = params.get_str("callback_query_id") or ""
+        if query_id not in self._open_callbacks:
+            raise _bad("query is too old and response timeout expired or query ID is invalid")
+        self._open_callbacks.discard(query_id)
+        self.callback_answers.append(
+            {
+                "callback_query_id": query_id,
+                "text": params.get_str("text"),
+                "show_alert": params.get_bool("show_alert"),
+            }
+        )
+        return True
 
     async def _delete_message(self, params: _Params) -> Any:
         chat = self._target_chat(params)
@@ -1429,6 +1515,20 @@ class StandIn:
 def _alive(fault: _Fault, now: float) -> bool:
     unspent = fault.remaining is None or fault.remaining > 0
     return unspent and (fault.until is None or now < fault.until)
+
+
+def _not_modified() -> ApiError:
+    return _bad(
+        "message is not modified: specified new message content and reply markup are "
+        "exactly the same as a current content and reply markup of the message"
+    )
+
+
+def _set_or_drop(message: JSON, key: str, value: Any) -> None:
+    if value is None:
+        message.pop(key, None)
+    else:
+        message[key] = value
 
 
 def _safe_int(value: Any) -> int | None:

@@ -7,7 +7,15 @@ import datetime as dtm
 import warnings
 
 import pytest
-from telegram import Bot, BotCommand, ChatMemberAdministrator, ReplyParameters, Update
+from telegram import (
+    Bot,
+    BotCommand,
+    ChatMemberAdministrator,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    ReplyParameters,
+    Update,
+)
 from telegram.constants import ChatMemberStatus, ChatType, MessageEntityType
 from telegram.error import (
     BadRequest,
@@ -173,6 +181,31 @@ async def test_edit_and_delete(bot: Bot, standin: StandIn) -> None:
     assert standin.message(GROUP, posted.message_id) is None
     with pytest.raises(BadRequest, match=r"(?i)message to edit not found"):
         await bot.edit_message_text("late", GROUP, posted.message_id)
+
+
+async def test_inline_buttons_and_callback_queries(bot: Bot, standin: StandIn) -> None:
+    keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("Join", callback_data="join:1")]])
+    posted = await bot.send_message(GROUP, "Round 1", reply_markup=keyboard)
+    assert posted.reply_markup == keyboard
+    with pytest.raises(ValueError, match="no button"):
+        standin.press_button(GROUP, posted.message_id, ALICE, "join:2")
+    query_id = standin.press_button(GROUP, posted.message_id, ALICE, "join:1")
+    [update] = await bot.get_updates()
+    query = update.callback_query
+    assert query is not None and query.message is not None
+    assert (query.id, query.data, query.from_user.id) == (query_id, "join:1", ALICE)
+    assert query.message.message_id == posted.message_id
+    assert await query.answer("You are in")
+    assert standin.callback_answers[0]["text"] == "You are in"
+    with pytest.raises(BadRequest, match=r"(?i)query is too old"):
+        await query.answer("twice")
+    with pytest.raises(BadRequest, match=r"(?i)BUTTON_DATA_INVALID"):
+        too_long = InlineKeyboardButton("x", callback_data="x" * 65)
+        await bot.send_message(GROUP, "bad", reply_markup=InlineKeyboardMarkup([[too_long]]))
+    edited = await bot.edit_message_reply_markup(GROUP, posted.message_id, reply_markup=None)
+    assert not isinstance(edited, bool) and edited.reply_markup is None
+    with pytest.raises(BadRequest, match=r"(?i)not modified"):
+        await bot.edit_message_reply_markup(GROUP, posted.message_id, reply_markup=None)
 
 
 async def test_injected_429_surfaces_as_retry_after(bot: Bot, standin: StandIn) -> None:
