@@ -14,7 +14,8 @@ from sqlalchemy import func, select
 
 from codemojex import texts
 from codemojex.db import Base, Guess, Player
-from tests.bot.conftest import ADMIN, ALICE, REDIS_URL, World, bot_world, seed_round, valid_guess
+from tests.bot.conftest import ADMIN, ALICE, World, bot_world, seed_round, valid_guess
+from tests.conftest import REDIS_URL
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures("empty_tables")]
 
