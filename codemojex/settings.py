@@ -34,6 +34,10 @@ class Settings(BaseSettings):
     default_ceiling: int = 2
     round_timeout_s: int = 600
 
+    # Bot: guesses a player may have waiting before "slow down"; how long admin lists are cached
+    max_depth: int = Field(default=20, ge=1, le=10_000)
+    admin_cache_ttl_s: float = Field(default=300.0, gt=0)
+
     @field_validator("operator_ids", mode="before")
     @classmethod
     def _split_ids(cls, value: object) -> object:

@@ -52,12 +52,13 @@ def make_services(
     redis: Redis,
     **overrides: Any,
 ) -> BotServices:
+    overrides.setdefault("max_depth", settings.max_depth)
     return BotServices(
         settings=settings,
         lanes=lanes,
         sessionmaker=sessionmaker,
         redis=redis,
-        admins=overrides.pop("admins", None) or AdminCache(),
+        admins=overrides.pop("admins", None) or AdminCache(settings.admin_cache_ttl_s),
         flood=overrides.pop("flood", None) or FloodNotices(redis, lanes.queue),
         **overrides,
     )
