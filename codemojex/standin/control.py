@@ -34,6 +34,8 @@ ACTIONS = frozenset(
         "push_raw_update",
         "inject_429",
         "inject_error",
+        "inject_lost_response",
+        "inject_latency",
         "clear_faults",
         "enforce_rate_limits",
         "disable_rate_limits",

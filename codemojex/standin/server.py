@@ -135,6 +135,8 @@ class _Fault:
     methods: frozenset[str] | None
     chat_id: int | None
     retry_after: int | None
+    kind: str = "error"  # error | delay | lost_response
+    delay_s: float = 0.0
 
     def matches(self, method: str, chat_id: int | None, now: float) -> bool:
         if self.until is not None and now >= self.until:
@@ -664,6 +666,47 @@ class StandIn:
         retry_after: int | None = None,
     ) -> None:
         """Answer `status` with `description` (e.g. 502 "Bad Gateway", 403 "Forbidden: ...")."""
+        self._add_fault("error", count, seconds, methods, chat_id, status, description, retry_after)
+
+    def inject_lost_response(
+        self,
+        count: int | None = None,
+        *,
+        seconds: float | None = None,
+        methods: Iterable[str] | None = ("sendMessage",),
+        chat_id: int | None = None,
+    ) -> None:
+        """Carry out the matching calls (the message IS posted) but drop the connection
+        instead of answering: the client sees a network error and cannot know it succeeded.
+        This is how a retrying sender ends up posting twice on the real Telegram."""
+        self._add_fault("lost_response", count, seconds, methods, chat_id)
+
+    def inject_latency(
+        self,
+        delay_s: float,
+        count: int | None = None,
+        *,
+        seconds: float | None = None,
+        methods: Iterable[str] | None = ("sendMessage",),
+        chat_id: int | None = None,
+    ) -> None:
+        """Hold the matching calls for `delay_s` before carrying them out (a slow Telegram;
+        past PTB's read timeout the client raises TimedOut although the call then succeeds)."""
+        self._add_fault("delay", count, seconds, methods, chat_id, delay_s=delay_s)
+
+    def _add_fault(
+        self,
+        kind: str,
+        count: int | None,
+        seconds: float | None,
+        methods: Iterable[str] | None,
+        chat_id: int | None,
+        status: int = 0,
+        description: str = "",
+        retry_after: int | None = None,
+        *,
+        delay_s: float = 0.0,
+    ) -> None:
         if count is None and seconds is None:
             count = 1
         self._faults.append(
@@ -675,6 +718,8 @@ class StandIn:
                 methods=None if methods is None else frozenset(m.lower() for m in methods),
                 chat_id=chat_id,
                 retry_after=retry_after,
+                kind=kind,
+                delay_s=delay_s,
             )
         )
 
@@ -1071,8 +1116,21 @@ class StandIn:
         params = _Params({})
         try:
             params = await self._read_params(request)
-            self._check_faults(canonical, params)
-            result = await self._handlers[canonical](params)
+            fault = self._take_fault(canonical, params)
+            if fault is not None and fault.kind == "error":
+                raise ApiError(fault.status, fault.description, retry_after=fault.retry_after)
+            if fault is not None and fault.kind == "delay":
+                # Shielded: like Telegram, the call is carried out even if the client gives up.
+                work = asyncio.ensure_future(self._delayed(fault.delay_s, canonical, params))
+                work.add_done_callback(_retrieve)
+                result = await asyncio.shield(work)
+            else:
+                result = await self._handlers[canonical](params)
+            if fault is not None and fault.kind == "lost_response":
+                self.call_log.append(ApiCall(time.monotonic(), canonical, params.raw, 0))
+                if request.transport is not None:
+                    request.transport.close()
+                return web.Response(status=500)  # never reaches the client
         except ApiError as error:
             # INFO, not WARNING: refusals are often the point of a test (429 storms, bad input).
             log.info("%s -> %s %s", canonical, error.code, error.description)
@@ -1081,9 +1139,14 @@ class StandIn:
         self.call_log.append(ApiCall(time.monotonic(), canonical, params.raw, 200))
         return web.json_response({"ok": True, "result": result})
 
-    def _check_faults(self, method: str, params: _Params) -> None:
+    async def _delayed(self, delay_s: float, method: str, params: _Params) -> Any:
+        await asyncio.sleep(delay_s)
+        return await self._handlers[method](params)
+
+    def _take_fault(self, method: str, params: _Params) -> _Fault | None:
+        """The first injected fault matching this call, spending one of its uses."""
         if not self._faults:
-            return
+            return None
         now = time.monotonic()
         chat_id = _safe_int(params.raw.get("chat_id"))
         for fault in self._faults:
@@ -1092,7 +1155,8 @@ class StandIn:
                     fault.remaining -= 1
                 self.injected_errors += 1
                 self._faults = [f for f in self._faults if _alive(f, now)]
-                raise ApiError(fault.status, fault.description, retry_after=fault.retry_after)
+                return fault
+        return None
 
     def _check_rate(self, method: str, chat_id: int) -> None:
         """Refuse (429, counted) a post that would break the enforced limits; else book it."""
@@ -1515,6 +1579,12 @@ class StandIn:
 def _alive(fault: _Fault, now: float) -> bool:
     unspent = fault.remaining is None or fault.remaining > 0
     return unspent and (fault.until is None or now < fault.until)
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    # The client may be gone; its refusal is then nobody's to read.
+    if not task.cancelled():
+        task.exception()
 
 
 def _not_modified() -> ApiError:

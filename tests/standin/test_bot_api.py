@@ -24,6 +24,7 @@ from telegram.error import (
     InvalidToken,
     NetworkError,
     RetryAfter,
+    TimedOut,
 )
 
 from codemojex.standin import CHANNEL_BOT_ID, GROUP_ANONYMOUS_BOT_ID, StandIn
@@ -247,6 +248,26 @@ async def test_other_injected_errors(bot: Bot, standin: StandIn) -> None:
     with pytest.raises(Forbidden):
         await bot.send_message(GROUP, "x")
     assert standin.sent_messages() == []
+
+
+async def test_lost_response_posts_but_the_client_sees_a_network_error(
+    bot: Bot, standin: StandIn
+) -> None:
+    standin.inject_lost_response(1)
+    with pytest.raises(NetworkError):
+        await bot.send_message(GROUP, "did it go out?")
+    assert [m.text for m in standin.sent_messages()] == ["did it go out?"]
+    await bot.send_message(GROUP, "next one answers normally")
+    assert len(standin.sent_messages()) == 2
+
+
+async def test_slow_call_times_out_at_the_client_but_is_carried_out(standin: StandIn) -> None:
+    standin.inject_latency(0.5, 1)
+    async with Bot(standin.token, base_url=standin.base_url) as bot:
+        with pytest.raises(TimedOut):
+            await bot.send_message(GROUP, "slow", read_timeout=0.1)
+    posted = await standin.wait_for_sent(lambda m: m.text == "slow", timeout=5)
+    assert posted.chat_id == GROUP
 
 
 async def test_rate_limits_per_chat_are_enforced_and_counted(bot: Bot, standin: StandIn) -> None:
