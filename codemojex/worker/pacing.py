@@ -18,17 +18,20 @@ Redis storage can share a redis.asyncio connection pool and runs on fakeredis):
   clocks still agree on the pace; and it answers with the wait, so a sender sleeps
   exactly that long instead of polling.
 
-Each window is a sliding log: a list of the grant times of the last `limit` posts,
-newest first. A post is allowed when the `limit`-th newest grant is older than the
-window.
+Each window is a sliding log: a sorted set of the last `limit` posts. A post is allowed
+when the `limit`-th newest entry is older than the window. An entry is stamped when the
+slot is granted and stamped again when the post is answered (`settle`): the gap is then
+measured from the answer, which comes after Telegram received the post, so however slow
+one request is, two posts never reach Telegram closer together than the window allows.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import redis.asyncio as aioredis
@@ -37,13 +40,15 @@ _ACQUIRE: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = tonumber(ARGV[1])
+local token = ARGV[2]
 local wait = 0
 for i = 1, n do
-  local limit = tonumber(ARGV[2 * i])
-  local win = tonumber(ARGV[2 * i + 1])
-  local entry = redis.call('LINDEX', KEYS[i], limit - 1)
-  if entry then
-    local w = tonumber(entry) + win - now
+  local limit = tonumber(ARGV[2 * i + 1])
+  local win = tonumber(ARGV[2 * i + 2])
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - win)
+  if redis.call('ZCARD', KEYS[i]) >= limit then
+    local entry = redis.call('ZRANGE', KEYS[i], -limit, -limit, 'WITHSCORES')
+    local w = tonumber(entry[2]) + win - now
     if w > wait then wait = w end
   end
 end
@@ -58,11 +63,25 @@ if wait > 0 then
   return wait
 end
 for i = 1, n do
-  local limit = tonumber(ARGV[2 * i])
-  local win = tonumber(ARGV[2 * i + 1])
-  redis.call('LPUSH', KEYS[i], now)
-  redis.call('LTRIM', KEYS[i], 0, limit - 1)
-  redis.call('PEXPIRE', KEYS[i], win)
+  local limit = tonumber(ARGV[2 * i + 1])
+  local win = tonumber(ARGV[2 * i + 2])
+  redis.call('ZADD', KEYS[i], now, token)
+  redis.call('ZREMRANGEBYRANK', KEYS[i], 0, -(limit + 1))
+  redis.call('PEXPIRE', KEYS[i], win + 60000)
+end
+return 0
+"""
+
+# After the post: the grant's entries take the time the post was answered, which is after
+# Telegram received it. The next post is measured from there, so a slow request can never
+# make two posts arrive closer together than the window.
+_SETTLE: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 1, #KEYS do
+  if redis.call('ZSCORE', KEYS[i], ARGV[1]) then
+    redis.call('ZADD', KEYS[i], 'XX', now, ARGV[1])
+  end
 end
 return 0
 """
@@ -87,6 +106,14 @@ class Window:
 
     limit: int
     window_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """A slot taken for one post to `chat_id`."""
+
+    chat_id: int
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +148,7 @@ class Pacer:
         self.policy = policy or PacePolicy()
         self._acquire = redis.register_script(_ACQUIRE)
         self._block = redis.register_script(_BLOCK)
+        self._settle = redis.register_script(_SETTLE)
 
     def _windows(self, chat_id: int) -> list[tuple[str, Window]]:
         # Telegram group and supergroup chat ids are negative; private chats positive.
@@ -132,30 +160,38 @@ class Pacer:
     def _block_keys(self, chat_id: int) -> list[str]:
         return [f"{self._prefix}:block:c:{chat_id:d}", f"{self._prefix}:block:g"]
 
-    async def try_acquire(self, chat_id: int) -> int:
-        """Take a slot for one post to `chat_id` now (returns 0), or return the
-        milliseconds to wait before asking again (nothing taken)."""
+    async def try_acquire(self, chat_id: int, grant: Grant | None = None) -> int:
+        """Take a slot for one post to `chat_id` now (returns 0, and `grant`, if given,
+        names it for `settle`), or return the milliseconds to wait (nothing taken)."""
+        grant = grant or Grant(chat_id)
         windows = self._windows(chat_id)
         keys = [k for k, _ in windows] + self._block_keys(chat_id)
-        args: list[int] = [len(windows)]
+        args: list[int | str] = [len(windows), grant.token]
         for _, w in windows:
             args += [w.limit, w.window_ms + self.policy.margin_ms]
         return int(await self._acquire(keys=keys, args=args))
 
-    async def acquire(self, chat_id: int, *, deadline: float | None = None) -> bool:
-        """Wait for a slot for one post to `chat_id`. False if `deadline`
-        (time.monotonic()) passes first: the caller re-checks its lease and comes back."""
+    async def acquire(self, chat_id: int, *, deadline: float | None = None) -> Grant | None:
+        """Wait for a slot for one post to `chat_id`; `settle` it once the post is answered.
+        None if `deadline` (time.monotonic()) passes first: the caller re-checks its lease
+        and comes back."""
+        grant = Grant(chat_id)
         while True:
-            wait_ms = await self.try_acquire(chat_id)
+            wait_ms = await self.try_acquire(chat_id, grant)
             if wait_ms <= 0:
-                return True
+                return grant
             pause = wait_ms / 1000
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return False
+                    return None
                 pause = min(pause, left)
             await asyncio.sleep(pause)
+
+    async def settle(self, grant: Grant) -> None:
+        """The post of `grant` was answered (accepted or not): measure the next from now."""
+        keys = [k for k, _ in self._windows(grant.chat_id)]
+        await self._settle(keys=keys, args=[grant.token])
 
     async def block_chat(self, chat_id: int, ms: int) -> None:
         """Nobody posts to this chat for `ms` (Telegram answered RetryAfter for it)."""

@@ -40,6 +40,7 @@ import random
 import socket
 import time
 import uuid
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -61,7 +62,7 @@ from telegram.error import (
 
 from codemojex.db import Outbox, store
 from codemojex.worker.compose import MAX_MESSAGE, OutMessage, compose
-from codemojex.worker.pacing import Pacer
+from codemojex.worker.pacing import Grant, Pacer
 from codemojex.worker.score import is_transient
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,10 @@ class SenderStats:
 
 
 def _retry_after_ms(exc: RetryAfter) -> int:
-    value = exc.retry_after
+    # PTB 22 warns that the int will become a timedelta; both are handled here.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = exc.retry_after
     seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
     return max(1, int(seconds * 1000))
 
@@ -173,7 +177,9 @@ class OutboxSender:
         self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Drain until `stop` is set; then let every chat finish the post in hand and return."""
+        """Drain until `stop` is set; then let every chat finish the post in hand and return.
+        May be called again after it returned."""
+        self._stopping = stop.is_set()
         stopper = asyncio.create_task(self._watch(stop))
         next_scan = 0.0
         try:
@@ -322,10 +328,10 @@ class OutboxSender:
         # Wait for our slot, but never past half the claim lease: a claim that ran out could
         # be handed to another sender while we post.
         waited_from = time.monotonic()
-        granted = await self._acquire(
+        grant = await self._acquire(
             chat_id, key, token, deadline=claimed_at + self._claim_lease_s / 2
         )
-        if not granted:
+        if grant is None:
             await self._release_rows(rows)
             return not self._stopping and await self._holds(key, token)
         if time.monotonic() - waited_from > 0.05:
@@ -344,7 +350,8 @@ class OutboxSender:
             if not await self._holds(key, token):
                 await self._release_rows([r for r in rows if r.id not in sent_ids])
                 return False
-            outcome = await self._send(chat_id, msg)
+            assert grant is not None
+            outcome = await self._send(chat_id, msg, grant)
             if outcome == "retry":
                 await self._release_rows([r for r in rows if r.id not in sent_ids])
                 return not self._stopping
@@ -358,37 +365,45 @@ class OutboxSender:
                 return True
             sent_ids.update(msg.row_ids)
             # A long row's next piece needs a slot of its own.
-            if msg is not to_send[-1] and not await self._acquire(
-                chat_id, key, token, deadline=None
-            ):
-                break
+            if msg is not to_send[-1]:
+                grant = await self._acquire(chat_id, key, token, deadline=None)
+                if grant is None:
+                    break
         await self._release_rows([r for r in rows if r.id not in sent_ids])
         return True
 
-    async def _acquire(self, chat_id: int, key: str, token: str, deadline: float | None) -> bool:
-        """A pacer slot, or False if `deadline` passed, the chat lease was lost or we are
+    async def _acquire(
+        self, chat_id: int, key: str, token: str, deadline: float | None
+    ) -> Grant | None:
+        """A pacer slot, or None if `deadline` passed, the chat lease was lost or we are
         stopping. The chat lease is renewed while we wait."""
         while not self._stopping:
             if not await self._holds(key, token):
-                return False
+                return None
             step = time.monotonic() + 1.0
             if deadline is not None:
                 step = min(step, deadline)
-            if await self.pacer.acquire(chat_id, deadline=step):
-                return True
+            grant = await self.pacer.acquire(chat_id, deadline=step)
+            if grant is not None:
+                return grant
             if deadline is not None and time.monotonic() >= deadline:
-                return False
-        return False
+                return None
+        return None
 
-    async def _send(self, chat_id: int, msg: OutMessage) -> str:
+    async def _send(self, chat_id: int, msg: OutMessage, grant: Grant) -> str:
         """Post one message: "sent", "retry" (try again later) or "failed" (never will)."""
         try:
-            sent = await self._bot.send_message(
-                chat_id=chat_id,
-                text=msg.text,
-                reply_to_message_id=msg.reply_to,
-                allow_sending_without_reply=True if msg.reply_to is not None else None,
-            )
+            try:
+                sent = await self._bot.send_message(
+                    chat_id=chat_id,
+                    text=msg.text,
+                    reply_to_message_id=msg.reply_to,
+                    allow_sending_without_reply=True if msg.reply_to is not None else None,
+                )
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await self.pacer.settle(grant)
+                raise
         except RetryAfter as exc:
             self.stats.retry_after += 1
             wait_ms = _retry_after_ms(exc)
@@ -419,6 +434,9 @@ class OutboxSender:
                     await pipe.execute()
             except Exception as exc:  # mark_sent below is what matters; this narrows a window
                 log.warning("could not record posted rows in Redis (%s)", type(exc).__name__)
+        with contextlib.suppress(Exception):
+            await self.pacer.settle(grant)
+        if msg.row_ids:
             await self._mark(msg.row_ids, message_id)
         self.stats.messages += 1
         self.stats.rows_sent += len(msg.row_ids)

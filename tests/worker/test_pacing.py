@@ -47,7 +47,7 @@ async def test_refusal_takes_no_slot_anywhere(redis_any: aioredis.Redis, queue_n
     for _ in range(5):
         assert await pacer.try_acquire(-3) > 0
     chat_key = pacer.keys_for([-3])[0]
-    assert await redis_any.llen(chat_key) == 0
+    assert await redis_any.zcard(chat_key) == 0
 
 
 async def test_block_chat_and_bot(redis_any: aioredis.Redis, queue_name: str) -> None:
@@ -91,3 +91,18 @@ async def test_two_pacers_share_the_pace(redis_any: aioredis.Redis, queue_name: 
     assert len(grants) == 6
     # Every consecutive grant is at least one window apart (less a little for clock reading).
     assert min(gaps) >= 0.08
+
+
+async def test_the_next_post_is_measured_from_the_answer(
+    redis_any: aioredis.Redis, queue_name: str
+) -> None:
+    """A slow post: granted at t, answered at t+0.35 s. The next slot opens a window after
+    the answer, not after the grant, so the two posts cannot reach Telegram too close."""
+    policy = PacePolicy(chat=(Window(1, 300),), bot=(Window(100, 1000),), margin_ms=0)
+    pacer = Pacer(redis_any, queue_name, policy)
+    grant = await pacer.acquire(PRIVATE)
+    assert grant is not None
+    await asyncio.sleep(0.35)  # the request is on the wire longer than a window
+    await pacer.settle(grant)
+    wait = await pacer.try_acquire(PRIVATE)
+    assert 250 <= wait <= 300

@@ -1,0 +1,43 @@
+"""`codemojex worker`: the worker process on the configured Redis, database and Bot API."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from codemojex.runtime import open_runtime
+from codemojex.settings import Settings
+from codemojex.worker.service import WorkerStats, make_bot, run_worker
+
+log = logging.getLogger(__name__)
+
+
+async def main(settings: Settings) -> WorkerStats:
+    """Run until SIGTERM or SIGINT, then stop gracefully (batches in hand are finished and
+    acked, the post in hand completes)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        async with open_runtime(settings) as rt, make_bot(settings) as bot:
+            log.info(
+                "worker up: queue %s, concurrency %d, lease %d ms",
+                settings.queue,
+                settings.concurrency,
+                settings.lease_ms,
+            )
+            stats = await run_worker(
+                settings,
+                lanes=rt.lanes,
+                sessionmaker=rt.sessionmaker,
+                bot=bot,
+                redis=rt.redis,
+                stop_event=stop,
+            )
+            log.info("worker stopped: %s", stats.as_dict())
+            return stats
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)

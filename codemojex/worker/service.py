@@ -1,0 +1,161 @@
+"""Wiring of the worker process: the consumer pool with the ScoreWorker, the outbox sender and
+the round timer, with a graceful stop.
+
+Stopping (SIGTERM in `main`, or the caller setting `stop_event`): the pool stops claiming and
+finishes and acks the batches in hand; then the sender finishes the post in hand and the
+timer stops. Nothing in flight is lost if the process is killed instead: leases expire and the
+jobs are served again (record_guess is idempotent), and unsent outbox rows stay unsent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from telegram import Bot
+
+from codemojex.db import Room, store
+from codemojex.db.models import utcnow
+from codemojex.lanes import Lanes
+from codemojex.lanes.consumer import ConsumerPool, PoolStats
+from codemojex.settings import Settings
+from codemojex.worker.botapi import make_bot
+from codemojex.worker.score import RoundCache, ScoreStats, ScoreWorker, is_transient
+from codemojex.worker.sender import OutboxSender, SenderStats
+
+__all__ = ["WorkerStats", "expire_rounds_once", "make_bot", "run_worker"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerStats:
+    """Everything the worker counts; `as_dict()` for the demo summary."""
+
+    score: ScoreStats = field(default_factory=ScoreStats)
+    sender: SenderStats = field(default_factory=SenderStats)
+    pool: PoolStats = field(default_factory=PoolStats)
+    rounds_expired: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        out = {f"pool_{k}": v for k, v in self.pool.as_dict().items()}
+        out |= {f"score_{k}": v for k, v in self.score.as_dict().items()}
+        out |= {f"sent_{k}": v for k, v in self.sender.as_dict().items()}
+        out["rounds_expired"] = self.rounds_expired
+        return out
+
+
+async def expire_rounds_once(
+    sessionmaker: async_sessionmaker[AsyncSession], sender: OutboxSender | None = None
+) -> int:
+    """Close the rounds whose timeout passed (their reveal goes to the outbox)."""
+    async with sessionmaker() as session:
+        closed = await store.expire_rounds(session, utcnow())
+    if closed and sender is not None:
+        async with sessionmaker() as session:
+            rooms = {r.room_id for r in closed}
+            chats = (await session.execute(select(Room.chat_id).where(Room.id.in_(rooms)))).all()
+            await session.commit()
+        for (chat_id,) in chats:
+            sender.poke(int(chat_id))
+    return len(closed)
+
+
+async def _round_timer(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    sender: OutboxSender,
+    stats: WorkerStats,
+    stop: asyncio.Event,
+    every_s: float,
+) -> None:
+    while not stop.is_set():
+        try:
+            stats.rounds_expired += await expire_rounds_once(sessionmaker, sender)
+        except Exception as exc:
+            if not is_transient(exc):
+                log.exception("round timer failed")
+            else:
+                log.warning("round timer: database unavailable (%s)", type(exc).__name__)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every_s)
+
+
+async def run_worker(
+    settings: Settings,
+    *,
+    lanes: Lanes,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    bot: Bot,
+    redis: aioredis.Redis,
+    stop_event: asyncio.Event,
+    stats: WorkerStats | None = None,
+    timer_s: float = 2.0,
+    sender_poll_s: float = 1.0,
+    score_hold_s: float = 5.0,
+    pool_options: dict[str, Any] | None = None,
+) -> WorkerStats:
+    """Run the consumer pool (handler = ScoreWorker), the outbox sender and the round timer
+    until `stop_event` is set; then stop them in that order and return the counters.
+
+    `bot` must be initialised by the caller (`async with bot:`); `redis` is the client the
+    lanes use (decode_responses=False), shared with the sender's pacer and leases.
+    """
+    stats = stats or WorkerStats()
+    sender = OutboxSender(
+        sessionmaker,
+        bot,
+        redis,
+        namespace=settings.queue,
+        poll_s=sender_poll_s,
+        stats=stats.sender,
+    )
+
+    async def poke(chat_id: int) -> None:
+        sender.poke(chat_id)
+
+    scorer = ScoreWorker(
+        sessionmaker,
+        lanes=None,  # the pool's heartbeat already extends the leases of a slow batch
+        lease_ms=settings.lease_ms,
+        hold_s=score_hold_s,
+        cache=RoundCache(),
+        stats=stats.score,
+        on_recorded=poke,
+    )
+    pool = ConsumerPool(
+        lanes,
+        scorer,
+        concurrency=settings.concurrency,
+        lease_ms=settings.lease_ms,
+        **(pool_options or {}),
+    )
+    pool.stats = stats.pool
+    sender_stop = asyncio.Event()
+    pool_task = asyncio.create_task(pool.run(), name="worker:pool")
+    sender_task = asyncio.create_task(sender.run(sender_stop), name="worker:sender")
+    timer_task = asyncio.create_task(
+        _round_timer(sessionmaker, sender, stats, sender_stop, timer_s), name="worker:timer"
+    )
+    tasks = [pool_task, sender_task, timer_task]
+    stopper = asyncio.create_task(stop_event.wait())
+    try:
+        # Whichever comes first: a stop request, or a part dying (which stops the rest).
+        await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+        pool.stop()
+        await asyncio.gather(pool_task, return_exceptions=True)
+        sender_stop.set()
+        await asyncio.gather(sender_task, timer_task, return_exceptions=True)
+    failures = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
+    for failure in failures:
+        log.error("worker part failed: %r", failure)
+    if failures and failures[0] is not None:
+        raise failures[0]
+    return stats

@@ -1,0 +1,332 @@
+"""The outbox sender against the Bot API stand-in (through PTB's HTTP stack), on the real
+Redis (pacing, chat leases) and the real Postgres (outbox claims)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import redis.asyncio as aioredis
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from telegram import Bot
+
+from codemojex.db import Outbox, store
+from codemojex.lanes import Lanes
+from codemojex.standin import StandIn
+from codemojex.worker.compose import tg_len
+from codemojex.worker.score import ScoreWorker
+from codemojex.worker.sender import OutboxSender
+from tests.worker.conftest import enqueue_guess, make_table
+
+
+async def unsent(sm: async_sessionmaker[AsyncSession]) -> int:
+    async with sm() as s:
+        n = (
+            await s.execute(
+                select(func.count()).select_from(Outbox).where(Outbox.sent_at.is_(None))
+            )
+        ).scalar_one()
+        await s.commit()
+    return int(n)
+
+
+async def run_senders(
+    senders: list[OutboxSender],
+    until: Callable[[], Awaitable[bool]],
+    limit_s: float = 60.0,
+    during: Callable[[], Coroutine[Any, Any, None]] | None = None,
+) -> None:
+    """Run the senders (and `during`, e.g. a producer) until `until()` holds, then stop them."""
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(s.run(stop)) for s in senders]
+    producer = asyncio.create_task(during()) if during else None
+    deadline = time.monotonic() + limit_s
+    try:
+        if producer:
+            await producer
+        while not await until():
+            assert time.monotonic() < deadline, "senders did not drain the outbox in time"
+            for t in tasks:
+                if t.done():
+                    t.result()
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+
+
+async def add_rows(
+    sm: async_sessionmaker[AsyncSession], chat_id: int, texts: list[str], spacing_s: float = 0.0
+) -> None:
+    for text in texts:
+        async with sm() as s:
+            await store.enqueue_message(s, chat_id, text)
+        if spacing_s:
+            await asyncio.sleep(spacing_s)
+
+
+def lines_posted(standin: StandIn, chat_id: int | None = None) -> Counter[str]:
+    return Counter(
+        line for m in standin.sent_messages(chat_id) for line in m.text.split("\n") if line
+    )
+
+
+def new_sender(
+    sm: async_sessionmaker[AsyncSession],
+    bot: Bot,
+    redis: aioredis.Redis,
+    namespace: str,
+    **kw: object,
+) -> OutboxSender:
+    return OutboxSender(sm, bot, redis, namespace=namespace, poll_s=0.2, **kw)  # type: ignore[arg-type]
+
+
+async def test_scored_guesses_are_posted_as_replies_in_a_quiet_room(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    lanes = Lanes(redis_r, queue=queue_name)
+    table = await make_table(sessionmaker, standin, -2001)
+    ann = next(iter(table.players))
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    # The round announcement goes out first, on its own.
+    await run_senders([sender], lambda: _zero(sessionmaker))
+    [announce] = standin.sent_messages(table.chat_id)
+
+    await enqueue_guess(lanes, standin, table, ann, table.wrong_guess())
+    worker = ScoreWorker(sessionmaker, lanes=lanes)
+    batch = await lanes.wclaim(10_000)
+    await worker(batch)
+    await lanes.ack_many(batch)
+    await run_senders([sender], lambda: _zero(sessionmaker))
+
+    posted = standin.sent_messages(table.chat_id)
+    assert len(posted) == 2
+    guess_message = posted[1].reply_to_message_id
+    assert guess_message is not None and guess_message != announce.message_id
+    assert "→" in posted[1].text
+    async with sessionmaker() as s:
+        rows = list((await s.execute(select(Outbox).order_by(Outbox.id))).scalars())
+        await s.commit()
+    assert [r.sent_message_id for r in rows] == [announce.message_id, posted[1].message_id]
+    assert sender.stats.replies >= 1
+
+
+async def _zero(sm: async_sessionmaker[AsyncSession]) -> bool:
+    return await unsent(sm) == 0
+
+
+async def test_burst_for_one_chat_is_coalesced_within_the_pace(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    chat = -2002
+    standin.add_group(chat, "busy")
+    standin.enforce_rate_limits()
+    texts = [f"row {i:03d} 🍎🍌" for i in range(60)]
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    await run_senders(
+        [sender],
+        lambda: _zero(sessionmaker),
+        during=lambda: add_rows(sessionmaker, chat, texts, spacing_s=0.05),
+    )
+    posted = standin.sent_messages(chat)
+    assert standin.rate_violations == 0
+    assert lines_posted(standin, chat) == Counter(texts)
+    # Sixty results in about three seconds: a handful of messages, not sixty replies.
+    assert len(posted) <= 10
+    assert sender.stats.coalesced_messages >= 1
+    assert sender.stats.rows_sent == 60
+    # Rows come out in the order they were written.
+    order = [line for m in posted for line in m.text.split("\n")]
+    assert order == texts
+
+
+async def test_a_backlog_longer_than_a_message_is_split(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    chat = -2003
+    standin.add_group(chat, "backlog")
+    standin.enforce_rate_limits()
+    texts = [f"{i:04d} " + "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)" for i in range(300)]
+    texts.append("👨‍👩‍👧" * 1000)  # one row longer than a message by itself
+    await add_rows(sessionmaker, chat, texts)
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    await run_senders([sender], lambda: _zero(sessionmaker))
+    posted = standin.sent_messages(chat)
+    assert standin.rate_violations == 0
+    assert all(tg_len(m.text) <= 4096 for m in posted)
+    assert lines_posted(standin, chat) - Counter(texts[-1:]) >= Counter(texts[:-1])
+    assert "".join(m.text for m in posted[-2:]) == texts[-1]
+    assert len(posted) <= 8
+
+
+async def test_429_storm_delays_but_loses_and_duplicates_nothing(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    chats = [-2010, -2011, -2012]
+    for chat in chats:
+        standin.add_group(chat, f"g{chat}")
+    standin.enforce_rate_limits()
+    standin.inject_429(seconds=2.5, retry_after=1)
+    expected: Counter[str] = Counter()
+    for chat in chats:
+        texts = [f"{chat} row {i}" for i in range(10)]
+        expected.update(texts)
+        await add_rows(sessionmaker, chat, texts)
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    await run_senders([sender], lambda: _zero(sessionmaker))
+    assert lines_posted(standin) == expected
+    assert sender.stats.retry_after >= 1
+    assert standin.rate_violations == 0
+
+
+async def test_two_senders_never_post_a_row_twice(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    chats = [-2020 - i for i in range(8)]
+    for chat in chats:
+        standin.add_group(chat, f"g{chat}")
+    standin.enforce_rate_limits()
+    expected: Counter[str] = Counter()
+
+    async def produce() -> None:
+        for wave in range(4):
+            for chat in chats:
+                texts = [f"{chat} w{wave} r{i}" for i in range(4)]
+                expected.update(texts)
+                await add_rows(sessionmaker, chat, texts)
+            await asyncio.sleep(0.3)
+
+    a = new_sender(sessionmaker, bot, redis_r, queue_name)
+    b = new_sender(sessionmaker, bot, redis_r, queue_name)
+    await run_senders([a, b], lambda: _zero(sessionmaker), during=produce)
+    assert lines_posted(standin) == expected
+    assert standin.rate_violations == 0
+    assert a.stats.rows_sent + b.stats.rows_sent == sum(expected.values())
+
+
+async def test_database_claims_alone_keep_two_senders_apart(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """Even with no shared chat lease (two Redis namespaces: as if Redis had lost its keys),
+    the row claims in Postgres keep every row to one sender."""
+    chats = [-2030 - i for i in range(4)]
+    for chat in chats:
+        standin.add_group(chat, f"g{chat}")
+    expected: Counter[str] = Counter()
+
+    async def produce() -> None:
+        for wave in range(5):
+            for chat in chats:
+                texts = [f"{chat} w{wave} r{i}" for i in range(3)]
+                expected.update(texts)
+                await add_rows(sessionmaker, chat, texts)
+            await asyncio.sleep(0.2)
+
+    a = new_sender(sessionmaker, bot, redis_r, queue_name)
+    b = new_sender(sessionmaker, bot, redis_r, queue_name + "b")
+    try:
+        await run_senders([a, b], lambda: _zero(sessionmaker), during=produce)
+    finally:
+        keys = [k async for k in redis_r.scan_iter(match=f"cmx:{{{queue_name}b}}:*")]
+        if keys:
+            await redis_r.delete(*keys)
+    assert lines_posted(standin) == expected
+
+
+async def test_post_recorded_before_a_crash_is_not_posted_again(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """A sender died after Telegram accepted its message and it wrote the posted marker, but
+    before mark_sent; its row claim then ran out. The next sender marks, does not re-post."""
+    chat = -2040
+    standin.add_group(chat, "crash")
+    await add_rows(sessionmaker, chat, ["posted before the crash", "never posted"])
+    async with sessionmaker() as s:
+        claimed = await store.claim_outbox(s, 1, 0.3, "dead-sender", chat_id=chat)
+    message_id = 4242
+    await redis_r.set(f"cmx:{{{queue_name}}}:send:posted:{claimed[0].id}", message_id)
+    await asyncio.sleep(0.35)
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    await run_senders([sender], lambda: _zero(sessionmaker))
+    assert [m.text for m in standin.sent_messages(chat)] == ["never posted"]
+    async with sessionmaker() as s:
+        row = await s.get(Outbox, claimed[0].id)
+        await s.commit()
+    assert row is not None and row.sent_message_id == message_id
+    assert sender.stats.recovered_rows == 1
+
+
+async def test_rows_claimed_by_a_dead_sender_go_out_after_its_lease(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    chat = -2041
+    standin.add_group(chat, "orphans")
+    await add_rows(sessionmaker, chat, ["a", "b", "c"])
+    async with sessionmaker() as s:
+        await store.claim_outbox(s, 10, 0.5, "dead-sender", chat_id=chat)
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    await run_senders([sender], lambda: _zero(sessionmaker))
+    assert lines_posted(standin, chat) == Counter(["a", "b", "c"])
+
+
+async def test_chat_that_refuses_for_good_is_not_retried_forever(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    kicked, unknown, fine = -2050, -2051, -2052
+    standin.add_group(kicked, "kicked")
+    standin.add_group(fine, "fine")
+    standin.remove_bot(kicked)
+    await add_rows(sessionmaker, kicked, ["k1", "k2"])
+    await add_rows(sessionmaker, unknown, ["u1"])
+    await add_rows(sessionmaker, fine, ["f1"])
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    await run_senders([sender], lambda: _zero(sessionmaker), limit_s=20)
+    assert lines_posted(standin) == Counter(["f1"])
+    assert sender.stats.failed_rows == 3
+    async with sessionmaker() as s:
+        dead = list(
+            (await s.execute(select(Outbox).where(Outbox.chat_id.in_([kicked, unknown])))).scalars()
+        )
+        await s.commit()
+    assert len(dead) == 3
+    assert all(r.sent_at is not None and r.sent_message_id is None for r in dead)
