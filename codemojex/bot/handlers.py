@@ -378,9 +378,13 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
         await call.who.message.reply_text(parsed)
         return
     services = context.services
-    await services.lanes.limit(call.room.id, parsed)
+    # The room row is the record (re-applied to the lanes on the next first sight), so it is
+    # written first; should the lanes call fail, the next guess applies the new ceiling.
     async with services.sessionmaker() as session:
         await store.update_room_settings(session, call.room.id, ceiling=parsed)
+    services.ceilings_applied.discard(call.room.id)
+    await services.lanes.limit(call.room.id, parsed)
+    services.ceilings_applied.add(call.room.id)
     await call.who.message.reply_text(texts.limit_set(parsed))
 
 

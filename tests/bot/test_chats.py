@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from codemojex import texts
 from tests.bot.conftest import ALICE, BOB, E2E, World, seed_round, valid_guess
 
@@ -122,3 +126,19 @@ async def test_post_init_registered_the_command_lists(world: World) -> None:
     assert [c["command"] for c in admins] == [
         name for name, _ in texts.PLAYER_COMMANDS + texts.ADMIN_COMMANDS
     ]
+
+
+async def test_an_unexpected_failure_is_apologised_for_and_logged_without_text(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    chat = world.new_group()
+    world.standin.inject_error(502, "Bad Gateway", methods=["getChatAdministrators"])
+    asked = world.standin.send_text(chat, BOB, "/limit 3 private-words")
+    with caplog.at_level(logging.ERROR, logger="codemojex.bot"):
+        await world.settle()
+    assert world.replies_to(chat, asked) == [texts.WENT_WRONG]
+    assert [type(e).__name__ for e in world.errors] == ["NetworkError"]
+    world.errors.clear()  # expected here; every other test asserts there were none
+    assert any(r.getMessage().startswith("update ") for r in caplog.records)
+    assert "private-words" not in caplog.text
+    assert await world.audits("limit") == 0
