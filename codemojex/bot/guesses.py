@@ -6,8 +6,9 @@ Which messages are guess attempts (the rule, documented in the README of the bot
 * A reply to one of the bot's own messages (the round announcement, a result) while a round
   is open always is: replying to the bot is addressing it.
 * Any other plain group message is one only when it is made of emojis alone (spaces and
-  invisible marks between them allowed) and has at least `MIN_PLAIN_EMOJIS` of them. Words,
-  a lone 👍 or a 😂😂 are chat and are ignored, never answered.
+  invisible marks between them allowed) and has at least `MIN_PLAIN_EMOJIS` (3, the shortest
+  code) of them. Words, a lone 👍 or a 😂😂 are chat: ignored, never answered, and they cost
+  no storage round trip. Without an open round, plain messages are ignored too.
 
 Validation happens before anything is written to Redis: an invalid guess gets a short reason
 and is never enqueued. The enqueue carries a dedupe key built from the chat and message ids,
@@ -29,7 +30,8 @@ from codemojex.bot.rooms import display_name, ensure_room
 from codemojex.db import store
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull
-from codemojex.scoring import MIN_LENGTH, InvalidGuess, parse_guess
+from codemojex.scoring import MAX_GUESS_CHARS, MIN_LENGTH, InvalidGuess, parse_guess
+from codemojex.scoring.emoji import clusters, is_emoji
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +61,16 @@ class GuessAnswer:
     job_id: str | None = None
 
 
-def is_chatter(exc: InvalidGuess) -> bool:
-    """A refusal that means "this plain message was not meant as a guess"."""
-    if exc.kind in ("empty", "not_emoji"):
-        return True
-    return exc.kind == "too_short" and (exc.count or 0) < MIN_PLAIN_EMOJIS
+def looks_like_guess(text: str) -> bool:
+    """The plain-message rule: emojis alone (separators allowed), at least MIN_PLAIN_EMOJIS.
+
+    Decided before any storage is touched, so group chatter costs no database round trip."""
+    count = 0
+    for cluster in clusters(text[: MAX_GUESS_CHARS + 1]):
+        if not is_emoji(cluster):
+            return False
+        count += 1
+    return count >= MIN_PLAIN_EMOJIS
 
 
 async def submit_guess(
@@ -71,6 +78,8 @@ async def submit_guess(
 ) -> GuessAnswer:
     """Validate `text` against the room's open round and enqueue it into the player's lane."""
     explicit = source is not Source.PLAIN
+    if not explicit and not looks_like_guess(text):
+        return GuessAnswer(Outcome.IGNORED)
     chat = message.chat
     async with services.sessionmaker() as session:
         room = await ensure_room(services, session, chat)
@@ -80,8 +89,6 @@ async def submit_guess(
         try:
             emojis = parse_guess(text, round_.palette_emojis, round_.length)
         except InvalidGuess as exc:
-            if not explicit and is_chatter(exc):
-                return GuessAnswer(Outcome.IGNORED)
             return GuessAnswer(Outcome.INVALID, str(exc))
         if await store.is_banned(session, room.id, user.id):
             return GuessAnswer(Outcome.BANNED, texts.BANNED)

@@ -9,9 +9,8 @@ from codemojex import ids
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.app import webhook_options
 from codemojex.bot.flood import flood_key
-from codemojex.bot.guesses import is_chatter
+from codemojex.bot.guesses import looks_like_guess
 from codemojex.bot.handlers import format_queue, parse_bounded_int
-from codemojex.scoring import InvalidGuess
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 
@@ -64,14 +63,26 @@ def test_flood_keys_are_built_from_player_ids_only() -> None:
         flood_key("cm", "PLR}:*evil")
 
 
-def test_chatter_rule() -> None:
-    assert is_chatter(InvalidGuess("not_emoji", "x"))
-    assert is_chatter(InvalidGuess("empty", "x"))
-    assert is_chatter(InvalidGuess("too_short", "x", count=1))
-    assert is_chatter(InvalidGuess("too_short", "x", count=2))
-    assert not is_chatter(InvalidGuess("too_short", "x", count=3))
-    assert not is_chatter(InvalidGuess("too_long", "x", count=9))
-    assert not is_chatter(InvalidGuess("not_in_palette", "x", count=4))
+@pytest.mark.parametrize(
+    ("text", "guess"),
+    [
+        ("🍎🍌🍇", True),
+        ("🍎 🍌 🍇 🍒", True),
+        ("\u200e🍎🍌\u200b🍇", True),
+        ("👍🏽🇫🇷👨‍👩‍👧", True),
+        ("🍎" * 40, True),
+        ("👍", False),
+        ("😂😂", False),
+        ("🍎🍌🍇 lol", False),
+        ("hello", False),
+        ("", False),
+        ("   ", False),
+        ("1234", False),
+        ("🍎🍌🍇\x00", False),
+    ],
+)
+def test_the_plain_message_rule(text: str, guess: bool) -> None:
+    assert looks_like_guess(text) is guess
 
 
 def test_queue_text_names_players_and_hides_ids() -> None:
