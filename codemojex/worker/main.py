@@ -20,8 +20,11 @@ async def main(settings: Settings) -> WorkerStats:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    # The bot is not initialised (no getMe): the sender only posts, and a Bot API that is
+    # down at start-up must not keep the pool from scoring; posts wait until it is back.
+    bot = make_bot(settings)
     try:
-        async with open_runtime(settings) as rt, make_bot(settings) as bot:
+        async with open_runtime(settings) as rt:
             log.info(
                 "worker up: queue %s, concurrency %d, lease %d ms",
                 settings.queue,
@@ -39,5 +42,6 @@ async def main(settings: Settings) -> WorkerStats:
             log.info("worker stopped: %s", stats.as_dict())
             return stats
     finally:
+        await bot.shutdown()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)

@@ -21,10 +21,17 @@ What is guaranteed (at least once, with one narrow window for a duplicate)
       sent without posting it again, so a crash, a restart or a database outage between the
       post and `mark_sent` does not re-post.
     - A row can be posted twice only if (a) the process dies in the instant between
-      Telegram's answer and that Redis write, or (b) the post times out (TimedOut) after
-      Telegram had in fact accepted it: the sender cannot tell, and retries rather than
-      risk losing the message. Nothing else re-posts: a 429 (RetryAfter) is a refusal, the
-      row stays unsent and goes out after the wait.
+      Telegram's answer and that Redis write, or (b) the answer itself is lost (a read
+      timeout, or the connection dropped after the request went out) although Telegram
+      carried the post out: the sender cannot tell, and by default reposts rather than risk
+      losing the message (`ambiguous="assume_sent"` chooses at-most-once instead: such a
+      row is marked sent with no message id). A refused connection, a connect or pool
+      timeout, or an error answer are known not to have posted and are simply retried; a
+      429 (RetryAfter) is a refusal too, the row stays unsent and goes out after the wait.
+    - Two senders never post the same row: the chat lease keeps them off the same chat,
+      and the database claim keeps them off the same rows even if the lease were lost; a
+      sender posts only after re-checking (and renewing) its chat lease, and never waits
+      for a slot longer than half its row claim.
     - A row Telegram refuses for good (the bot was kicked, the chat is gone, the text is
       refused: BadRequest, Forbidden, ChatMigrated) is marked done with no message id
       (`sent_message_id` NULL) and counted as failed, instead of being retried forever.
@@ -44,8 +51,9 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final
+from typing import Final, Literal
 
+import httpx
 import redis.asyncio as aioredis
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -99,9 +107,24 @@ class SenderStats:
     failed_rows: int = 0  # rows Telegram refused for good
     recovered_rows: int = 0  # rows found already posted (marker) and only marked
     errors: int = 0  # transient failures (network, database) waited out
+    ambiguous: int = 0  # posts that failed in a way that leaves delivery unknown
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
+
+
+def maybe_delivered(exc: NetworkError) -> bool:
+    """Whether Telegram may have carried out a post that failed with `exc`.
+
+    An answer with an error status, a refused connection, a connect timeout or no free
+    connection in the pool mean the request was not carried out. A read timeout or a
+    connection dropped after the request went out leave it unknown."""
+    if isinstance(exc, BadRequest):
+        return False
+    cause = exc.__cause__
+    if cause is None:
+        return False
+    return not isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
 
 
 def _retry_after_ms(exc: RetryAfter) -> int:
@@ -137,10 +160,14 @@ class OutboxSender:
         claim_limit: int = 200,
         max_message: int = MAX_MESSAGE,
         stats: SenderStats | None = None,
+        ambiguous: Literal["repost", "assume_sent"] = "repost",
     ) -> None:
         """`namespace` scopes the Redis keys (use the queue name). `poll_s` is how often the
         outbox is scanned for chats with unsent rows (chats the local ScoreWorker wrote to are
-        looked at at once through `poke`). `max_chats` bounds the chats drained at once."""
+        looked at at once through `poke`). `max_chats` bounds the chats drained at once.
+        `ambiguous` is what to do when a post may or may not have reached Telegram (read
+        timeout, connection dropped after sending): "repost" (at least once, the default:
+        a result is never lost, rarely duplicated) or "assume_sent" (at most once)."""
         self._sessionmaker = sessionmaker
         self._bot = bot
         self._redis = redis
@@ -154,6 +181,7 @@ class OutboxSender:
         self._claim_limit = claim_limit
         self._max_message = max_message
         self.stats = stats or SenderStats()
+        self._ambiguous = ambiguous
         self._renew = redis.register_script(_RENEW)
         self._release = redis.register_script(_RELEASE)
         self._active: dict[int, asyncio.Task[None]] = {}
@@ -413,18 +441,32 @@ class OutboxSender:
         except (BadRequest, Forbidden, ChatMigrated) as exc:
             log.warning("chat %d refused a message: %s", chat_id, type(exc).__name__)
             return "failed"
-        except TimedOut:
-            # Telegram may or may not have it: retrying risks a duplicate, not retrying
-            # risks a loss. We retry (see the module docstring).
+        except (TimedOut, NetworkError) as exc:
             self.stats.errors += 1
-            await self.pacer.block_chat(chat_id, 1000)
+            if maybe_delivered(exc):
+                self.stats.ambiguous += 1
+                if self._ambiguous == "assume_sent":
+                    # At most once: count it as posted, with no message id to show for it.
+                    log.warning("post to chat %d may have been lost; not reposting", chat_id)
+                    await self._record_posted(msg, 0)
+                    return "sent"
+                # At least once: Telegram may have it; reposting risks a duplicate, not
+                # reposting risks a loss (see the module docstring).
+            log.warning("posting to chat %d failed (%s); retrying", chat_id, type(exc).__name__)
+            await self.pacer.block_chat(chat_id, 1000 + random.randint(0, 1000))
             return "retry"
-        except (NetworkError, TelegramError) as exc:
+        except TelegramError as exc:
             self.stats.errors += 1
             log.warning("posting to chat %d failed (%s); retrying", chat_id, type(exc).__name__)
             await self.pacer.block_chat(chat_id, 1000 + random.randint(0, 1000))
             return "retry"
-        message_id = int(sent.message_id)
+        await self._record_posted(msg, int(sent.message_id), grant)
+        return "sent"
+
+    async def _record_posted(
+        self, msg: OutMessage, message_id: int, grant: Grant | None = None
+    ) -> None:
+        """Book a message Telegram accepted (message_id 0: one we assume it did)."""
         if msg.row_ids:
             # Before anything else can fail: this is what keeps a crash from re-posting.
             try:
@@ -434,10 +476,11 @@ class OutboxSender:
                     await pipe.execute()
             except Exception as exc:  # mark_sent below is what matters; this narrows a window
                 log.warning("could not record posted rows in Redis (%s)", type(exc).__name__)
-        with contextlib.suppress(Exception):
-            await self.pacer.settle(grant)
+        if grant is not None:
+            with contextlib.suppress(Exception):
+                await self.pacer.settle(grant)
         if msg.row_ids:
-            await self._mark(msg.row_ids, message_id)
+            await self._mark(msg.row_ids, message_id or None)
         self.stats.messages += 1
         self.stats.rows_sent += len(msg.row_ids)
         if len(msg.row_ids) > 1:
@@ -445,7 +488,6 @@ class OutboxSender:
             self.stats.coalesced_rows += len(msg.row_ids)
         if msg.reply_to is not None:
             self.stats.replies += 1
-        return "sent"
 
 
 def _until_first_complete(messages: Sequence[OutMessage]) -> list[OutMessage]:

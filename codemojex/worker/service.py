@@ -103,7 +103,7 @@ async def run_worker(
     """Run the consumer pool (handler = ScoreWorker), the outbox sender and the round timer
     until `stop_event` is set; then stop them in that order and return the counters.
 
-    `bot` must be initialised by the caller (`async with bot:`); `redis` is the client the
+    `bot` may be initialised or not (the sender only posts); `redis` is the client the
     lanes use (decode_responses=False), shared with the sender's pacer and leases.
     """
     stats = stats or WorkerStats()

@@ -4,19 +4,23 @@ Redis (pacing, chat leases) and the real Postgres (outbox claims)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import redis.asyncio as aioredis
+from pydantic import SecretStr
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex.db import Outbox, store
 from codemojex.lanes import Lanes
+from codemojex.settings import Settings
 from codemojex.standin import StandIn
+from codemojex.worker.botapi import make_bot
 from codemojex.worker.compose import tg_len
 from codemojex.worker.score import ScoreWorker
 from codemojex.worker.sender import OutboxSender
@@ -330,3 +334,69 @@ async def test_chat_that_refuses_for_good_is_not_retried_forever(
         await s.commit()
     assert len(dead) == 3
     assert all(r.sent_at is not None and r.sent_message_id is None for r in dead)
+
+
+async def test_lost_answer_is_reposted_by_default_and_not_with_assume_sent(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """Telegram carried the post out but the answer never came back: the sender cannot know.
+    By default it reposts (at least once: nothing lost, one duplicate); with
+    ambiguous="assume_sent" it does not (at most once)."""
+    chat = -2060
+    standin.add_group(chat, "lossy")
+    await add_rows(sessionmaker, chat, ["first"])
+    standin.inject_lost_response(1)
+    repost = new_sender(sessionmaker, bot, redis_r, queue_name)
+    await run_senders([repost], lambda: _zero(sessionmaker), limit_s=20)
+    assert lines_posted(standin, chat) == Counter({"first": 2})
+    assert repost.stats.ambiguous == 1
+
+    await add_rows(sessionmaker, chat, ["second"])
+    standin.inject_lost_response(1)
+    once = new_sender(sessionmaker, bot, redis_r, queue_name, ambiguous="assume_sent")
+    await run_senders([once], lambda: _zero(sessionmaker), limit_s=20)
+    assert lines_posted(standin, chat)["second"] == 1
+    assert once.stats.ambiguous == 1
+
+
+async def test_refused_connection_is_retried_without_duplicate(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+) -> None:
+    """A Bot API that is down (connection refused) posted nothing: retry, no duplicate."""
+    chat = -2061
+    standin.add_group(chat, "later")
+    await add_rows(sessionmaker, chat, ["hello"])
+    settings = Settings(
+        token=SecretStr(standin.token),
+        bot_api_base_url=f"http://127.0.0.1:{_free_port()}/bot",
+    )
+    # Not initialised (that would call getMe, which cannot succeed either).
+    down_bot = make_bot(settings)
+    sender = new_sender(sessionmaker, down_bot, redis_r, queue_name)
+    stop = asyncio.Event()
+    task = asyncio.create_task(sender.run(stop))
+    await asyncio.sleep(1.0)
+    stop.set()
+    await task
+    await down_bot.shutdown()
+    assert sender.stats.errors >= 1 and sender.stats.ambiguous == 0
+    assert await unsent(sessionmaker) == 1
+    async with make_bot(
+        Settings(token=SecretStr(standin.token), bot_api_base_url=standin.base_url)
+    ) as up_bot:
+        again = new_sender(sessionmaker, up_bot, redis_r, queue_name)
+        await run_senders([again], lambda: _zero(sessionmaker), limit_s=20)
+    assert lines_posted(standin, chat) == Counter(["hello"])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
