@@ -10,6 +10,7 @@ simulation methods are plain functions and are called from that loop.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import itertools
 import json
@@ -318,7 +319,7 @@ class StandIn:
         self._callback_ids = itertools.count(1)
 
         self._updates: list[JSON] = []
-        self._update_ids = itertools.count(100_000_001)
+        self._next_update_id = 100_000_001
         self._allowed: frozenset[str] | None = None
         self._poll_generation = 0
         self._updates_changed = asyncio.Event()
@@ -626,10 +627,13 @@ class StandIn:
         if not keep_id or "update_id" not in data:
             data.pop("update_id", None)
             return self._enqueue(data)
+        update_id = int(data["update_id"])
+        # Later updates must still sort after this one, as ids only grow on Telegram.
+        self._next_update_id = max(self._next_update_id, update_id + 1)
         self._updates.append(data)
         self._updates.sort(key=lambda u: int(u["update_id"]))
         self._wake_pollers()
-        return int(data["update_id"])
+        return update_id
 
     # ------------------------------------------------------------------ faults and limits
 
@@ -861,7 +865,8 @@ class StandIn:
         if secret_token is not None:
             headers[SECRET_HEADER] = secret_token
         data = dict(update)
-        data.setdefault("update_id", next(self._update_ids))
+        if "update_id" not in data:
+            data["update_id"] = self._new_update_id()
         client = self._client or aiohttp.ClientSession()
         try:
             async with client.post(url, data=json.dumps(data), headers=headers) as response:
@@ -1042,9 +1047,14 @@ class StandIn:
     # ------------------------------------------------------------------ internals: updates
 
     def _enqueue(self, body: JSON) -> int:
-        update_id = next(self._update_ids)
+        update_id = self._new_update_id()
         self._updates.append({"update_id": update_id, **body})
         self._wake_pollers()
+        return update_id
+
+    def _new_update_id(self) -> int:
+        update_id = self._next_update_id
+        self._next_update_id += 1
         return update_id
 
     def _wake_pollers(self) -> None:
@@ -1071,9 +1081,10 @@ class StandIn:
                 self._updates = keep
                 self._wake_pollers()
         elif offset > 0:
-            kept = [u for u in self._updates if int(u["update_id"]) >= offset]
-            if len(kept) != len(self._updates):
-                self._updates = kept
+            # Updates are kept in id order, so the confirmed ones are a prefix.
+            done = bisect.bisect_left(self._updates, offset, key=lambda u: int(u["update_id"]))
+            if done:
+                del self._updates[:done]
                 self._wake_pollers()
 
     # ------------------------------------------------------------------ internals: HTTP
@@ -1271,7 +1282,7 @@ class StandIn:
                     "Conflict: terminated by other getUpdates request; make sure that only one "
                     "bot instance is running",
                 )
-            ready = [u for u in self._updates if wanted(u)][:limit]
+            ready = list(itertools.islice(filter(wanted, self._updates), limit))
             remaining = deadline - time.monotonic()
             if ready or remaining <= 0 or self._closing:
                 return ready
@@ -1555,7 +1566,8 @@ class StandIn:
             event = self._updates_changed
             wanted = self._allowed_kinds(self._webhook_allowed)
             # Updates the webhook does not want are dropped, as Telegram never stores them.
-            self._updates = [u for u in self._updates if wanted(u)]
+            while self._updates and not wanted(self._updates[0]):
+                self._updates.pop(0)
             if not self._updates:
                 await event.wait()
                 continue

@@ -418,6 +418,14 @@ async def test_raw_update_without_sender(bot: Bot, standin: StandIn) -> None:
     [update] = await bot.get_updates()
     assert update.effective_user is None
     assert update.effective_chat is not None and update.effective_chat.id == GROUP
+    assert update.message is not None
+    replayed = {"update_id": 999_999_999, "message": update.message.to_dict()}
+    assert standin.push_raw_update(replayed, keep_id=True) == 999_999_999
+    later = standin.send_text(GROUP, ALICE, "ids keep growing")
+    first, second = await bot.get_updates(offset=update.update_id + 1)
+    assert first.update_id == 999_999_999
+    assert second.update_id > first.update_id
+    assert second.message is not None and second.message.message_id == later
 
 
 async def test_privacy_mode_filters_group_messages() -> None:
