@@ -911,7 +911,10 @@ class StandIn:
         if not text.strip():
             raise ValueError("Telegram clients do not send empty messages")
         if utf16_len(text) > MAX_TEXT_LENGTH:
-            raise ValueError("Telegram clients split messages longer than 4096 UTF-16 units")
+            raise ValueError(
+                f"Telegram clients split messages longer than {MAX_TEXT_LENGTH} UTF-16 units "
+                f"(this one has {utf16_len(text)}); push_raw_update() delivers one anyway"
+            )
 
     def _new_message(
         self,
