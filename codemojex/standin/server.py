@@ -829,7 +829,8 @@ class StandIn:
         return len(self._updates)
 
     async def wait_until_delivered(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
-        """Wait until the bot has confirmed every queued update (it has fetched them)."""
+        """Wait until the bot has confirmed every queued update: PTB confirms a batch on its
+        next getUpdates, once the batch is in its update queue, not once handlers finished."""
         deadline = time.monotonic() + timeout
         while self._updates:
             remaining = deadline - time.monotonic()

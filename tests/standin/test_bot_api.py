@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dtm
+import socket
 import warnings
 
 import pytest
@@ -360,6 +361,25 @@ async def test_webhook_blocks_polling(bot: Bot, standin: StandIn) -> None:
         await bot.set_webhook("http://127.0.0.1:9/hook", secret_token="no spaces allowed")
     assert await bot.delete_webhook()
     assert await bot.get_updates(timeout=0) == ()
+
+
+async def test_unreachable_webhook_keeps_updates_and_reports_the_error(
+    bot: Bot, standin: StandIn
+) -> None:
+    with socket.socket() as probe:  # a port with nobody listening
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/hook"
+    assert await bot.set_webhook(dead)
+    said = standin.send_text(GROUP, ALICE, "anyone there?")
+    for _ in range(100):
+        info = await bot.get_webhook_info()
+        if info.last_error_message:
+            break
+        await asyncio.sleep(0.02)
+    assert info.last_error_message and info.pending_update_count == 1
+    assert await bot.delete_webhook()
+    [update] = await bot.get_updates()
+    assert update.message is not None and update.message.message_id == said
 
 
 async def test_anonymous_admin_message(bot: Bot, standin: StandIn) -> None:
