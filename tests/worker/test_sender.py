@@ -166,7 +166,7 @@ async def test_a_backlog_longer_than_a_message_is_split(
     chat = -2003
     standin.add_group(chat, "backlog")
     standin.enforce_rate_limits()
-    texts = [f"{i:04d} " + "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)" for i in range(300)]
+    texts = [f"{i:04d} " + "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)" for i in range(200)]
     texts.append("👨‍👩‍👧" * 1000)  # one row longer than a message by itself
     await add_rows(sessionmaker, chat, texts)
     sender = new_sender(sessionmaker, bot, redis_r, queue_name)
@@ -217,7 +217,7 @@ async def test_two_senders_never_post_a_row_twice(
     expected: Counter[str] = Counter()
 
     async def produce() -> None:
-        for wave in range(4):
+        for wave in range(3):
             for chat in chats:
                 texts = [f"{chat} w{wave} r{i}" for i in range(4)]
                 expected.update(texts)
