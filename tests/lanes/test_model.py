@@ -1,0 +1,632 @@
+"""Model-based test of the lanes on the real Redis (hypothesis stateful testing).
+
+Random interleavings of every verb run against the real scripts and against a pure-Python
+model of the queue, which models the rota exactly (both rings, in order). After every
+step the whole keyspace is read back and compared with the model, and `check()` must be
+clean. Lease expiry and due retries are forced by rewriting scores, never by sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import hypothesis.strategies as st
+import redis.asyncio as aioredis
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from codemojex.lanes import Job, LaneError, LaneFull, Lanes
+from codemojex.lanes.keys import Keys
+from tests.conftest import REDIS_URL
+
+ROOMS = [f"ROM{'0' * 25}{c}" for c in "123"]
+LANES = [f"PLR{'0' * 25}{c}" for c in "12345"]
+LEASE_MS = 600_000
+DELAY_MS = 600_000
+STEPS = {"count": 0}
+
+
+@dataclass
+class MJob:
+    id: str
+    room: str
+    lane: str
+    seq: int
+    max_attempts: int
+    payload: bytes
+    attempts: int = 0
+    state: str = "pending"
+
+
+@dataclass
+class Model:
+    seq: int = 0
+    jobs: dict[str, MJob] = field(default_factory=dict)
+    pending: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+    lroom: dict[str, str] = field(default_factory=dict)
+    ring: list[str] = field(default_factory=list)
+    lanering: dict[str, list[str]] = field(default_factory=dict)
+    glimit: dict[str, int] = field(default_factory=dict)
+    gweight: dict[str, int] = field(default_factory=dict)
+    paused: set[str] = field(default_factory=set)
+    qpaused: bool = False
+    active: set[str] = field(default_factory=set)
+    delayed: set[str] = field(default_factory=set)
+    dead: set[str] = field(default_factory=set)
+    dedupe: dict[str, str] = field(default_factory=dict)
+    wake: int = 0
+
+    # -- the state the scripts derive ring membership from ---------------------------------
+
+    def by_seq(self, jids: Any) -> list[str]:
+        """Job ids in mint order (ULIDs minted in one millisecond do not sort by time, and
+        hypothesis needs the same choices on every run)."""
+        return sorted(jids, key=lambda jid: self.jobs[jid].seq)
+
+    def gactive(self, room: str) -> int:
+        return sum(1 for jid in self.active if self.jobs[jid].room == room)
+
+    def lanes_of(self, room: str) -> list[str]:
+        return self.lanering.setdefault(room, [])
+
+    def room_open(self, room: str) -> bool:
+        if room in self.paused:
+            return False
+        return room not in self.glimit or self.gactive(room) < self.glimit[room]
+
+    def room_serviceable(self, room: str) -> bool:
+        return self.room_open(room) and bool(self.lanes_of(room))
+
+    def push_wake(self) -> None:
+        self.wake = min(64, self.wake + 1)
+
+    def ring_room(self, room: str) -> None:
+        self.ring.append(room)
+        self.push_wake()
+
+    def lane_join(self, room: str, lane: str) -> None:
+        ring = self.lanes_of(room)
+        ring.append(lane)
+        if len(ring) == 1 and self.room_open(room):
+            self.ring_room(room)
+
+    def lane_filled(self, room: str, lane: str) -> None:
+        if len(self.pending[lane]) == 1 and lane not in self.paused:
+            self.lane_join(room, lane)
+
+    def room_recheck(self, room: str, before: bool) -> None:
+        after = self.room_serviceable(room)
+        if before and not after:
+            self.ring.remove(room)
+        elif after and not before:
+            self.ring_room(room)
+
+    def lane_unring(self, room: str, lane: str) -> None:
+        before = self.room_serviceable(room)
+        self.lanes_of(room).remove(lane)
+        self.room_recheck(room, before)
+
+    def permit_freed(self, room: str) -> None:
+        act = self.gactive(room)
+        lim = self.glimit.get(room)
+        if lim is not None and act == lim - 1 and room not in self.paused and self.lanes_of(room):
+            self.ring_room(room)
+
+    def add_pending(self, job: MJob) -> None:
+        job.state = "pending"
+        bisect.insort(self.pending.setdefault(job.lane, []), (job.seq, job.id))
+        self.lane_filled(job.room, job.lane)
+
+    def bind(self, lane: str, room: str) -> None:
+        self.lroom[lane] = room
+
+    # -- verbs ------------------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        room: str,
+        lane: str,
+        jid: str,
+        payload: bytes,
+        max_attempts: int,
+        max_depth: int | None,
+        dedupe: str | None,
+    ) -> str | type[Exception]:
+        if dedupe is not None and dedupe in self.dedupe:
+            return self.dedupe[dedupe]
+        if self.lroom.get(lane, room) != room:
+            return LaneError
+        if max_depth is not None and len(self.pending.get(lane, [])) >= max_depth:
+            return LaneFull
+        self.bind(lane, room)
+        self.seq += 1
+        job = MJob(jid, room, lane, self.seq, max_attempts, payload)
+        self.jobs[jid] = job
+        self.add_pending(job)
+        if dedupe is not None:
+            self.dedupe[dedupe] = jid
+        return jid
+
+    def serve(self, weighted: bool) -> list[MJob]:
+        if self.qpaused or not self.ring:
+            return []
+        room = self.ring.pop(0)
+        self.ring.append(room)
+        ring = self.lanes_of(room)
+        lane = ring.pop(0)
+        ring.append(lane)
+        k = max(1, self.gweight.get(lane, 1)) if weighted else 1
+        if room in self.glimit:
+            k = min(k, self.glimit[room] - self.gactive(room))
+        heads = self.pending[lane][: max(k, 0)]
+        del self.pending[lane][: len(heads)]
+        served = []
+        for _, jid in heads:
+            job = self.jobs[jid]
+            job.attempts += 1
+            job.state = "active"
+            self.active.add(jid)
+            served.append(job)
+        if not self.pending[lane]:
+            ring.pop()
+        if not self.room_serviceable(room):
+            self.ring.pop()
+        return served
+
+    def holds(self, job: Job) -> bool:
+        mine = self.jobs.get(job.id)
+        return mine is not None and mine.state == "active" and mine.attempts == job.attempts
+
+    def ack(self, job: Job) -> bool:
+        if not self.holds(job):
+            return False
+        self.active.discard(job.id)
+        del self.jobs[job.id]
+        self.permit_freed(job.room)
+        return True
+
+    def retry(self, job: Job) -> str:
+        if not self.holds(job):
+            return "stale"
+        mine = self.jobs[job.id]
+        self.active.discard(job.id)
+        if mine.attempts >= mine.max_attempts:
+            mine.state = "dead"
+            self.dead.add(job.id)
+        else:
+            mine.state = "delayed"
+            self.delayed.add(job.id)
+        self.permit_freed(mine.room)
+        return mine.state
+
+    def reap(self, jids: list[str]) -> None:
+        for jid in jids:
+            job = self.jobs[jid]
+            self.active.discard(jid)
+            self.permit_freed(job.room)
+            if job.attempts >= job.max_attempts:
+                job.state = "dead"
+                self.dead.add(jid)
+            else:
+                self.add_pending(job)
+
+    def promote(self, jids: list[str]) -> None:
+        for jid in jids:
+            self.delayed.discard(jid)
+            self.add_pending(self.jobs[jid])
+
+    def limit(self, room: str, n: int | None) -> None:
+        before = self.room_serviceable(room)
+        if n is None:
+            self.glimit.pop(room, None)
+        else:
+            self.glimit[room] = n
+        self.room_recheck(room, before)
+
+    def pause(self, x: str) -> None:
+        if x in self.paused:
+            return
+        if x.startswith("ROM"):
+            before = self.room_serviceable(x)
+            self.paused.add(x)
+            self.room_recheck(x, before)
+            return
+        self.paused.add(x)
+        if x in self.lroom and self.pending.get(x):
+            self.lane_unring(self.lroom[x], x)
+
+    def resume(self, x: str) -> None:
+        if x not in self.paused:
+            return
+        self.paused.discard(x)
+        if x.startswith("ROM"):
+            self.room_recheck(x, False)
+        elif x in self.lroom and self.pending.get(x):
+            self.lane_join(self.lroom[x], x)
+
+    def reassign(self, jid: str, target: str) -> bool | type[Exception]:
+        job = self.jobs.get(jid)
+        if job is None:
+            return False
+        if self.lroom.get(target, job.room) != job.room:
+            return LaneError
+        if job.state != "pending":
+            return False
+        if job.lane == target:
+            return True
+        self.bind(target, job.room)
+        old = self.pending[job.lane]
+        old.remove((job.seq, jid))
+        if not old and job.lane not in self.paused:
+            self.lane_unring(job.room, job.lane)
+        job.lane = target
+        self.add_pending(job)
+        return True
+
+    def purge(self, lane: str) -> int:
+        heads = self.pending.get(lane, [])
+        if not heads:
+            return 0
+        for _, jid in heads:
+            self.jobs[jid].state = "dead"
+            self.dead.add(jid)
+        self.pending[lane] = []
+        if lane in self.lroom and lane not in self.paused:
+            self.lane_unring(self.lroom[lane], lane)
+        return len(heads)
+
+
+def token(job: Job) -> tuple[str, int]:
+    return (job.id, job.attempts)
+
+
+class LanesMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.runner = asyncio.Runner()
+        self.client = aioredis.Redis.from_url(REDIS_URL)
+        self.queue = "m" + uuid.uuid4().hex[:12]
+        self.keys = Keys(self.queue)
+        self.lanes = Lanes(self.client, self.queue)
+        self.model = Model()
+        self.held: list[Job] = []
+
+    def run(self, coro: Any) -> Any:
+        return self.runner.run(coro)
+
+    def teardown(self) -> None:
+        async def clean() -> None:
+            keys = [k async for k in self.client.scan_iter(match=self.keys.prefix + "*")]
+            if keys:
+                await self.client.delete(*keys)
+            await self.client.aclose()
+
+        try:
+            self.run(clean())
+        finally:
+            self.runner.close()
+
+    def step(self) -> None:
+        STEPS["count"] += 1
+
+    # -- producers --------------------------------------------------------------------------
+
+    def _enqueue(
+        self, lane: str, room: str, max_attempts: int, max_depth: int | None, dedupe: str | None
+    ) -> None:
+        payload = uuid.uuid4().bytes
+        try:
+            got: Any = self.run(
+                self.lanes.enqueue(
+                    room,
+                    lane,
+                    payload,
+                    max_attempts=max_attempts,
+                    max_depth=max_depth,
+                    dedupe_key=dedupe,
+                )
+            )
+        except LaneError as exc:
+            got = type(exc)
+        expected = self.model.enqueue(
+            room,
+            lane,
+            got if isinstance(got, str) else "",
+            payload,
+            max_attempts,
+            max_depth,
+            dedupe,
+        )
+        assert got == expected
+
+    @initialize(
+        limits=st.lists(st.none() | st.integers(1, 3), min_size=len(ROOMS), max_size=len(ROOMS)),
+        jobs=st.lists(st.tuples(st.sampled_from(LANES), st.integers(1, 3)), max_size=8),
+    )
+    def start(self, limits: list[int | None], jobs: list[tuple[str, int]]) -> None:
+        """Ceilings on some rooms and a backlog: the interesting states come sooner."""
+        for room, n in zip(ROOMS, limits, strict=True):
+            if n is not None:
+                self.run(self.lanes.limit(room, n))
+                self.model.limit(room, n)
+        for lane, max_attempts in jobs:
+            room = self.model.lroom.get(lane, ROOMS[LANES.index(lane) % len(ROOMS)])
+            self._enqueue(lane, room, max_attempts, None, None)
+
+    @rule(
+        lane=st.sampled_from(LANES),
+        room=st.sampled_from(ROOMS),
+        use_bound=st.sampled_from([True, True, True, False]),
+        max_attempts=st.integers(1, 3),
+        max_depth=st.none() | st.integers(1, 4),
+        dedupe=st.none() | st.sampled_from(["u1", "u2", "u3", "u4"]),
+    )
+    def enqueue(
+        self,
+        lane: str,
+        room: str,
+        use_bound: bool,
+        max_attempts: int,
+        max_depth: int | None,
+        dedupe: str | None,
+    ) -> None:
+        self.step()
+        if use_bound:
+            room = self.model.lroom.get(lane, room)
+        self._enqueue(lane, room, max_attempts, max_depth, dedupe)
+
+    @rule(lanes=st.lists(st.sampled_from(LANES), min_size=2, max_size=6))
+    def enqueue_burst(self, lanes: list[str]) -> None:
+        self.step()
+        for lane in lanes:
+            self._enqueue(lane, self.model.lroom.get(lane, ROOMS[0]), 2, None, None)
+
+    # -- consumers --------------------------------------------------------------------------
+
+    def _pick(self, data: st.DataObject) -> Job:
+        """A job we hold: mostly a live lease, sometimes any (stale tokens included)."""
+        live = [job for job in self.held if self.model.holds(job)]
+        mostly_live: bool = data.draw(st.sampled_from([True, True, True, False]))
+        if live and mostly_live:
+            return data.draw(st.sampled_from(live))
+        return data.draw(st.sampled_from(self.held))
+
+    def _served(self, jobs: list[Job], expected: list[MJob]) -> None:
+        assert [(j.id, j.room, j.lane, j.attempts, j.payload, j.seq) for j in jobs] == [
+            (m.id, m.room, m.lane, m.attempts, m.payload, m.seq) for m in expected
+        ]
+        self.held.extend(jobs)
+
+    @rule()
+    def claim(self) -> None:
+        self.step()
+        job = self.run(self.lanes.claim(LEASE_MS))
+        self._served([job] if job else [], self.model.serve(weighted=False))
+
+    @rule()
+    def wclaim(self) -> None:
+        self.step()
+        jobs = self.run(self.lanes.wclaim(LEASE_MS))
+        self._served(jobs, self.model.serve(weighted=True))
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data())
+    def ack(self, data: st.DataObject) -> None:
+        self.step()
+        job = self._pick(data)
+        assert self.run(self.lanes.ack(job)) is self.model.ack(job)
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data())
+    def ack_many(self, data: st.DataObject) -> None:
+        self.step()
+        live = [job for job in self.held if self.model.holds(job)]
+        jobs = data.draw(st.lists(st.sampled_from(self.held), max_size=2, unique_by=token))
+        if live:
+            jobs += data.draw(st.lists(st.sampled_from(live), max_size=4, unique_by=token))
+        jobs = list({token(job): job for job in jobs}.values())
+        expected = sum(self.model.ack(job) for job in jobs)
+        assert self.run(self.lanes.ack_many(jobs)) == expected
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data())
+    def retry(self, data: st.DataObject) -> None:
+        self.step()
+        job = self._pick(data)
+        assert self.run(self.lanes.retry(job, DELAY_MS, "boom")) == self.model.retry(job)
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data())
+    def extend(self, data: st.DataObject) -> None:
+        self.step()
+        job = self._pick(data)
+        assert self.run(self.lanes.extend(job, LEASE_MS)) is self.model.holds(job)
+
+    @precondition(lambda self: self.model.active)
+    @rule(data=st.data())
+    def expire_and_reap(self, data: st.DataObject) -> None:
+        self.step()
+        expired = st.sampled_from(self.model.by_seq(self.model.active))
+        jids = data.draw(st.lists(expired, min_size=1, unique=True))
+
+        async def go() -> int:
+            await self.client.zadd(self.keys.active, {j: n for n, j in enumerate(jids, 1)})
+            return await self.lanes.reap()
+
+        assert self.run(go()) == len(jids)
+        self.model.reap(jids)
+
+    @precondition(lambda self: self.model.delayed)
+    @rule(data=st.data())
+    def due_and_promote(self, data: st.DataObject) -> None:
+        self.step()
+        due = st.sampled_from(self.model.by_seq(self.model.delayed))
+        jids = data.draw(st.lists(due, min_size=1, unique=True))
+
+        async def go() -> int:
+            await self.client.zadd(self.keys.delayed, {j: n for n, j in enumerate(jids, 1)})
+            return await self.lanes.promote()
+
+        assert self.run(go()) == len(jids)
+        self.model.promote(jids)
+
+    @rule()
+    def reap_and_promote_nothing_due(self) -> None:
+        self.step()
+        assert self.run(self.lanes.reap()) == 0
+        assert self.run(self.lanes.promote()) == 0
+
+    @rule()
+    def park(self) -> None:
+        self.step()
+        expected = self.model.wake > 0
+        self.model.wake = max(0, self.model.wake - 1)
+        assert self.run(self.lanes.park(0.01)) is expected
+
+    # -- admin ------------------------------------------------------------------------------
+
+    @rule(room=st.sampled_from(ROOMS), n=st.none() | st.integers(1, 4))
+    def limit(self, room: str, n: int | None) -> None:
+        self.step()
+        self.run(self.lanes.unlimit(room) if n is None else self.lanes.limit(room, n))
+        self.model.limit(room, n)
+
+    @rule(lane=st.sampled_from(LANES), w=st.integers(1, 4))
+    def weight(self, lane: str, w: int) -> None:
+        self.step()
+        self.run(self.lanes.weight(lane, w))
+        if w == 1:
+            self.model.gweight.pop(lane, None)
+        else:
+            self.model.gweight[lane] = w
+
+    @rule(x=st.sampled_from(ROOMS + LANES), on=st.booleans())
+    def pause_or_resume(self, x: str, on: bool) -> None:
+        self.step()
+        if on:
+            self.run(self.lanes.pause(x))
+            self.model.pause(x)
+        else:
+            self.run(self.lanes.resume(x))
+            self.model.resume(x)
+
+    @rule(on=st.booleans())
+    def pause_or_resume_queue(self, on: bool) -> None:
+        self.step()
+        if on:
+            self.run(self.lanes.pause_queue())
+            self.model.qpaused = True
+        else:
+            self.run(self.lanes.resume_queue())
+            if self.model.qpaused:
+                self.model.qpaused = False
+                if self.model.ring:
+                    self.model.push_wake()
+
+    @precondition(lambda self: self.model.jobs)
+    @rule(data=st.data(), lane=st.sampled_from(LANES))
+    def reassign(self, data: st.DataObject, lane: str) -> None:
+        self.step()
+        jid = data.draw(st.sampled_from(self.model.by_seq(self.model.jobs)))
+        try:
+            got: Any = self.run(self.lanes.reassign(jid, lane))
+        except LaneError as exc:
+            got = type(exc)
+        assert got == self.model.reassign(jid, lane)
+
+    @rule(lane=st.sampled_from(LANES))
+    def purge(self, lane: str) -> None:
+        self.step()
+        assert self.run(self.lanes.purge(lane)) == self.model.purge(lane)
+
+    @rule()
+    def repair_finds_nothing(self) -> None:
+        self.step()
+        assert self.run(self.lanes.repair()) == []
+
+    # -- the comparison -----------------------------------------------------------------------
+
+    @invariant()
+    def keyspace_matches_the_model(self) -> None:
+        m = self.model
+        k = self.keys
+
+        async def read() -> list[Any]:
+            pipe = self.client.pipeline(transaction=True)
+            pipe.lrange(k.ring, 0, -1)
+            for room in ROOMS:
+                pipe.lrange(k.room_ring(room), 0, -1)
+            for lane in LANES:
+                pipe.zrange(k.pending(lane), 0, -1, withscores=True)
+            for name in (k.active, k.delayed, k.dead):
+                pipe.zrange(name, 0, -1)
+            for name in (k.gactive, k.glimit, k.gweight, k.lroom):
+                pipe.hgetall(name)
+            pipe.smembers(k.paused)
+            pipe.exists(k.qpaused)
+            pipe.llen(k.wake)
+            pipe.get(k.seq)
+            jids = sorted(m.jobs)
+            for jid in jids:
+                pipe.hmget(k.job(jid), "state", "attempts", "lane")
+            return list(await pipe.execute())
+
+        got = self.run(read())
+        assert self.run(self.lanes.check()) == []
+
+        def s(x: bytes) -> str:
+            return x.decode()
+
+        ring, got = got[0], got[1:]
+        assert [s(r) for r in ring] == m.ring
+        for room in ROOMS:
+            assert [s(x) for x in got.pop(0)] == m.lanering.get(room, []), room
+        for lane in LANES:
+            assert [(int(sc), s(x)) for x, sc in got.pop(0)] == m.pending.get(lane, []), lane
+        active, delayed, dead = ({s(x) for x in got.pop(0)} for _ in range(3))
+        assert (active, delayed, dead) == (m.active, m.delayed, m.dead)
+        gactive, glimit, gweight, lroom = (
+            {s(a): s(b) for a, b in got.pop(0).items()} for _ in range(4)
+        )
+        expected_active = {r: str(m.gactive(r)) for r in ROOMS if m.gactive(r)}
+        assert gactive == expected_active
+        assert glimit == {r: str(n) for r, n in m.glimit.items()}
+        assert gweight == {ln: str(w) for ln, w in m.gweight.items()}
+        assert lroom == m.lroom
+        assert {s(x) for x in got.pop(0)} == m.paused
+        assert bool(got.pop(0)) is m.qpaused
+        assert got.pop(0) == m.wake
+        seq = got.pop(0)
+        assert int(seq or 0) == m.seq
+        for jid in sorted(m.jobs):
+            job = m.jobs[jid]
+            state, attempts, lane = got.pop(0)
+            assert (s(state), int(attempts), s(lane)) == (job.state, job.attempts, job.lane)
+        assert not got  # (an acked job's leftover hash would be an orphan for check())
+
+
+LanesMachine.TestCase.settings = settings(
+    max_examples=int(os.environ.get("LANES_MODEL_EXAMPLES", "60")),
+    stateful_step_count=80,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+TestLanesModel = LanesMachine.TestCase
+
+
+def test_model_ran_thousands_of_steps() -> None:
+    """Runs after the machine (same module, file order): the steps it took, for the report."""
+    print(f"model-based test: {STEPS['count']} steps")
+    if STEPS["count"]:
+        assert STEPS["count"] >= 20 * int(os.environ.get("LANES_MODEL_EXAMPLES", "60"))
