@@ -26,6 +26,7 @@ from telegram.ext import (
     ChatMemberHandler,
     CommandHandler,
     ContextTypes,
+    Defaults,
     MessageHandler,
     filters,
 )
@@ -88,6 +89,8 @@ def build_application(
         .base_url(settings.bot_api_base_url)
         .base_file_url(settings.bot_api_base_file_url)
         .context_types(context_types)
+        # A player may delete the message before the answer goes out: answer anyway.
+        .defaults(Defaults(allow_sending_without_reply=True))
         .job_queue(None)
         .post_init(register_commands)
         .build()
