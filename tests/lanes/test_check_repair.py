@@ -1,0 +1,201 @@
+"""check() names every fault of a hand-damaged keyspace; repair() fixes it, losing no job."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from codemojex import ids
+from tests.lanes.conftest import Env
+
+
+@dataclass
+class World:
+    a: str
+    b: str
+    a1: str
+    a2: str
+    b1: str
+    pending_a1: list[str]
+    active_a: str
+    delayed_b: str
+
+
+async def build(env: Env) -> World:
+    """Room a (ceiling 2): lane a1 with 2 pending, lane a2 with 1 in flight; room b: lane b1
+    with 1 pending and 1 delayed."""
+    a, b = ids.mint(ids.ROOM), ids.mint(ids.ROOM)
+    a1, a2, b1 = ids.mint(ids.PLAYER), ids.mint(ids.PLAYER), ids.mint(ids.PLAYER)
+    await env.lanes.limit(a, 2)
+    ja2 = await env.lanes.enqueue(a, a2, b"a2")
+    held = await env.lanes.claim(60_000)
+    assert held is not None and held.id == ja2
+    jb = await env.lanes.enqueue(b, b1, b"b1")
+    got = await env.lanes.claim(60_000)
+    assert got is not None and got.id == jb
+    assert await env.lanes.retry(got, 600_000, "later") == "delayed"
+    pa = [await env.lanes.enqueue(a, a1, f"a1-{i}".encode()) for i in range(2)]
+    await env.lanes.enqueue(b, b1, b"b1-2")
+    assert await env.lanes.check() == []
+    return World(a, b, a1, a2, b1, pa, ja2, jb)
+
+
+Damage = Callable[[Env, World], Awaitable[list[str]]]
+
+
+async def gactive_off_by_one(env: Env, w: World) -> list[str]:
+    await env.client.hincrby(env.keys.gactive, w.a, 1)
+    return [
+        f"gactive of room {w.a} is 2 but the room has 1 jobs in active",
+    ]
+
+
+async def room_missing_from_ring(env: Env, w: World) -> list[str]:
+    await env.client.lrem(env.keys.ring, 0, w.a)
+    return [f"room {w.a} is serviceable but missing from the room ring"]
+
+
+async def room_twice_on_ring(env: Env, w: World) -> list[str]:
+    await env.client.rpush(env.keys.ring, w.b)
+    return [f"room {w.b} appears 2 times on the room ring"]
+
+
+async def lane_missing_from_room_ring(env: Env, w: World) -> list[str]:
+    await env.client.lrem(env.keys.room_ring(w.b), 0, w.b1)
+    # the room still has a serviceable lane, so its own place on the ring is right
+    return [f"lane {w.b1} is serviceable but missing from the lane ring of room {w.b}"]
+
+
+async def lane_twice_on_room_ring(env: Env, w: World) -> list[str]:
+    await env.client.rpush(env.keys.room_ring(w.a), w.a1)
+    return [f"lane {w.a1} appears 2 times on the lane ring of room {w.a}"]
+
+
+async def paused_lane_left_on_ring(env: Env, w: World) -> list[str]:
+    await env.client.sadd(env.keys.paused, w.a1)
+    return [
+        f"lane {w.a1} is on the lane ring of room {w.a} but is paused",
+        f"room {w.a} is on the room ring but is not serviceable: no serviceable lane",
+    ]
+
+
+async def job_lost_its_place(env: Env, w: World) -> list[str]:
+    await env.client.zrem(env.keys.pending(w.a1), w.pending_a1[0])
+    return [
+        f"job {w.pending_a1[0]} has a job hash but is in no lane, active, delayed or dead",
+    ]
+
+
+async def job_in_two_places(env: Env, w: World) -> list[str]:
+    await env.client.zadd(env.keys.dead, {w.active_a: 1})
+    return [
+        f"job {w.active_a} is in 2 places: active, dead",
+        f"job {w.active_a} is in dead but its state is active",
+    ]
+
+
+async def wrong_state(env: Env, w: World) -> list[str]:
+    await env.client.hset(env.keys.job(w.delayed_b), "state", "pending")
+    return [f"job {w.delayed_b} is in delayed but its state is pending"]
+
+
+async def wrong_score(env: Env, w: World) -> list[str]:
+    await env.client.zadd(env.keys.pending(w.a1), {w.pending_a1[1]: 0})
+    return [f"job {w.pending_a1[1]} is pending at score 0 but its seq is 4"]
+
+
+DAMAGES = [
+    gactive_off_by_one,
+    room_missing_from_ring,
+    room_twice_on_ring,
+    lane_missing_from_room_ring,
+    lane_twice_on_room_ring,
+    job_lost_its_place,
+    job_in_two_places,
+    wrong_state,
+    wrong_score,
+]
+
+
+def jobs_of(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if k.startswith("job:")}
+
+
+def sans_wake(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if k != "wake"}
+
+
+@pytest.mark.parametrize("damage", DAMAGES, ids=[d.__name__ for d in DAMAGES])
+async def test_check_names_the_fault_and_repair_fixes_it(env: Env, damage: Damage) -> None:
+    w = await build(env)
+    sound = await env.dump()
+    expected = await damage(env, w)
+    assert await env.lanes.check() == sorted(expected)
+    fixes = await env.lanes.repair()
+    assert fixes, "repair must say what it fixed"
+    assert await env.lanes.check() == []
+    assert await env.lanes.repair() == []
+    repaired = await env.dump()
+    assert jobs_of(repaired) == jobs_of(sound)  # no job lost, none changed
+    if damage is room_missing_from_ring:
+        # the room comes back at the tail of the ring
+        assert sorted(repaired.pop("ring")) == sorted(sound.pop("ring"))
+    assert sans_wake(repaired) == sans_wake(sound)
+
+
+async def test_paused_lane_left_on_its_ring_is_dropped(env: Env) -> None:
+    w = await build(env)
+    sound = await env.dump()
+    expected = await paused_lane_left_on_ring(env, w)
+    assert await env.lanes.check() == sorted(expected)
+    fixes = await env.lanes.repair()
+    assert f"removed lane {w.a1} from the lane ring of room {w.a}: not serviceable" in fixes
+    assert f"removed room {w.a} from the room ring: not serviceable" in fixes
+    assert await env.lanes.check() == []
+    d = await env.dump()
+    assert jobs_of(d) == jobs_of(sound)
+    assert d["ring"] == [w.b] and f"r:{w.a}:ring" not in d and d["paused"] == {w.a1}
+
+
+async def test_repair_reports_each_fix(env: Env) -> None:
+    w = await build(env)
+    await gactive_off_by_one(env, w)
+    await room_twice_on_ring(env, w)
+    await lane_missing_from_room_ring(env, w)
+    fixes = await env.lanes.repair()
+    assert f"gactive of room {w.a}: 2 -> 1" in fixes
+    assert f"removed a duplicate of room {w.b} from the room ring" in fixes
+    assert f"added missing lane {w.b1} to the lane ring of room {w.b}" in fixes
+    assert await env.lanes.check() == []
+
+
+async def test_ghost_ids_without_a_hash_are_dropped(env: Env) -> None:
+    w = await build(env)
+    ghost = ids.mint(ids.JOB)
+    await env.client.zadd(env.keys.pending(w.b1), {ghost: 99})
+    problems = await env.lanes.check()
+    assert f"job {ghost} is in pending of lane {w.b1} but has no job hash" in problems
+    fixes = await env.lanes.repair()
+    assert f"dropped id {ghost} from pending of lane {w.b1}: it has no job hash" in fixes
+    assert await env.lanes.check() == []
+
+
+async def test_a_stuck_ceiling_is_released_by_repair(env: Env) -> None:
+    """The known failure of other queues: an in-flight counter that drifts up wedges a room
+    at its ceiling for good. check() sees it and repair() frees the room."""
+    w = await build(env)
+    await env.client.hincrby(env.keys.gactive, w.a, 1)  # 2 of 2: a is held off the ring
+    await env.client.lrem(env.keys.ring, 0, w.a)
+    assert await env.lanes.check() == sorted(
+        [
+            f"gactive of room {w.a} is 2 but the room has 1 jobs in active",
+            f"room {w.a} is serviceable but missing from the room ring",
+        ]
+    )
+    await env.lanes.repair()
+    assert await env.lanes.check() == []
+    served = {(await env.lanes.claim(60_000) or pytest.fail("empty")).room for _ in range(2)}
+    assert w.a in served
