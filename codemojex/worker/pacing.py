@@ -59,7 +59,7 @@ for j = n + 1, #KEYS do
     if w > wait then wait = w end
   end
 end
-if wait > 0 then
+if wait > 0 or token == '' then
   return wait
 end
 for i = 1, n do
@@ -167,6 +167,15 @@ class Pacer:
         windows = self._windows(chat_id)
         keys = [k for k, _ in windows] + self._block_keys(chat_id)
         args: list[int | str] = [len(windows), grant.token]
+        for _, w in windows:
+            args += [w.limit, w.window_ms + self.policy.margin_ms]
+        return int(await self._acquire(keys=keys, args=args))
+
+    async def wait_ms(self, chat_id: int) -> int:
+        """How long until a post to `chat_id` would be granted (0: now). Takes nothing."""
+        windows = self._windows(chat_id)
+        keys = [k for k, _ in windows] + self._block_keys(chat_id)
+        args: list[int | str] = [len(windows), ""]
         for _, w in windows:
             args += [w.limit, w.window_ms + self.policy.margin_ms]
         return int(await self._acquire(keys=keys, args=args))

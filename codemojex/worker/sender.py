@@ -161,6 +161,7 @@ class OutboxSender:
         max_message: int = MAX_MESSAGE,
         stats: SenderStats | None = None,
         ambiguous: Literal["repost", "assume_sent"] = "repost",
+        defer_ms: int = 1500,
     ) -> None:
         """`namespace` scopes the Redis keys (use the queue name). `poll_s` is how often the
         outbox is scanned for chats with unsent rows (chats the local ScoreWorker wrote to are
@@ -186,6 +187,10 @@ class OutboxSender:
         self._release = redis.register_script(_RELEASE)
         self._active: dict[int, asyncio.Task[None]] = {}
         self._poked: set[int] = set()
+        # Chats whose pace will not allow a post for a while: not drained before then, so a
+        # busy room waiting for its per-minute window holds no task and no rows meanwhile.
+        self._deferred: dict[int, float] = {}
+        self._defer_ms = defer_ms
         self._wake = asyncio.Event()
         self._stopping = False
 
@@ -223,11 +228,22 @@ class OutboxSender:
                         self.stats.errors += 1
                         log.warning("outbox scan failed (%s); retrying", type(exc).__name__)
                     next_scan = time.monotonic() + self._poll_s
+                now = time.monotonic()
                 for chat_id in sorted(chats):
+                    if self._deferred.get(chat_id, 0.0) > now:
+                        continue
+                    self._deferred.pop(chat_id, None)
                     self._start_drain(chat_id)
                 self._wake.clear()
+                timeout = self._poll_s
+                if self._deferred:
+                    # Come back when the first deferred chat may post again.
+                    due = min(self._deferred.values()) - time.monotonic()
+                    timeout = max(0.01, min(timeout, due))
+                    if due <= timeout:
+                        self._poked |= {c for c, t in self._deferred.items() if t <= now + due}
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._poll_s)
+                    await asyncio.wait_for(self._wake.wait(), timeout)
         finally:
             self._stopping = True
             stopper.cancel()
@@ -339,8 +355,12 @@ class OutboxSender:
         return left
 
     async def _post_next(self, chat_id: int, key: str, token: str) -> bool:
-        """Post the next message of this chat. False when there is nothing left (or the chat
-        is no longer ours)."""
+        """Post the next message of this chat. False when there is nothing left, the chat is
+        no longer ours, or its pace defers it (the dispatcher comes back then)."""
+        wait_ms = await self.pacer.wait_ms(chat_id)
+        if wait_ms > self._defer_ms:
+            self._deferred[chat_id] = time.monotonic() + wait_ms / 1000
+            return False
         try:
             rows = await self._recover_posted(await self._claim(chat_id))
         except Exception as exc:

@@ -106,3 +106,11 @@ async def test_the_next_post_is_measured_from_the_answer(
     await pacer.settle(grant)
     wait = await pacer.try_acquire(PRIVATE)
     assert 250 <= wait <= 300
+
+
+async def test_wait_ms_peeks_without_taking(redis_any: aioredis.Redis, queue_name: str) -> None:
+    pacer = Pacer(redis_any, queue_name, PacePolicy(margin_ms=0))
+    assert await pacer.wait_ms(GROUP) == 0
+    assert await pacer.wait_ms(GROUP) == 0
+    assert await pacer.try_acquire(GROUP) == 0
+    assert 0 < await pacer.wait_ms(GROUP) <= 1000

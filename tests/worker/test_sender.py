@@ -22,6 +22,7 @@ from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.compose import tg_len
+from codemojex.worker.pacing import PacePolicy, Pacer, Window
 from codemojex.worker.score import ScoreWorker
 from codemojex.worker.sender import OutboxSender
 from tests.worker.conftest import enqueue_guess, make_table
@@ -400,3 +401,39 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+async def test_a_chat_waiting_for_its_pace_does_not_hold_up_others(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """One drain slot only, and a busy room that has used up its minute: the quiet room's
+    result still goes out at once, because the busy room is deferred, not waited for."""
+    busy, quiet = -2070, -2071
+    standin.add_group(busy, "busy")
+    standin.add_group(quiet, "quiet")
+    policy = PacePolicy(group=(Window(1, 1000), Window(2, 60_000)))
+    sender = new_sender(
+        sessionmaker,
+        bot,
+        redis_r,
+        queue_name,
+        pacer=Pacer(redis_r, queue_name, policy),
+        max_chats=1,
+    )
+
+    async def produce() -> None:
+        for i in range(3):
+            await add_rows(sessionmaker, busy, [f"busy {i}"])
+            await asyncio.sleep(1.3)
+        await add_rows(sessionmaker, quiet, ["quiet one"])
+
+    async def quiet_posted() -> bool:
+        return bool(standin.sent_messages(quiet))
+
+    await run_senders([sender], quiet_posted, limit_s=15, during=produce)
+    assert [m.text for m in standin.sent_messages(busy)] == ["busy 0", "busy 1"]
+    assert await unsent(sessionmaker) == 1  # "busy 2" waits for the busy room's minute
