@@ -320,7 +320,11 @@ class StandIn:
 
         self._updates: list[JSON] = []
         self._next_update_id = 100_000_001
+        # One allowed_updates setting per bot, shared by getUpdates and setWebhook. Until the
+        # bot first states it, updates of every kind are kept (it may ask for them).
         self._allowed: frozenset[str] | None = None
+        self._allowed_stated = False
+        self._raw_ids: set[int] = set()  # push_raw_update: delivered whatever their kind
         self._poll_generation = 0
         self._updates_changed = asyncio.Event()
         self._sent_changed = asyncio.Event()
@@ -333,7 +337,6 @@ class StandIn:
 
         self.webhook_url = ""
         self.webhook_secret: str | None = None
-        self._webhook_allowed: frozenset[str] | None = None
         self._webhook_max_connections = 40
         self._webhook_last_error: tuple[int, str] | None = None
         self._webhook_task: asyncio.Task[None] | None = None
@@ -622,12 +625,16 @@ class StandIn:
         return query_id
 
     def push_raw_update(self, update: Mapping[str, Any], *, keep_id: bool = False) -> int:
-        """Queue any update JSON as is (fuzzing); a fresh update_id unless keep_id."""
+        """Queue any update JSON as is (fuzzing), whatever allowed_updates says; a fresh
+        update_id unless keep_id."""
         data = dict(update)
         if not keep_id or "update_id" not in data:
             data.pop("update_id", None)
-            return self._enqueue(data)
+            update_id = self._enqueue(data, filtered=False)
+            self._raw_ids.add(update_id)
+            return update_id
         update_id = int(data["update_id"])
+        self._raw_ids.add(update_id)
         # Later updates must still sort after this one, as ids only grow on Telegram.
         self._next_update_id = max(self._next_update_id, update_id + 1)
         self._updates.append(data)
@@ -1050,11 +1057,24 @@ class StandIn:
 
     # ------------------------------------------------------------------ internals: updates
 
-    def _enqueue(self, body: JSON) -> int:
+    def _enqueue(self, body: JSON, *, filtered: bool = True) -> int:
         update_id = self._new_update_id()
-        self._updates.append({"update_id": update_id, **body})
-        self._wake_pollers()
+        update = {"update_id": update_id, **body}
+        # Telegram does not even store an update of a kind the bot did not ask for.
+        if not filtered or not self._allowed_stated or self._wanted(update):
+            self._updates.append(update)
+            self._wake_pollers()
         return update_id
+
+    def _state_allowed(self, allowed: Any) -> None:
+        """The bot states allowed_updates (None = keep the previous setting, [] = default)."""
+        if allowed is not None:
+            self._allowed = frozenset(allowed) if allowed else None
+        if allowed is not None or not self._allowed_stated:
+            self._allowed_stated = True
+            self._updates = [
+                u for u in self._updates if self._wanted(u) or u["update_id"] in self._raw_ids
+            ]
 
     def _new_update_id(self) -> int:
         update_id = self._next_update_id
@@ -1069,14 +1089,11 @@ class StandIn:
     def _kind(update: JSON) -> str:
         return next((key for key in update if key != "update_id"), "")
 
-    def _allowed_kinds(self, allowed: frozenset[str] | None) -> Callable[[JSON], bool]:
-        def check(update: JSON) -> bool:
-            kind = self._kind(update)
-            if allowed:
-                return kind in allowed
-            return kind not in _NOT_BY_DEFAULT
-
-        return check
+    def _wanted(self, update: JSON) -> bool:
+        kind = self._kind(update)
+        if self._allowed:
+            return kind in self._allowed
+        return kind not in _NOT_BY_DEFAULT
 
     def _confirm(self, offset: int) -> None:
         if offset < 0:
@@ -1268,15 +1285,11 @@ class StandIn:
         offset = params.get_int("offset") or 0
         limit = min(max(params.get_int("limit") or 100, 1), 100)
         timeout = max(0.0, params.get_float("timeout") or 0.0)
-        allowed = params.get_json("allowed_updates")
-        if allowed is not None:
-            # Remembered across calls, as on Telegram; [] means "the default set".
-            self._allowed = frozenset(allowed) if allowed else None
+        self._state_allowed(params.get_json("allowed_updates"))
         self._poll_generation += 1
         generation = self._poll_generation
         self._wake_pollers()  # a newer poll ends an older one with 409, as on Telegram
         self._confirm(offset)
-        wanted = self._allowed_kinds(self._allowed)
         deadline = time.monotonic() + timeout
         while True:
             event = self._updates_changed
@@ -1286,7 +1299,7 @@ class StandIn:
                     "Conflict: terminated by other getUpdates request; make sure that only one "
                     "bot instance is running",
                 )
-            ready = list(itertools.islice(filter(wanted, self._updates), limit))
+            ready = self._updates[:limit]
             remaining = deadline - time.monotonic()
             if ready or remaining <= 0 or self._closing:
                 return ready
@@ -1522,9 +1535,7 @@ class StandIn:
             raise _bad("bad webhook: An HTTPS URL must be provided for webhook")
         if params.get_bool("drop_pending_updates"):
             self._updates.clear()
-        allowed = params.get_json("allowed_updates")
-        if allowed is not None:
-            self._webhook_allowed = frozenset(allowed) if allowed else None
+        self._state_allowed(params.get_json("allowed_updates"))
         self._webhook_max_connections = params.get_int("max_connections") or 40
         self.webhook_url, self.webhook_secret = url, secret
         self._webhook_last_error = None
@@ -1546,8 +1557,8 @@ class StandIn:
             "pending_update_count": len(self._updates),
             "max_connections": self._webhook_max_connections,
         }
-        if self._webhook_allowed:
-            info["allowed_updates"] = sorted(self._webhook_allowed)
+        if self._allowed:
+            info["allowed_updates"] = sorted(self._allowed)
         if self._webhook_last_error is not None:
             info["last_error_date"], info["last_error_message"] = self._webhook_last_error
         return info
@@ -1568,10 +1579,6 @@ class StandIn:
         failures = 0
         while not self._closing:
             event = self._updates_changed
-            wanted = self._allowed_kinds(self._webhook_allowed)
-            # Updates the webhook does not want are dropped, as Telegram never stores them.
-            while self._updates and not wanted(self._updates[0]):
-                self._updates.pop(0)
             if not self._updates:
                 await event.wait()
                 continue

@@ -136,21 +136,48 @@ async def test_administrators_and_members(bot: Bot, standin: StandIn) -> None:
     assert (await bot.get_chat(OTHER_GROUP)).type == ChatType.GROUP
 
 
-async def test_set_admins_emits_chat_member_updates(bot: Bot, standin: StandIn) -> None:
-    standin.set_admins(GROUP, [ADMIN, BOB])
-    # Telegram leaves chat_member out unless the bot asks for it.
-    assert await bot.get_updates(timeout=0) == ()
-    standin.set_admins(GROUP, [BOB, 123])
-    updates = await bot.get_updates(timeout=0, allowed_updates=Update.ALL_TYPES)
-    kinds = [(u.chat_member or u.my_chat_member) for u in updates]
-    changes = [
+def member_changes(updates: tuple[Update, ...]) -> list[tuple[int, str, str]]:
+    found = [u.chat_member or u.my_chat_member for u in updates]
+    return [
         (c.new_chat_member.user.id, c.old_chat_member.status, c.new_chat_member.status)
-        for c in kinds
+        for c in found
         if c is not None
     ]
-    assert (ADMIN, ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.MEMBER) in changes
-    assert (123, ChatMemberStatus.MEMBER, ChatMemberStatus.ADMINISTRATOR) in changes
+
+
+async def test_set_admins_emits_chat_member_updates(bot: Bot, standin: StandIn) -> None:
+    standin.set_admins(GROUP, [ADMIN, BOB])  # kept until the bot states what it wants
+    updates = await bot.get_updates(timeout=0, allowed_updates=Update.ALL_TYPES)
+    assert member_changes(updates) == [
+        (BOB, ChatMemberStatus.MEMBER, ChatMemberStatus.ADMINISTRATOR)
+    ]
+    standin.set_admins(GROUP, [BOB, 123])
+    # allowed_updates is remembered between calls.
+    updates = await bot.get_updates(offset=updates[-1].update_id + 1, timeout=0)
+    assert member_changes(updates) == [
+        (ADMIN, ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.MEMBER),
+        (123, ChatMemberStatus.MEMBER, ChatMemberStatus.ADMINISTRATOR),
+    ]
     assert updates[-1].my_chat_member is not None
+
+
+async def test_chat_member_updates_are_not_kept_unless_asked_for(
+    bot: Bot, standin: StandIn
+) -> None:
+    standin.set_admins(GROUP, [ADMIN, BOB])
+    # Telegram's default set leaves chat_member out, and does not store what it leaves out.
+    assert await bot.get_updates(timeout=0, allowed_updates=[]) == ()
+    standin.set_admins(GROUP, [ADMIN])
+    assert standin.pending_updates == 0
+    assert await bot.get_updates(timeout=0, allowed_updates=Update.ALL_TYPES) == ()
+    standin.edit_text(GROUP, standin.send_text(GROUP, ALICE, "typo"), "fixed")
+    standin.set_admins(GROUP, [ADMIN, BOB])
+    updates = await bot.get_updates(timeout=0, allowed_updates=[Update.MESSAGE])
+    # The message as it was sent; its edit and the admin change are not kept.
+    assert [u.message.text for u in updates if u.message] == ["typo"]
+    assert len(updates) == 1 and standin.pending_updates == 1
+    standin.edit_text(GROUP, updates[0].message.message_id, "again")  # type: ignore[union-attr]
+    assert standin.pending_updates == 1
 
 
 async def test_commands_round_trip(bot: Bot, standin: StandIn) -> None:
