@@ -86,6 +86,21 @@ async def _round_timer(
             await asyncio.wait_for(stop.wait(), every_s)
 
 
+async def _wait_outbox_empty(
+    sessionmaker: async_sessionmaker[AsyncSession], limit_s: float
+) -> None:
+    deadline = asyncio.get_running_loop().time() + limit_s
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            async with sessionmaker() as session:
+                if not await store.pending_outbox(session, 1):
+                    return
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+        await asyncio.sleep(0.1)
+
+
 async def run_worker(
     settings: Settings,
     *,
@@ -99,9 +114,13 @@ async def run_worker(
     sender_poll_s: float = 1.0,
     score_hold_s: float = 5.0,
     pool_options: dict[str, Any] | None = None,
+    drain_s: float = 0.0,
 ) -> WorkerStats:
     """Run the consumer pool (handler = ScoreWorker), the outbox sender and the round timer
     until `stop_event` is set; then stop them in that order and return the counters.
+    With `drain_s` > 0 the sender is given up to that long after the pool stopped to post
+    what is still in the outbox (a demo's last results); otherwise unsent rows simply wait
+    for the next start.
 
     `bot` may be initialised or not (the sender only posts); `redis` is the client the
     lanes use (decode_responses=False), shared with the sender's pacer and leases.
@@ -151,6 +170,8 @@ async def run_worker(
         stopper.cancel()
         pool.stop()
         await asyncio.gather(pool_task, return_exceptions=True)
+        if drain_s > 0 and not sender_task.done():
+            await _wait_outbox_empty(sessionmaker, drain_s)
         sender_stop.set()
         await asyncio.gather(sender_task, timer_task, return_exceptions=True)
     failures = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]

@@ -239,6 +239,7 @@ async def test_stop_finishes_and_acks_what_is_in_hand(
         bot=bot,
         redis=redis_r,
         stats=stats,
+        drain_s=20.0,
     ):
         await wait_for(lambda: _some_scored(stats), 20)
     # Stopped mid-backlog: nothing left leased, everything scored was acked, the rest waits.
@@ -252,6 +253,9 @@ async def test_stop_finishes_and_acks_what_is_in_hand(
     ]
     pending = sum(depths)
     assert pending == total - recorded
+    # drain_s: the results of what was scored were posted before run_worker returned.
+    unsent = select(func.count()).select_from(Outbox).where(Outbox.sent_at.is_(None))
+    assert await count(sessionmaker, unsent) == 0
 
 
 async def _some_scored(stats: WorkerStats) -> bool:
