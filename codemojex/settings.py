@@ -37,6 +37,8 @@ class Settings(BaseSettings):
     # Bot: guesses a player may have waiting before "slow down"; how long admin lists are cached
     max_depth: int = Field(default=20, ge=1, le=10_000)
     admin_cache_ttl_s: float = Field(default=300.0, gt=0)
+    # Updates handled at once (in order per sender); keep below the database pool size
+    bot_concurrency: int = Field(default=16, ge=1, le=1024)
 
     @field_validator("operator_ids", mode="before")
     @classmethod

@@ -36,6 +36,7 @@ from codemojex.bot import handlers
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
 from codemojex.bot.flood import FloodNotices
+from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.lanes import Lanes
 from codemojex.settings import Settings
 
@@ -91,6 +92,7 @@ def build_application(
         .context_types(context_types)
         # A player may delete the message before the answer goes out: answer anyway.
         .defaults(Defaults(allow_sending_without_reply=True))
+        .concurrent_updates(PerSenderUpdateProcessor(settings.bot_concurrency))
         .job_queue(None)
         .post_init(register_commands)
         .build()

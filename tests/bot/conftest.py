@@ -9,6 +9,7 @@ ids, so what one test's bot posted never shows up in another's.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import random
@@ -26,6 +27,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.bot import CodemojexApp, CodemojexContext, build_application, running
+from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.db import AuditLog, Base, Room, Round, make_engine, make_sessionmaker, store, upgrade
 from codemojex.lanes import Lanes
 from codemojex.settings import Settings
@@ -63,11 +65,14 @@ class World:
     async def settle(self) -> None:
         """Wait until the bot has handled every update sent so far.
 
-        Updates are handled one at a time, in order: once the bot answered a /help sent after
-        them, it is done with them."""
+        Updates are fetched and dispatched in order: once the bot answered a /help sent after
+        them, every earlier one has been dispatched, and once the processor is idle, handled."""
         self._barriers += 1
         self.standin.send_private(BARRIER, "/help")
         await self.standin.wait_for_sent_count(self._barriers, chat_id=BARRIER, timeout=10)
+        processor = self.app.update_processor
+        assert isinstance(processor, PerSenderUpdateProcessor)
+        await asyncio.wait_for(processor.wait_idle(), 10)
 
     def said(self, chat_id: int) -> list[SentMessage]:
         return self.standin.sent_messages(chat_id)

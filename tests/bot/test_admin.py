@@ -116,6 +116,7 @@ async def test_admin_commands(world: World, case: Case, actor: str) -> None:
     if case.prepare is not None:
         await case.prepare(world, room)
     alice_says = world.standin.send_text(chat, ALICE, valid_guess(rnd))
+    await world.settle()  # senders are handled concurrently: let Alice's guess land first
 
     reply_to = alice_says if case.on_reply else None
     if actor == "anonymous_admin":
@@ -144,10 +145,12 @@ async def test_promotion_takes_effect_at_once(world: World) -> None:
     await world.settle()
     assert world.replies_to(chat, first) == [texts.NOT_ADMIN]
     world.standin.set_admins(chat, [ADMIN, BOB])
+    await world.settle()  # the chat_member update and Bob's command are handled concurrently
     second = world.standin.send_text(chat, BOB, "/pause")
     await world.settle()
     assert world.replies_to(chat, second) == [texts.PAUSED]
     world.standin.set_admins(chat, [ADMIN])
+    await world.settle()
     third = world.standin.send_text(chat, BOB, "/resume")
     await world.settle()
     assert world.replies_to(chat, third) == [texts.NOT_ADMIN]
@@ -220,6 +223,7 @@ async def test_ban_is_per_room(world: World) -> None:
     assert await world.queued() == 1
 
     unban = world.standin.send_text(first, ADMIN, "/unban", reply_to=pending[0])
+    await world.settle()
     again = world.standin.send_text(first, ALICE, valid_guess(rnd1))
     await world.settle()
     assert world.replies_to(first, unban) == [texts.player_unbanned("Alice")]

@@ -147,3 +147,21 @@ async def test_a_flood_gets_one_slow_down_and_does_not_block_others(world: World
     notices = [m for mid in flood for m in world.replies_to(chat, mid)]
     assert notices == [texts.SLOW_DOWN]
     assert world.replies_to(chat, other) == []
+
+
+async def test_a_players_guesses_enter_the_lane_in_the_order_typed(world: World) -> None:
+    """Updates are handled concurrently, but one sender's in order (PerSenderUpdateProcessor)."""
+    chat, other = world.new_group(), world.new_group()
+    rnd = await start_round(world, chat)
+    rnd_other = await start_round(world, other)
+    typed = [world.standin.send_text(chat, ALICE, valid_guess(rnd, i)) for i in range(MAX_DEPTH)]
+    for i in range(MAX_DEPTH):
+        world.standin.send_text(other, BOB, valid_guess(rnd_other, i))
+    await world.settle()
+    served: list[int] = []
+    while (job := await world.lanes.claim(10_000)) is not None:
+        payload = GuessJob.decode(job.payload)
+        if payload.chat_id == chat:
+            served.append(payload.message_id)
+        await world.lanes.ack(job)
+    assert served == typed
