@@ -19,6 +19,7 @@ MAX_LEASE_MS: Final = 24 * 3600 * 1000
 MAX_CEILING: Final = 1_000_000
 MAX_WEIGHT: Final = 1_000
 MAX_ERROR_CHARS: Final = 2_000
+ACK_CHUNK: Final = 1_000  # Lua's unpack() takes a few thousand values at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,13 +174,14 @@ class Lanes:
 
     async def ack_many(self, jobs: list[Job]) -> int:
         """Complete a batch in one round trip; how many were acked (stale ones are not)."""
-        if not jobs:
-            return 0
-        args: list[str | int] = []
-        for job in jobs:
-            args.append(job.id)
-            args.append(job.attempts)
-        return int(await self._call("ack_many", *args))
+        acked = 0
+        for start in range(0, len(jobs), ACK_CHUNK):
+            args: list[str | int] = []
+            for job in jobs[start : start + ACK_CHUNK]:
+                args.append(job.id)
+                args.append(job.attempts)
+            acked += await self._call("ack_many", *args)
+        return acked
 
     async def retry(self, job: Job, delay_ms: int, error: str) -> str:
         """'delayed' (due after delay_ms) or 'dead' (attempts spent); 'stale' when fenced out."""

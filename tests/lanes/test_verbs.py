@@ -607,3 +607,22 @@ async def test_ack_many_counts_only_live_tokens(env: Env) -> None:
     d = await env.dump()
     assert "gactive" not in d and "active" not in d and d[f"g:{ln}:pending"] == [(batch[0].id, 1)]
     assert await env.lanes.check() == []
+
+
+async def test_ack_many_frees_permits_once_per_job_and_rings_rooms_in_order(env: Env) -> None:
+    r1, r2, l1, l2 = room(), room(), lane(), lane()
+    for r, ln in ((r1, l1), (r2, l2)):
+        await env.lanes.limit(r, 2)
+        await env.lanes.weight(ln, 2)
+        for i in range(3):
+            await env.lanes.enqueue(r, ln, f"{i}".encode())
+    b1 = await env.lanes.wclaim(30_000)
+    b2 = await env.lanes.wclaim(30_000)
+    assert [len(b1), len(b2)] == [2, 2] and "ring" not in await env.dump()
+    # the same job twice counts once; rooms come back in the order they appear
+    assert await env.lanes.ack_many([b2[0], *b1, b2[0], b2[1]]) == 4
+    d = await env.dump()
+    assert d["ring"] == [r2, r1] and "gactive" not in d and "active" not in d
+    assert d["wake"] == ["1"] * 4
+    assert await env.lanes.ack_many([]) == 0
+    assert await env.lanes.check() == []

@@ -79,14 +79,16 @@ local function requeue(id, jk, room, lane, seq)
   lane_filled(room, lane, redis.call('ZCARD', pk))
 end
 
--- One of `room`'s jobs left `active`: give back its permit. Only a room that was held at
--- its ceiling (gactive == glimit before, glimit - 1 now) can become serviceable here.
-local function permit_freed(room)
-  local act = redis.call('HINCRBY', GACTIVE, room, -1)
+-- `n` of `room`'s jobs left `active`: give back their permits. Only a room that was held
+-- at its ceiling (gactive >= glimit before, below it now) can become serviceable here.
+local function permit_freed(room, n)
+  local act = redis.call('HINCRBY', GACTIVE, room, -n)
   if act <= 0 then redis.call('HDEL', GACTIVE, room) end
   local lim = redis.call('HGET', GLIMIT, room)
-  if lim and act == tonumber(lim) - 1 then
-    if not is_paused(room) and redis.call('LLEN', lane_ring_key(room)) > 0 then
+  if lim then
+    lim = tonumber(lim)
+    if act < lim and act + n >= lim and not is_paused(room)
+        and redis.call('LLEN', lane_ring_key(room)) > 0 then
       ring_room(room)
     end
   end
@@ -142,9 +144,11 @@ local function serve(lease_ms, weighted)
     if k < 1 then k = 1 end
   end
   local lim = redis.call('HGET', GLIMIT, room)
+  local act = 0
   if lim then
-    local headroom = tonumber(lim) - tonumber(redis.call('HGET', GACTIVE, room) or '0')
-    if headroom < k then k = headroom end
+    lim = tonumber(lim)
+    act = tonumber(redis.call('HGET', GACTIVE, room) or '0')
+    if lim - act < k then k = lim - act end
   end
   local popped = {}
   if k >= 1 then popped = redis.call('ZPOPMIN', pk, k) end
@@ -170,11 +174,16 @@ local function serve(lease_ms, weighted)
   end
   if #leased > 0 then
     redis.call('ZADD', ACTIVE, unpack(leased))
-    redis.call('HINCRBY', GACTIVE, room, #leased / 2)
+    act = redis.call('HINCRBY', GACTIVE, room, #leased / 2)
   end
-  -- lane and room were just moved to the tails, so these LREMs stop at once: O(1)
-  if redis.call('ZCARD', pk) == 0 then redis.call('LREM', rr, -1, lane) end
-  if not room_serviceable(room) then redis.call('LREM', RING, -1, room) end
+  -- Lane and room were just moved to the tails, so these LREMs stop at once: O(1). The
+  -- room was on the ring, so it is not paused: it stays iff below its ceiling with a lane.
+  local room_stays = not lim or act < lim
+  if redis.call('ZCARD', pk) == 0 then
+    redis.call('LREM', rr, -1, lane)
+    if room_stays and redis.call('LLEN', rr) == 0 then room_stays = false end
+  end
+  if not room_stays then redis.call('LREM', RING, -1, room) end
   out[3] = redis.call('LLEN', RING)
   if #out == 3 then return {} end
   return out

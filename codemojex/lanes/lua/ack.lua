@@ -7,5 +7,5 @@ local jk, room = holder(ARGV[1], ARGV[2])
 if not jk then return 0 end
 redis.call('ZREM', ACTIVE, ARGV[1])
 redis.call('DEL', jk)
-permit_freed(room)
+permit_freed(room, 1)
 return 1

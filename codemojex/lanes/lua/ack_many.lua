@@ -1,16 +1,29 @@
 -- ack_many: complete a batch of leased jobs in one round trip; stale tokens are skipped.
+-- The permits are given back per room, rooms in the order they first appear in the batch.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- ARGV     job id, attempts, job id, attempts, ...
 -- Returns  how many were acked
-local n = 0
+local ids, jks, seen = {}, {}, {}
+local freed, rooms = {}, {}
 for i = 1, #ARGV, 2 do
-  local jk, room = holder(ARGV[i], ARGV[i + 1])
-  if jk then
-    redis.call('ZREM', ACTIVE, ARGV[i])
-    redis.call('DEL', jk)
-    permit_freed(room)
-    n = n + 1
+  local id = ARGV[i]
+  if not seen[id] then
+    seen[id] = true
+    local jk, room = holder(id, ARGV[i + 1])
+    if jk then
+      ids[#ids + 1] = id
+      jks[#jks + 1] = jk
+      if not freed[room] then
+        freed[room] = 0
+        rooms[#rooms + 1] = room
+      end
+      freed[room] = freed[room] + 1
+    end
   end
 end
-return n
+if #ids == 0 then return 0 end
+redis.call('ZREM', ACTIVE, unpack(ids))
+redis.call('DEL', unpack(jks))
+for _, room in ipairs(rooms) do permit_freed(room, freed[room]) end
+return #ids

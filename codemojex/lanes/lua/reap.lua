@@ -11,7 +11,7 @@ for _, id in ipairs(ids) do
   local jk = job_key(id)
   local f = redis.call('HMGET', jk, 'room', 'lane', 'seq', 'attempts', 'max_attempts')
   if f[1] then
-    permit_freed(f[1])
+    permit_freed(f[1], 1)
     if tonumber(f[4]) >= tonumber(f[5]) then
       redis.call('ZADD', P .. 'dead', now, id)
       redis.call('HSET', jk, 'state', 'dead', 'last_error', 'lease expired')

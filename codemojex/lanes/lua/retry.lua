@@ -20,5 +20,5 @@ else
   outcome = 'delayed'
 end
 redis.call('HSET', jk, 'state', outcome, 'last_error', ARGV[4])
-permit_freed(room)
+permit_freed(room, 1)
 return outcome
