@@ -42,12 +42,13 @@ ACTIONS = frozenset(
         "sent_messages",
         "edited_messages",
         "message",
+        "message_ts",
         "registered_commands",
         "stats",
     }
 )
 READ_ONLY = frozenset(
-    {"sent_messages", "edited_messages", "message", "registered_commands", "stats"}
+    {"sent_messages", "edited_messages", "message", "message_ts", "registered_commands", "stats"}
 )
 
 

@@ -315,6 +315,7 @@ class StandIn:
         self.deleted: list[tuple[int, int]] = []
         self.commands: dict[tuple[str, str], list[JSON]] = {}
         self.callback_answers: list[JSON] = []
+        self._message_ts: dict[tuple[int, int], float] = {}
         self._open_callbacks: set[str] = set()
         self._callback_ids = itertools.count(1)
 
@@ -785,6 +786,11 @@ class StandIn:
             return None
         return self._with_reply(chat, message)
 
+    def message_ts(self, chat_id: int, message_id: int) -> float | None:
+        """time.monotonic() when the message was created (typed by a user or posted by the
+        bot): `reply.ts - standin.message_ts(chat, guess_id)` is a player's wait."""
+        return self._message_ts.get((chat_id, message_id))
+
     async def wait_for_sent(
         self,
         predicate: Callable[[SentMessage], bool] | None = None,
@@ -950,6 +956,7 @@ class StandIn:
         if reply_to is not None:
             message["reply_to_message_id"] = reply_to  # internal; expanded on delivery
         chat.messages[message_id] = message
+        self._message_ts[(chat.id, message_id)] = time.monotonic()
         return message
 
     def _with_reply(self, chat: _Chat, message: JSON) -> JSON:
@@ -1336,7 +1343,7 @@ class StandIn:
             text=text,
             reply_to_message_id=reply_to,
             date=int(message["date"]),
-            ts=time.monotonic(),
+            ts=self._message_ts[(chat.id, int(message["message_id"]))],
             parse_mode=parse_mode,
             raw_text=raw_text,
             entities=tuple(entities),

@@ -68,6 +68,9 @@ async def test_send_message_with_reply_is_recorded(bot: Bot, standin: StandIn) -
     assert posted.from_user is not None and posted.from_user.id == 123
     [sent] = standin.sent_messages(GROUP)
     assert (sent.message_id, sent.reply_to_message_id) == (posted.message_id, guess)
+    typed_at = standin.message_ts(GROUP, guess)
+    assert typed_at is not None and typed_at <= sent.ts
+    assert standin.message_ts(GROUP, sent.message_id) == sent.ts
     assert sent.text == "🍎🍌🍇🍒 → 🟢🟢🟡⚫"
     assert standin.sent_messages(OTHER_GROUP) == []
 
