@@ -246,8 +246,17 @@ class ConsumerPool:
     async def _maintain(self) -> None:
         while not self._stop.is_set():
             try:
-                reaped = await self.lanes.reap()
-                promoted = await self.lanes.promote()
+                reaped = promoted = 0
+                while True:  # a crashed worker can leave more leases than one batch
+                    n = await self.lanes.reap()
+                    reaped += n
+                    if n < self.lanes.batch:
+                        break
+                while True:
+                    n = await self.lanes.promote()
+                    promoted += n
+                    if n < self.lanes.batch:
+                        break
             except (RedisError, OSError) as exc:
                 log.warning("maintenance failed: %s", exc)
             else:

@@ -219,3 +219,27 @@ async def test_long_handler_keeps_its_lease(env: Env) -> None:
     await task
     assert scores[-1] > scores[0]  # the heartbeat moved the deadline forward
     assert pool.stats.stale == 0
+
+
+async def test_maintenance_reaps_what_a_dead_worker_left(env: Env) -> None:
+    """A killed worker's leases expire; the pool serves those jobs again (more than one
+    reap batch of them), with the fencing token moved on."""
+    from codemojex.lanes import Lanes
+
+    lanes = Lanes(env.client, env.queue, batch=2)
+    r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
+    jids = [await lanes.enqueue(r, ln, f"p{i}".encode()) for i in range(5)]
+    dead_worker = [await lanes.claim(60_000) for _ in range(5)]
+    assert all(dead_worker)
+    await env.expire(*jids)
+    seen: list[list[Job]] = []
+    pool = ConsumerPool(lanes, recorder(seen), concurrency=2, maintenance_interval_s=30)
+    task = await run_pool(pool)
+    await until(lambda: pool.stats.acked == 5)
+    pool.stop()
+    await task
+    assert pool.stats.reaped == 5
+    assert sorted(job.id for batch in seen for job in batch) == sorted(jids)
+    assert {job.attempts for batch in seen for job in batch} == {2}
+    assert [await lanes.ack(job) for job in dead_worker if job] == [False] * 5
+    assert await lanes.check() == []
