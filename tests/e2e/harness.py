@@ -149,11 +149,17 @@ class Stack:
         return ids
 
     async def settle(self, timeout: float = 60.0) -> None:  # noqa: ASYNC109
-        """Wait until the bot has handled every update sent so far: it handles them one at a
-        time, in order, so once it answered a /help sent after them it is done with them."""
+        """Wait until the bot has handled every update sent so far.
+
+        Updates are fetched and dispatched in order, so once the bot answered a /help sent
+        after them every earlier one has been dispatched; a bot that handles updates
+        concurrently (per sender) is done with them once its update processor is idle."""
         self._barriers += 1
         self.standin.send_private(BARRIER, "/help")
         await self.standin.wait_for_sent_count(self._barriers, chat_id=BARRIER, timeout=timeout)
+        wait_idle = getattr(self.app.update_processor, "wait_idle", None)
+        if wait_idle is not None:
+            await asyncio.wait_for(wait_idle(), timeout)
 
     def said(self, chat_id: int) -> list[SentMessage]:
         return self.standin.sent_messages(chat_id)

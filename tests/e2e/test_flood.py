@@ -1,24 +1,38 @@
 """A flooding room does not hold up a quiet room's results.
 
-The bound asserted is deliberately generous (QUIET_BOUND_S, against a baseline of well under
-a second on an idle machine): this is a pass/fail test, not a benchmark. The measured figures
-are printed (pytest -s) for the record.
+Two things are asserted. Fairness, without timing: every quiet guess sent right behind a
+burst of FLOOD_PLAYERS x FLOOD_EACH flood guesses is scored while at least half of the flood
+is still waiting (a bot or a queue that served arrivals in order would score it last). And a
+deliberately generous time bound, QUIET_BOUND_S, from the player's message to the result
+posted (a few tenths of a second without a flood): a pass/fail test, not a benchmark. The
+measured figures are printed (pytest -s) for the record.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import func, select
 
 from codemojex.db import Guess, Round
-from tests.e2e.harness import DAVE, Announcement, Stack, eventually, in_process_worker
+from tests.e2e.harness import DAVE, Announcement, Stack, in_process_worker
 
 FLOOD_PLAYERS = 10
 FLOOD_EACH = 20  # the bot's lane depth: all of them are accepted
 QUIET_ROOMS = 3
-QUIET_BOUND_S = 10.0
+QUIET_BOUND_S = 15.0
+
+
+@dataclass
+class Sent:
+    chat: int
+    round_id: int
+    guess: str
+    message_id: int
+    wall: float  # time.time() when the player sent it (compared with scored_at)
+    mono: float  # time.monotonic() when sent (compared with the stand-in's clock)
 
 
 @dataclass
@@ -40,67 +54,70 @@ async def test_a_flood_does_not_hold_up_a_quiet_room(stack: Stack) -> None:
     flooders = stack.add_players(4001, FLOOD_PLAYERS, "F")
     flood_chat = stack.new_group(members=flooders)
     quiet_chats = [stack.new_group() for _ in range(QUIET_ROOMS)]
+    flood_total = FLOOD_PLAYERS * FLOOD_EACH
 
-    async def flood_unscored() -> int:
+    async def flood_scored(until: datetime | None = None) -> int:
         stmt = select(func.count()).select_from(Guess).where(Guess.round_id == flood_round.id)
-        return FLOOD_PLAYERS * FLOOD_EACH - int(await stack.scalar(stmt))
+        if until is not None:
+            stmt = stmt.where(Guess.scored_at <= until)
+        return int(await stack.scalar(stmt))
 
-    async def measure(chat: int, ann: Announcement, rnd: Round, n: int) -> Sample:
+    def send_quiet(chat: int, ann: Announcement, rnd: Round, n: int) -> Sent:
         guess = a_guess(ann, rnd.secret_emojis, n)
         wall, mono = time.time(), time.monotonic()
-        mid = stack.standin.send_text(chat, DAVE, guess)
-        posted = await stack.result(chat, mid, "Dave", guess, timeout=60)
+        return Sent(chat, rnd.id, guess, stack.standin.send_text(chat, DAVE, guess), wall, mono)
+
+    async def outcome(sent: Sent) -> Sample:
+        posted = await stack.result(sent.chat, sent.message_id, "Dave", sent.guess, timeout=90)
         scored_at = await stack.scalar(
-            select(Guess.scored_at).where(Guess.round_id == rnd.id, Guess.text == guess)
+            select(Guess.scored_at).where(Guess.round_id == sent.round_id, Guess.text == sent.guess)
         )
-        flood_before = await stack.scalar(
-            select(func.count())
-            .select_from(Guess)
-            .where(Guess.round_id == flood_round.id, Guess.scored_at <= scored_at)
+        return Sample(
+            scored_s=scored_at.timestamp() - sent.wall,
+            posted_s=posted.ts - sent.mono,
+            flood_left=flood_total - await flood_scored(until=scored_at),
         )
-        flood_left = FLOOD_PLAYERS * FLOOD_EACH - int(flood_before)
-        return Sample(scored_at.timestamp() - wall, posted.ts - mono, flood_left)
 
     async with in_process_worker(stack):
         flood_ann, flood_round = await stack.new_round(flood_chat)
         quiet = [(chat, *(await stack.new_round(chat))) for chat in quiet_chats]
-        # Without a flood: one guess in each quiet room.
-        calm = [await measure(chat, ann, rnd, 1) for chat, ann, rnd in quiet]
 
-    # The flood arrives while no worker runs (a deploy, a slow database...): every flooder
-    # sends a lane's worth of guesses through the bot, and they wait in the flood room.
-    started = time.monotonic()
-    for k in range(FLOOD_EACH):
-        for p, user in enumerate(flooders):
-            guess = a_guess(flood_ann, flood_round.secret_emojis, 7 * (p * FLOOD_EACH + k))
-            stack.standin.send_text(flood_chat, user, guess)
-    await stack.settle(timeout=180)
-    enqueued_s = time.monotonic() - started
-    flood_room = await stack.room_id(flood_chat)
-    assert len(await stack.pending_job_ids(flood_room)) == FLOOD_PLAYERS * FLOOD_EACH
+        # Without a flood: one guess in each quiet room, one at a time.
+        calm = [await outcome(send_quiet(chat, ann, rnd, 1)) for chat, ann, rnd in quiet]
 
-    # The worker comes back to the whole backlog; the quiet rooms play on meanwhile.
-    async with in_process_worker(stack):
+        # The flood: every flooder sends a lane's worth of guesses at once, and the quiet
+        # rooms' players guess right behind it (behind it in the bot's updates, too).
         started = time.monotonic()
-        stormy = [await measure(chat, ann, rnd, 2) for chat, ann, rnd in quiet]
+        for k in range(FLOOD_EACH):
+            for p, user in enumerate(flooders):
+                guess = a_guess(flood_ann, flood_round.secret_emojis, 7 * (p * FLOOD_EACH + k))
+                stack.standin.send_text(flood_chat, user, guess)
+        in_flood = [send_quiet(chat, ann, rnd, 2) for chat, ann, rnd in quiet]
+        stormy = [await outcome(sent) for sent in in_flood]
 
-        async def flood_done() -> bool:
-            return await flood_unscored() == 0
-
-        await eventually(flood_done, timeout=180, interval=0.2, what="the flood scored")
-        drained_s = time.monotonic() - started
+        # Nothing of the flood was refused or lost on the way in: every guess is either
+        # scored or waiting in its lane (the worker stops here; it would score the rest at
+        # the flood room's ceiling, 2 at a time, long after the quiet rooms were served).
+        await stack.settle(timeout=120)
+        flood_room = await stack.room_id(flood_chat)
+        scored_by_then = await flood_scored()
+        elapsed_s = time.monotonic() - started
+    # Stopped gracefully: the batches in hand were finished and acked.
+    assert await flood_scored() + len(await stack.pending_job_ids(flood_room)) == flood_total
+    assert await stack.lanes.check() == []
 
     print(
-        f"\nflood: {FLOOD_PLAYERS} players x {FLOOD_EACH} guesses; the bot enqueued them in "
-        f"{enqueued_s:.1f} s; the worker scored the backlog in {drained_s:.1f} s"
+        f"\nflood: {FLOOD_PLAYERS} players x {FLOOD_EACH} guesses; {scored_by_then} scored "
+        f"{elapsed_s:.1f} s after they were sent"
         f"\nquiet without flood: scored {[round(s.scored_s, 2) for s in calm]} s, "
         f"posted {[round(s.posted_s, 2) for s in calm]} s"
         f"\nquiet during flood:  scored {[round(s.scored_s, 2) for s in stormy]} s, "
         f"posted {[round(s.posted_s, 2) for s in stormy]} s, "
-        f"flood guesses still waiting {[s.flood_left for s in stormy]}"
+        f"flood guesses still unscored then {[s.flood_left for s in stormy]}"
     )
-    # Measured under a real flood: its guesses were still waiting when the quiet ones scored.
-    assert all(s.flood_left > 0 for s in stormy)
+    # The quiet rooms did not queue behind the flood (in the bot or in the lanes): each quiet
+    # guess was scored while most of the flood, sent before it, was still waiting.
+    assert all(s.flood_left >= flood_total // 2 for s in stormy)
     assert max(s.posted_s for s in stormy) < QUIET_BOUND_S
     assert max(s.scored_s for s in stormy) < QUIET_BOUND_S
     assert max(s.posted_s for s in calm) < QUIET_BOUND_S
