@@ -24,6 +24,7 @@ ACTIONS = frozenset(
         "add_group",
         "set_admins",
         "remove_bot",
+        "migrate_to_supergroup",
         "block_bot",
         "send_text",
         "send_as_anonymous_admin",

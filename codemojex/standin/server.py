@@ -61,16 +61,26 @@ _COMMAND_NAME_RE = re.compile(r"[a-z0-9_]{1,32}")
 class ApiError(Exception):
     """An error answer: HTTP status = error_code, `description` in Telegram's wording."""
 
-    def __init__(self, code: int, description: str, *, retry_after: int | None = None) -> None:
+    def __init__(
+        self,
+        code: int,
+        description: str,
+        *,
+        retry_after: int | None = None,
+        migrate_to_chat_id: int | None = None,
+    ) -> None:
         super().__init__(description)
         self.code = code
         self.description = description
         self.retry_after = retry_after
+        self.migrate_to_chat_id = migrate_to_chat_id
 
     def envelope(self) -> JSON:
         body: JSON = {"ok": False, "error_code": self.code, "description": self.description}
         if self.retry_after is not None:
             body["parameters"] = {"retry_after": self.retry_after}
+        if self.migrate_to_chat_id is not None:
+            body["parameters"] = {"migrate_to_chat_id": self.migrate_to_chat_id}
         return body
 
 
@@ -188,6 +198,7 @@ class _Chat:
     members: set[int] = field(default_factory=set)
     bot_status: str = "member"  # member | administrator | left | kicked
     blocked: bool = False  # private chat: the user blocked the bot
+    migrated_to: int | None = None  # a group upgraded to this supergroup
     messages: dict[int, JSON] = field(default_factory=dict)
     next_message_id: int = 1
 
@@ -516,6 +527,33 @@ class StandIn:
             old_bot = chat.bot_status
             chat.bot_status = bot_new
             self._emit_member_change(chat, self.bot.id, old_bot, bot_new, actor)
+
+    def migrate_to_supergroup(self, chat_id: int, new_chat_id: int | None = None) -> int:
+        """A basic group becomes a supergroup with a new id (default -100<id>): a message with
+        migrate_to_chat_id in the old chat, one with migrate_from_chat_id in the new one, and
+        from then on calls naming the old id get a 400 carrying migrate_to_chat_id (PTB raises
+        ChatMigrated). Returns the new chat id."""
+        old = self._group(chat_id)
+        if old.type != "group" or old.migrated_to is not None:
+            raise ValueError(f"chat {chat_id} is not a basic group")
+        new_id = new_chat_id if new_chat_id is not None else int(f"-100{abs(chat_id)}")
+        if new_id in self.chats:
+            raise ValueError(f"chat {new_id} exists")
+        new = _Chat(new_id, "supergroup", old.title)
+        new.owner, new.admins = old.owner, set(old.admins)
+        new.anonymous_admins, new.members = set(old.anonymous_admins), set(old.members)
+        new.bot_status = old.bot_status
+        self.chats[new_id] = new
+        actor = self.users.get(old.owner or 0) or self.bot
+        notes = ((old, "migrate_to_chat_id", new_id), (new, "migrate_from_chat_id", chat_id))
+        for chat, key, value in notes:
+            message = self._new_message(chat, "", sender=actor)
+            del message["text"]
+            message[key] = value
+            if chat.bot_status in ("member", "administrator"):
+                self._enqueue({"message": dict(message)})
+        old.migrated_to = new_id
+        return new_id
 
     def remove_bot(self, chat_id: int, *, kicked: bool = True) -> None:
         """The bot is removed from a group: my_chat_member update, then sends get 403."""
@@ -981,6 +1019,8 @@ class StandIn:
         sender_chat: _Chat | None = None,
     ) -> JSON:
         self._check_user_text(text)
+        if chat.migrated_to is not None:
+            raise ValueError(f"chat {chat.id} was upgraded to {chat.migrated_to}")
         if reply_to is not None and reply_to not in chat.messages:
             raise KeyError(f"no message {reply_to} in chat {chat.id} to reply to")
         message = self._new_message(
@@ -1237,6 +1277,12 @@ class StandIn:
         chat = self.chats.get(chat_id) if chat_id is not None else None
         if chat is None:
             raise _bad("chat not found")
+        if chat.migrated_to is not None:
+            raise ApiError(
+                400,
+                "Bad Request: group chat was upgraded to a supergroup chat",
+                migrate_to_chat_id=chat.migrated_to,
+            )
         return chat
 
     def _writable_chat(self, params: _Params) -> _Chat:

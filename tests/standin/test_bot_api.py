@@ -21,6 +21,7 @@ from telegram import (
 from telegram.constants import ChatMemberStatus, ChatType, MessageEntityType
 from telegram.error import (
     BadRequest,
+    ChatMigrated,
     Conflict,
     Forbidden,
     InvalidToken,
@@ -417,6 +418,24 @@ async def test_unreachable_webhook_keeps_updates_and_reports_the_error(
     assert await bot.delete_webhook()
     [update] = await bot.get_updates()
     assert update.message is not None and update.message.message_id == said
+
+
+async def test_group_upgraded_to_supergroup(bot: Bot, standin: StandIn) -> None:
+    await bot.send_message(OTHER_GROUP, "before")
+    new_id = standin.migrate_to_supergroup(OTHER_GROUP)
+    assert new_id == int(f"-100{abs(OTHER_GROUP)}")
+    with pytest.raises(ChatMigrated) as caught:
+        await bot.send_message(OTHER_GROUP, "after")
+    assert caught.value.new_chat_id == new_id
+    await bot.send_message(new_id, "after")
+    assert (await bot.get_chat(new_id)).type == ChatType.SUPERGROUP
+    assert [a.user.id for a in await bot.get_chat_administrators(new_id)] == [OWNER]
+    old_side, new_side = await bot.get_updates()
+    assert old_side.message is not None and new_side.message is not None
+    assert old_side.message.migrate_to_chat_id == new_id
+    assert new_side.message.migrate_from_chat_id == OTHER_GROUP
+    with pytest.raises(ValueError, match="upgraded"):
+        standin.send_text(OTHER_GROUP, OWNER, "hello?")
 
 
 async def test_anonymous_admin_message(bot: Bot, standin: StandIn) -> None:
