@@ -162,6 +162,7 @@ class OutboxSender:
         stats: SenderStats | None = None,
         ambiguous: Literal["repost", "assume_sent"] = "repost",
         defer_ms: int = 1500,
+        post_timeout_s: float = 8.0,
     ) -> None:
         """`namespace` scopes the Redis keys (use the queue name). `poll_s` is how often the
         outbox is scanned for chats with unsent rows (chats the local ScoreWorker wrote to are
@@ -183,6 +184,9 @@ class OutboxSender:
         self._max_message = max_message
         self.stats = stats or SenderStats()
         self._ambiguous = ambiguous
+        if post_timeout_s * 1000 >= chat_lease_ms or post_timeout_s >= claim_lease_s / 2:
+            raise ValueError("a post must end well inside the chat lease and the row claim")
+        self._post_timeout_s = post_timeout_s
         self._renew = redis.register_script(_RENEW)
         self._release = redis.register_script(_RELEASE)
         self._active: dict[int, asyncio.Task[None]] = {}
@@ -414,7 +418,9 @@ class OutboxSender:
             sent_ids.update(msg.row_ids)
             # A long row's next piece needs a slot of its own.
             if msg is not to_send[-1]:
-                grant = await self._acquire(chat_id, key, token, deadline=None)
+                grant = await self._acquire(
+                    chat_id, key, token, deadline=claimed_at + self._claim_lease_s / 2
+                )
                 if grant is None:
                     break
         await self._release_rows([r for r in rows if r.id not in sent_ids])
@@ -442,11 +448,17 @@ class OutboxSender:
         """Post one message: "sent", "retry" (try again later) or "failed" (never will)."""
         try:
             try:
-                sent = await self._bot.send_message(
-                    chat_id=chat_id,
-                    text=msg.text,
-                    reply_to_message_id=msg.reply_to,
-                    allow_sending_without_reply=True if msg.reply_to is not None else None,
+                # Bounded, so that a post always ends well inside the chat lease (renewed just
+                # before) and the row claim (at least half of it left): nobody else can have
+                # taken the chat or the rows while this post is in flight.
+                sent = await asyncio.wait_for(
+                    self._bot.send_message(
+                        chat_id=chat_id,
+                        text=msg.text,
+                        reply_to_message_id=msg.reply_to,
+                        allow_sending_without_reply=True if msg.reply_to is not None else None,
+                    ),
+                    self._post_timeout_s,
                 )
             except BaseException:
                 with contextlib.suppress(Exception):
@@ -461,9 +473,9 @@ class OutboxSender:
         except (BadRequest, Forbidden, ChatMigrated) as exc:
             log.warning("chat %d refused a message: %s", chat_id, type(exc).__name__)
             return "failed"
-        except (TimedOut, NetworkError) as exc:
+        except (TimedOut, NetworkError, TimeoutError) as exc:
             self.stats.errors += 1
-            if maybe_delivered(exc):
+            if isinstance(exc, TimeoutError) or maybe_delivered(exc):
                 self.stats.ambiguous += 1
                 if self._ambiguous == "assume_sent":
                     # At most once: count it as posted, with no message id to show for it.

@@ -437,3 +437,23 @@ async def test_a_chat_waiting_for_its_pace_does_not_hold_up_others(
     await run_senders([sender], quiet_posted, limit_s=15, during=produce)
     assert [m.text for m in standin.sent_messages(busy)] == ["busy 0", "busy 1"]
     assert await unsent(sessionmaker) == 1  # "busy 2" waits for the busy room's minute
+
+
+async def test_a_post_slower_than_its_bound_is_an_unknown_outcome(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """A post that outlives `post_timeout_s` is abandoned (so that it always ends inside the
+    leases); Telegram may still carry it out, so it is treated like a lost answer."""
+    chat = -2062
+    standin.add_group(chat, "slow api")
+    await add_rows(sessionmaker, chat, ["slow"])
+    standin.inject_latency(1.5, 1)
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name, post_timeout_s=0.5)
+    await run_senders([sender], lambda: _zero(sessionmaker), limit_s=20)
+    await asyncio.sleep(1.2)  # the abandoned call lands
+    assert sender.stats.ambiguous == 1
+    assert lines_posted(standin, chat) == Counter({"slow": 2})
