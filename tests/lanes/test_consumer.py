@@ -9,7 +9,7 @@ import signal
 from collections.abc import Awaitable, Callable
 
 from codemojex import ids
-from codemojex.lanes import ConsumerPool, Job, Retry
+from codemojex.lanes import ConsumerPool, Job, Lanes, Retry
 from tests.lanes.conftest import Env
 
 
@@ -224,7 +224,6 @@ async def test_long_handler_keeps_its_lease(env: Env) -> None:
 async def test_maintenance_reaps_what_a_dead_worker_left(env: Env) -> None:
     """A killed worker's leases expire; the pool serves those jobs again (more than one
     reap batch of them), with the fencing token moved on."""
-    from codemojex.lanes import Lanes
 
     lanes = Lanes(env.client, env.queue, batch=2)
     r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)

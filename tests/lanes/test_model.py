@@ -629,7 +629,7 @@ class LanesMachine(RuleBasedStateMachine):
 
 
 LanesMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("LANES_MODEL_EXAMPLES", "60")),
+    max_examples=int(os.environ.get("LANES_MODEL_EXAMPLES", "45")),
     stateful_step_count=80,
     deadline=None,
     suppress_health_check=list(HealthCheck),
@@ -641,4 +641,4 @@ def test_model_ran_thousands_of_steps() -> None:
     """Runs after the machine (same module, file order): the steps it took, for the report."""
     print(f"model-based test: {STEPS['count']} steps")
     if STEPS["count"]:
-        assert STEPS["count"] >= 20 * int(os.environ.get("LANES_MODEL_EXAMPLES", "60"))
+        assert STEPS["count"] >= 20 * int(os.environ.get("LANES_MODEL_EXAMPLES", "45"))
