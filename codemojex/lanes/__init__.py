@@ -1,6 +1,21 @@
 """Lanes: a fair two-level job queue on Redis (rooms rotate, then players' lanes rotate).
 
-See docs in /work/shared/design/lanes.md (the keyspace and the invariants) and the README.
+The design, the keyspace and the invariants are in docs/design lanes.md; every verb is one
+Lua script in `lua/` (one round trip). Notes for callers:
+
+- `Lanes(client, queue)` needs a `redis.asyncio.Redis` with `decode_responses=False`.
+  Errors: `LaneError` (bad id/number, lane of another room, job id taken by another lane;
+  nothing written), `LaneFull` (a `LaneError`: the lane holds `max_depth` pending jobs).
+  Redis errors (`redis.exceptions.RedisError`) pass through unchanged.
+- `retry()` answers "delayed", "dead" or "stale" (token fenced out, nothing changed).
+  A delayed job is due after `delay_ms` and goes back to its lane when `promote()` runs
+  (the consumer pool runs reap + promote every `maintenance_interval_s`).
+- `snapshot(room=None)` -> {"queue", "paused" (queue pause), "ring" (room ring order),
+  "active", "delayed", "dead" (counts), "rooms": {room: {"paused", "ceiling" (None =
+  unlimited), "in_flight", "ring" (lane ring order), "pending" (total depth),
+  "lanes": {lane: {"depth", "weight", "paused"}}}}}. No payloads.
+- `park(timeout_s)` is a BLPOP: it holds a pooled connection while it blocks, so the
+  client's pool needs room for every parked consumer (redis-py's default is 100).
 """
 
 from codemojex.lanes.consumer import ConsumerPool, Handler, PoolStats
