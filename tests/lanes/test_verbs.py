@@ -626,3 +626,16 @@ async def test_ack_many_frees_permits_once_per_job_and_rings_rooms_in_order(env:
     assert d["wake"] == ["1"] * 4
     assert await env.lanes.ack_many([]) == 0
     assert await env.lanes.check() == []
+
+
+async def test_dedupe_window_ends(env: Env) -> None:
+    short = Lanes(env.client, env.queue, dedupe_window_ms=50)
+    r, ln = room(), lane()
+    first = await short.enqueue(r, ln, b"a", dedupe_key="k")
+    assert await short.enqueue(r, ln, b"a", dedupe_key="k") == first
+    ttl = await env.client.pttl(env.keys.dedupe("k"))
+    assert 0 < ttl <= 50
+    await env.client.delete(env.keys.dedupe("k"))  # what the expiry does when the window ends
+    second = await short.enqueue(r, ln, b"a", dedupe_key="k")
+    assert second != first
+    assert [m for m, _ in (await env.dump())[f"g:{ln}:pending"]] == [first, second]
