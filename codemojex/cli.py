@@ -153,3 +153,7 @@ def lanes_snapshot(
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()
