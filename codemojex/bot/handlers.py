@@ -31,11 +31,14 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Update, CodemojexContext], Coroutine[Any, Any, None]]
 
-# Storage that is down for a moment: the player is asked to retry, nothing was half-written
-# (each use-case is one transaction, each lanes verb one script).
+# Storage that is down or full for a moment: the player is asked to retry, and nothing was
+# half-written (each use-case is one transaction, each lanes verb one script).
 UNAVAILABLE: Final = (
-    redis.exceptions.ConnectionError,
+    redis.exceptions.ConnectionError,  # includes BusyLoadingError (Redis restarting)
     redis.exceptions.TimeoutError,
+    redis.exceptions.OutOfMemoryError,  # maxmemory with noeviction: nothing was written
+    redis.exceptions.ReadOnlyError,  # a failover in progress
+    redis.exceptions.TryAgainError,
     sa_exc.OperationalError,
     sa_exc.InterfaceError,
     ConnectionError,

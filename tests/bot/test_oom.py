@@ -1,0 +1,90 @@
+"""Redis full (maxmemory, noeviction) at the bot: "try again", and nothing queued is lost.
+
+A Redis of its own (no persistence) on a free port: the shared one is never reconfigured."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import pytest_asyncio
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
+
+from codemojex import texts
+from codemojex.jobs import GuessJob
+from tests.bot.conftest import ALICE, BOB, World, bot_world, seed_round, valid_guess
+
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def small_redis() -> Iterator[str]:
+    port = _free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--maxmemory-policy", "noeviction"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(bot_database_url: str, bot_queue: str, small_redis: str) -> AsyncIterator[World]:
+    client = aioredis.Redis.from_url(small_redis)
+    for _ in range(100):
+        with contextlib.suppress(RedisConnectionError, OSError):
+            if await client.ping():
+                break
+        await asyncio.sleep(0.05)
+    async with bot_world(bot_database_url, bot_queue, redis=client) as world:
+        yield world
+
+
+async def test_a_full_redis_refuses_new_guesses_and_keeps_queued_ones(world: World) -> None:
+    chat = world.new_group()
+    _, rnd = await seed_round(world, chat)
+    kept = [world.standin.send_text(chat, ALICE, valid_guess(rnd, i)) for i in range(2)]
+    await world.settle()
+    assert await world.queued() == 2
+
+    # Lower maxmemory under what is used: every write is refused from now on (filling the memory
+    # instead is racy, the usage moves with client buffers).
+    await world.redis.config_set("maxmemory", "100kb")
+    with pytest.raises(OutOfMemoryError):
+        await world.redis.set("probe", b"1")
+    refused = world.standin.send_text(chat, BOB, valid_guess(rnd))
+    await world.settle()
+    assert world.replies_to(chat, refused) == [texts.TRY_AGAIN]
+
+    await world.redis.config_set("maxmemory", "0")
+    assert await world.queued() == 2
+    again = world.standin.send_text(chat, BOB, valid_guess(rnd))
+    await world.settle()
+    assert world.replies_to(chat, again) == []
+    served = []
+    while (job := await world.lanes.claim(10_000)) is not None:
+        served.append(GuessJob.decode(job.payload).message_id)
+        await world.lanes.ack(job)
+    assert sorted(served) == sorted([*kept, again])
+    assert await world.lanes.check() == []
+    assert world.errors == []
