@@ -1,0 +1,64 @@
+"""The cost rule, read off the scripts: nothing on the enqueue/claim/ack path scans a ring.
+
+Every Redis command a hot verb can run (its own file plus every helper of _common.lua it
+reaches) is listed; none may be LPOS, LRANGE, SCAN, KEYS, HGETALL or SMEMBERS, and every
+LREM must be `LREM key -1 x` (it stops at the tail, where the LMOVE just put x).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from codemojex.lanes.scripts import _read
+
+HOT = ["enqueue", "claim", "wclaim", "ack", "ack_many", "retry", "extend", "reap", "promote"]
+SCANNING = {"LPOS", "LRANGE", "SCAN", "KEYS", "HGETALL", "SMEMBERS", "ZRANGE", "HKEYS"}
+CALL = re.compile(r"redis\.call\('([A-Z]+)'([^)]*)\)")
+FUNCTION = re.compile(r"^local function (\w+)\(", re.M)
+
+
+def helpers() -> dict[str, str]:
+    common = _read("_common")
+    starts = [(m.start(), m.group(1)) for m in FUNCTION.finditer(common)]
+    bodies = {}
+    for (start, name), (end, _) in zip(starts, [*starts[1:], (len(common), "")], strict=True):
+        bodies[name] = common[start:end]
+    return bodies
+
+
+def reachable(source: str, bodies: dict[str, str]) -> str:
+    """The text of `source` plus every helper it calls, transitively."""
+    seen: set[str] = set()
+    todo = [source]
+    text = ""
+    while todo:
+        chunk = todo.pop()
+        text += chunk
+        for name, body in bodies.items():
+            if name not in seen and re.search(rf"\b{name}\(", chunk):
+                seen.add(name)
+                todo.append(body)
+    return text
+
+
+@pytest.mark.parametrize("verb", HOT)
+def test_hot_verbs_never_scan(verb: str) -> None:
+    text = reachable(_read(verb), helpers())
+    calls = CALL.findall(text)
+    assert calls, "the pattern must see the script's commands"
+    names = {name for name, _ in calls}
+    assert not names & SCANNING, f"{verb} may scan: {sorted(names & SCANNING)}"
+    for name, args in calls:
+        if name == "LREM":
+            assert args.split(",")[2].strip() == "-1", f"{verb}: LREM{args} may scan"
+
+
+def test_the_helpers_that_scan_are_only_reached_by_admin_verbs() -> None:
+    bodies = helpers()
+    scanning = {n for n, b in bodies.items() if re.search(r"'LREM', \w+, 0", b)}
+    assert scanning == {"room_recheck", "lane_unring"}
+    for verb in HOT:
+        text = reachable(_read(verb), bodies)
+        assert not any(re.search(rf"\b{n}\(", text) for n in scanning), verb
