@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -324,6 +325,7 @@ def _analyse(
         "flood_drain_s": round(hi - lo, 3) if with_flood else None,
         "errors": errors[:5],
         "error_count": len(errors),
+        "load1": round(os.getloadavg()[0], 2),
         "quiet_latencies_ms": [round(x, 2) for x in quiet_lat],
     }
 

@@ -28,6 +28,7 @@ import asyncio
 import json
 import math
 import multiprocessing as mp
+import os
 import resource
 import sys
 import tempfile
@@ -104,6 +105,7 @@ class RunResult:
     client_cpu_us_per_job: float
     server: dict[str, float] = field(default_factory=dict)
     note: str = ""
+    load1: float = 0.0  # the machine's 1-minute load average when the run ended
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,6 +380,7 @@ async def run_python_mode(
         client_cpu_us_per_job=round(sum(o["cpu_s"] for o in outs) * 1e6 / max(done, 1), 1),
         server=server_cost(before, after, background, done).as_dict(),
         note=note,
+        load1=round(os.getloadavg()[0], 2),
     )
 
 
@@ -481,6 +484,7 @@ async def run_groupmq(topology: Topology, rooms: int, jobs: int, bg_seconds: flo
         client_cpu_us_per_job=round(sum(int(o["cpu_us"]) for o in outs) / max(done, 1), 1),
         server=server_cost(before, after, background, done).as_dict(),
         note="Node 20 + ioredis",
+        load1=round(os.getloadavg()[0], 2),
     )
 
 

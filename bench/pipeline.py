@@ -292,6 +292,7 @@ async def run_pipeline(
             "job_record_bytes_per_guess": round(job_bytes / guesses, 1),
             "used_memory_delta_per_guess": round((used1 - used0) / guesses, 1),
         },
+        "load1": round(os.getloadavg()[0], 2),
         "score": [o["score"] for o in outs],
         "pool": [o["pool"] for o in outs],
     }
