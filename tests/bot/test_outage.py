@@ -71,3 +71,26 @@ async def test_guesses_and_commands_ask_to_try_again(world: World, bot_queue: st
         assert [k async for k in real.scan_iter(match=f"*{{{bot_queue}}}*")] == []
     finally:
         await real.aclose()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world_without_postgres(bot_queue: str) -> AsyncIterator[World]:
+    url = f"postgresql+asyncpg://postgres@127.0.0.1:{_closed_port()}/nothing"
+    async with bot_world(url, bot_queue + "p") as world:
+        yield world
+
+
+async def test_database_down_asks_to_try_again(world_without_postgres: World) -> None:
+    world = world_without_postgres
+    chat = world.new_group()
+    asked = [
+        world.standin.send_text(chat, ALICE, "/g 🍎🍌🍇🍒"),
+        world.standin.send_text(chat, ALICE, "/newgame"),
+        world.standin.send_text(chat, ADMIN, "/pause"),
+    ]
+    helped = world.standin.send_text(chat, ALICE, "/help")
+    await world.settle()
+    for mid in asked:
+        assert world.replies_to(chat, mid) == [texts.TRY_AGAIN]
+    assert world.replies_to(chat, helped) == [texts.HELP]
+    assert world.errors == []
