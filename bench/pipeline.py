@@ -203,8 +203,16 @@ async def _count_guesses(conn: Any) -> int:
 
 
 async def run_pipeline(
-    topology: Topology, rooms: int, players: int, guesses: int, ceiling: int, bg: float
+    topology: Topology,
+    rooms: int,
+    players: int,
+    guesses: int,
+    ceiling: int,
+    bg: float,
+    max_s: float = 300.0,
 ) -> dict[str, Any]:
+    """One timed run; it stops at `max_s` even if the backlog is not drained (guesses/s is
+    then recorded / max_s, and `recorded` < `guesses` says so)."""
     import asyncpg
 
     from codemojex.db import upgrade
@@ -247,7 +255,7 @@ async def run_pipeline(
             t_go = time.perf_counter()
             go.set()
             done = 0
-            deadline = t_go + 600
+            deadline = t_go + max_s
             while time.perf_counter() < deadline:
                 done = await _count_guesses(conn)
                 if done >= guesses:
@@ -307,12 +315,14 @@ async def _main(
 ) -> None:  # fmt: skip
     rooms = rooms or (200 if quick else 1000)
     guesses = guesses or (2_000 if quick else 10_000)
-    configs = configs if configs is not None else ("2x8" if quick else "1x8,2x8")
+    configs = configs if configs is not None else "2x8"
     bg = 0.2 if quick else 1.0
     runs = []
     for label in [c.strip() for c in configs.split(",") if c.strip()]:
         topo = Topology.parse(label)
-        runs.append(await run_pipeline(topo, rooms, players, guesses, ceiling, bg))
+        runs.append(
+            await run_pipeline(topo, rooms, players, guesses, ceiling, bg, 40.0 if quick else 300.0)
+        )
     print_table(
         f"end to end: enqueue → wclaim → score → Postgres (+ outbox row) → ack_many, "
         f"{rooms:,} rooms, ceiling {ceiling}",
