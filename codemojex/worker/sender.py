@@ -75,7 +75,8 @@ from codemojex.worker.score import is_transient
 
 log = logging.getLogger(__name__)
 
-# A marker outlives any plausible outage between a post and its mark_sent.
+# A marker outlives any plausible outage between a post and its mark_sent (it is deleted as
+# soon as mark_sent succeeded; only the markers of a crash or an outage wait for this).
 POSTED_TTL_S: Final = 7 * 24 * 3600
 
 _RENEW: Final = """
@@ -341,6 +342,12 @@ class OutboxSender:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 5.0)
 
+    async def _forget_posted(self, ids: Sequence[int]) -> None:
+        """The books say sent now: the markers have done their job (they would otherwise
+        cost Redis memory per row for a week)."""
+        with contextlib.suppress(Exception):
+            await self._redis.delete(*[self._posted_key(i) for i in ids])
+
     async def _recover_posted(self, rows: list[Outbox]) -> list[Outbox]:
         """Rows already posted by a sender that died before mark_sent: mark them, drop them."""
         if not rows:
@@ -355,6 +362,7 @@ class OutboxSender:
                 done.setdefault(int(marker), []).append(row.id)
         for message_id, ids in done.items():
             await self._mark(ids, message_id if message_id > 0 else None)
+            await self._forget_posted(ids)
             self.stats.recovered_rows += len(ids)
         return left
 
@@ -513,6 +521,7 @@ class OutboxSender:
                 await self.pacer.settle(grant)
         if msg.row_ids:
             await self._mark(msg.row_ids, message_id or None)
+            await self._forget_posted(msg.row_ids)
         self.stats.messages += 1
         self.stats.rows_sent += len(msg.row_ids)
         if len(msg.row_ids) > 1:

@@ -291,6 +291,8 @@ async def test_post_recorded_before_a_crash_is_not_posted_again(
         await s.commit()
     assert row is not None and row.sent_message_id == message_id
     assert sender.stats.recovered_rows == 1
+    # Markers live only between a post and its mark_sent.
+    assert [k async for k in redis_r.scan_iter(match=f"cmx:{{{queue_name}}}:send:posted:*")] == []
 
 
 async def test_rows_claimed_by_a_dead_sender_go_out_after_its_lease(
