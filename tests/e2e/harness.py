@@ -359,7 +359,7 @@ def worker_command() -> list[str]:
     entry = Path(sys.executable).parent / "codemojex"
     if entry.exists():
         return [str(entry), "worker"]
-    return [sys.executable, "-c", "from codemojex.cli import main; main()", "worker"]
+    return [sys.executable, "-m", "codemojex.cli", "worker"]
 
 
 class WorkerProcess:

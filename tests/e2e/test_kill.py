@@ -113,13 +113,16 @@ async def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
         )
         second.signal(signal.SIGTERM)
         assert await second.wait() == 0, second.output()
-        # The restarted worker got the dead one's batches again (the leases ran out) and
-        # recognised exactly the guesses already recorded as duplicates.
+        # The restarted worker got the dead one's batches again (the leases ran out), took
+        # the guesses already recorded for duplicates, and recorded exactly the others. (On a
+        # loaded machine a 2 s lease may also run out under the live worker: that batch is
+        # served again and its guesses are duplicates too; its stale ack is refused.)
         (summary,) = re.findall(r"worker stopped: (\{.*\})", second.output())
         counters = ast.literal_eval(summary)
         assert counters["pool_reaped"] >= len(in_hand)
-        assert counters["score_duplicates"] == len(recorded_unacked)
+        assert counters["score_duplicates"] >= len(recorded_unacked)
         assert counters["score_scored"] == total - len(recorded_at_kill)
+        print(f"restarted worker: {counters}")
     finally:
         await first.ensure_gone()
         await second.ensure_gone()
