@@ -270,6 +270,14 @@ class _Params:
             return value.strip().lower() in ("true", "1")
         return bool(value)
 
+    def get_str_list(self, name: str) -> list[str] | None:
+        value = self.get_json(name)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _bad(f"can't parse {name} JSON array of strings")
+        return value
+
     def get_json(self, name: str) -> Any:
         value = self.raw.get(name)
         if isinstance(value, str):
@@ -403,10 +411,7 @@ class StandIn:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        server = site._server
-        assert server is not None
-        sockets = getattr(server, "sockets", None) or []
-        self.port = int(sockets[0].getsockname()[1])
+        self.port = int(self._runner.addresses[0][1])
         self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
         return self.base_url
 
@@ -1215,6 +1220,15 @@ class StandIn:
             log.info("%s -> %s %s", canonical, error.code, error.description)
             self.call_log.append(ApiCall(time.monotonic(), canonical, params.raw, error.code))
             return web.json_response(error.envelope(), status=error.code)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            # Parameters of a shape nobody checked: a stand-in bug, but answered like Telegram's
+            # own internal errors rather than as a dropped connection.
+            log.exception("%s failed on %r", canonical, params.raw)
+            self.call_log.append(ApiCall(time.monotonic(), canonical, params.raw, 500))
+            return web.json_response(
+                {"ok": False, "error_code": 500, "description": "Internal Server Error"},
+                status=500,
+            )
         self.call_log.append(ApiCall(time.monotonic(), canonical, params.raw, 200))
         return web.json_response({"ok": True, "result": result})
 
@@ -1300,6 +1314,17 @@ class StandIn:
         raw_text = params.get_str("text") or ""
         parse_mode = params.get_str("parse_mode") or None
         explicit = params.get_json("entities")
+        if explicit and not (
+            isinstance(explicit, list)
+            and all(
+                isinstance(e, dict)
+                and isinstance(e.get("type"), str)
+                and isinstance(e.get("offset"), int)
+                and isinstance(e.get("length"), int)
+                for e in explicit
+            )
+        ):
+            raise _bad("can't parse entities JSON object")
         try:
             if explicit:
                 text, entities = raw_text.strip(), list(explicit)
@@ -1338,7 +1363,7 @@ class StandIn:
         offset = params.get_int("offset") or 0
         limit = min(max(params.get_int("limit") or 100, 1), 100)
         timeout = max(0.0, params.get_float("timeout") or 0.0)
-        self._state_allowed(params.get_json("allowed_updates"))
+        self._state_allowed(params.get_str_list("allowed_updates"))
         self._poll_generation += 1
         generation = self._poll_generation
         self._wake_pollers()  # a newer poll ends an older one with 409, as on Telegram
@@ -1588,7 +1613,7 @@ class StandIn:
             raise _bad("bad webhook: An HTTPS URL must be provided for webhook")
         if params.get_bool("drop_pending_updates"):
             self._updates.clear()
-        self._state_allowed(params.get_json("allowed_updates"))
+        self._state_allowed(params.get_str_list("allowed_updates"))
         self._webhook_max_connections = params.get_int("max_connections") or 40
         self.webhook_url, self.webhook_secret = url, secret
         self._webhook_last_error = None
