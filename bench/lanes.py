@@ -29,6 +29,7 @@ import json
 import math
 import multiprocessing as mp
 import os
+import queue
 import resource
 import sys
 import tempfile
@@ -306,6 +307,25 @@ async def _make_consumer(spec: ChildSpec, client: aioredis.Redis) -> Any:
     return wclaim_loop
 
 
+async def collect(results: Any, procs: list[Any], timeout_s: float) -> list[dict[str, Any]]:
+    """One result per child process; fails fast when a child dies without one (killed by
+    someone else's cleanup, say) instead of waiting out the timeout."""
+    outs: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    while len(outs) < len(procs):
+        try:
+            outs.append(await asyncio.to_thread(results.get, True, 1.0))
+            continue
+        except queue.Empty:
+            pass
+        dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+        if dead:
+            raise RuntimeError(f"a consumer process died (exit code {dead[0]})")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no result from {len(procs) - len(outs)} consumer process(es)")
+    return outs
+
+
 async def _timed_children(
     client: aioredis.Redis, spec: ChildSpec, topology: Topology, bg_seconds: float
 ) -> tuple[list[dict[str, Any]], float, ServerCounters, ServerCounters, ServerCounters]:
@@ -327,7 +347,7 @@ async def _timed_children(
         before = await server_counters(client)
         t_go = time.time()
         go.set()
-        outs = [await asyncio.to_thread(results.get, True, 600) for _ in procs]
+        outs = await collect(results, procs, 600)
         after = await server_counters(client)
     finally:
         for proc in procs:
@@ -606,9 +626,27 @@ def lanes_available() -> bool:
 async def _run_mode(
     mode: str, topology: Topology, rooms: int, jobs: int, weight: int, bg: float
 ) -> RunResult:
-    if mode == "groupmq":
-        return await run_groupmq(topology, rooms, jobs, bg)
-    return await run_python_mode(mode, topology, rooms, jobs, weight, bg)
+    try:
+        if mode == "groupmq":
+            return await run_groupmq(topology, rooms, jobs, bg)
+        return await run_python_mode(mode, topology, rooms, jobs, weight, bg)
+    except (RuntimeError, TimeoutError, OSError, ValueError) as exc:
+        # One broken run (a killed child, a missing node) must not lose the others' figures.
+        console.print(f"[red]{mode} x {topology.label}, {rooms:,} rooms failed: {exc}[/]")
+        return RunResult(
+            mode=mode,
+            topology=topology.label,
+            consumers=topology.total,
+            rooms=0 if mode == "fifo" else rooms,
+            jobs=0,
+            seconds=math.nan,
+            jobs_per_s=math.nan,
+            jobs_per_claim=math.nan,
+            client_cpu_us_per_job=math.nan,
+            server={},
+            note=f"failed: {exc}",
+            load1=round(os.getloadavg()[0], 2),
+        )
 
 
 def _row(r: RunResult, base: float | None) -> list[object]:
@@ -647,7 +685,7 @@ def _summarise(
     results: list[RunResult], sweep: list[RunResult], memory: list[dict[str, Any]], rooms: int
 ) -> list[dict[str, Any]]:
     """The issue's targets, each with the figures it was judged on."""
-    by = {(r.mode, r.topology, r.rooms): r for r in [*results, *sweep]}
+    by = {(r.mode, r.topology, r.rooms): r for r in [*results, *sweep] if r.jobs}
     checks: list[dict[str, Any]] = []
     topologies = sorted({r.topology for r in results}, key=lambda t: Topology.parse(t).total)
     for topo in topologies:

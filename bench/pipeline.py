@@ -44,7 +44,7 @@ from bench.common import (
     unique_queue,
     write_results,
 )
-from bench.lanes import Topology, _key_bytes, _used_memory
+from bench.lanes import Topology, _key_bytes, _used_memory, collect
 from codemojex import ids
 from codemojex.jobs import GuessJob
 
@@ -266,7 +266,7 @@ async def run_pipeline(
             outbox = int(await conn.fetchval("SELECT count(*) FROM outbox"))
         finally:
             stop.set()
-            outs = [await asyncio.to_thread(results.get, True, 120) for _ in procs]
+            outs = await collect(results, procs, 120)
             for proc in procs:
                 proc.join(10)
                 if proc.is_alive():
