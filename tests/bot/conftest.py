@@ -108,10 +108,11 @@ def bot_queue() -> Iterator[str]:
 
 
 async def _drop_keys(client: aioredis.Redis, queue: str) -> None:
-    for pattern in (f"emq:{{{queue}}}:*", f"cmx:{{{queue}}}:*"):
-        keys = [key async for key in client.scan_iter(match=pattern, count=1000)]
-        if keys:
-            await client.delete(*keys)
+    """The queue's lanes keys (`emq:{q}:*`) and the bot's own (`cmx:{q}:*`), in one SCAN pass
+    with a large COUNT: the shared Redis holds other runs' keys too."""
+    keys = [key async for key in client.scan_iter(match=f"*:{{{queue}}}:*", count=20_000)]
+    if keys:
+        await client.delete(*keys)
 
 
 def bot_settings(standin: StandIn, queue: str, database_url: str, **extra: Any) -> Settings:
