@@ -38,6 +38,17 @@ SCRIPT_COMMANDS = ("evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_r
 console = Console(width=None if sys.stdout.isatty() else 200)
 
 
+def exit_cleanly_on_sigterm() -> None:
+    """SIGTERM raises SystemExit, so a stopped benchmark still runs its `finally` blocks
+    (deleting its keys, stopping its child processes) instead of dying on the spot."""
+    import signal
+
+    def _exit(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+
+
 def redis_url() -> str:
     return os.environ.get("CODEMOJEX_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 

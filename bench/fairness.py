@@ -37,6 +37,7 @@ from bench.common import (
     BENCH_DIR,
     console,
     delete_matching,
+    exit_cleanly_on_sigterm,
     guess_payload,
     jain_index,
     machine,
@@ -429,4 +430,5 @@ def main(
 
 
 if __name__ == "__main__":
+    exit_cleanly_on_sigterm()
     app()

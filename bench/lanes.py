@@ -48,6 +48,7 @@ from bench.common import (
     background_rate,
     console,
     delete_matching,
+    exit_cleanly_on_sigterm,
     guess_payload,
     machine,
     make_client,
@@ -902,4 +903,5 @@ def main(
 
 
 if __name__ == "__main__":
+    exit_cleanly_on_sigterm()
     app()

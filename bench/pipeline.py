@@ -35,6 +35,7 @@ from bench.common import (
     background_rate,
     console,
     delete_matching,
+    exit_cleanly_on_sigterm,
     machine,
     make_client,
     percentile,
@@ -381,4 +382,5 @@ def main(
 
 
 if __name__ == "__main__":
+    exit_cleanly_on_sigterm()
     app()

@@ -33,6 +33,7 @@ from bench.common import (
     SCRIPT_COMMANDS,
     console,
     delete_matching,
+    exit_cleanly_on_sigterm,
     guess_payload,
     machine,
     make_client,
@@ -252,4 +253,5 @@ def main(
 
 
 if __name__ == "__main__":
+    exit_cleanly_on_sigterm()
     app()
