@@ -21,6 +21,7 @@ from telegram import (
     BotCommandScopeDefault,
     Update,
 )
+from telegram.error import Forbidden, RetryAfter
 from telegram.ext import (
     ApplicationBuilder,
     ChatMemberHandler,
@@ -139,6 +140,8 @@ async def on_error(update: object, context: CodemojexContext) -> None:
     log.error(
         "update %s failed: %s", update_id, type(context.error).__name__, exc_info=context.error
     )
+    if isinstance(context.error, RetryAfter | Forbidden):
+        return  # Telegram refuses to take messages from us there now: an apology would fail too
     if isinstance(update, Update) and update.effective_message is not None:
         try:
             await update.effective_message.reply_text(texts.WENT_WRONG)

@@ -1,22 +1,29 @@
-"""Tell a flooding player to slow down once per flood episode: a flag in Redis with a TTL.
+"""Notices a player gets once per episode, not once per message: "slow down" while their lane
+is full, "scoring is paused" while the room is paused. A flag in Redis with a TTL.
 
 The flag lives beside the queue's keys (same hash tag, its own `cmx:` prefix so the lanes
 library never sees it) and its name is built from the player's branded id only: user text
-never reaches a key name. A flood episode is the time the flag lives: the first refused
-guess sets it and gets the notice, later refusals within the TTL stay silent.
+never reaches a key name. An episode is the time the flag lives: the first occurrence sets it
+and gets the notice, later ones within the TTL stay silent.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from redis.asyncio import Redis
 
 from codemojex import ids
 
+Notice = Literal["flood", "paused"]
 
-def flood_key(queue: str, lane: str) -> str:
+
+def flood_key(queue: str, lane: str, notice: Notice = "flood") -> str:
     if not ids.is_valid(lane, ids.PLAYER):
-        raise ValueError("flood flags are keyed by player ids only")
-    return f"cmx:{{{queue}}}:flood:{lane}"
+        raise ValueError("notice flags are keyed by player ids only")
+    if notice not in ("flood", "paused"):
+        raise ValueError(f"unknown notice {notice!r}")
+    return f"cmx:{{{queue}}}:{notice}:{lane}"
 
 
 class FloodNotices:
@@ -25,7 +32,8 @@ class FloodNotices:
         self._queue = queue
         self._ttl_s = ttl_s
 
-    async def first_of_episode(self, lane: str) -> bool:
-        """True for the first refusal of a flood episode: the caller says "slow down"."""
-        created = await self._redis.set(flood_key(self._queue, lane), b"1", nx=True, ex=self._ttl_s)
+    async def first_of_episode(self, lane: str, notice: Notice = "flood") -> bool:
+        """True for the first occurrence in an episode: the caller tells the player."""
+        key = flood_key(self._queue, lane, notice)
+        created = await self._redis.set(key, b"1", nx=True, ex=self._ttl_s)
         return bool(created)

@@ -116,4 +116,8 @@ async def submit_guess(
     except LaneFull:
         first = await services.flood.first_of_episode(player.id)
         return GuessAnswer(Outcome.FLOOD, texts.SLOW_DOWN if first else None)
+    # A paused room keeps guesses; say why no result comes (once per player per episode).
+    paused = await services.redis.sismember(services.lanes.keys.paused, room.id)
+    if paused and await services.flood.first_of_episode(player.id, "paused"):
+        return GuessAnswer(Outcome.ENQUEUED, texts.SCORING_PAUSED_NOTE, job_id)
     return GuessAnswer(Outcome.ENQUEUED, None, job_id)

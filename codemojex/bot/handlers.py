@@ -23,7 +23,7 @@ from codemojex import texts
 from codemojex.bot.admin import is_admin, is_anonymous_admin
 from codemojex.bot.context import CodemojexContext
 from codemojex.bot.guesses import Source, submit_guess
-from codemojex.bot.rooms import display_name, ensure_room
+from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
 from codemojex.scoring import DEFAULT_LENGTH, InvalidSettings, parse_settings
 
@@ -337,7 +337,7 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
             room_id=room.id,
             actor_tg_id=actor,
             action=action,
-            args=args[:AUDIT_ARGS_MAX],
+            args=storable(args[:AUDIT_ARGS_MAX]),
             allowed=allowed,
         )
     if not allowed:

@@ -11,9 +11,15 @@ from codemojex.db import Room, store
 NAME_MAX = 64
 
 
+def storable(text: str) -> str:
+    """User text as Postgres can store it: text columns refuse NUL, and UTF-8 has no lone
+    surrogates (an update's JSON can carry both)."""
+    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+
+
 def display_name(user: User) -> str:
     name = " ".join(user.full_name.split()) or (user.username or "") or f"player {user.id}"
-    return name[:NAME_MAX]
+    return storable(name[:NAME_MAX])
 
 
 async def ensure_room(services: BotServices, session: AsyncSession, chat: Chat) -> Room:
@@ -22,7 +28,7 @@ async def ensure_room(services: BotServices, session: AsyncSession, chat: Chat) 
     room = await store.ensure_room(
         session,
         chat.id,
-        (chat.title or "")[:255],
+        storable((chat.title or "")[:255]),
         default_ceiling=services.settings.default_ceiling,
         round_timeout_s=services.settings.round_timeout_s,
     )

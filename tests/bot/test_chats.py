@@ -142,3 +142,13 @@ async def test_an_unexpected_failure_is_apologised_for_and_logged_without_text(
     assert any(r.getMessage().startswith("update ") for r in caplog.records)
     assert "private-words" not in caplog.text
     assert await world.audits("limit") == 0
+
+
+async def test_no_apology_when_telegram_says_retry_after(world: World) -> None:
+    chat = world.new_group()
+    world.standin.inject_429(1, retry_after=1, methods=["getChatAdministrators"])
+    asked = world.standin.send_text(chat, BOB, "/pause")
+    await world.settle()
+    assert world.replies_to(chat, asked) == []
+    assert [type(e).__name__ for e in world.errors] == ["RetryAfter"]
+    world.errors.clear()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from codemojex import texts
 from codemojex.jobs import GuessJob
 from codemojex.scoring import EMOJI_POOL
-from tests.bot.conftest import ALICE, BOB, E2E, MAX_DEPTH, World, start_round, valid_guess
+from tests.bot.conftest import ADMIN, ALICE, BOB, E2E, MAX_DEPTH, World, start_round, valid_guess
 
 pytestmark = E2E
 
@@ -165,3 +165,21 @@ async def test_a_players_guesses_enter_the_lane_in_the_order_typed(world: World)
             served.append(payload.message_id)
         await world.lanes.ack(job)
     assert served == typed
+
+
+async def test_guesses_in_a_paused_room_are_kept_with_one_note_per_player(world: World) -> None:
+    chat = world.new_group()
+    rnd = await start_round(world, chat)
+    world.standin.send_text(chat, ADMIN, "/pause")
+    await world.settle()
+    alice = [world.standin.send_text(chat, ALICE, valid_guess(rnd, i)) for i in range(3)]
+    bob = world.standin.send_text(chat, BOB, valid_guess(rnd))
+    await world.settle()
+    assert await world.queued() == 4
+    assert [t for mid in alice for t in world.replies_to(chat, mid)] == [texts.SCORING_PAUSED_NOTE]
+    assert world.replies_to(chat, bob) == [texts.SCORING_PAUSED_NOTE]
+    world.standin.send_text(chat, ADMIN, "/resume")
+    await world.settle()
+    after = world.standin.send_text(chat, BOB, valid_guess(rnd, 1))
+    await world.settle()
+    assert world.replies_to(chat, after) == []
