@@ -25,7 +25,10 @@ async def dump(client: aioredis.Redis, queue: str) -> dict[str, Any]:
         if kind == "none":  # deleted since the SCAN (a pool may be running)
             continue
         if kind == "string":
-            value = (await c.get(raw)).decode()
+            value = await c.get(raw)
+            if value is None:  # expired since the TYPE (a dedupe window)
+                continue
+            value = value.decode()
         elif kind == "hash":
             value = {k.decode(): v.decode() for k, v in (await c.hgetall(raw)).items()}
         elif kind == "list":
