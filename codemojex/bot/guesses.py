@@ -38,6 +38,12 @@ log = logging.getLogger(__name__)
 # Fewer emojis than the shortest code in a plain message is a reaction, not a guess.
 MIN_PLAIN_EMOJIS = MIN_LENGTH
 
+# Every lease a guess loses spends an attempt: a worker killed or starved past its lease, a
+# Redis restart outlasting the lease, not only a failing handler. Recording a guess is
+# idempotent, so more attempts cost nothing, while a dead-lettered guess is a lost guess
+# (the soak at lease 2 s, with workers SIGKILLed every few seconds, spent 5 on a few).
+GUESS_MAX_ATTEMPTS = 25
+
 
 class Source(Enum):
     COMMAND = "command"  # /g <emojis>
@@ -110,6 +116,7 @@ async def submit_guess(
             room.id,
             player.id,
             job.encode(),
+            max_attempts=GUESS_MAX_ATTEMPTS,
             max_depth=services.max_depth,
             dedupe_key=f"{chat.id}:{message.message_id}",
         )
