@@ -163,9 +163,9 @@ def markdown_lanes(data: dict[str, Any]) -> str:
     fifo = {r["topology"]: r["jobs_per_s"] for r in data["runs"] if r["mode"] == "fifo"}
     head = (
         "| queue | consumers | rooms | jobs/s | x FIFO | jobs/claim | Redis script µs/job "
-        "| Redis CPU µs/job | client CPU µs/job |"
+        "(raw) | Redis CPU µs/job | client CPU µs/job | load |"
     )
-    sep = "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+    sep = "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 
     def row(r: dict[str, Any]) -> str:
         base = fifo.get(r["topology"])
@@ -173,8 +173,10 @@ def markdown_lanes(data: dict[str, Any]) -> str:
         return (
             f"| {r['mode']} | {r['topology']} | {_num(r['rooms']) if r['rooms'] else '-'} "
             f"| {_num(r['jobs_per_s'])} | {_num(ratio, 2)} | {_num(r['jobs_per_claim'], 1)} "
-            f"| {_num(r['server']['script_us_per_job'], 1)} "
-            f"| {_num(r['server']['cpu_us_per_job'], 1)} | {_num(r['client_cpu_us_per_job'])} |"
+            f"| {_num(r['server'].get('script_us_per_job'), 1)} "
+            f"({_num(r['server'].get('script_us_per_job_raw'), 1)}) "
+            f"| {_num(r['server'].get('cpu_us_per_job'), 1)} | {_num(r['client_cpu_us_per_job'])} "
+            f"| {_num(r.get('load1'), 1)} |"
         )
 
     lines += ["#### Throughput at equal concurrency", "", head, sep]
