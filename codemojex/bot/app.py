@@ -40,6 +40,7 @@ from codemojex.bot.flood import FloodNotices
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.lanes import Lanes
 from codemojex.settings import Settings
+from codemojex.worker.pacing import Pacer
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ def make_services(
         redis=redis,
         admins=overrides.pop("admins", None) or AdminCache(settings.admin_cache_ttl_s),
         flood=overrides.pop("flood", None) or FloodNotices(redis, lanes.queue),
+        pacer=overrides.pop("pacer", None) or Pacer(redis, lanes.queue),
         **overrides,
     )
 
@@ -77,7 +79,8 @@ def build_application(
 ) -> CodemojexApp:
     """The bot, ready for `run_polling`/`run_webhook` or `running`.
 
-    `overrides` are BotServices fields (rng, max_depth, admins, flood) for tests and the demo.
+    `overrides` are BotServices fields (rng, max_depth, admins, flood, pacer, reply_wait_s) for
+    tests and the demo. The pacer's namespace is the queue name, as for the worker's sender.
     """
     if settings.token is None:
         raise ValueError("the bot needs a token (CODEMOJEX_TOKEN)")

@@ -21,6 +21,7 @@ from codemojex.bot.admin import AdminCache
 from codemojex.bot.flood import FloodNotices
 from codemojex.lanes import Lanes
 from codemojex.settings import Settings
+from codemojex.worker.pacing import Pacer
 
 
 @dataclass
@@ -31,10 +32,14 @@ class BotServices:
     redis: Redis
     admins: AdminCache
     flood: FloodNotices
+    # Posting pace shared with the worker's outbox sender (see replies.answer).
+    pacer: Pacer
     # Secrets of new rounds are drawn from this; tests may seed their own.
     rng: random.Random = field(default_factory=random.SystemRandom)
     # Most guesses a player may have waiting in their lane; more is a flood.
     max_depth: int = 20
+    # How long an answer may wait for a posting slot before it is dropped (replies.answer).
+    reply_wait_s: float = 2.0
     # Rooms whose ceiling this process has put into the lanes (see rooms.ensure_room).
     ceilings_applied: set[str] = field(default_factory=set)
 

@@ -23,6 +23,7 @@ from codemojex import texts
 from codemojex.bot.admin import is_admin, is_anonymous_admin
 from codemojex.bot.context import CodemojexContext
 from codemojex.bot.guesses import Source, submit_guess
+from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
 from codemojex.scoring import DEFAULT_LENGTH, InvalidSettings, parse_settings
@@ -59,7 +60,7 @@ def guarded(handler: Handler) -> Handler:
         except UNAVAILABLE as exc:
             log.warning("update %s: storage unavailable (%s)", update.update_id, type(exc).__name__)
             if update.message is not None:
-                await update.message.reply_text(texts.TRY_AGAIN)
+                await update.message.reply_text(texts.TRY_AGAIN)  # no pacing: Redis may be down
 
     return wrapper
 
@@ -113,7 +114,7 @@ def parse_bounded_int(text: str, low: int, high: int, what: str) -> int | str:
 async def cmd_help(update: Update, context: CodemojexContext) -> None:
     who = sender_of(update)
     if who is not None:
-        await who.message.reply_text(texts.HELP)
+        await answer(context.services, who.message, texts.HELP)
 
 
 @guarded
@@ -132,26 +133,26 @@ async def cmd_rules(update: Update, context: CodemojexContext) -> None:
         length, palette, timeout_s = room.length, room.palette, room.round_timeout_s
         if round_ is not None:
             length, palette = round_.length, round_.palette
-    await who.message.reply_text(texts.rules_text(length, palette, timeout_s))
+    await answer(context.services, who.message, texts.rules_text(length, palette, timeout_s))
 
 
-async def _group_player(update: Update) -> Sender | None:
+async def _group_player(update: Update, context: CodemojexContext) -> Sender | None:
     """The sender of a group-only player command; answers private chats and anonymous admins."""
     who = sender_of(update)
     if who is None:
         return None
     if not who.in_group:
-        await who.message.reply_text(texts.GROUP_ONLY)
+        await answer(context.services, who.message, texts.GROUP_ONLY)
         return None
     if who.user is None:
-        await who.message.reply_text(texts.ANONYMOUS_PLAYER)
+        await answer(context.services, who.message, texts.ANONYMOUS_PLAYER)
         return None
     return who
 
 
 @guarded
 async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
-    who = await _group_player(update)
+    who = await _group_player(update, context)
     if who is None:
         return
     services = context.services
@@ -162,19 +163,19 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
             # paced with every other game post of the chat.
             await store.start_round(session, room.id, services.rng)
         except store.RoundAlreadyOpen:
-            await who.message.reply_text(texts.ROUND_RUNNING)
+            await answer(context.services, who.message, texts.ROUND_RUNNING)
 
 
 @guarded
 async def cmd_guess(update: Update, context: CodemojexContext) -> None:
-    who = await _group_player(update)
+    who = await _group_player(update, context)
     if who is None or who.user is None:
         return
-    answer = await submit_guess(
+    outcome = await submit_guess(
         context.services, who.message, who.user, command_text(who.message), Source.COMMAND
     )
-    if answer.reply:
-        await who.message.reply_text(answer.reply)
+    if outcome.reply:
+        await answer(context.services, who.message, outcome.reply)
 
 
 @guarded
@@ -191,40 +192,40 @@ async def on_group_text(update: Update, context: CodemojexContext) -> None:
         and replied.from_user.id == context.bot.id
     )
     source = Source.REPLY if to_bot else Source.PLAIN
-    answer = await submit_guess(context.services, message, who.user, message.text or "", source)
-    if answer.reply:
-        await message.reply_text(answer.reply)
+    outcome = await submit_guess(context.services, message, who.user, message.text or "", source)
+    if outcome.reply:
+        await answer(context.services, message, outcome.reply)
 
 
 @guarded
 async def on_private_text(update: Update, context: CodemojexContext) -> None:
     who = sender_of(update)
     if who is not None and not who.in_group and who.chat.type == ChatType.PRIVATE:
-        await who.message.reply_text(texts.PRIVATE_HINT)
+        await answer(context.services, who.message, texts.PRIVATE_HINT)
 
 
 @guarded
 async def cmd_stats(update: Update, context: CodemojexContext) -> None:
-    who = await _group_player(update)
+    who = await _group_player(update, context)
     if who is None or who.user is None:
         return
     services = context.services
     async with services.sessionmaker() as session:
         room = await ensure_room(services, session, who.chat)
         stats = await store.player_stats(session, room.id, who.user.id)
-    await who.message.reply_text(_format_stats(stats, display_name(who.user)))
+    await answer(context.services, who.message, _format_stats(stats, display_name(who.user)))
 
 
 @guarded
 async def cmd_top(update: Update, context: CodemojexContext) -> None:
-    who = await _group_player(update)
+    who = await _group_player(update, context)
     if who is None:
         return
     services = context.services
     async with services.sessionmaker() as session:
         room = await ensure_room(services, session, who.chat)
         rows = await store.leaderboard(session, room.id, limit=10)
-    await who.message.reply_text(_format_top(rows))
+    await answer(context.services, who.message, _format_top(rows))
 
 
 @guarded
@@ -233,11 +234,11 @@ async def cmd_me(update: Update, context: CodemojexContext) -> None:
     if who is None:
         return
     if who.user is None:
-        await who.message.reply_text(texts.ANONYMOUS_PLAYER)
+        await answer(context.services, who.message, texts.ANONYMOUS_PLAYER)
         return
     async with context.services.sessionmaker() as session:
         stats = await store.global_stats(session, who.user.id)
-    await who.message.reply_text(_format_global(stats, display_name(who.user)))
+    await answer(context.services, who.message, _format_global(stats, display_name(who.user)))
 
 
 @guarded
@@ -251,7 +252,7 @@ async def cmd_unknown(update: Update, context: CodemojexContext) -> None:
     word = text.split(maxsplit=1)[0] if text.strip() else ""
     _, _, addressed = word.partition("@")
     if not who.in_group or (addressed and addressed.lower() == context.bot.username.lower()):
-        await who.message.reply_text(texts.UNKNOWN_COMMAND)
+        await answer(context.services, who.message, texts.UNKNOWN_COMMAND)
 
 
 # Formatting ------------------------------------------------------------------------------
@@ -322,7 +323,7 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
     if who is None:
         return None
     if not who.in_group:
-        await who.message.reply_text(texts.GROUP_ONLY)
+        await answer(context.services, who.message, texts.GROUP_ONLY)
         return None
     services = context.services
     allowed = await is_admin(
@@ -341,7 +342,7 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
             allowed=allowed,
         )
     if not allowed:
-        await who.message.reply_text(texts.NOT_ADMIN)
+        await answer(context.services, who.message, texts.NOT_ADMIN)
         return None
     return AdminCall(who, room, actor, args)
 
@@ -365,20 +366,20 @@ def admin_command(
 @admin_command("pause")
 async def cmd_pause(call: AdminCall, context: CodemojexContext) -> None:
     await context.services.lanes.pause(call.room.id)
-    await call.who.message.reply_text(texts.PAUSED)
+    await answer(context.services, call.who.message, texts.PAUSED)
 
 
 @admin_command("resume")
 async def cmd_resume(call: AdminCall, context: CodemojexContext) -> None:
     await context.services.lanes.resume(call.room.id)
-    await call.who.message.reply_text(texts.RESUMED)
+    await answer(context.services, call.who.message, texts.RESUMED)
 
 
 @admin_command("limit")
 async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
     parsed = parse_bounded_int(call.args, *LIMIT_RANGE, "/limit")
     if isinstance(parsed, str):
-        await call.who.message.reply_text(parsed)
+        await answer(context.services, call.who.message, parsed)
         return
     services = context.services
     # The room row is the record (re-applied to the lanes on the next first sight), so it is
@@ -388,7 +389,7 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
     services.ceilings_applied.discard(call.room.id)
     await services.lanes.limit(call.room.id, parsed)
     services.ceilings_applied.add(call.room.id)
-    await call.who.message.reply_text(texts.limit_set(parsed))
+    await answer(context.services, call.who.message, texts.limit_set(parsed))
 
 
 async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
@@ -396,7 +397,7 @@ async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
     replied = call.who.message.reply_to_message
     user = replied.from_user if replied is not None else None
     if replied is None or user is None or user.is_bot or replied.sender_chat is not None:
-        await call.who.message.reply_text(texts.REPLY_TO_PLAYER)
+        await answer(context.services, call.who.message, texts.REPLY_TO_PLAYER)
         return None
     return user
 
@@ -405,7 +406,7 @@ async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
 async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
     parsed = parse_bounded_int(call.args, *WEIGHT_RANGE, "/weight")
     if isinstance(parsed, str):
-        await call.who.message.reply_text(parsed)
+        await answer(context.services, call.who.message, parsed)
         return
     user = await _target(call, context)
     if user is None:
@@ -414,7 +415,7 @@ async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
     async with services.sessionmaker() as session:
         player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
     await services.lanes.weight(player.id, parsed)
-    await call.who.message.reply_text(texts.weight_set(display_name(user), parsed))
+    await answer(context.services, call.who.message, texts.weight_set(display_name(user), parsed))
 
 
 @admin_command("ban")
@@ -428,7 +429,9 @@ async def cmd_ban(call: AdminCall, context: CodemojexContext) -> None:
         # The ban is recorded first: a guess racing the purge is then refused by the bot.
         await store.ban(session, call.room.id, player.id, call.actor_tg_id)
     dropped = await services.lanes.purge(player.id)
-    await call.who.message.reply_text(texts.player_banned(display_name(user), dropped))
+    await answer(
+        context.services, call.who.message, texts.player_banned(display_name(user), dropped)
+    )
 
 
 @admin_command("unban")
@@ -440,7 +443,7 @@ async def cmd_unban(call: AdminCall, context: CodemojexContext) -> None:
     async with services.sessionmaker() as session:
         player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
         await store.unban(session, call.room.id, player.id, call.actor_tg_id)
-    await call.who.message.reply_text(texts.player_unbanned(display_name(user)))
+    await answer(context.services, call.who.message, texts.player_unbanned(display_name(user)))
 
 
 @admin_command("endround")
@@ -448,7 +451,7 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
     async with context.services.sessionmaker() as session:
         round_ = await store.open_round(session, call.room.id)
         if round_ is None:
-            await call.who.message.reply_text(texts.NO_ROUND)
+            await answer(context.services, call.who.message, texts.NO_ROUND)
             return
         # The reveal goes through the outbox, like every game post.
         await store.close_round(session, round_.id, "endround")
@@ -459,7 +462,7 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
     try:
         wanted = parse_settings(call.args)
     except InvalidSettings as exc:
-        await call.who.message.reply_text(str(exc))
+        await answer(context.services, call.who.message, str(exc))
         return
     async with context.services.sessionmaker() as session:
         room = await store.update_room_settings(
@@ -468,7 +471,9 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
             length=wanted.length,
             palette="".join(wanted.palette) if wanted.palette is not None else None,
         )
-    await call.who.message.reply_text(texts.settings_changed(room.length, room.palette))
+    await answer(
+        context.services, call.who.message, texts.settings_changed(room.length, room.palette)
+    )
 
 
 @admin_command("queue")
@@ -484,7 +489,7 @@ async def cmd_queue(call: AdminCall, context: CodemojexContext) -> None:
                 player = await store.get_player(session, lane)
                 if player is not None:
                     names[lane] = player.display_name
-    await call.who.message.reply_text(format_queue(room_view, names))
+    await answer(context.services, call.who.message, format_queue(room_view, names))
 
 
 ADMIN_COMMANDS: Final[dict[str, Handler]] = {

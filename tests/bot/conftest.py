@@ -32,11 +32,19 @@ from codemojex.db import AuditLog, Base, Room, Round, make_engine, make_sessionm
 from codemojex.lanes import Lanes
 from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
+from codemojex.worker.pacing import PacePolicy, Pacer, Window
 from tests.conftest import REDIS_URL
 
 ALICE, BOB, CAROL, DAVE, OPERATOR, BARRIER = 1001, 1002, 1003, 1004, 1009, 1999
 ADMIN = CAROL  # the owner of every test group
 MAX_DEPTH = 5
+
+UNPACED = PacePolicy(
+    chat=(Window(100_000, 1000),),
+    group=(Window(100_000, 1000),),
+    bot=(Window(100_000, 1000),),
+    margin_ms=0,
+)
 
 E2E = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures("clean_slate")]
 
@@ -166,6 +174,8 @@ async def bot_world(
         redis=redis,
         rng=random.Random(7),
         max_depth=MAX_DEPTH,
+        # The shared pacer, with limits no test reaches (test_pacing uses Telegram's).
+        pacer=Pacer(redis, queue, UNPACED),
     )
     world = World(standin, app, lanes, redis, engine, sessionmaker, settings)
 
