@@ -50,6 +50,24 @@ WEIGHT_RANGE: Final = (1, 100)
 AUDIT_ARGS_MAX: Final = 200
 
 
+def unavailable(exc: BaseException) -> bool:
+    """A storage outage: one of UNAVAILABLE, or the database server ending the connection
+    in the middle of a query (a restart, `pg_ctl stop -m fast`), which SQLAlchemy reports as
+    a plain DBAPIError with the connection invalidated."""
+    if isinstance(exc, UNAVAILABLE):
+        return True
+    if not isinstance(exc, sa_exc.DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    cause: BaseException | None = exc.orig
+    while cause is not None:
+        if isinstance(cause, OSError) or type(cause).__name__ == "ConnectionDoesNotExistError":
+            return True
+        cause = cause.__cause__
+    return False
+
+
 def guarded(handler: Handler) -> Handler:
     """Storage outages become "try again in a moment" instead of an error report."""
 
@@ -57,7 +75,9 @@ def guarded(handler: Handler) -> Handler:
     async def wrapper(update: Update, context: CodemojexContext) -> None:
         try:
             await handler(update, context)
-        except UNAVAILABLE as exc:
+        except Exception as exc:
+            if not unavailable(exc):
+                raise
             log.warning("update %s: storage unavailable (%s)", update.update_id, type(exc).__name__)
             if update.message is not None:
                 await update.message.reply_text(texts.TRY_AGAIN)  # no pacing: Redis may be down
