@@ -37,3 +37,7 @@ class FloodNotices:
         key = flood_key(self._queue, lane, notice)
         created = await self._redis.set(key, b"1", nx=True, ex=self._ttl_s)
         return bool(created)
+
+    async def forget(self, lane: str, notice: Notice = "flood") -> None:
+        """The notice could not be delivered: let the next occasion try again."""
+        await self._redis.delete(flood_key(self._queue, lane, notice))

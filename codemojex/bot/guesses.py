@@ -26,6 +26,8 @@ from telegram import Message, User
 
 from codemojex import texts
 from codemojex.bot.context import BotServices
+from codemojex.bot.flood import Notice
+from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, ensure_room
 from codemojex.db import store
 from codemojex.jobs import GuessJob
@@ -65,6 +67,8 @@ class GuessAnswer:
     outcome: Outcome
     reply: str | None = None  # what to tell the player, None = say nothing
     job_id: str | None = None
+    notice: Notice | None = None  # the reply is this once-per-episode notice of `lane`
+    lane: str | None = None
 
 
 def looks_like_guess(text: str) -> bool:
@@ -122,9 +126,23 @@ async def submit_guess(
         )
     except LaneFull:
         first = await services.flood.first_of_episode(player.id)
-        return GuessAnswer(Outcome.FLOOD, texts.SLOW_DOWN if first else None)
+        if not first:
+            return GuessAnswer(Outcome.FLOOD)
+        return GuessAnswer(Outcome.FLOOD, texts.SLOW_DOWN, notice="flood", lane=player.id)
     # A paused room keeps guesses; say why no result comes (once per player per episode).
     paused = await services.redis.sismember(services.lanes.keys.paused, room.id)
     if paused and await services.flood.first_of_episode(player.id, "paused"):
-        return GuessAnswer(Outcome.ENQUEUED, texts.SCORING_PAUSED_NOTE, job_id)
+        return GuessAnswer(
+            Outcome.ENQUEUED, texts.SCORING_PAUSED_NOTE, job_id, notice="paused", lane=player.id
+        )
     return GuessAnswer(Outcome.ENQUEUED, None, job_id)
+
+
+async def tell(services: BotServices, message: Message, outcome: GuessAnswer) -> None:
+    """Send the outcome's reply. A once-per-episode notice that could not be sent (the chat was
+    at its pace) is not spent: the next occasion in the episode tries again."""
+    if outcome.reply is None:
+        return
+    sent = await answer(services, message, outcome.reply)
+    if sent is None and outcome.notice is not None and outcome.lane is not None:
+        await services.flood.forget(outcome.lane, outcome.notice)

@@ -22,7 +22,7 @@ from telegram.constants import ChatType
 from codemojex import texts
 from codemojex.bot.admin import is_admin, is_anonymous_admin
 from codemojex.bot.context import CodemojexContext
-from codemojex.bot.guesses import Source, submit_guess
+from codemojex.bot.guesses import Source, submit_guess, tell
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
@@ -194,8 +194,7 @@ async def cmd_guess(update: Update, context: CodemojexContext) -> None:
     outcome = await submit_guess(
         context.services, who.message, who.user, command_text(who.message), Source.COMMAND
     )
-    if outcome.reply:
-        await answer(context.services, who.message, outcome.reply)
+    await tell(context.services, who.message, outcome)
 
 
 @guarded
@@ -213,8 +212,7 @@ async def on_group_text(update: Update, context: CodemojexContext) -> None:
     )
     source = Source.REPLY if to_bot else Source.PLAIN
     outcome = await submit_guess(context.services, message, who.user, message.text or "", source)
-    if outcome.reply:
-        await answer(context.services, message, outcome.reply)
+    await tell(context.services, message, outcome)
 
 
 @guarded

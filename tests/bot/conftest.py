@@ -35,7 +35,9 @@ from codemojex.standin import SentMessage, StandIn
 from codemojex.worker.pacing import PacePolicy, Pacer, Window
 from tests.conftest import REDIS_URL
 
-ALICE, BOB, CAROL, DAVE, OPERATOR, BARRIER = 1001, 1002, 1003, 1004, 1009, 1999
+ALICE, BOB, CAROL, DAVE, OPERATOR = 1001, 1002, 1003, 1004, 1009
+# Barrier users take turns, so that barriers never wait for a private chat's posting pace.
+BARRIERS = range(1900, 2000)
 ADMIN = CAROL  # the owner of every test group
 MAX_DEPTH = 5
 
@@ -76,11 +78,13 @@ class World:
         Updates are fetched and dispatched in order: once the bot answered a /help sent after
         them, every earlier one has been dispatched, and once the processor is idle, handled."""
         self._barriers += 1
-        self.standin.send_private(BARRIER, "/help")
-        await self.standin.wait_for_sent_count(self._barriers, chat_id=BARRIER, timeout=10)
+        barrier = BARRIERS[self._barriers % len(BARRIERS)]
+        before = len(self.said(barrier))
+        self.standin.send_private(barrier, "/help")
+        await self.standin.wait_for_sent_count(before + 1, chat_id=barrier, timeout=30)
         processor = self.app.update_processor
         assert isinstance(processor, PerSenderUpdateProcessor)
-        await asyncio.wait_for(processor.wait_idle(), 10)
+        await asyncio.wait_for(processor.wait_idle(), 30)
 
     def said(self, chat_id: int) -> list[SentMessage]:
         return self.standin.sent_messages(chat_id)
@@ -144,9 +148,10 @@ def populate(standin: StandIn) -> None:
         (CAROL, "Carol"),
         (DAVE, "Dave"),
         (OPERATOR, "Olga"),
-        (BARRIER, "Barrier"),
     ):
         standin.add_user(user_id, name)
+    for user_id in BARRIERS:
+        standin.add_user(user_id, "Barrier")
 
 
 @asynccontextmanager
