@@ -8,15 +8,17 @@ FLUSHALL: each run uses a queue name of its own and deletes exactly its own keys
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
 import platform
+import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -270,3 +272,40 @@ def fmt(value: object) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+@contextlib.contextmanager
+def private_redis() -> Iterator[str]:
+    """A throwaway redis-server on a free port; its URL. Stopped (by its pid) on exit."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(100):
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
+                break
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextlib.contextmanager
+def maybe_private_redis(private: bool) -> Iterator[None]:
+    """With `private`, point every client of this benchmark (child processes and Node
+    included, through CODEMOJEX_BENCH_REDIS_URL) at a throwaway redis-server."""
+    if not private:
+        yield
+        return
+    with private_redis() as url:
+        os.environ["CODEMOJEX_BENCH_REDIS_URL"] = url
+        try:
+            yield
+        finally:
+            os.environ.pop("CODEMOJEX_BENCH_REDIS_URL", None)

@@ -42,8 +42,10 @@ from bench.common import (
     jain_index,
     machine,
     make_client,
+    maybe_private_redis,
     percentile,
     print_table,
+    redis_url,
     unique_queue,
     write_results,
 )
@@ -390,6 +392,7 @@ async def _main(p: Params, queues: list[str], out: str) -> None:
             "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "machine": machine(),
             "params": p.__dict__,
+            "redis": redis_url(),
             "runs": runs,
         },
     )
@@ -411,6 +414,9 @@ def main(
         QUEUES
     ),
     out: Annotated[str | None, typer.Option(help="bench/results/NAME.json")] = None,
+    private: Annotated[
+        bool, typer.Option(help="a throwaway redis-server instead of the shared one")
+    ] = False,
 ) -> None:
     p = Params(
         quiet_rooms=quiet_rooms,
@@ -426,7 +432,8 @@ def main(
         max_s=max_s if max_s is not None else (12.0 if quick else 90.0),
     )
     wanted = [k.strip() for k in queues.split(",") if k.strip()]
-    asyncio.run(_main(p, wanted, out or ("fairness-quick" if quick else "fairness")))
+    with maybe_private_redis(private):
+        asyncio.run(_main(p, wanted, out or ("fairness-quick" if quick else "fairness")))
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ from bench.common import (
     guess_payload,
     machine,
     make_client,
+    maybe_private_redis,
     print_table,
     redis_url,
     server_cost,
@@ -703,8 +704,11 @@ def _summarise(
             ratio = wclaim.jobs_per_s / fifo.jobs_per_s
             checks.append(_check(f"wclaim(8)+ack_many >= 4x FIFO ({topo})", ratio, ratio >= 4))
         if wclaim:
-            us = wclaim.server["script_us_per_job"]
-            checks.append(_check(f"Redis script time <= 25 µs/job, wclaim ({topo})", us, us <= 25))
+            # The raw figure includes other clients' scripts in the window: an upper bound.
+            us = wclaim.server["script_us_per_job_raw"]
+            checks.append(
+                _check(f"Redis script time <= 25 µs/job, wclaim, raw ({topo})", us, us <= 25)
+            )
         if gmq and wclaim:
             ratio = wclaim.jobs_per_s / gmq.jobs_per_s
             checks.append(_check(f"wclaim faster than GroupMQ ({topo})", ratio, ratio > 1))
@@ -885,6 +889,7 @@ async def _main(
                 "weight": weight,
                 "lease_ms": LEASE_MS,
                 "background_sample_s": bg,
+                "redis": redis_url(),
             },
             "runs": [asdict(r) for r in results],
             "all_rounds": [asdict(r) for r in every],
@@ -914,23 +919,19 @@ def main(
         str | None, typer.Option(help="results file name (bench/results/NAME.json)")
     ] = None,
     repeat: Annotated[int, typer.Option(help="rounds per row; the median is shown")] = 1,
+    private: Annotated[
+        bool, typer.Option(help="a throwaway redis-server instead of the shared one")
+    ] = False,
 ) -> None:
-    asyncio.run(
-        _main(
-            quick,
-            jobs,
-            configs,
-            rooms,
-            sweep_rooms,
-            sweep_configs,
-            modes,
-            weight,
-            memory,
-            bg_seconds,
-            out,
-            repeat,
-        )
-    )
+    with maybe_private_redis(private):
+        _run_main(
+            quick, jobs, configs, rooms, sweep_rooms, sweep_configs, modes, weight, memory,
+            bg_seconds, out, repeat,
+        )  # fmt: skip
+
+
+def _run_main(*args: Any) -> None:
+    asyncio.run(_main(*args))
 
 
 if __name__ == "__main__":

@@ -16,13 +16,10 @@ Run: ``.venv/bin/python -m bench.verbs --quick`` or without ``--quick`` (about a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -38,6 +35,7 @@ from bench.common import (
     machine,
     make_client,
     print_table,
+    private_redis,
     unique_queue,
     write_results,
 )
@@ -171,28 +169,6 @@ async def measure(n: int, rooms: int, weight: int) -> list[dict[str, Any]]:
             await delete_matching(client, f"emq:{{{q}}}:*")
         await client.aclose()
     return rows
-
-
-@contextlib.contextmanager
-def private_redis() -> Iterator[str]:
-    """A throwaway redis-server on a free port; its URL. Stopped (by its pid) on exit."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(100):
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
-                break
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 app = typer.Typer(add_completion=False, help=__doc__)
