@@ -38,6 +38,7 @@ from codemojex.bot.admin import AdminCache
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
 from codemojex.bot.flood import FloodNotices
 from codemojex.bot.processor import PerSenderUpdateProcessor
+from codemojex.bot.replies import ANSWER_POLICY
 from codemojex.lanes import Lanes
 from codemojex.settings import Settings
 from codemojex.worker.pacing import Pacer
@@ -64,7 +65,7 @@ def make_services(
         redis=redis,
         admins=overrides.pop("admins", None) or AdminCache(settings.admin_cache_ttl_s),
         flood=overrides.pop("flood", None) or FloodNotices(redis, lanes.queue),
-        pacer=overrides.pop("pacer", None) or Pacer(redis, lanes.queue),
+        pacer=overrides.pop("pacer", None) or Pacer(redis, lanes.queue, ANSWER_POLICY),
         **overrides,
     )
 

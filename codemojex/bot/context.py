@@ -39,7 +39,7 @@ class BotServices:
     # Most guesses a player may have waiting in their lane; more is a flood.
     max_depth: int = 20
     # How long an answer may wait for a posting slot before it is dropped (replies.answer).
-    reply_wait_s: float = 2.0
+    reply_wait_s: float = 3.0
     # Rooms whose ceiling this process has put into the lanes (see rooms.ensure_room).
     ceilings_applied: set[str] = field(default_factory=set)
 

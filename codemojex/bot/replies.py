@@ -3,8 +3,9 @@
 Telegram allows about one message a second per chat, twenty a minute in a group and thirty a
 second for the whole bot. The worker's outbox sender and the bot post into the same chats, so
 both take their slots from the same `Pacer` (its state is in Redis, namespace = the queue). An
-answer waits at most `reply_wait_s` for a slot; past that the chat is busy enough that a late
-answer helps nobody, and it is dropped (logged). A 429 blocks the chat for everyone.
+answer waits at most `reply_wait_s` for a slot (ANSWER_POLICY); past that the chat is busy
+enough that a late answer helps nobody, and it is dropped (logged). A 429 blocks the chat for
+everyone.
 """
 
 from __future__ import annotations
@@ -20,9 +21,20 @@ from telegram import Message
 from telegram.error import RetryAfter
 
 from codemojex.bot.context import BotServices
-from codemojex.worker.pacing import Grant
+from codemojex.worker.pacing import Grant, PacePolicy, Window
 
 log = logging.getLogger(__name__)
+
+# The sender's windows, index for index (so the same Redis keys, the same pace), except that
+# an answer is not held to the sender's 5-per-15-s smoothing of a group: only Telegram's own
+# limits bind it (1 a second per chat, 20 a minute per group, 30 a second for the bot).
+_SENDER = PacePolicy()
+ANSWER_POLICY = PacePolicy(
+    chat=_SENDER.chat,
+    group=(Window(1, 1000), Window(20, 15_000), Window(20, 60_000)),
+    bot=_SENDER.bot,
+    margin_ms=_SENDER.margin_ms,
+)
 
 
 def retry_after_ms(exc: RetryAfter) -> int:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from codemojex import texts
+from codemojex.bot.replies import ANSWER_POLICY
 from codemojex.worker.pacing import Pacer
 from tests.bot.conftest import (
     ALICE,
@@ -29,7 +30,7 @@ pytestmark = E2E
 def paced(world: World) -> Iterator[World]:
     services = world.app.bot_data
     before = (services.pacer, services.reply_wait_s)
-    services.pacer = Pacer(world.redis, world.lanes.queue)  # Telegram's pace
+    services.pacer = Pacer(world.redis, world.lanes.queue, ANSWER_POLICY)  # as in production
     services.reply_wait_s = 1.0
     world.standin.enforce_rate_limits()
     yield world

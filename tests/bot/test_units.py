@@ -11,8 +11,10 @@ from codemojex.bot.app import webhook_options
 from codemojex.bot.flood import flood_key
 from codemojex.bot.guesses import looks_like_guess
 from codemojex.bot.handlers import format_queue, parse_bounded_int
+from codemojex.bot.replies import ANSWER_POLICY
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
+from codemojex.worker.pacing import PacePolicy
 
 
 @pytest.mark.parametrize(
@@ -127,3 +129,11 @@ async def test_admin_cache_asks_once_per_ttl_and_forgets_on_request() -> None:
             cache.forget(-5)
             assert await cache.admins(bot, -5) == {1, 2}
             assert standin.calls["getChatAdministrators"] == 3
+
+
+def test_answers_share_the_senders_windows() -> None:
+    """Same windows index for index: the same Redis keys, so the bot and the sender share a pace."""
+    sender = PacePolicy()
+    for mine, theirs in ((ANSWER_POLICY.group, sender.group), (ANSWER_POLICY.chat, sender.chat)):
+        assert [w.window_ms for w in mine] == [w.window_ms for w in theirs]
+    assert ANSWER_POLICY.bot == sender.bot
