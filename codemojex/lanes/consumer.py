@@ -86,6 +86,7 @@ class ConsumerPool:
         self._stop = asyncio.Event()
         self._signals: list[signal.Signals] = []
         self._parked = 0
+        self._want_signals = False
 
     # -- control --------------------------------------------------------------------------
 
@@ -100,7 +101,12 @@ class ConsumerPool:
         return self._stop.is_set()
 
     def install_signal_handlers(self) -> None:
-        loop = asyncio.get_running_loop()
+        """SIGTERM/SIGINT call stop(). Outside a running loop, run() installs them."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._want_signals = True
+            return
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
             self._signals.append(sig)
@@ -111,6 +117,8 @@ class ConsumerPool:
         return int(self.rng.uniform(0, ceiling))
 
     async def run(self) -> None:
+        if self._want_signals and not self._signals:
+            self.install_signal_handlers()
         consumers = [
             asyncio.create_task(self._consume(n), name=f"lanes-consumer-{n}")
             for n in range(self.concurrency)
