@@ -1,9 +1,9 @@
 """Benchmark 3: what a flood does to the quiet rooms, lanes against the plain FIFO.
 
 200 quiet rooms each send a guess every second (staggered), while one room floods 10,000
-guesses from 50 players at once. Every room has a ceiling (2 by default). A fixed pool of
-consumers scores each guess with a fixed service time (asyncio.sleep), so the pool is the
-bottleneck once the flood lands. Measured, per queue:
+guesses from 50 players at once (from a process of its own, like the bot). Every room has a
+ceiling (2 by default). A fixed pool of consumers scores each guess with a fixed service
+time (asyncio.sleep), so the pool is the bottleneck once the flood lands. Measured, per queue:
 
 - the quiet rooms' enqueue-to-done latency (p50, p99, max) without the flood (baseline run)
   and during the flood (guesses enqueued between the flood's start and its last completion);
@@ -14,8 +14,8 @@ bottleneck once the flood lands. Measured, per queue:
 
 Queues: ``lanes`` (wclaim + ack_many, the worker's loop, ceiling on every room),
 ``lanes-nocap`` (the same without ceilings: the rotation alone), and ``fifo`` (bench/fifo.py:
-no rooms, no ceilings). Producers and consumers share one process and one event loop, so
-both queues pay the same client overhead.
+no rooms, no ceilings). The quiet producer and the consumers share one process and one event
+loop, the flood comes from a second process; every queue runs the same way.
 
 Run: ``.venv/bin/python -m bench.fairness --quick`` (under a minute) or without ``--quick``.
 """
@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import multiprocessing as mp
 import os
+import queue as queue_mod
 import sys
 import time
 from dataclasses import dataclass, field
@@ -142,7 +144,7 @@ class _FifoQueue(_Queue):
 
 @dataclass
 class _Log:
-    """Who enqueued what when, and when it was done (perf_counter seconds)."""
+    """Who enqueued what when, and when it was done (time.monotonic seconds)."""
 
     room_of: dict[str, int] = field(default_factory=dict)
     enq: dict[str, float] = field(default_factory=dict)
@@ -168,7 +170,7 @@ async def _consumer(
             errors.append(repr(exc))
             await asyncio.sleep(0.01)
             continue
-        now = time.perf_counter()
+        now = time.monotonic()
         for job_id, _ in batch:
             log.done[job_id] = now
 
@@ -176,7 +178,7 @@ async def _consumer(
 async def _put(q: _Queue, log: _Log, room_idx: int, room: str, lane: str, i: int) -> None:
     job_id = ids.mint("JOB")
     log.room_of[job_id] = room_idx
-    log.enq[job_id] = time.perf_counter()
+    log.enq[job_id] = time.monotonic()
     await q.put(room, lane, job_id, guess_payload(i))
 
 
@@ -185,13 +187,13 @@ async def _quiet_producer(
 ) -> None:
     """Each quiet room sends one guess per interval, the rooms staggered evenly."""
     step = p.quiet_interval_s / len(rooms)
-    start = time.perf_counter()
+    start = time.monotonic()
     k = 0
     while True:
         due = start + k * step
         if due >= until:
             return
-        delay = due - time.perf_counter()
+        delay = due - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
         idx = k % len(rooms)
@@ -210,6 +212,30 @@ async def _flood(q: _Queue, log: _Log, room: str, lanes: list[str], n: int) -> N
     await asyncio.gather(*(pusher() for _ in range(16)))
 
 
+def _flood_proc(
+    kind: str, queue: str, room: str, lanes: list[str], n: int, ready: Any, go: Any, out: Any
+) -> None:
+    out.put(asyncio.run(_flood_main(kind, queue, room, lanes, n, ready, go)))
+
+
+async def _flood_main(
+    kind: str, queue: str, room: str, lanes: list[str], n: int, ready: Any, go: Any
+) -> dict[str, float]:
+    """The flooding room's players, in a process of their own (in production they reach
+    another process, the bot): the burst does not eat the consumers' event loop."""
+    client = make_client(max_connections=24)
+    try:
+        q: _Queue = _FifoQueue(client, queue) if kind == "fifo" else _LanesQueue(client, queue)
+        await client.ping()
+        ready.set()
+        await asyncio.to_thread(go.wait)
+        log = _Log()
+        await _flood(q, log, room, lanes, n)
+        return log.enq  # job id -> enqueue time (CLOCK_MONOTONIC: the same in every process)
+    finally:
+        await client.aclose()
+
+
 async def run_once(kind: str, with_flood: bool, p: Params) -> dict[str, Any]:
     client = make_client(max_connections=p.consumers + 32)
     queue = unique_queue("fair")
@@ -223,51 +249,70 @@ async def run_once(kind: str, with_flood: bool, p: Params) -> dict[str, Any]:
     log = _Log()
     errors: list[str] = []
     stop = asyncio.Event()
+    ctx = mp.get_context("spawn")
+    ready, go, flood_out = ctx.Event(), ctx.Event(), ctx.Queue()
+    flooder = None
+    producer: asyncio.Task[None] | None = None
     try:
         if kind == "lanes":
             for room, _ in [*quiet, (flood_room, flood_lanes)]:
                 await q.limit(room, p.ceiling)
+        if with_flood:
+            flooder = ctx.Process(
+                target=_flood_proc,
+                args=(kind, queue, flood_room, flood_lanes, p.flood_guesses, ready, go, flood_out),
+                daemon=True,
+            )
+            flooder.start()
+            await asyncio.to_thread(ready.wait, 60)
         consumers = [
             asyncio.create_task(_consumer(q, log, p.service_ms / 1000, stop, errors))
             for _ in range(p.consumers)
         ]
-        t0 = time.perf_counter()
+        t0 = time.monotonic()
         hard_stop = t0 + p.max_s
-        flood_task: asyncio.Task[None] | None = None
         if with_flood:
             # The quiet rooms keep sending until the flood is done (checked below).
             producer = asyncio.create_task(_quiet_producer(q, log, quiet, p, hard_stop))
             await asyncio.sleep(p.flood_at_s)
-            t_flood = time.perf_counter()
-            flood_task = asyncio.create_task(
-                _flood(q, log, flood_room, flood_lanes, p.flood_guesses)
-            )
-            flood_ids: set[str] = set()
-            while time.perf_counter() < hard_stop - 2:
+            t_flood = time.monotonic()
+            go.set()
+            flood_ids: list[str] = []
+            while time.monotonic() < hard_stop - 2:
                 await asyncio.sleep(0.1)
-                if not flood_task.done():
-                    continue
                 if not flood_ids:
-                    flood_ids = {j for j, r in log.room_of.items() if r == FLOOD}
+                    try:
+                        enq: dict[str, float] = flood_out.get_nowait()
+                    except queue_mod.Empty:
+                        continue
+                    for job_id, at in enq.items():
+                        log.room_of[job_id] = FLOOD
+                        log.enq[job_id] = at
+                    flood_ids = list(enq)
                 if all(j in log.done for j in flood_ids):
                     break
-            await asyncio.sleep(min(1.0, max(hard_stop - time.perf_counter(), 0)))
+            await asyncio.sleep(min(1.0, max(hard_stop - time.monotonic(), 0)))
             producer.cancel()
+            await asyncio.gather(producer, return_exceptions=True)
         else:
             t_flood = t0
             await _quiet_producer(q, log, quiet, p, t0 + p.baseline_s)
         # Drain what is in the queue (bounded), then stop the pool.
-        drain_until = min(time.perf_counter() + 10, hard_stop + 10)
+        drain_until = min(time.monotonic() + 10, hard_stop + 10)
         # A poll of counters the consumers update: cheaper than an Event per job.
-        while time.perf_counter() < drain_until and len(log.done) < len(log.enq):  # noqa: ASYNC110
+        while time.monotonic() < drain_until and len(log.done) < len(log.enq):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         stop.set()
         await asyncio.gather(*consumers, return_exceptions=True)
-        if flood_task is not None:
-            flood_task.cancel()
-            await asyncio.gather(flood_task, return_exceptions=True)
     finally:
         stop.set()
+        if producer is not None and not producer.done():
+            producer.cancel()
+            await asyncio.gather(producer, return_exceptions=True)
+        if flooder is not None:
+            flooder.join(5)
+            if flooder.is_alive():
+                flooder.kill()
         await delete_matching(client, pattern)
         await client.aclose()
     return _analyse(kind, with_flood, p, log, t0, t_flood, errors)
@@ -285,7 +330,7 @@ def _analyse(
     flood_ids = [j for j, r in log.room_of.items() if r == FLOOD]
     if with_flood:
         done_flood = [log.done[j] for j in flood_ids if j in log.done]
-        window = (t_flood, max(done_flood) if done_flood else time.perf_counter())
+        window = (t_flood, max(done_flood) if done_flood else time.monotonic())
     else:
         window = (t0 + 1.0, t0 + p.baseline_s)  # the first second warms the pool up
     lo, hi = window
