@@ -38,7 +38,7 @@ from codemojex.bot.admin import AdminCache
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
 from codemojex.bot.flood import FloodNotices
 from codemojex.bot.processor import PerSenderUpdateProcessor
-from codemojex.bot.replies import ANSWER_POLICY
+from codemojex.bot.replies import ANSWER_POLICY, answer
 from codemojex.lanes import Lanes
 from codemojex.settings import Settings
 from codemojex.worker.pacing import Pacer
@@ -148,7 +148,7 @@ async def on_error(update: object, context: CodemojexContext) -> None:
         return  # Telegram refuses to take messages from us there now: an apology would fail too
     if isinstance(update, Update) and update.effective_message is not None:
         try:
-            await update.effective_message.reply_text(texts.WENT_WRONG)
+            await answer(context.services, update.effective_message, texts.WENT_WRONG)
         except Exception:  # the apology is best effort; Telegram may be what failed
             log.warning("update %s: could not tell the user", update_id)
 

@@ -80,7 +80,8 @@ def guarded(handler: Handler) -> Handler:
                 raise
             log.warning("update %s: storage unavailable (%s)", update.update_id, type(exc).__name__)
             if update.message is not None:
-                await update.message.reply_text(texts.TRY_AGAIN)  # no pacing: Redis may be down
+                # Paced like any answer; unpaced when it is Redis that is down (replies.answer).
+                await answer(context.services, update.message, texts.TRY_AGAIN)
 
     return wrapper
 
