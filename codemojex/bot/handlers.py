@@ -183,8 +183,11 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
             # The announcement is written to the outbox with the round: the sender posts it,
             # paced with every other game post of the chat.
             await store.start_round(session, room.id, services.rng)
+            return
         except store.RoundAlreadyOpen:
-            await answer(context.services, who.message, texts.ROUND_RUNNING)
+            pass
+    # Outside the session: waiting for a posting slot must not hold a database connection.
+    await answer(services, who.message, texts.ROUND_RUNNING)
 
 
 @guarded
