@@ -1,0 +1,65 @@
+"""The soak harness (bench/soak.py), CI-sized: real bot, real worker processes, private Redis
+(AOF, fsync always) and private Postgres, with every fault of the full run injected once or
+more: workers SIGKILLed and restarted, Redis SHUTDOWN and restarted, Redis SIGKILLed and
+restarted, Postgres stopped for a few seconds. The full-size figures are in the README."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from glob import glob
+
+import pytest
+
+from bench.soak import SoakPlan, headline, print_report, run_soak
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("redis-server") is None or not glob("/usr/lib/postgresql/*/bin/initdb"),
+        reason="needs redis-server and the PostgreSQL server binaries",
+    ),
+    pytest.mark.timeout(600),
+]
+
+
+def test_soak_through_the_bot_loses_nothing_and_counts_nothing_twice() -> None:
+    plan = SoakPlan(
+        via="bot",
+        guesses=150,
+        rooms=5,
+        players=3,
+        flood_players=4,
+        workers=2,
+        concurrency=4,
+        lease_ms=2_000,
+        kill_every_s=(2.0, 5.0),
+        restart_after_s=(0.2, 1.0),
+        redis_down_s=1.0,
+        pg_outage_s=4.0,
+        win_rate=1 / 15,
+        feed_timeout_s=240,
+        drain_timeout_s=180,
+        seed=11,
+    )
+    report = asyncio.run(run_soak(plan, say=lambda _line: None))
+    print_report(report)
+
+    assert headline(report) == {key: 0 for key in headline(report)}, report
+    assert report["accepted"] >= plan.guesses
+    assert report["stored_exactly_once"] == report["accepted"]
+    assert report["left_in_queue"] == {"pending": 0, "active": 0, "delayed": 0}
+    assert report["dead_jobs"] == 0
+    assert report["bot_errors"] == 0, report["bot_error_examples"]
+    # A second post of a row happens only when a worker was SIGKILLed right after Telegram
+    # accepted it (the sender is at-least-once); never without a kill.
+    if report["outbox_posted_twice"]:
+        assert report["workers"]["sigkills"] > 0
+    assert report["samples"] > 0
+    # Every fault was really injected.
+    events = "\n".join(report["faults"])
+    assert "redis SHUTDOWN" in events
+    assert "redis SIGKILL" in events
+    assert "postgres stop" in events
+    assert report["workers"]["sigkills"] >= 1
+    assert report["redis_starts"] == 3
