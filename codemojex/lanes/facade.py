@@ -273,9 +273,13 @@ class Lanes:
             },
         }
 
-    async def check(self) -> list[str]:
-        """Every violated invariant, read from the raw keys; [] when the queue is sound."""
-        return [line.decode() for line in await self._call("check")]
+    async def check(self, *, deep: bool = True) -> list[str]:
+        """Every violated invariant, read from the raw keys; [] when the queue is sound.
+
+        `deep` also SCANs the database (one pass, inside the script) for keys that nothing
+        in the queue leads to, such as a job hash that lost its place; without it the check
+        costs only the queue's own size."""
+        return [line.decode() for line in await self._call("check", "1" if deep else "0")]
 
     async def repair(self) -> list[str]:
         """Fix gactive, placements and both rings from the raw state; what was fixed."""

@@ -199,3 +199,18 @@ async def test_a_stuck_ceiling_is_released_by_repair(env: Env) -> None:
     assert await env.lanes.check() == []
     served = {(await env.lanes.claim(60_000) or pytest.fail("empty")).room for _ in range(2)}
     assert w.a in served
+
+
+async def test_shallow_check_reads_only_what_the_books_reach(env: Env) -> None:
+    w = await build(env)
+    await gactive_off_by_one(env, w)
+    await job_lost_its_place(env, w)
+    shallow = await env.lanes.check(deep=False)
+    deep = await env.lanes.check()
+    assert shallow == [f"gactive of room {w.a} is 2 but the room has 1 jobs in active"]
+    assert sorted(deep) == sorted(
+        [
+            *shallow,
+            f"job {w.pending_a1[0]} has a job hash but is in no lane, active, delayed or dead",
+        ]
+    )

@@ -596,7 +596,9 @@ class LanesMachine(RuleBasedStateMachine):
             return list(await pipe.execute())
 
         got = self.run(read())
-        assert self.run(self.lanes.check()) == []
+        # the deep check also SCANs the shared database: every 10th step is enough for the
+        # orphans only it can see (a leftover job hash would be one)
+        assert self.run(self.lanes.check(deep=STEPS["count"] % 10 == 0)) == []
 
         def s(x: bytes) -> str:
             return x.decode()
@@ -626,7 +628,7 @@ class LanesMachine(RuleBasedStateMachine):
             job = m.jobs[jid]
             state, attempts, lane = got.pop(0)
             assert (s(state), int(attempts), s(lane)) == (job.state, job.attempts, job.lane)
-        assert not got  # (an acked job's leftover hash would be an orphan for check())
+        assert not got
 
 
 LanesMachine.TestCase.settings = settings(

@@ -1,11 +1,12 @@
 -- _survey.lua: prepended to check and repair only (admin verbs that may read everything).
 -- survey() reads the whole keyspace of the queue once, in the script's atomic view.
 
-local function scan(pattern)
+-- every key of the queue, in one SCAN pass (SCAN walks the whole database, so once)
+local function scan_queue()
   local keys = {}
   local cursor = '0'
   repeat
-    local r = redis.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)
+    local r = redis.call('SCAN', cursor, 'MATCH', P .. '*', 'COUNT', 1000)
     cursor = r[1]
     for _, k in ipairs(r[2]) do keys[#keys + 1] = k end
   until cursor == '0'
@@ -19,19 +20,34 @@ local function sorted_keys(set)
   return out
 end
 
-local function survey()
+-- deep: also SCAN for keys the queue's own books do not lead to (orphan job hashes, a
+-- pending zset of an unbound lane, a ring of an unknown room); costs a pass over the db.
+local function survey(deep)
   local S = {lroom = {}, lanes = {}, rooms = {}, place = {}, jobs = {}, orphans = {},
     active_count = {}, room_lanes = {}}
   local plen = #P
+  local found_jobs = {}
   local lr = redis.call('HGETALL', LROOM)
   for i = 1, #lr, 2 do
     S.lroom[lr[i]] = lr[i + 1]
     S.lanes[lr[i]] = true
     S.rooms[lr[i + 1]] = true
   end
-  for _, k in ipairs(scan(P .. 'g:*:pending')) do S.lanes[string.sub(k, plen + 3, -9)] = true end
-  for _, k in ipairs(scan(P .. 'r:*:ring')) do S.rooms[string.sub(k, plen + 3, -6)] = true end
-  for _, k in ipairs(scan(P .. 'r:*:lanes')) do S.rooms[string.sub(k, plen + 3, -7)] = true end
+  if deep then
+    for _, k in ipairs(scan_queue()) do
+      local rest = string.sub(k, plen + 1)
+      local kind = string.sub(rest, 1, 2)
+      if kind == 'jo' and string.sub(rest, 1, 4) == 'job:' then
+        found_jobs[#found_jobs + 1] = string.sub(rest, 5)
+      elseif kind == 'g:' and string.sub(rest, -8) == ':pending' then
+        S.lanes[string.sub(rest, 3, -9)] = true
+      elseif kind == 'r:' and string.sub(rest, -5) == ':ring' then
+        S.rooms[string.sub(rest, 3, -6)] = true
+      elseif kind == 'r:' and string.sub(rest, -6) == ':lanes' then
+        S.rooms[string.sub(rest, 3, -7)] = true
+      end
+    end
+  end
   for _, h in ipairs({GLIMIT, GACTIVE}) do
     for _, r in ipairs(redis.call('HKEYS', h)) do S.rooms[r] = true end
   end
@@ -64,8 +80,7 @@ local function survey()
       S.jobs[id] = false
     end
   end
-  for _, k in ipairs(scan(P .. 'job:*')) do
-    local id = string.sub(k, plen + 5)
+  for _, id in ipairs(found_jobs) do
     if not S.place[id] then S.orphans[#S.orphans + 1] = id end
   end
   table.sort(S.orphans)

@@ -2,8 +2,10 @@
 -- the whole queue, atomically).
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- ARGV[1]  '1' = deep: also SCAN the database for keys nothing in the queue leads to
+--          (orphan job hashes and the like); '0' = only what the queue's books reach
 -- Returns  a sorted list of human-readable problems; empty when the queue is sound
-local S = survey()
+local S = survey(ARGV[1] == '1')
 local bad = {}
 local function say(msg) bad[#bad + 1] = msg end
 

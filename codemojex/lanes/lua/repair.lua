@@ -6,7 +6,7 @@
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- Returns  the list of fixes made, in order; empty when nothing needed fixing
-local S = survey()
+local S = survey(true)
 local fixed = {}
 local function did(msg) fixed[#fixed + 1] = msg end
 local now = now_ms()
@@ -102,7 +102,7 @@ for _, room in ipairs(sorted_keys(S.rooms)) do
 end
 
 -- gactive from the leases
-local S2 = survey()
+local S2 = survey(false)
 local counts = count_active(S2)
 for room in pairs(counts) do S.rooms[room] = true end
 for _, room in ipairs(sorted_keys(S.rooms)) do
