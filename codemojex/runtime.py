@@ -22,9 +22,16 @@ def redis_client(settings: Settings) -> aioredis.Redis:
     if settings.redis_url:
         # Parked consumers hold a connection each while they BLPOP the wake list, so the pool
         # must be larger than the number of consumers plus the bot's and sender's traffic.
-        return aioredis.Redis.from_url(
-            settings.redis_url, max_connections=max(64, 4 * settings.concurrency + 16)
+        # And blocking: the sender drains every chat with rows waiting at once, and a pool
+        # that raises "Too many connections" when they all speak together fails claims, acks
+        # and the sender's posted-markers (the soak with 200 rooms saw over a thousand);
+        # the surplus now waits for a free connection instead.
+        pool = aioredis.BlockingConnectionPool.from_url(
+            settings.redis_url,
+            max_connections=max(64, 4 * settings.concurrency + 16),
+            timeout=10,
         )
+        return aioredis.Redis.from_pool(pool)
     import fakeredis
 
     client: aioredis.Redis = fakeredis.FakeAsyncRedis()
