@@ -789,7 +789,10 @@ class Soak:
         await asyncio.gather(*restarts)
 
     async def at_progress(self, lanes: RecordingLanes, fraction: float) -> bool:
-        while len(lanes.accepted) < fraction * self.plan.guesses:
+        """Wait until `fraction` of the guesses were accepted, or of the feeding time is
+        spent (a run cut short by its time cap still gets every fault)."""
+        until = time.monotonic() + fraction * self.plan.feed_timeout_s
+        while len(lanes.accepted) < fraction * self.plan.guesses and time.monotonic() < until:
             if self.feeding_done.is_set():
                 return False
             await asyncio.sleep(0.1)
@@ -1251,6 +1254,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kill-every-s", type=float, nargs=2, default=d.kill_every_s, metavar=("MIN", "MAX")
     )
+    parser.add_argument("--feed-timeout-s", type=float, default=d.feed_timeout_s)
     parser.add_argument("--pg-outage-s", type=float, default=d.pg_outage_s)
     parser.add_argument("--no-faults", action="store_true")
     parser.add_argument("--seed", type=int, default=d.seed)
@@ -1273,6 +1277,7 @@ def main(argv: list[str] | None = None) -> int:
         concurrency=args.concurrency,
         lease_ms=args.lease_ms,
         pg_outage_s=args.pg_outage_s,
+        feed_timeout_s=args.feed_timeout_s,
         kill_every_s=(args.kill_every_s[0], args.kill_every_s[1]),
         faults=not args.no_faults,
         seed=args.seed,
