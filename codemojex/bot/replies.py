@@ -26,8 +26,9 @@ from codemojex.worker.pacing import Grant, PacePolicy, Window
 log = logging.getLogger(__name__)
 
 # The sender's windows, index for index (so the same Redis keys, the same pace), except that
-# an answer is not held to the sender's 5-per-15-s smoothing of a group: only Telegram's own
-# limits bind it (1 a second per chat, 20 a minute per group, 30 a second for the bot).
+# an answer is not held to the sender's smoothing of a group nor to its 16-a-minute share:
+# only Telegram's own limits bind it (1 a second per chat, 20 a minute per group, 30 a second
+# for the bot), so the 4 a minute the sender leaves free are the answers' own.
 _SENDER = PacePolicy()
 ANSWER_POLICY = PacePolicy(
     chat=_SENDER.chat,

@@ -123,8 +123,11 @@ class PacePolicy:
 
     chat: tuple[Window, ...] = (Window(1, 1000),)
     # Groups: 20 a minute, smoothed by an intermediate window so that a busy room
-    # posts every few seconds instead of 20 quick posts then 40 silent seconds.
-    group: tuple[Window, ...] = (Window(1, 1000), Window(5, 15_000), Window(20, 60_000))
+    # posts every few seconds instead of 20 quick posts then 40 silent seconds. The
+    # sender stops at 16 of the 20: the bot's own answers (a "slow down" to a flooding
+    # player) share these windows with a limit of 20 (bot/replies.py), so a flooded room
+    # whose results fill its minute still has room for them.
+    group: tuple[Window, ...] = (Window(1, 1000), Window(4, 15_000), Window(16, 60_000))
     bot: tuple[Window, ...] = (Window(30, 1000),)
     margin_ms: int = 100
 
