@@ -23,6 +23,7 @@ Run: ``.venv/bin/python -m bench.fairness --quick`` (under a minute) or without 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import multiprocessing as mp
 import os
@@ -383,6 +384,10 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 async def _main(p: Params, queues: list[str], out: str) -> None:
     runs: list[dict[str, Any]] = []
+    # A short discarded run first: the first run of a process came out slower (imports,
+    # script loading, connection set-up) and would skew its queue's no-flood baseline.
+    console.print("[dim]warm-up ...[/]")
+    await run_once(queues[0], False, dataclasses.replace(p, baseline_s=2.0))
     for kind in queues:
         for with_flood in (False, True):
             label = "with flood" if with_flood else "baseline"
