@@ -134,7 +134,7 @@ def plot_latency(data: dict[str, Any]) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for r in data["runs"]:
-        lat = sorted(r["quiet_latencies_ms"])
+        lat = r.get("quiet_latency_quantiles_ms") or sorted(r.get("quiet_latencies_ms", []))
         if not lat:
             continue
         ys = [(i + 1) / len(lat) for i in range(len(lat))]
