@@ -69,22 +69,28 @@ def plot_throughput(data: dict[str, Any]) -> list[Path]:
     runs = data["runs"]
     rooms = data["params"]["rooms"]
     topologies = sorted({r["topology"] for r in runs}, key=_topo_key)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     for mode in ("fifo", "claim", "wclaim", "groupmq"):
-        xs, ys = [], []
+        xs, ys, cpu = [], [], []
         for i, topo in enumerate(topologies):
-            match = [r for r in runs if r["mode"] == mode and r["topology"] == topo]
+            match = [r for r in runs if r["mode"] == mode and r["topology"] == topo and r["jobs"]]
             if match:
                 xs.append(i)
                 ys.append(match[0]["jobs_per_s"])
+                cpu.append(match[0]["client_cpu_us_per_job"])
         if xs:
             ax.plot(xs, ys, marker="o", label=LABELS[mode], color=COLORS[mode])
-    ax.set_xticks(range(len(topologies)))
-    ax.set_xticklabels([t.replace("x", " proc x ") for t in topologies])
-    ax.set_xlabel("consumers (in one process, or processes x consumers)")
+            ax2.plot(xs, cpu, marker="o", label=LABELS[mode], color=COLORS[mode])
+    for axis in (ax, ax2):
+        axis.set_xticks(range(len(topologies)))
+        axis.set_xticklabels([t.replace("x", " proc x ") for t in topologies])
+        axis.set_xlabel("consumers (in one process, or processes x consumers)")
+        axis.grid(True, alpha=0.3)
+        axis.set_ylim(bottom=0)
     ax.set_ylabel("jobs/s (claim + ack)")
     ax.set_title(f"Throughput vs consumers, {rooms:,} rooms")
-    ax.grid(True, alpha=0.3)
+    ax2.set_ylabel("client CPU µs per job")
+    ax2.set_title("Client CPU per job (what bounds a client-bound machine)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     path = PLOTS_DIR / "throughput_vs_consumers.png"
@@ -94,29 +100,30 @@ def plot_throughput(data: dict[str, Any]) -> list[Path]:
 
     sweep = data.get("sweep", [])
     if sweep:
-        fig, ax = plt.subplots(figsize=(7, 4.2))
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
         for mode in ("claim", "wclaim"):
             for topo in sorted({r["topology"] for r in sweep}, key=_topo_key):
                 rows = sorted(
-                    (r for r in sweep if r["mode"] == mode and r["topology"] == topo),
+                    (r for r in sweep if r["mode"] == mode and r["topology"] == topo and r["jobs"]),
                     key=lambda r: r["rooms"],
                 )
-                if rows:
-                    style = "-" if "x" in topo else "--"
-                    ax.plot(
-                        [r["rooms"] for r in rows],
-                        [r["jobs_per_s"] for r in rows],
-                        style,
-                        marker="o",
-                        color=COLORS[mode],
-                        label=f"{LABELS[mode]}, {topo} consumers",
-                    )
-        ax.set_xscale("log")
-        ax.set_ylim(bottom=0)
-        ax.set_xlabel("rooms on the ring")
-        ax.set_ylabel("jobs/s")
-        ax.set_title("Throughput vs number of rooms (flat = O(1) per claim)")
-        ax.grid(True, alpha=0.3)
+                if not rows:
+                    continue
+                style = "-" if "x" in topo else "--"
+                label = f"{LABELS[mode]}, {topo} consumers"
+                rooms_x = [r["rooms"] for r in rows]
+                ax.plot(rooms_x, [r["jobs_per_s"] for r in rows], style, marker="o",
+                        color=COLORS[mode], label=label)  # fmt: skip
+                ax2.plot(rooms_x, [r["server"].get("cpu_us_per_job_raw", math.nan) for r in rows],
+                         style, marker="o", color=COLORS[mode], label=label)  # fmt: skip
+        for axis, ylabel in ((ax, "jobs/s"), (ax2, "Redis CPU µs per job (used_cpu delta)")):
+            axis.set_xscale("log")
+            axis.set_ylim(bottom=0)
+            axis.set_xlabel("rooms on the ring")
+            axis.set_ylabel(ylabel)
+            axis.grid(True, alpha=0.3)
+        ax.set_title("Throughput vs rooms")
+        ax2.set_title("Server cost per job vs rooms (flat = O(1))")
         ax.legend(fontsize=8)
         fig.tight_layout()
         path = PLOTS_DIR / "throughput_vs_rooms.png"
