@@ -83,7 +83,7 @@ def demo(
     rooms: Annotated[int, typer.Option(help="quiet rooms besides the flooding one")] = 6,
     players: Annotated[int, typer.Option(help="players per quiet room")] = 3,
     flood_players: Annotated[int, typer.Option(help="players in the flooding room")] = 8,
-    seconds: Annotated[float, typer.Option(help="how long the rooms play")] = 45.0,
+    seconds: Annotated[float, typer.Option(help="how long the rooms play")] = 40.0,
     seed: Annotated[int, typer.Option(help="seed for the simulated players")] = 7,
 ) -> None:
     """Play real rounds through the real bot and worker on embedded defaults, then summarise."""

@@ -14,7 +14,6 @@ import contextlib
 import itertools
 import random
 import re
-import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -29,7 +28,7 @@ from rich.table import Table
 from sqlalchemy import func, select
 
 from codemojex.bot.app import build_application, running
-from codemojex.db import Guess, Player, Room, Round, upgrade
+from codemojex.db import Guess, Outbox, Player, Room, Round, upgrade
 from codemojex.runtime import Runtime, open_runtime
 from codemojex.scoring import EXACT, MISPLACED, feedback, split_emojis
 from codemojex.settings import Settings
@@ -49,9 +48,9 @@ class DemoPlan:
     quiet_rooms: int = 6
     players_per_room: int = 3
     flood_players: int = 8
-    seconds: float = 45.0
+    seconds: float = 40.0
     seed: int = 7
-    flood_interval_s: float = 0.08  # each flooding player sends this often
+    flood_interval_s: float = 0.25  # each flooding player sends this often
     think_s: tuple[float, float] = (0.3, 1.5)  # a quiet player's pause before guessing
 
 
@@ -77,6 +76,8 @@ class SimRoom:
     waits: list[float] = field(default_factory=list)
     rounds_won: int = 0
     sent: int = 0
+    sent_wall: dict[int, float] = field(default_factory=dict)  # message id -> time.time()
+    scoring: list[float] = field(default_factory=list)  # guess sent -> scored, seconds
     slow_downs: int = 0
     seen: int = 0  # how many of the bot's messages in this chat were read
     round_wanted: asyncio.Event = field(default_factory=asyncio.Event)
@@ -101,26 +102,24 @@ class Table_:
             room.seen = len(posts)
 
     def _read_post(self, room: SimRoom, text: str, reply_to: int | None, ts: float) -> None:
-        if text.startswith("🎯"):
+        if text.startswith("🎯"):  # a round announcement always stands alone
             match = _ROUND.search(text)
             if match:
                 self._new_round(room, match, posted_id=None)
             return
-        if "Slow down" in text:
-            room.slow_downs += 1
-            return
-        if text.startswith(("🏆", "⏰", "🛑")) and "/newgame" in text:
-            if text.startswith("🏆"):
-                room.rounds_won += 1
-            room.round_open = False
-            room.round_wanted.set()
-            return
+        # Anything else may arrive folded into one message with other results, a line each.
         for line in text.splitlines():
             result = _RESULT.match(line)
             if result:
                 self._answered(room, result, reply_to, ts)
+            elif "Slow down" in line:
+                room.slow_downs += 1
             elif "too late" in line:
                 self._late(room, line, ts)
+            elif any(mark in line for mark in ("🏆", "⏰", "🛑")) and "/newgame" in line:
+                room.rounds_won += "🏆" in line
+                room.round_open = False
+                room.round_wanted.set()
 
     def _new_round(self, room: SimRoom, match: re.Match[str], posted_id: int | None) -> None:
         room.palette = tuple(match["palette"].split())
@@ -210,6 +209,7 @@ async def _quiet_player(
         else:
             message_id = standin.send_text(room.chat_id, player.user_id, text)
         room.waiting[message_id] = (time.monotonic(), player.name, guess)
+        room.sent_wall[message_id] = time.time()
         room.sent += 1
 
 
@@ -230,6 +230,7 @@ async def _flood_player(
         guess = tuple(rng.choice(room.palette) for _ in range(length))
         message_id = standin.send_text(room.chat_id, player.user_id, "".join(guess))
         room.waiting[message_id] = (time.monotonic(), player.name, guess)
+        room.sent_wall[message_id] = time.time()
         room.sent += 1
 
 
@@ -267,8 +268,9 @@ def _make_rooms(standin: StandIn, plan: DemoPlan) -> list[SimRoom]:
     return rooms
 
 
-async def _scored_per_chat(runtime: Runtime) -> dict[int, tuple[int, int]]:
-    """chat id -> (guesses recorded, rounds won), read from the database."""
+async def _read_books(runtime: Runtime, rooms: Sequence[SimRoom]) -> dict[int, tuple[int, int]]:
+    """chat id -> (guesses recorded, rounds won), from the database; and each room's
+    sent-to-scored delays (what the lanes decide, before Telegram's posting pace)."""
     async with runtime.sessionmaker() as session:
         guesses = await session.execute(
             select(Room.chat_id, func.count(Guess.id))
@@ -282,6 +284,16 @@ async def _scored_per_chat(runtime: Runtime) -> dict[int, tuple[int, int]]:
             .where(Round.winner_player_id.is_not(None))
             .group_by(Room.chat_id)
         )
+        scored_at = await session.execute(
+            select(Outbox.chat_id, Outbox.reply_to_message_id, Guess.scored_at).join(
+                Guess, Guess.id == Outbox.guess_id
+            )
+        )
+    by_chat = {room.chat_id: room for room in rooms}
+    for chat_id, message_id, when in scored_at.all():
+        room = by_chat.get(int(chat_id))
+        if room is not None and message_id in room.sent_wall:
+            room.scoring.append(when.timestamp() - room.sent_wall[message_id])
     won = {int(chat): int(n) for chat, n in wins.all()}
     return {int(chat): (int(n), won.get(int(chat), 0)) for chat, n in guesses.all()}
 
@@ -290,25 +302,26 @@ def _ms(values: Sequence[float], q: float) -> str:
     if not values:
         return "-"
     ordered = sorted(values)
-    return f"{ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000:.0f}"
+    return f"{ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000:,.0f}"
 
 
 def _summary(
     console: Console,
     rooms: Sequence[SimRoom],
-    scored: dict[int, tuple[int, int]],
+    books: dict[int, tuple[int, int]],
     stats: WorkerStats,
     faults: list[str],
     standin: StandIn,
     elapsed: float,
 ) -> None:
-    table = Table(title="Codemojex demo: what each room saw", title_justify="left")
-    for column in ("room", "players", "rounds won", "guesses sent", "scored", "slow-downs"):
-        table.add_column(column, justify="right" if column != "room" else "left")
-    for column in ("wait p50 ms", "wait p95 ms", "wait max ms"):
+    table = Table(title="What each room saw (times in ms)", title_justify="left")
+    table.add_column("room")
+    for column in ("players", "rounds won", "guesses sent", "scored", "slow-downs"):
+        table.add_column(column, justify="right")
+    for column in ("scored p50", "scored p95", "posted p50", "posted p95"):
         table.add_column(column, justify="right")
     for room in rooms:
-        recorded, won = scored.get(room.chat_id, (0, 0))
+        recorded, won = books.get(room.chat_id, (0, 0))
         table.add_row(
             room.title,
             str(len(room.players)),
@@ -316,34 +329,39 @@ def _summary(
             str(room.sent),
             str(recorded),
             str(room.slow_downs),
+            _ms(room.scoring, 0.5),
+            _ms(room.scoring, 0.95),
             _ms(room.waits, 0.5),
             _ms(room.waits, 0.95),
-            _ms(room.waits, 1.0),
         )
     console.print(table)
-    quiet = [w for room in rooms if not room.flood for w in room.waits]
-    flood = [w for room in rooms if room.flood for w in room.waits]
-    total_scored = sum(n for n, _ in scored.values())
-    total_won = sum(w for _, w in scored.values())
+    quiet_scoring = [w for room in rooms if not room.flood for w in room.scoring]
+    flood_scoring = [w for room in rooms if room.flood for w in room.scoring]
+    counters = stats.as_dict()
+    total_scored = sum(n for n, _ in books.values())
+    total_won = sum(w for _, w in books.values())
     console.print(
-        f"{total_won} rounds won, {total_scored} guesses scored in {elapsed:.0f} s "
-        f"({total_scored / max(elapsed, 1e-9):.1f}/s); worker: {stats.as_dict()}"
+        f"{total_won} rounds won and {total_scored} guesses scored in {elapsed:.0f} s; "
+        f"{counters.get('sent_messages', 0)} messages posted, "
+        f"{counters.get('sent_coalesced_rows', 0)} results folded into "
+        f"{counters.get('sent_coalesced_messages', 0)} combined messages."
     )
-    if quiet:
-        console.print(
-            f"quiet rooms: result posted {statistics.median(quiet) * 1000:.0f} ms after the guess "
-            f"(median), p95 {_ms(quiet, 0.95)} ms, while the flood room waited "
-            f"{_ms(flood, 0.5)} ms (median) — its players were told to slow down "
-            f"{sum(r.slow_downs for r in rooms if r.flood)} times"
-        )
     console.print(
-        f"Telegram flood limits broken by the bot: {standin.rate_violations}; "
-        f"lanes invariants: {faults or 'all hold'}"
+        f"Quiet rooms had their guesses scored in {_ms(quiet_scoring, 0.5)} ms (median, "
+        f"p95 {_ms(quiet_scoring, 0.95)} ms) while the flood room's took "
+        f"{_ms(flood_scoring, 0.5)} ms: the flood waits in its own lanes. 'Posted' adds "
+        "Telegram's pace (about 20 messages a minute per group), which the sender keeps."
+    )
+    verdict = "all hold" if not faults else "; ".join(faults)
+    console.print(
+        f"Telegram flood limits broken: {standin.rate_violations}. "
+        f"Lanes invariants after the run: {verdict}."
     )
 
 
 async def run_demo(settings: Settings, plan: DemoPlan) -> int:
-    console = Console()
+    # Wide enough for the summary table even when the output is not a terminal.
+    console = Console(width=max(Console().width, 120))
     rng = random.Random(plan.seed)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="codemojex-demo-") as tmp:
@@ -425,25 +443,30 @@ async def _play(
                 )
             stop_players.set()
             await asyncio.gather(*tasks)
-            # Let what was accepted be scored and posted before the summary.
+            # Let the quiet rooms' last guesses be scored and posted before the summary. The
+            # flood room's backlog is not waited for: at its ceiling it would take minutes,
+            # which is the point (it is kept, and reported).
             settle = progress.add_task("settling", total=None, status="")
-            deadline = time.monotonic() + 20.0
+            deadline = time.monotonic() + 15.0
             while time.monotonic() < deadline:
                 table.read()
-                snapshot = await runtime.lanes.snapshot()
-                backlog = _backlog(snapshot)
-                progress.update(settle, status=f"{backlog} guesses still queued")
-                if backlog == 0 and stats.sender.as_dict().get("pending", 0) == 0:
+                waiting = sum(len(room.waiting) for room in rooms if not room.flood)
+                progress.update(settle, status=f"{waiting} quiet-room results still due")
+                if waiting == 0:
                     break
-                await asyncio.sleep(0.5)
-            await asyncio.sleep(1.5)  # the sender's last paced posts
+                await asyncio.sleep(0.25)
             table.read()
+        backlog = _backlog(await runtime.lanes.snapshot())
         stop_worker.set()
         await worker
     faults = await runtime.lanes.check()
-    scored = await _scored_per_chat(runtime)
-    _summary(console, rooms, scored, stats, faults, standin, time.monotonic() - started)
-    total = sum(n for n, _ in scored.values())
+    books = await _read_books(runtime, rooms)
+    _summary(console, rooms, books, stats, faults, standin, time.monotonic() - started)
+    console.print(
+        f"{backlog} flooded guesses were still queued at the end: kept, not lost, and "
+        "served at the flood room's ceiling."
+    )
+    total = sum(n for n, _ in books.values())
     return 0 if total > 0 and not faults else 1
 
 
