@@ -1,6 +1,6 @@
 """Lanes: a fair two-level job queue on Redis (rooms rotate, then players' lanes rotate).
 
-The design, the keyspace and the invariants are in docs/design lanes.md; every verb is one
+The design, the keyspace and the invariants are in docs/lanes.md; every verb is one
 Lua script in `lua/` (one round trip). Notes for callers:
 
 - `Lanes(client, queue)` needs a `redis.asyncio.Redis` with `decode_responses=False`.
