@@ -716,7 +716,7 @@ def _summarise(
             ratio = claim.jobs_per_s / gmq.jobs_per_s
             checks.append(_check(f"claim vs GroupMQ ({topo}) [info]", ratio, ratio > 1))
     sweep_rooms = sorted({r.rooms for r in sweep})
-    if sweep_rooms:
+    if len(sweep_rooms) > 1:
         lo, hi = sweep_rooms[0], sweep_rooms[-1]
         for mode in LANE_MODES:
             for topo in sorted({r.topology for r in sweep}):
