@@ -761,11 +761,11 @@ async def _main(
     out: str | None,
     repeat: int = 1,
 ) -> None:
-    jobs = jobs or (3_000 if quick else 32_000)
+    jobs = jobs or (2_000 if quick else 32_000)
     if configs is None:
         configs = "2x8" if quick else "1,4,16,2x8"
     if sweep_rooms is None:
-        sweep_rooms = "100,10000" if quick else "100,10000,100000"
+        sweep_rooms = "10000" if quick else "100,10000,100000"
     if sweep_configs is None:
         sweep_configs = "2x8" if quick else "1,2x8"
     topologies = [Topology.parse(t) for t in _split(configs)]
@@ -835,7 +835,7 @@ async def _main(
 
     mem_rows: list[dict[str, Any]] = []
     if memory:
-        n = 2_000 if quick else 10_000
+        n = 1_000 if quick else 10_000
         kinds = (
             ["fifo"]
             + (["lanes"] if have_lanes else [])
