@@ -315,6 +315,9 @@ async def run_once(kind: str, with_flood: bool, p: Params) -> dict[str, Any]:
             if flooder.is_alive():
                 flooder.kill()
         await delete_matching(client, pattern)
+        # A killed flooder's last commands may still sit in Redis's input buffer: sweep again.
+        await asyncio.sleep(0.5)
+        await delete_matching(client, pattern)
         await client.aclose()
     return _analyse(kind, with_flood, p, log, t0, t_flood, errors)
 
