@@ -20,9 +20,9 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from sqlalchemy import ColumnElement, and_, case, delete, func, or_, select, update
+from sqlalchemy import ColumnElement, Select, and_, case, delete, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -325,31 +325,27 @@ async def ensure_player(
     return player
 
 
-async def get_room(session: AsyncSession, room_id: str) -> Room | None:
-    room = (
-        await session.execute(
-            select(Room).where(Room.id == room_id).execution_options(populate_existing=True)
-        )
-    ).scalar()
+_Row = TypeVar("_Row")
+
+
+async def _fresh_one(session: AsyncSession, stmt: Select[_Row]) -> _Row | None:
+    """One row read anew from the database (not the session's cached copy); the read's
+    transaction ends at once, since on SQLite an open one holds the write lock."""
+    row = (await session.execute(stmt.execution_options(populate_existing=True))).scalar()
     await session.commit()
-    return room
+    return row
+
+
+async def get_room(session: AsyncSession, room_id: str) -> Room | None:
+    return await _fresh_one(session, select(Room).where(Room.id == room_id))
 
 
 async def room_by_chat(session: AsyncSession, chat_id: int) -> Room | None:
-    room = (
-        await session.execute(
-            select(Room).where(Room.chat_id == chat_id).execution_options(populate_existing=True)
-        )
-    ).scalar()
-    await session.commit()
-    return room
+    return await _fresh_one(session, select(Room).where(Room.chat_id == chat_id))
 
 
 async def get_player(session: AsyncSession, player_id: str) -> Player | None:
-    stmt = select(Player).where(Player.id == player_id).execution_options(populate_existing=True)
-    player = (await session.execute(stmt)).scalar()
-    await session.commit()
-    return player
+    return await _fresh_one(session, select(Player).where(Player.id == player_id))
 
 
 async def update_room_settings(
