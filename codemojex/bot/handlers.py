@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import redis.exceptions
-from sqlalchemy import exc as sa_exc
 from telegram import Chat, Message, Update, User
 from telegram.constants import ChatType
 
@@ -26,23 +25,21 @@ from codemojex.bot.guesses import Source, submit_guess, tell
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
+from codemojex.db.errors import is_transient
 from codemojex.scoring import DEFAULT_LENGTH, InvalidSettings, parse_settings
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Update, CodemojexContext], Coroutine[Any, Any, None]]
 
-# Storage that is down or full for a moment: the player is asked to retry, and nothing was
-# half-written (each use-case is one transaction, each lanes verb one script).
-UNAVAILABLE: Final = (
+# Redis down or full for a moment: the player is asked to retry, and nothing was half-written
+# (each lanes verb is one script, each store use-case one transaction).
+REDIS_UNAVAILABLE: Final = (
     redis.exceptions.ConnectionError,  # includes BusyLoadingError (Redis restarting)
     redis.exceptions.TimeoutError,
     redis.exceptions.OutOfMemoryError,  # maxmemory with noeviction: nothing was written
     redis.exceptions.ReadOnlyError,  # a failover in progress
     redis.exceptions.TryAgainError,
-    sa_exc.OperationalError,
-    sa_exc.InterfaceError,
-    ConnectionError,
 )
 
 LIMIT_RANGE: Final = (1, 1000)
@@ -51,21 +48,9 @@ AUDIT_ARGS_MAX: Final = 200
 
 
 def unavailable(exc: BaseException) -> bool:
-    """A storage outage: one of UNAVAILABLE, or the database server ending the connection
-    in the middle of a query (a restart, `pg_ctl stop -m fast`), which SQLAlchemy reports as
-    a plain DBAPIError with the connection invalidated."""
-    if isinstance(exc, UNAVAILABLE):
-        return True
-    if not isinstance(exc, sa_exc.DBAPIError):
-        return False
-    if exc.connection_invalidated:
-        return True
-    cause: BaseException | None = exc.orig
-    while cause is not None:
-        if isinstance(cause, OSError) or type(cause).__name__ == "ConnectionDoesNotExistError":
-            return True
-        cause = cause.__cause__
-    return False
+    """A storage outage (Redis, or the database as the worker classifies it: down, restarting,
+    shutting down, a lost serialization race), as opposed to a bug."""
+    return isinstance(exc, REDIS_UNAVAILABLE) or is_transient(exc)
 
 
 def guarded(handler: Handler) -> Handler:

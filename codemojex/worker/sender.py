@@ -69,9 +69,9 @@ from telegram.error import (
 )
 
 from codemojex.db import Outbox, store
+from codemojex.db.errors import is_transient
 from codemojex.worker.compose import MAX_MESSAGE, OutMessage, compose
 from codemojex.worker.pacing import Grant, Pacer
-from codemojex.worker.score import is_transient
 
 log = logging.getLogger(__name__)
 

@@ -21,12 +21,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex.db import Room, store
+from codemojex.db.errors import is_transient
 from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.settings import Settings
 from codemojex.worker.botapi import make_bot
-from codemojex.worker.score import RoundCache, ScoreStats, ScoreWorker, is_transient
+from codemojex.worker.score import RoundCache, ScoreStats, ScoreWorker
 from codemojex.worker.sender import OutboxSender, SenderStats
 
 __all__ = ["WorkerStats", "expire_rounds_once", "make_bot", "run_worker"]

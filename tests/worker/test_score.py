@@ -10,9 +10,10 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db import Guess, Outbox
+from codemojex.db.errors import is_transient
 from codemojex.lanes import Job, Lanes, Retry
 from codemojex.standin import StandIn
-from codemojex.worker.score import ScoreWorker, is_transient
+from codemojex.worker.score import ScoreWorker
 from tests.worker.conftest import enqueue_guess, make_table
 
 LEASE = 10_000
