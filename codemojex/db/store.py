@@ -22,7 +22,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
 
-from sqlalchemy import ColumnElement, Select, and_, case, delete, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -201,17 +212,23 @@ def _stored_result(guess: Guess, rnd: Round) -> GuessResult:
 
 
 async def _bump_leaderboard(
-    session: AsyncSession, room_id: str, player_id: str, *, points: int, solved_in: int | None
+    session: AsyncSession, tallies: Mapping[tuple[str, str], _Tally]
 ) -> None:
-    """Add one scored guess (and maybe a win) to the player's record, creating it if needed."""
-    insert = pg_insert if _dialect(session) == "postgresql" else sqlite_insert
-    stmt = insert(LeaderboardEntry).values(
-        room_id=room_id,
-        player_id=player_id,
-        points=points,
-        wins=1 if solved_in is not None else 0,
-        guesses=1,
-        best_solve=solved_in,
+    """Add each player's scored guesses (and wins) to their record, creating it if needed: one
+    statement for every player of the batch, in key order (rows locked in a stable order)."""
+    upsert = pg_insert if _dialect(session) == "postgresql" else sqlite_insert
+    stmt = upsert(LeaderboardEntry).values(
+        [
+            {
+                "room_id": room_id,
+                "player_id": player_id,
+                "points": tally.points,
+                "wins": tally.wins,
+                "guesses": tally.guesses,
+                "best_solve": tally.best_solve,
+            }
+            for (room_id, player_id), tally in sorted(tallies.items())
+        ]
     )
     table = LeaderboardEntry.__table__.c
     new = stmt.excluded
@@ -537,6 +554,20 @@ async def expire_rounds(session: AsyncSession, now: datetime) -> list[Round]:
 # --- guesses ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class GuessIn:
+    """One guess to record. `room_id`, when given, is the room the job came from: a round of
+    another room refuses the guess (a stale or forged job) with UnknownRound."""
+
+    guess_id: str
+    round_id: int
+    player_id: str
+    emojis: tuple[str, ...]
+    chat_id: int
+    reply_to: int | None
+    room_id: str | None = None
+
+
 async def record_guess(
     session: AsyncSession,
     *,
@@ -559,185 +590,245 @@ async def record_guess(
     points, not counted) and answered "round already solved/over", once. A banned player's guess
     writes nothing. Raises UnknownRound, UnknownPlayer, GuessMismatch (nothing written).
     """
+    item = GuessIn(guess_id, round_id, player_id, tuple(emojis), chat_id, reply_to)
+    [result] = await record_guesses(session, [item], now=now)
+    if isinstance(result, StoreError):
+        raise result
+    return result
+
+
+async def record_guesses(
+    session: AsyncSession, items: Sequence[GuessIn], *, now: datetime | None = None
+) -> list[GuessResult | StoreError]:
+    """`record_guess` for many guesses in ONE transaction: one result per item, in order;
+    a refused item (UnknownRound, UnknownPlayer, GuessMismatch) gets its refusal in its place
+    and writes nothing, the others are recorded.
+
+    Items are decided in the order given (give a player's guesses in the order they were sent).
+    The same guess id twice in `items` is recorded once (the second gets duplicate=True). The
+    statements are few and do not grow with the number of items (one lock, a few lookups, one
+    insert per table), which is what lets the worker record a whole pool's batches at once.
+    """
+    if not items:
+        return []
     now = now or utcnow()
-    try:
-        result = await _record_guess(
-            session,
-            guess_id=guess_id,
-            round_id=round_id,
-            player_id=player_id,
-            emojis=tuple(emojis),
-            chat_id=chat_id,
-            reply_to=reply_to,
-            now=now,
-        )
-        await session.commit()
-        return result
-    except StoreError:
-        await session.commit()  # refused before writing anything; keeps the caller's objects
-        raise
-    except IntegrityError:
-        # The same job delivered twice at once, and the other copy committed first.
-        await session.rollback()
-        guess = (
-            await session.execute(
-                select(Guess).where(Guess.id == guess_id).execution_options(populate_existing=True)
-            )
-        ).scalar()
-        rnd = (
-            await session.execute(
-                select(Round).where(Round.id == round_id).execution_options(populate_existing=True)
-            )
-        ).scalar()
-        await session.commit()
-        if guess is None or rnd is None:
+    for attempt in (1, 2):
+        try:
+            results = await _record_guesses(session, items, now)
+            await session.commit()
+            return results
+        except IntegrityError:
+            # A copy of one of these jobs, delivered twice at once, committed first; its round
+            # lock has been released, so the second go finds it and reports a duplicate.
+            await session.rollback()
+            if attempt == 2:
+                raise
+        except BaseException:
+            await session.rollback()
             raise
-        return _stored_result(guess, rnd)
-    except BaseException:
-        await session.rollback()
-        raise
+    raise AssertionError("unreachable")
 
 
-async def _record_guess(
-    session: AsyncSession,
-    *,
-    guess_id: str,
-    round_id: int,
-    player_id: str,
-    emojis: tuple[str, ...],
-    chat_id: int,
-    reply_to: int | None,
-    now: datetime,
-) -> GuessResult:
-    rnd = await _locked_round(session, round_id)
-    if rnd is None:
-        raise UnknownRound(round_id)
-    # After the lock: a copy of this job recorded meanwhile is visible now.
-    existing = (
-        await session.execute(
-            select(Guess).where(Guess.id == guess_id).execution_options(populate_existing=True)
-        )
-    ).scalar()
-    if existing is not None:
-        return _stored_result(existing, rnd)
+@dataclass(slots=True)
+class _Tally:
+    """One player's leaderboard change within a batch."""
 
-    player = (await session.execute(select(Player).where(Player.id == player_id))).scalar()
-    if player is None or player.room_id != rnd.room_id:
-        raise UnknownPlayer(player_id)
-    if await _player_banned(session, rnd.room_id, player_id):
-        return GuessResult(
-            duplicate=False,
-            exact=None,
-            misplaced=None,
-            attempt_no=None,
-            won=False,
-            round_closed=rnd.ended_at is not None,
-            banned=True,
-        )
-    try:
-        guess_emojis = scoring.parse_guess("".join(emojis), rnd.palette_emojis, rnd.length)
-    except scoring.InvalidGuess as exc:
-        raise GuessMismatch(str(exc)) from None
-    text = "".join(guess_emojis)
+    points: int = 0
+    wins: int = 0
+    guesses: int = 0
+    best_solve: int | None = None
 
-    if rnd.ended_at is not None:
-        session.add(
-            Guess(
-                id=guess_id,
-                round_id=rnd.id,
-                player_id=player_id,
-                text=text,
+
+async def _record_guesses(
+    session: AsyncSession, items: Sequence[GuessIn], now: datetime
+) -> list[GuessResult | StoreError]:
+    round_ids = sorted({item.round_id for item in items})
+    player_ids = sorted({item.player_id for item in items})
+    guess_ids = sorted({item.guess_id for item in items})
+    # Locked in id order, so two workers recording overlapping rounds never deadlock. After the
+    # lock, copies of these jobs recorded meanwhile are visible.
+    rounds = {
+        rnd.id: rnd
+        for rnd in (
+            await session.execute(
+                select(Round)
+                .where(Round.id.in_(round_ids))
+                .order_by(Round.id)
+                .with_for_update(key_share=True)
+                .execution_options(populate_existing=True)
+            )
+        ).scalars()
+    }
+    existing = {
+        guess.id: guess
+        for guess in (
+            await session.execute(
+                select(Guess)
+                .where(Guess.id.in_(guess_ids))
+                .execution_options(populate_existing=True)
+            )
+        ).scalars()
+    }
+    players = {
+        player.id: player
+        for player in (
+            await session.execute(select(Player).where(Player.id.in_(player_ids)))
+        ).scalars()
+    }
+    banned = {
+        (room_id, player_id)
+        for room_id, player_id in (
+            await session.execute(
+                select(Ban.room_id, Ban.player_id).where(Ban.player_id.in_(player_ids))
+            )
+        ).all()
+    }
+    scored_before: dict[tuple[int, str], int] = {
+        (round_id, player_id): int(count)
+        for round_id, player_id, count in (
+            await session.execute(
+                select(Guess.round_id, Guess.player_id, func.count(Guess.id))
+                .where(
+                    Guess.round_id.in_(round_ids),
+                    Guess.player_id.in_(player_ids),
+                    Guess.late.is_(False),
+                )
+                .group_by(Guess.round_id, Guess.player_id)
+            )
+        ).all()
+    }
+
+    results: list[GuessResult | StoreError] = []
+    decided: dict[str, GuessResult] = {}
+    guess_rows: list[dict[str, Any]] = []
+    outbox_rows: list[dict[str, Any]] = []
+    tallies: dict[tuple[str, str], _Tally] = {}
+    for item in items:
+        rnd = rounds.get(item.round_id)
+        if rnd is None or (item.room_id is not None and item.room_id != rnd.room_id):
+            results.append(UnknownRound(item.round_id))
+            continue
+        if item.guess_id in decided:
+            results.append(_as_duplicate(decided[item.guess_id]))
+            continue
+        stored = existing.get(item.guess_id)
+        if stored is not None:
+            results.append(_stored_result(stored, rounds.get(stored.round_id, rnd)))
+            continue
+        player = players.get(item.player_id)
+        if player is None or player.room_id != rnd.room_id:
+            results.append(UnknownPlayer(item.player_id))
+            continue
+        if (rnd.room_id, item.player_id) in banned:
+            results.append(_BANNED)
+            continue
+        try:
+            emojis = scoring.parse_guess("".join(item.emojis), rnd.palette_emojis, rnd.length)
+        except scoring.InvalidGuess as exc:
+            results.append(GuessMismatch(str(exc)))
+            continue
+        text = "".join(emojis)
+        row = {"id": item.guess_id, "round_id": rnd.id, "player_id": item.player_id}
+        out = {
+            "chat_id": item.chat_id,
+            "reply_to_message_id": item.reply_to,
+            "round_id": rnd.id,
+            "guess_id": item.guess_id,
+            "player_name": player.display_name,
+            "created_at": now,
+        }
+        if rnd.ended_at is not None:
+            guess_rows.append(row | {"text": text, "late": True, "scored_at": now})
+            outbox_rows.append(
+                out | {"text": _text_late(emojis, rnd.end_reason), "kind": KIND_LATE}
+            )
+            result = GuessResult(
+                duplicate=False,
+                exact=None,
+                misplaced=None,
+                attempt_no=None,
+                won=False,
+                round_closed=True,
                 late=True,
-                scored_at=now,
             )
-        )
-        session.add(
-            Outbox(
-                chat_id=chat_id,
-                text=_text_late(guess_emojis, rnd.end_reason),
-                reply_to_message_id=reply_to,
-                kind=KIND_LATE,
-                round_id=rnd.id,
-                guess_id=guess_id,
-                player_name=player.display_name,
-                created_at=now,
+        else:
+            fb = scoring.feedback(emojis, rnd.secret_emojis)
+            key = (rnd.id, item.player_id)
+            attempt_no = scored_before.get(key, 0) + 1
+            scored_before[key] = attempt_no
+            won = fb.exact == rnd.length
+            points = scoring.points_for(attempt_no) if won else 0
+            guess_rows.append(
+                row
+                | {
+                    "text": text,
+                    "exact": fb.exact,
+                    "misplaced": fb.misplaced,
+                    "attempt_no": attempt_no,
+                    "late": False,
+                    "scored_at": now,
+                }
             )
-        )
-        await session.flush()
-        return GuessResult(
-            duplicate=False,
-            exact=None,
-            misplaced=None,
-            attempt_no=None,
-            won=False,
-            round_closed=True,
-            late=True,
-        )
+            tally = tallies.setdefault((rnd.room_id, item.player_id), _Tally())
+            tally.guesses += 1
+            tally.points += points
+            outbox_rows.append(
+                out | {"text": texts.result_line(emojis, fb, attempt_no), "kind": KIND_RESULT}
+            )
+            if won:
+                _close(rnd, now, SOLVED)
+                rnd.winner_player_id = item.player_id
+                rnd.winning_guess_id = item.guess_id
+                tally.wins += 1
+                tally.best_solve = min(attempt_no, tally.best_solve or attempt_no)
+                win_text = texts.win(player.display_name, rnd.secret, attempt_no, points)
+                outbox_rows.append(
+                    out | {"text": win_text, "kind": KIND_WIN, "reply_to_message_id": None}
+                )
+            result = GuessResult(
+                duplicate=False,
+                exact=fb.exact,
+                misplaced=fb.misplaced,
+                attempt_no=attempt_no,
+                won=won,
+                round_closed=rnd.ended_at is not None,
+                points=points,
+            )
+        decided[item.guess_id] = result
+        results.append(result)
 
-    fb = scoring.feedback(guess_emojis, rnd.secret_emojis)
-    scored_before = (
-        await session.execute(
-            select(func.count(Guess.id)).where(
-                Guess.round_id == rnd.id, Guess.player_id == player_id, Guess.late.is_(False)
-            )
-        )
-    ).scalar_one()
-    attempt_no = int(scored_before) + 1
-    session.add(
-        Guess(
-            id=guess_id,
-            round_id=rnd.id,
-            player_id=player_id,
-            text=text,
-            exact=fb.exact,
-            misplaced=fb.misplaced,
-            attempt_no=attempt_no,
-            late=False,
-            scored_at=now,
-        )
-    )
-    won = fb.exact == rnd.length
-    points = scoring.points_for(attempt_no) if won else 0
-    if won:
-        _close(rnd, now, SOLVED)
-        rnd.winner_player_id = player_id
-        rnd.winning_guess_id = guess_id
-    await _bump_leaderboard(
-        session, rnd.room_id, player_id, points=points, solved_in=attempt_no if won else None
-    )
-    session.add(
-        Outbox(
-            chat_id=chat_id,
-            text=texts.result_line(guess_emojis, fb, attempt_no),
-            reply_to_message_id=reply_to,
-            kind=KIND_RESULT,
-            round_id=rnd.id,
-            guess_id=guess_id,
-            player_name=player.display_name,
-            created_at=now,
-        )
-    )
-    if won:
-        session.add(
-            Outbox(
-                chat_id=chat_id,
-                text=texts.win(player.display_name, rnd.secret, attempt_no, points),
-                kind=KIND_WIN,
-                round_id=rnd.id,
-                guess_id=guess_id,
-                player_name=player.display_name,
-                created_at=now,
-            )
-        )
-    await session.flush()
+    if guess_rows:
+        await session.execute(insert(Guess), guess_rows)
+    if tallies:
+        await _bump_leaderboard(session, tallies)
+    if outbox_rows:
+        await session.execute(insert(Outbox), outbox_rows)
+    await session.flush()  # the closed rounds
+    return results
+
+
+_BANNED: Final = GuessResult(
+    duplicate=False,
+    exact=None,
+    misplaced=None,
+    attempt_no=None,
+    won=False,
+    round_closed=False,
+    banned=True,
+)
+
+
+def _as_duplicate(result: GuessResult) -> GuessResult:
     return GuessResult(
-        duplicate=False,
-        exact=fb.exact,
-        misplaced=fb.misplaced,
-        attempt_no=attempt_no,
-        won=won,
-        round_closed=rnd.ended_at is not None,
-        points=points,
+        duplicate=True,
+        exact=result.exact,
+        misplaced=result.misplaced,
+        attempt_no=result.attempt_no,
+        won=result.won,
+        round_closed=result.round_closed,
+        late=result.late,
+        banned=result.banned,
+        points=result.points,
     )
 
 
