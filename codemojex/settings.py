@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -29,6 +29,10 @@ class Settings(BaseSettings):
     # Worker
     concurrency: int = 8
     lease_ms: int = 30_000
+    # A post the sender cannot tell went out (its answer was lost, or a sender died while
+    # posting): "repost" (at least once: never lost, rarely twice) or "assume_sent" (at most
+    # once: never twice, rarely lost).
+    sender_ambiguous: Literal["repost", "assume_sent"] = "repost"
 
     # Game defaults for new rooms
     default_ceiling: int = 2

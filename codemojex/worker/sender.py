@@ -55,6 +55,7 @@ from typing import Final, Literal
 
 import httpx
 import redis.asyncio as aioredis
+import redis.exceptions as redis_errors
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
@@ -87,6 +88,19 @@ end
 return 0
 """
 
+# The fence before a post and the intent marker in one atomic round trip: the rows are noted
+# as "about to go out" only while the chat is still ours.
+_FENCE: Final = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+for i = 2, #KEYS do
+  redis.call('SET', KEYS[i], ARGV[3], 'EX', ARGV[4])
+end
+return 1
+"""
+
 _RELEASE: Final = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -107,11 +121,22 @@ class SenderStats:
     retry_after: int = 0  # 429 answers honoured
     failed_rows: int = 0  # rows Telegram refused for good
     recovered_rows: int = 0  # rows found already posted (marker) and only marked
+    recovered_ambiguous: int = 0  # rows a dead sender was posting when it died (intent only)
     errors: int = 0  # transient failures (network, database) waited out
     ambiguous: int = 0  # posts that failed in a way that leaves delivery unknown
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Redis or the database is down, restarting or unreachable: wait, do not report a bug."""
+    if isinstance(
+        exc,
+        (redis_errors.ConnectionError, redis_errors.TimeoutError, redis_errors.BusyLoadingError),
+    ):
+        return True
+    return is_transient(exc)
 
 
 def maybe_delivered(exc: NetworkError) -> bool:
@@ -169,8 +194,9 @@ class OutboxSender:
         outbox is scanned for chats with unsent rows (chats the local ScoreWorker wrote to are
         looked at at once through `poke`). `max_chats` bounds the chats drained at once.
         `ambiguous` is what to do when a post may or may not have reached Telegram (read
-        timeout, connection dropped after sending): "repost" (at least once, the default:
-        a result is never lost, rarely duplicated) or "assume_sent" (at most once)."""
+        timeout, connection dropped after sending, or a sender that died while posting):
+        "repost" (at least once, the default: a result is never lost, rarely duplicated) or
+        "assume_sent" (at most once: never duplicated, rarely lost)."""
         self._sessionmaker = sessionmaker
         self._bot = bot
         self._redis = redis
@@ -189,6 +215,7 @@ class OutboxSender:
             raise ValueError("a post must end well inside the chat lease and the row claim")
         self._post_timeout_s = post_timeout_s
         self._renew = redis.register_script(_RENEW)
+        self._fence = redis.register_script(_FENCE)
         self._release = redis.register_script(_RELEASE)
         self._active: dict[int, asyncio.Task[None]] = {}
         self._poked: set[int] = set()
@@ -206,6 +233,9 @@ class OutboxSender:
 
     def _posted_key(self, row_id: int) -> str:
         return f"cmx:{{{self._ns}}}:send:posted:{row_id:d}"
+
+    def _sending_key(self, row_id: int) -> str:
+        return f"cmx:{{{self._ns}}}:send:sending:{row_id:d}"
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -274,9 +304,16 @@ class OutboxSender:
     async def _drain_safely(self, chat_id: int) -> None:
         try:
             await self.drain(chat_id)
-        except Exception:
+        except Exception as exc:
             self.stats.errors += 1
-            log.exception("sender for chat %d failed; it will be retried", chat_id)
+            if is_outage(exc):
+                log.warning(
+                    "sender for chat %d: Redis or database unavailable (%s); retrying",
+                    chat_id,
+                    type(exc).__name__,
+                )
+            else:
+                log.exception("sender for chat %d failed; it will be retried", chat_id)
             await asyncio.sleep(1.0)
         finally:
             self._active.pop(chat_id, None)
@@ -309,6 +346,24 @@ class OutboxSender:
 
     async def _holds(self, key: str, token: str) -> bool:
         return bool(await self._renew(keys=[key], args=[token, self._chat_lease_ms]))
+
+    async def _holds_and_intends(self, key: str, token: str, row_ids: Sequence[int]) -> bool:
+        """The fence before a post: renew the chat lease and, only if it is still ours, note
+        `row_ids` as about to go out (who and when, for an operator reading the keys)."""
+        intent = f"{self.owner}:{time.time():.3f}"
+        keys = [key, *(self._sending_key(i) for i in row_ids)]
+        args: list[str | int] = [token, self._chat_lease_ms, intent, POSTED_TTL_S]
+        return bool(await self._fence(keys=keys, args=args))
+
+    async def _forget_intent(self, ids: Sequence[int]) -> None:
+        """The post is known not to have happened: without this, a crash before the next
+        attempt would make the rows look ambiguous (and "assume_sent" would drop them)."""
+        if not ids:
+            return
+        try:
+            await self._redis.delete(*[self._sending_key(i) for i in ids])
+        except Exception as exc:
+            log.warning("could not clear %d intent markers (%s)", len(ids), type(exc).__name__)
 
     async def _claim(self, chat_id: int) -> list[Outbox]:
         async with self._sessionmaker() as session:
@@ -345,25 +400,47 @@ class OutboxSender:
     async def _forget_posted(self, ids: Sequence[int]) -> None:
         """The books say sent now: the markers have done their job (they would otherwise
         cost Redis memory per row for a week)."""
+        keys = [self._posted_key(i) for i in ids] + [self._sending_key(i) for i in ids]
         with contextlib.suppress(Exception):
-            await self._redis.delete(*[self._posted_key(i) for i in ids])
+            await self._redis.delete(*keys)
 
     async def _recover_posted(self, rows: list[Outbox]) -> list[Outbox]:
-        """Rows already posted by a sender that died before mark_sent: mark them, drop them."""
+        """Sort out rows a sender may have left behind, by their Redis markers (one MGET):
+        posted → mark them sent with that message id; intent without posted → the sender
+        died during the post, apply the `ambiguous` policy; neither → not posted, post them.
+        Returns the rows to post."""
         if not rows:
             return rows
-        markers = await self._redis.mget([self._posted_key(r.id) for r in rows])
+        n = len(rows)
+        markers = await self._redis.mget(
+            [self._posted_key(r.id) for r in rows] + [self._sending_key(r.id) for r in rows]
+        )
         done: dict[int, list[int]] = {}
         left: list[Outbox] = []
-        for row, marker in zip(rows, markers, strict=True):
-            if marker is None:
-                left.append(row)
+        ambiguous: list[int] = []
+        for row, posted, intent in zip(rows, markers[:n], markers[n:], strict=True):
+            if posted is not None:
+                done.setdefault(int(posted), []).append(row.id)
+            elif intent is not None:
+                ambiguous.append(row.id)
+                if self._ambiguous == "repost":
+                    left.append(row)
             else:
-                done.setdefault(int(marker), []).append(row.id)
+                left.append(row)
         for message_id, ids in done.items():
             await self._mark(ids, message_id if message_id > 0 else None)
             await self._forget_posted(ids)
             self.stats.recovered_rows += len(ids)
+        if ambiguous:
+            self.stats.recovered_ambiguous += len(ambiguous)
+            if self._ambiguous == "assume_sent":
+                await self._mark(ambiguous, None)
+                await self._forget_posted(ambiguous)
+            log.warning(
+                "%d outbox rows were being posted when their sender died; %s",
+                len(ambiguous),
+                "posting them again" if self._ambiguous == "repost" else "assuming they went out",
+            )
         return left
 
     async def _post_next(self, chat_id: int, key: str, token: str) -> bool:
@@ -406,8 +483,10 @@ class OutboxSender:
         to_send = _until_first_complete(messages)
         sent_ids: set[int] = set()
         for msg in to_send:
-            # The fence: post only while the chat is still ours.
-            if not await self._holds(key, token):
+            # The rows this post carries (a long row's leading piece: that row).
+            carried = msg.row_ids or to_send[-1].row_ids
+            # The fence: post only while the chat is still ours; the intent marker rides along.
+            if not await self._holds_and_intends(key, token, carried):
                 await self._release_rows([r for r in rows if r.id not in sent_ids])
                 return False
             assert grant is not None
@@ -415,10 +494,15 @@ class OutboxSender:
             if outcome == "retry":
                 await self._release_rows([r for r in rows if r.id not in sent_ids])
                 return not self._stopping
+            if outcome == "not_posted":
+                await self._forget_intent(carried)
+                await self._release_rows([r for r in rows if r.id not in sent_ids])
+                return not self._stopping
             if outcome == "failed":
                 # The rows this message (or, for a leading piece, its long row) carries.
                 dead = to_send[-1].row_ids
                 await self._mark(dead, None)
+                await self._forget_posted(dead)
                 self.stats.failed_rows += len(dead)
                 log.warning("chat %d refused %d outbox rows for good", chat_id, len(dead))
                 await self._release_rows([r for r in rows if r.id not in sent_ids | set(dead)])
@@ -453,7 +537,8 @@ class OutboxSender:
         return None
 
     async def _send(self, chat_id: int, msg: OutMessage, grant: Grant) -> str:
-        """Post one message: "sent", "retry" (try again later) or "failed" (never will)."""
+        """Post one message: "sent", "failed" (never will), "not_posted" (known not to have
+        gone out: try again later) or "retry" (may have gone out, reposting anyway)."""
         try:
             try:
                 # Bounded, so that a post always ends well inside the chat lease (renewed just
@@ -477,7 +562,7 @@ class OutboxSender:
             wait_ms = _retry_after_ms(exc)
             await self.pacer.block_chat(chat_id, wait_ms)
             log.info("429 for chat %d: waiting %d ms", chat_id, wait_ms)
-            return "retry"
+            return "not_posted"
         except (BadRequest, Forbidden, ChatMigrated) as exc:
             log.warning("chat %d refused a message: %s", chat_id, type(exc).__name__)
             return "failed"
@@ -492,14 +577,17 @@ class OutboxSender:
                     return "sent"
                 # At least once: Telegram may have it; reposting risks a duplicate, not
                 # reposting risks a loss (see the module docstring).
+                log.warning("post to chat %d may have been lost; reposting", chat_id)
+                await self.pacer.block_chat(chat_id, 1000 + random.randint(0, 1000))
+                return "retry"
             log.warning("posting to chat %d failed (%s); retrying", chat_id, type(exc).__name__)
             await self.pacer.block_chat(chat_id, 1000 + random.randint(0, 1000))
-            return "retry"
+            return "not_posted"
         except TelegramError as exc:
             self.stats.errors += 1
             log.warning("posting to chat %d failed (%s); retrying", chat_id, type(exc).__name__)
             await self.pacer.block_chat(chat_id, 1000 + random.randint(0, 1000))
-            return "retry"
+            return "not_posted"
         await self._record_posted(msg, int(sent.message_id), grant)
         return "sent"
 

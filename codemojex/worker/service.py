@@ -134,6 +134,7 @@ async def run_worker(
         namespace=settings.queue,
         poll_s=sender_poll_s,
         stats=stats.sender,
+        ambiguous=settings.sender_ambiguous,
     )
 
     async def poke(chat_id: int) -> None:
