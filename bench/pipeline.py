@@ -7,7 +7,8 @@ GuessJob payloads from each round's palette) enqueued into the players' lanes. W
 backlog in Redis, the memory of the queue's keys is measured (MEMORY USAGE) per pending guess.
 
 Timed: worker processes each run the real `ConsumerPool` with the real `ScoreWorker`
-(wclaim batches, record_guess per guess in one transaction with its outbox row, ack_many),
+(wclaim batches; the batches in hand recorded together by record_guesses in one transaction
+with their outbox rows, i.e. group commit; ack_many),
 from a common start signal until Postgres holds every guess. guesses/s = guesses / that time.
 
 Run: ``.venv/bin/python -m bench.pipeline --quick`` (under a minute) or without ``--quick``.
@@ -316,7 +317,7 @@ async def _main(
 ) -> None:  # fmt: skip
     rooms = rooms or (200 if quick else 1000)
     guesses = guesses or (2_000 if quick else 10_000)
-    configs = configs if configs is not None else "2x8"
+    configs = configs if configs is not None else "2x8,2x32"
     bg = 0.2 if quick else 1.0
     runs = []
     for label in [c.strip() for c in configs.split(",") if c.strip()]:

@@ -1,18 +1,19 @@
 """The ScoreWorker: the consumer pool's handler for one batch of one player's guesses.
 
-Per batch (jobs of one lane, i.e. one player in one room, in mint order):
-decode each payload, check it against the round it names (a small cache of the round's
-immutable data), then `store.record_guess` it. `record_guess` is one transaction per guess,
-idempotent by the guess id (= the lane job id) and decides under the round's row lock whether
-the round is still open; it writes the result (or "round already solved") outbox row in the
-same transaction. Returning lets the pool ack the batch.
+Per batch (jobs of one lane, i.e. one player in one room, in mint order): decode each
+payload and hand the guesses to `store.record_guesses`, which checks each against the round it
+names, scores it and records it with its outbox rows, idempotent by the guess id (= the lane
+job id), deciding under the round's row lock whether the round is still open. Returning lets
+the pool ack the batch.
 
-Why one transaction per guess and not one per batch: a guess is the unit that must be
-recorded exactly once, and record_guess already makes it atomic and idempotent. If the
-database fails half-way through a batch, the guesses already committed are recognised as
-duplicates when the batch is delivered again, so nothing is counted twice; and the round's
-row lock is held for one guess at a time, never across a whole batch, so other players of
-the room are not held up behind a spammer's batch.
+Group commit: the pool runs many batches at once (one per consumer), mostly of one guess each
+(a player's weight is 1 unless an admin raises it). Recording each in its own transaction costs
+a commit and a dozen statements per guess, which caps a worker at a few hundred guesses a
+second. So the batches in hand are recorded together: the first batch to arrive takes the
+flush lock and records everything waiting in ONE transaction (a fixed handful of statements);
+batches arriving meanwhile wait for the next flush, which takes them all. A flush that fails
+fails every batch in it, and each is retried as below; since recording is idempotent per guess
+and all-or-nothing per transaction, nothing is counted twice.
 
 A database that is down (connection refused, timeouts, OperationalError…) is transient:
 the worker waits a little for it (up to `hold_s`, extending the batch's lease) and then
@@ -26,7 +27,7 @@ import asyncio
 import logging
 import random
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -38,57 +39,9 @@ from codemojex.db.errors import is_transient
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Job, Lanes, Retry
 
+Results = list[store.GuessResult | store.StoreError]
+
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class RoundInfo:
-    """What never changes about a round once it is drawn. The secret is deliberately not
-    kept: only record_guess needs it, and it reads it under the row lock."""
-
-    room_id: str
-    palette: frozenset[str]
-    length: int
-
-
-class RoundCache:
-    """A small LRU of RoundInfo with a TTL. Never asked whether a round is open: that is
-    decided by record_guess under its row lock."""
-
-    def __init__(self, size: int = 1024, ttl_s: float = 300.0) -> None:
-        self._size = size
-        self._ttl = ttl_s
-        self._items: OrderedDict[int, tuple[float, RoundInfo]] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, round_id: int) -> RoundInfo | None:
-        entry = self._items.get(round_id)
-        if entry is None or entry[0] < time.monotonic():
-            return None
-        self._items.move_to_end(round_id)
-        return entry[1]
-
-    def put(self, round_id: int, info: RoundInfo) -> None:
-        self._items[round_id] = (time.monotonic() + self._ttl, info)
-        self._items.move_to_end(round_id)
-        while len(self._items) > self._size:
-            self._items.popitem(last=False)
-
-    async def load(self, session: AsyncSession, round_id: int) -> RoundInfo | None:
-        info = self.get(round_id)
-        if info is not None:
-            self.hits += 1
-            return info
-        self.misses += 1
-        rnd = await store.get_round(session, round_id)
-        if rnd is None:
-            return None
-        info = RoundInfo(
-            room_id=rnd.room_id, palette=frozenset(rnd.palette_emojis), length=rnd.length
-        )
-        self.put(round_id, info)
-        return info
 
 
 @dataclass
@@ -103,6 +56,7 @@ class ScoreStats:
     rejected: int = 0  # payloads that cannot be a guess (dropped, logged without text)
     banned: int = 0  # guesses of a player banned meanwhile (nothing written, no answer)
     retries: int = 0  # batches handed back with Retry
+    flushes: int = 0  # transactions that recorded batches (group commits)
     # accepted-by-the-bot to recorded, per scored guess (the most recent ones)
     wait_ms: deque[int] = field(default_factory=lambda: deque(maxlen=100_000))
 
@@ -116,6 +70,7 @@ class ScoreStats:
             "rejected": self.rejected,
             "banned": self.banned,
             "retries": self.retries,
+            "flushes": self.flushes,
         }
 
 
@@ -135,55 +90,146 @@ class ScoreWorker:
         lanes: Lanes | None = None,
         lease_ms: int = 30_000,
         hold_s: float = 5.0,
-        cache: RoundCache | None = None,
+        max_flush: int = 512,
         stats: ScoreStats | None = None,
         on_recorded: Callable[[int], Awaitable[None]] | None = None,
     ) -> None:
         """`lanes` (optional) lets the worker extend the batch's lease while it waits out a
         short database outage; `hold_s` is how long it waits before handing the batch back
-        with Retry. `on_recorded(chat_id)` is told after a batch wrote outbox rows for a chat
-        (the sender uses it to look at that chat sooner)."""
+        with Retry. `max_flush` caps the guesses recorded in one transaction.
+        `on_recorded(chat_id)` is told after a batch wrote outbox rows for a chat (the sender
+        uses it to look at that chat sooner)."""
         self._sessionmaker = sessionmaker
         self._lanes = lanes
         self._lease_ms = lease_ms
         self._hold_s = hold_s
-        self.cache = cache or RoundCache()
+        self._max_flush = max_flush
         self.stats = stats or ScoreStats()
         self._on_recorded = on_recorded
+        self._waiting: list[_Waiting] = []
+        self._flush_lock = asyncio.Lock()
 
     async def __call__(self, jobs: Sequence[Job]) -> None:
         self.stats.batches += 1
-        deadline = time.monotonic() + self._hold_s
-        chats: set[int] = set()
-        pause = 0.1
-        for job in sorted(jobs, key=lambda j: j.seq):
-            while True:
-                try:
-                    chat = await self._record(job)
-                    break
-                except Exception as exc:
-                    if not is_transient(exc):
-                        raise
-                    now = time.monotonic()
-                    if now + pause > deadline:
-                        self.stats.retries += 1
-                        delay = backoff_ms(job.attempts)
-                        log.warning(
-                            "database unavailable (%s); batch of %d for lane %s back in %d ms",
-                            type(exc).__name__,
-                            len(jobs),
-                            job.lane,
-                            delay,
-                        )
-                        raise Retry(delay, f"database unavailable: {type(exc).__name__}") from exc
-                    await self._extend(jobs)
-                    await asyncio.sleep(pause)
-                    pause = min(pause * 2, 2.0)
-            if chat is not None:
-                chats.add(chat)
+        decoded = [
+            (job, guess)
+            for job in sorted(jobs, key=lambda j: j.seq)
+            if (guess := self._decode(job)) is not None
+        ]
+        if not decoded:
+            return
+        items = [
+            store.GuessIn(
+                guess_id=job.id,
+                round_id=guess.round_id,
+                player_id=job.lane,
+                emojis=guess.emojis,
+                chat_id=guess.chat_id,
+                reply_to=guess.message_id,
+                room_id=job.room,
+            )
+            for job, guess in decoded
+        ]
+        results = await self._record_patiently(jobs, items)
+        chats = {
+            guess.chat_id
+            for (job, guess), result in zip(decoded, results, strict=True)
+            if self._count(job, guess, result)
+        }
         if self._on_recorded is not None:
             for chat in chats:
                 await self._on_recorded(chat)
+
+    async def _record_patiently(self, jobs: Sequence[Job], items: list[store.GuessIn]) -> Results:
+        """Record, waiting out a short database outage; Retry when it lasts."""
+        deadline = time.monotonic() + self._hold_s
+        pause = 0.1
+        while True:
+            try:
+                return await self._record(items)
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                if time.monotonic() + pause > deadline:
+                    self.stats.retries += 1
+                    delay = backoff_ms(max(job.attempts for job in jobs))
+                    log.warning(
+                        "database unavailable (%s); batch of %d for lane %s back in %d ms",
+                        type(exc).__name__,
+                        len(jobs),
+                        jobs[0].lane,
+                        delay,
+                    )
+                    raise Retry(delay, f"database unavailable: {type(exc).__name__}") from exc
+                await self._extend(jobs)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 2.0)
+
+    async def _record(
+        self, items: list[store.GuessIn]
+    ) -> list[store.GuessResult | store.StoreError]:
+        """Group commit: wait for a flush that takes these items (maybe run it ourselves)."""
+        waiting = _Waiting(items, asyncio.get_running_loop().create_future())
+        self._waiting.append(waiting)
+        async with self._flush_lock:
+            if not waiting.future.done():
+                await self._flush()
+        return waiting.future.result()
+
+    async def _flush(self) -> None:
+        """Record the waiting batches (up to max_flush guesses, at least one batch) in one
+        transaction and hand each its results, or the failure."""
+        taken: list[_Waiting] = []
+        size = 0
+        while self._waiting and (
+            not taken or size + len(self._waiting[0].items) <= self._max_flush
+        ):
+            waiting = self._waiting.pop(0)
+            taken.append(waiting)
+            size += len(waiting.items)
+        try:
+            async with self._sessionmaker() as session:
+                results = await store.record_guesses(
+                    session, [item for waiting in taken for item in waiting.items]
+                )
+        except asyncio.CancelledError:
+            # Our own batch is being cancelled (shutdown); the others wait for the next flush.
+            self._waiting[:0] = [w for w in taken if not w.future.done()]
+            raise
+        except Exception as exc:
+            for waiting in taken:
+                waiting.future.set_exception(exc)
+            return
+        self.stats.flushes += 1
+        start = 0
+        for waiting in taken:
+            waiting.future.set_result(results[start : start + len(waiting.items)])
+            start += len(waiting.items)
+
+    def _count(
+        self, job: Job, guess: GuessJob, result: store.GuessResult | store.StoreError
+    ) -> bool:
+        """Book one guess's outcome; True when it was answered in its chat."""
+        if isinstance(result, store.StoreError):
+            # Nothing was written; delivering it again would change nothing.
+            self.stats.rejected += 1
+            log.warning(
+                "guess %s refused by the store (%s); dropped", job.id, type(result).__name__
+            )
+            return False
+        if result.duplicate:
+            self.stats.duplicates += 1
+            return False
+        if result.banned:
+            self.stats.banned += 1
+            return False
+        self.stats.scored += 1
+        if result.won:
+            self.stats.won += 1
+        elif result.late:
+            self.stats.late += 1
+        self.stats.wait_ms.append(max(0, int(time.time() * 1000) - guess.sent_ms))
+        return True
 
     async def _extend(self, jobs: Sequence[Job]) -> None:
         if self._lanes is None:
@@ -193,53 +239,6 @@ class ScoreWorker:
                 await self._lanes.extend(job, self._lease_ms)
             except Exception:  # a heartbeat that fails only shortens our grace
                 log.debug("lease extension failed for a job of lane %s", job.lane)
-
-    async def _record(self, job: Job) -> int | None:
-        """Record one guess; the chat it will be answered in, or None if it was dropped."""
-        guess = self._decode(job)
-        if guess is None:
-            return None
-        async with self._sessionmaker() as session:
-            info = await self.cache.load(session, guess.round_id)
-            if info is None or info.room_id != job.room or not self._fits(guess, info):
-                self.stats.rejected += 1
-                log.warning(
-                    "guess %s does not fit round %d of room %s; dropped",
-                    job.id,
-                    guess.round_id,
-                    job.room,
-                )
-                return None
-            try:
-                result = await store.record_guess(
-                    session,
-                    guess_id=job.id,
-                    round_id=guess.round_id,
-                    player_id=job.lane,
-                    emojis=guess.emojis,
-                    chat_id=guess.chat_id,
-                    reply_to=guess.message_id,
-                )
-            except (store.UnknownRound, store.UnknownPlayer, store.GuessMismatch) as exc:
-                # Nothing was written; delivering it again would change nothing.
-                self.stats.rejected += 1
-                log.warning(
-                    "guess %s refused by the store (%s); dropped", job.id, type(exc).__name__
-                )
-                return None
-        if result.duplicate:
-            self.stats.duplicates += 1
-            return None
-        if result.banned:
-            self.stats.banned += 1
-            return None
-        self.stats.scored += 1
-        if result.won:
-            self.stats.won += 1
-        elif result.late:
-            self.stats.late += 1
-        self.stats.wait_ms.append(max(0, int(time.time() * 1000) - guess.sent_ms))
-        return guess.chat_id
 
     def _decode(self, job: Job) -> GuessJob | None:
         if not ids.is_valid(job.lane, ids.PLAYER) or not ids.is_valid(job.id, ids.JOB):
@@ -255,6 +254,10 @@ class ScoreWorker:
             )
             return None
 
-    @staticmethod
-    def _fits(guess: GuessJob, info: RoundInfo) -> bool:
-        return len(guess.emojis) == info.length and all(e in info.palette for e in guess.emojis)
+
+@dataclass(slots=True)
+class _Waiting:
+    """A batch waiting for a flush, and where its results go."""
+
+    items: list[store.GuessIn]
+    future: asyncio.Future[Results]

@@ -27,7 +27,7 @@ from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.settings import Settings
 from codemojex.worker.botapi import make_bot
-from codemojex.worker.score import RoundCache, ScoreStats, ScoreWorker
+from codemojex.worker.score import ScoreStats, ScoreWorker
 from codemojex.worker.sender import OutboxSender, SenderStats
 
 __all__ = ["WorkerStats", "expire_rounds_once", "make_bot", "run_worker"]
@@ -145,7 +145,6 @@ async def run_worker(
         lanes=None,  # the pool's heartbeat already extends the leases of a slow batch
         lease_ms=settings.lease_ms,
         hold_s=score_hold_s,
-        cache=RoundCache(),
         stats=stats.score,
         on_recorded=poke,
     )

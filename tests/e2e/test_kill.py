@@ -1,9 +1,12 @@
-"""A `codemojex worker` process killed with SIGKILL mid-batch, then restarted: no guess lost,
-none counted twice, every result posted once, the lanes sound again."""
+"""A `codemojex worker` process killed with SIGKILL between recording a batch and acking it,
+then restarted: no guess lost, none counted twice, every result posted once, the lanes sound
+again."""
 
 from __future__ import annotations
 
 import ast
+import asyncio
+import random
 import re
 import signal
 import time
@@ -16,7 +19,7 @@ from codemojex import texts
 from codemojex.db import Guess, LeaderboardEntry, Player
 from tests.e2e.harness import ADMIN, Stack, WorkerProcess, eventually, times_posted
 
-PLAYERS = 5
+PLAYERS = 8
 PER_PLAYER = 12  # under the bot's lane depth (20): every one of them is accepted
 LEASE_MS = 2000  # a short lease, so the dead worker's batches are reaped quickly
 
@@ -68,15 +71,23 @@ async def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
         await first.start()
 
         async def mid_batch() -> set[str]:
-            """Guesses recorded whose batch is still in hand (leased, not acked), once a
-            third of the backlog is done."""
-            if await stack.guess_count() < total // 3:
-                return set()
+            """Guesses recorded whose batch is still in hand (committed, not yet acked), with
+            some of the backlog not recorded yet. The worker records the batches in hand in
+            one transaction and acks them right after, so that window is short: freeze the
+            worker (SIGSTOP) at arbitrary instants and look, until one lands in it."""
+            first.signal(signal.SIGSTOP)
+            # What it had already sent (a COMMIT, an ack) still lands: let it, then look.
+            await asyncio.sleep(0.05)
+            recorded = set(await stack.all(select(Guess.id)))
             leased = await stack.leased_job_ids()
-            recorded = set(await stack.all(select(Guess.id).where(Guess.id.in_(leased))))
-            return recorded if len(recorded) >= 2 else set()
+            caught = recorded & leased
+            if len(caught) >= 2 and len(recorded) < total:
+                return caught
+            first.signal(signal.SIGCONT)
+            await asyncio.sleep(random.uniform(0.0, 0.004))
+            return set()
 
-        await eventually(mid_batch, timeout=60, interval=0.01, what="a batch half recorded")
+        await eventually(mid_batch, timeout=60, interval=0, what="a batch recorded, not acked")
         first.signal(signal.SIGKILL)
         assert await first.wait() == -signal.SIGKILL
 
