@@ -685,16 +685,8 @@ class Soak:
         text = "/g " + "".join(code)
         message_id = standin.send_text(sim.chat_id, uid, text)  # the message a result replies to
         self.typed += 1
-        lane, name = sim.player_ids[uid]
-        job = GuessJob(
-            chat_id=sim.chat_id,
-            message_id=message_id,
-            user_id=uid,
-            user_name=name,
-            round_id=sim.round_id,
-            emojis=code,
-            sent_ms=int(time.time() * 1000),
-        )
+        lane, _name = sim.player_ids[uid]
+        job = GuessJob(round_id=sim.round_id, message_id=message_id, emojis=code)
         try:
             await lanes.enqueue(
                 sim.room_id,
