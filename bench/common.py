@@ -182,16 +182,12 @@ _NAMES = ("Ana", "Bob", "Chen", "Dana", "Eitan", "Fatima", "Gus", "Hiroko")
 _EMOJIS = ("🍎", "🍌", "🍇", "🍒", "🥝", "🍑")
 
 
-def guess_payload(i: int, *, chat_id: int = -1001234567890, sent_ms: int | None = None) -> bytes:
+def guess_payload(i: int) -> bytes:
     """A realistic guess as the bot enqueues it (same encoder, typical sizes)."""
     return GuessJob(
-        chat_id=chat_id - (i % 1000),
-        message_id=100_000 + i,
-        user_id=500_000_000 + (i % 50_000),
-        user_name=_NAMES[i % len(_NAMES)],
-        round_id=1000 + (i % 97),
+        round_id=100_000 + (i % 97),
+        message_id=1_000_000 + i,
         emojis=tuple(_EMOJIS[(i + k) % len(_EMOJIS)] for k in range(4)),
-        sent_ms=int(time.time() * 1000) if sent_ms is None else sent_ms,
     ).encode()
 
 

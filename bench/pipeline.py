@@ -132,20 +132,14 @@ async def enqueue_backlog(queue: str, rooms: list[RoomSetup], guesses: int, ceil
         plan = []
         for n in range(guesses):
             room = rooms[n % len(rooms)]
-            uid, plr, name = room.players[(n // len(rooms)) % len(room.players)]
-            plan.append((room, uid, plr, name, _wrong_guess(rng, room), n))
+            _uid, plr, _name = room.players[(n // len(rooms)) % len(room.players)]
+            plan.append((room, plr, _wrong_guess(rng, room), n))
         todo = iter(plan)
 
         async def put() -> None:
-            for room, uid, plr, name, emojis, n in todo:
+            for room, plr, emojis, n in todo:
                 payload = GuessJob(
-                    chat_id=room.chat_id,
-                    message_id=10_000 + n,
-                    user_id=uid,
-                    user_name=name,
-                    round_id=room.round_id,
-                    emojis=emojis,
-                    sent_ms=int(time.time() * 1000),
+                    round_id=room.round_id, message_id=10_000 + n, emojis=emojis
                 ).encode()
                 await lanes.enqueue(
                     room.room_id, plr, payload, job_id=ids.mint(ids.JOB), max_attempts=20

@@ -18,7 +18,6 @@ so an update processed twice makes one guess.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from enum import Enum
 
@@ -106,15 +105,7 @@ async def submit_guess(
         player = await store.ensure_player(session, room.id, user.id, name)
         round_id = round_.id
 
-    job = GuessJob(
-        chat_id=chat.id,
-        message_id=message.message_id,
-        user_id=user.id,
-        user_name=name,
-        round_id=round_id,
-        emojis=emojis,
-        sent_ms=int(time.time() * 1000),
-    )
+    job = GuessJob(round_id=round_id, message_id=message.message_id, emojis=emojis)
     try:
         job_id = await services.lanes.enqueue(
             room.id,

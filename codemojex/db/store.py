@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
 
@@ -112,6 +112,7 @@ class GuessResult:
     round_closed: the round is closed now (this guess won it, or it was already over).
     banned: the player is banned in the room; nothing was written and nothing is answered.
     points: what this guess booked (only a win books points).
+    chat_id: the chat it was answered in (None when nothing was answered).
     """
 
     duplicate: bool
@@ -123,6 +124,7 @@ class GuessResult:
     late: bool = False
     banned: bool = False
     points: int = 0
+    chat_id: int | None = field(default=None, compare=False)  # where, not what
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,14 +558,15 @@ async def expire_rounds(session: AsyncSession, now: datetime) -> list[Round]:
 
 @dataclass(frozen=True, slots=True)
 class GuessIn:
-    """One guess to record. `room_id`, when given, is the room the job came from: a round of
-    another room refuses the guess (a stale or forged job) with UnknownRound."""
+    """One guess to record. `chat_id` None: answer in the room's chat. `room_id`, when given,
+    is the room the job came from: a round of another room refuses the guess (a stale or
+    forged job) with UnknownRound."""
 
     guess_id: str
     round_id: int
     player_id: str
     emojis: tuple[str, ...]
-    chat_id: int
+    chat_id: int | None
     reply_to: int | None
     room_id: str | None = None
 
@@ -647,18 +650,18 @@ async def _record_guesses(
     guess_ids = sorted({item.guess_id for item in items})
     # Locked in id order, so two workers recording overlapping rounds never deadlock. After the
     # lock, copies of these jobs recorded meanwhile are visible.
-    rounds = {
-        rnd.id: rnd
-        for rnd in (
-            await session.execute(
-                select(Round)
-                .where(Round.id.in_(round_ids))
-                .order_by(Round.id)
-                .with_for_update(key_share=True)
-                .execution_options(populate_existing=True)
-            )
-        ).scalars()
-    }
+    locked = (
+        await session.execute(
+            select(Round, Room.chat_id)
+            .join(Room, Room.id == Round.room_id)
+            .where(Round.id.in_(round_ids))
+            .order_by(Round.id)
+            .with_for_update(of=Round, key_share=True)
+            .execution_options(populate_existing=True)
+        )
+    ).all()
+    rounds = {rnd.id: rnd for rnd, _chat in locked}
+    room_chats = {rnd.id: int(chat) for rnd, chat in locked}
     existing = {
         guess.id: guess
         for guess in (
@@ -729,8 +732,9 @@ async def _record_guesses(
             continue
         text = "".join(emojis)
         row = {"id": item.guess_id, "round_id": rnd.id, "player_id": item.player_id}
+        chat_id = item.chat_id if item.chat_id is not None else room_chats[rnd.id]
         out = {
-            "chat_id": item.chat_id,
+            "chat_id": chat_id,
             "reply_to_message_id": item.reply_to,
             "round_id": rnd.id,
             "guess_id": item.guess_id,
@@ -750,6 +754,7 @@ async def _record_guesses(
                 won=False,
                 round_closed=True,
                 late=True,
+                chat_id=chat_id,
             )
         else:
             fb = scoring.feedback(emojis, rnd.secret_emojis)
@@ -793,6 +798,7 @@ async def _record_guesses(
                 won=won,
                 round_closed=rnd.ended_at is not None,
                 points=points,
+                chat_id=chat_id,
             )
         decided[item.guess_id] = result
         results.append(result)
@@ -829,7 +835,7 @@ def _as_duplicate(result: GuessResult) -> GuessResult:
         late=result.late,
         banned=result.banned,
         points=result.points,
-    )
+    )  # no chat_id: a duplicate is not answered again
 
 
 # --- bans and audit ---------------------------------------------------------------------------

@@ -124,20 +124,20 @@ class ScoreWorker:
                 round_id=guess.round_id,
                 player_id=job.lane,
                 emojis=guess.emojis,
-                chat_id=guess.chat_id,
+                chat_id=None,  # the room's chat
                 reply_to=guess.message_id,
                 room_id=job.room,
             )
             for job, guess in decoded
         ]
         results = await self._record_patiently(jobs, items)
-        chats = {
-            guess.chat_id
-            for (job, guess), result in zip(decoded, results, strict=True)
-            if self._count(job, guess, result)
+        answered = {
+            chat
+            for (job, _), result in zip(decoded, results, strict=True)
+            if (chat := self._count(job, result)) is not None
         }
         if self._on_recorded is not None:
-            for chat in chats:
+            for chat in answered:
                 await self._on_recorded(chat)
 
     async def _record_patiently(self, jobs: Sequence[Job], items: list[store.GuessIn]) -> Results:
@@ -206,30 +206,28 @@ class ScoreWorker:
             waiting.future.set_result(results[start : start + len(waiting.items)])
             start += len(waiting.items)
 
-    def _count(
-        self, job: Job, guess: GuessJob, result: store.GuessResult | store.StoreError
-    ) -> bool:
-        """Book one guess's outcome; True when it was answered in its chat."""
+    def _count(self, job: Job, result: store.GuessResult | store.StoreError) -> int | None:
+        """Book one guess's outcome; the chat it was answered in, if it was."""
         if isinstance(result, store.StoreError):
             # Nothing was written; delivering it again would change nothing.
             self.stats.rejected += 1
             log.warning(
                 "guess %s refused by the store (%s); dropped", job.id, type(result).__name__
             )
-            return False
+            return None
         if result.duplicate:
             self.stats.duplicates += 1
-            return False
+            return None
         if result.banned:
             self.stats.banned += 1
-            return False
+            return None
         self.stats.scored += 1
         if result.won:
             self.stats.won += 1
         elif result.late:
             self.stats.late += 1
-        self.stats.wait_ms.append(max(0, int(time.time() * 1000) - guess.sent_ms))
-        return True
+        self.stats.wait_ms.append(max(0, int(time.time() * 1000) - job.enqueued_ms))
+        return result.chat_id
 
     async def _extend(self, jobs: Sequence[Job]) -> None:
         if self._lanes is None:

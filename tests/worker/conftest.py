@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import random
 import socket
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -210,15 +209,7 @@ async def enqueue_guess(
     """What the bot does for a valid guess: the user's message on the stand-in, a job in the
     player's lane with the guess id as job id."""
     message_id = standin.send_text(table.chat_id, user_id, "".join(emojis))
-    payload = GuessJob(
-        chat_id=table.chat_id,
-        message_id=message_id,
-        user_id=user_id,
-        user_name=table.names[user_id],
-        round_id=table.round_id,
-        emojis=emojis,
-        sent_ms=int(time.time() * 1000),
-    ).encode()
+    payload = GuessJob(round_id=table.round_id, message_id=message_id, emojis=emojis).encode()
     return await lanes.enqueue(
         table.room_id,
         table.players[user_id],
