@@ -27,7 +27,7 @@ from codemojex import texts
 from codemojex.bot.context import BotServices
 from codemojex.bot.flood import Notice
 from codemojex.bot.replies import answer
-from codemojex.bot.rooms import display_name, ensure_room
+from codemojex.bot.rooms import apply_ceiling, display_name, ensure_room, room_title
 from codemojex.db import store
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull
@@ -91,18 +91,28 @@ async def submit_guess(
         return GuessAnswer(Outcome.IGNORED)
     chat = message.chat
     async with services.sessionmaker() as session:
-        room = await ensure_room(services, session, chat)
-        round_ = await store.open_round(session, room.id)
+        ctx = await store.guess_context(session, chat.id, user.id)
+        title = room_title(chat)
+        if ctx is None or (title and ctx.room.title != title):
+            # First sight of the chat, or a new title: the slow path creates or renames it.
+            await ensure_room(services, session, chat)
+            ctx = await store.guess_context(session, chat.id, user.id)
+            assert ctx is not None  # ensure_room just made sure of it
+        room = ctx.room
+        await apply_ceiling(services, room)
+        round_ = ctx.open_round
         if round_ is None:
             return GuessAnswer(Outcome.NO_ROUND, texts.NO_ROUND if explicit else None)
         try:
             emojis = parse_guess(text, round_.palette_emojis, round_.length)
         except InvalidGuess as exc:
             return GuessAnswer(Outcome.INVALID, str(exc))
-        if await store.is_banned(session, room.id, user.id):
+        if ctx.banned:
             return GuessAnswer(Outcome.BANNED, texts.BANNED)
         name = display_name(user)
-        player = await store.ensure_player(session, room.id, user.id, name)
+        player = ctx.player
+        if player is None or (name and player.display_name != name):
+            player = await store.ensure_player(session, room.id, user.id, name)
         round_id = round_.id
 
     job = GuessJob(round_id=round_id, message_id=message.message_id, emojis=emojis)

@@ -28,11 +28,20 @@ async def ensure_room(services: BotServices, session: AsyncSession, chat: Chat) 
     room = await store.ensure_room(
         session,
         chat.id,
-        storable((chat.title or "")[:255]),
+        room_title(chat),
         default_ceiling=services.settings.default_ceiling,
         round_timeout_s=services.settings.round_timeout_s,
     )
+    await apply_ceiling(services, room)
+    return room
+
+
+def room_title(chat: Chat) -> str:
+    return storable((chat.title or "")[:255])
+
+
+async def apply_ceiling(services: BotServices, room: Room) -> None:
+    """Set the room's ceiling on the lanes, once per process."""
     if room.id not in services.ceilings_applied:
         await services.lanes.limit(room.id, room.ceiling)
         services.ceilings_applied.add(room.id)
-    return room

@@ -426,6 +426,38 @@ async def update_room_settings(
 # --- rounds -----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class GuessContext:
+    """What the bot needs to accept a guess, read at once."""
+
+    room: Room
+    open_round: Round | None
+    player: Player | None  # None until the user's first guess in the room
+    banned: bool
+
+
+async def guess_context(
+    session: AsyncSession, chat_id: int, tg_user_id: int
+) -> GuessContext | None:
+    """The chat's room (None on first sight), its open round, the user's player there and
+    whether they are banned in it: one query, where the separate use-cases take four
+    transactions. Every guess a player types pays for this, so it is kept to one round trip."""
+    stmt = (
+        select(Room, Round, Player, Ban.player_id)
+        .outerjoin(Round, and_(Round.room_id == Room.id, Round.ended_at.is_(None)))
+        .outerjoin(Player, and_(Player.room_id == Room.id, Player.tg_user_id == tg_user_id))
+        .outerjoin(Ban, and_(Ban.room_id == Room.id, Ban.player_id == Player.id))
+        .where(Room.chat_id == chat_id)
+        .execution_options(populate_existing=True)
+    )
+    row = (await session.execute(stmt)).first()
+    await session.commit()
+    if row is None:
+        return None
+    room, rnd, player, banned_id = row
+    return GuessContext(room=room, open_round=rnd, player=player, banned=banned_id is not None)
+
+
 async def open_round(session: AsyncSession, room_id: str) -> Round | None:
     stmt = (
         select(Round)
