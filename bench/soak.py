@@ -22,12 +22,15 @@ them are in Postgres (lost = accepted - stored), rows beyond one per guess (lead
 and result/late outbox rows per guess are compared too), rounds with more than one winner,
 outbox rows posted twice or never, `lanes.check()`, drift and over-ceiling observations.
 
-Every outbox row posted twice must be explained by a worker SIGKILL within `KILL_WINDOW_S`
-of the first copy's post (the stand-in notes when it accepted each post, the harness when it
-sent each SIGKILL): a sender killed between Telegram accepting a post and its "posted" marker
-leaves rows the next sender posts again (`ambiguous="repost"`, the default) or marks sent
-without posting (`--ambiguous assume_sent`). A double post with no kill near it is a fault,
-counted in `outbox_posted_twice_unexplained`, and is in the headline.
+Every outbox row posted twice must be explained by a worker killed in the middle of posting
+it: a SIGKILL within `KILL_WINDOW_S` of the first copy (the stand-in notes when it accepted
+each post, the harness when it sent each SIGKILL), and the row found by the next sender with
+an intent marker and no posted marker (its log line names the rows). A sender killed between
+Telegram accepting a post and its "posted" marker leaves rows the next sender posts again
+(`ambiguous="repost"`, the default) or marks sent without posting (`--ambiguous
+assume_sent`). A double post without both is a fault, counted in
+`outbox_posted_twice_unexplained`, and is in the headline. `posts_near_a_kill_share` is the
+share of all posts that have a kill that near: how often the time test alone would pass.
 
     .venv/bin/python -m bench.soak --guesses 20000 --rooms 200 --json bench/results/soak.json
 
@@ -300,6 +303,11 @@ class PostgresServer:
             return None
 
 
+_AMBIGUOUS_LINE = regex.compile(
+    rb"(\d+) outbox rows were being posted when their sender died \(([\d,]+)\)"
+)
+
+
 class WorkerFleet:
     """N `codemojex worker` processes; each can be SIGKILLed and restarted."""
 
@@ -376,6 +384,15 @@ class WorkerFleet:
                 proc.wait()
             codes[slot] = proc.returncode
         return codes
+
+    def recovered_ambiguous(self) -> list[int]:
+        """Rows the workers' senders found with an intent marker and no posted marker (a
+        sender died mid-post), from their log lines."""
+        ids: list[int] = []
+        for path in self.logdir.glob("worker-*.log"):
+            for _n, listed in _AMBIGUOUS_LINE.findall(path.read_bytes()):
+                ids += [int(i) for i in listed.split(b",")]
+        return ids
 
     def error_lines(self) -> int:
         total = 0
@@ -972,6 +989,7 @@ class Soak:
                     "sigkills": self.fleet.kills,
                     "exit_codes_at_stop": codes,
                     "error_log_lines": self.fleet.error_lines(),
+                    "sender_recovered_ambiguous_rows": len(self.fleet.recovered_ambiguous()),
                 }
         finally:
             stop_sampler.set()
@@ -1060,17 +1078,25 @@ class Soak:
         # Rows marked done with no message id (assumed sent, or refused for good): a post of
         # their line no row was marked with is their one copy, not a second one.
         unmarked_rows: dict[tuple[int, str], list[int]] = defaultdict(list)
+        rows_by_line: dict[tuple[int, str], list[int]] = defaultdict(list)
         for o in outbox:
             variants = [o.text]
             if o.player_name and o.kind not in STANDALONE_KINDS:
                 variants.append(f"{o.player_name}: {o.text}")
             lines_by_chat[o.chat_id].update(variants)
+            for line in variants:
+                rows_by_line[(o.chat_id, line)].append(o.id)
             if o.sent_at is not None and o.sent_message_id is None:
                 for line in variants:
                     unmarked_rows[(o.chat_id, line)].append(o.id)
         unmarked_posted: set[int] = set()
         # A post no row was marked with, but carrying rows' text, is a second post of them.
         kills = sorted(self.fleet.kill_times)
+        ambiguous_rows = set(self.fleet.recovered_ambiguous())
+
+        def kill_gap(ts: float) -> float:
+            return min((abs(k - ts) for k in kills), default=float("inf"))
+
         posted_twice = twice_messages = 0
         unexplained = unexplained_messages = 0
         kill_gaps: list[float] = []
@@ -1110,13 +1136,22 @@ class Soak:
             for line in extra:
                 extra_posts_per_line[(m.chat_id, line)] += 1
             twice_examples.append(m.text[:120])
-            gap = min((abs(k - m.ts) for k in kills), default=float("inf"))
-            if gap <= KILL_WINDOW_S:
+            gap = kill_gap(m.ts)
+            # Rows of this copy its successor did not find mid-post (intent, no posted marker).
+            not_mid_post = [
+                line
+                for line in extra
+                if not ambiguous_rows.intersection(rows_by_line[(m.chat_id, line)])
+            ]
+            if gap <= KILL_WINDOW_S and not not_mid_post:
                 kill_gaps.append(gap)
             else:
                 unexplained += len(extra)
                 unexplained_messages += 1
-                unexplained_examples.append(f"{m.text[:80]!r}, nearest kill {gap:.2f}s away")
+                unexplained_examples.append(
+                    f"{m.text[:80]!r}: nearest kill {gap:.2f}s away, "
+                    f"{len(not_mid_post)} of {len(extra)} rows not recovered mid-post"
+                )
         assumed_not_posted = sum(
             1
             for o in outbox
@@ -1162,6 +1197,11 @@ class Soak:
             "outbox_posted_twice_kill_gap_max_s": round(max(kill_gaps), 3) if kill_gaps else None,
             "outbox_assumed_sent_not_posted": assumed_not_posted,
             "kill_window_s": KILL_WINDOW_S,
+            "posts_near_a_kill_share": round(
+                sum(1 for m in sent.values() if kill_gap(m.ts) <= KILL_WINDOW_S) / len(sent), 3
+            )
+            if sent
+            else None,
             "outbox_posted_three_times_or_more": sum(
                 1 for n in extra_posts_per_line.values() if n > 1
             ),
@@ -1267,6 +1307,7 @@ def print_report(report: dict[str, Any], say: Callable[[str], None] = print) -> 
         "outbox_posted_twice_messages",
         "outbox_posted_twice_messages_unexplained",
         "outbox_posted_twice_kill_gap_max_s",
+        "posts_near_a_kill_share",
         "outbox_posted_three_times_or_more",
         "outbox_assumed_sent_not_posted",
         "outbox_marked_not_posted",

@@ -14,20 +14,33 @@ The pace
     wait it claims them too, so a busy room gets one message with every result in it
     instead of one reply each. A quiet room (one row waiting) gets a reply to the guess.
 
-What is guaranteed (at least once, with one narrow window for a duplicate)
-    - A row is marked sent only after Telegram accepted the message that carried it.
-    - Right after Telegram answers, the sender writes "row → message id" to Redis (one
-      round trip, before `mark_sent`). A sender that finds such a marker on a row marks it
-      sent without posting it again, so a crash, a restart or a database outage between the
-      post and `mark_sent` does not re-post.
-    - A row can be posted twice only if (a) the process dies in the instant between
-      Telegram's answer and that Redis write, or (b) the answer itself is lost (a read
-      timeout, or the connection dropped after the request went out) although Telegram
-      carried the post out: the sender cannot tell, and by default reposts rather than risk
-      losing the message (`ambiguous="assume_sent"` chooses at-most-once instead: such a
-      row is marked sent with no message id). A refused connection, a connect or pool
-      timeout, or an error answer are known not to have posted and are simply retried; a
-      429 (RetryAfter) is a refusal too, the row stays unsent and goes out after the wait.
+What is guaranteed (at least once by default, with one narrow window for a duplicate)
+    - A row is marked sent only after Telegram accepted the message that carried it (or,
+      under "assume_sent", after a post that may have gone out; see below).
+    - Two Redis markers per row, written in round trips the sender makes anyway, tell a
+      sender that takes over a dead one's rows what happened to them:
+        * intent, `send:sending:<row>`: set just before the post, in the same atomic call
+          that renews the chat lease (the fence), with the owner and the time;
+        * posted, `send:posted:<row>` → message id: set right after Telegram answers, before
+          anything else (one pipelined round trip, then `mark_sent`).
+      Both are deleted once `mark_sent` succeeded (they live a week otherwise). A row with
+      a posted marker is marked sent without posting it again (a crash or a database outage
+      between the post and `mark_sent` does not re-post). A row with neither was not being
+      posted: it is simply posted. A row with an intent marker and no posted marker is
+      ambiguous: its sender died during the post, before or after Telegram took it. The
+      `ambiguous` policy (CODEMOJEX_SENDER_AMBIGUOUS) decides: "repost" (the default, at
+      least once: posted again, so maybe twice) or "assume_sent" (at most once: marked sent
+      with no message id, so maybe never). Counted in `recovered_ambiguous`.
+    - So a row is posted twice only if (a) the process dies in the instant between Telegram
+      accepting the post and the posted-marker write (a few milliseconds: an HTTP answer
+      and one Redis round trip), or (b) the answer itself is lost (a read timeout, or the
+      connection dropped after the request went out) although Telegram carried the post
+      out. Both are decided by the same policy; under "assume_sent" neither reposts. A
+      refused connection, a connect or pool timeout, or an error answer are known not to
+      have posted: the intent marker is withdrawn and the rows retried; a 429 (RetryAfter)
+      is a refusal too, the rows stay unsent and go out after the wait. The soak harness
+      (`bench/soak.py`) checks that every double post it sees has a worker SIGKILL within
+      a second of its first copy.
     - Two senders never post the same row: the chat lease keeps them off the same chat,
       and the database claim keeps them off the same rows even if the lease were lost; a
       sender posts only after re-checking (and renewing) its chat lease, and never waits
@@ -35,6 +48,8 @@ What is guaranteed (at least once, with one narrow window for a duplicate)
     - A row Telegram refuses for good (the bot was kicked, the chat is gone, the text is
       refused: BadRequest, Forbidden, ChatMigrated) is marked done with no message id
       (`sent_message_id` NULL) and counted as failed, instead of being retried forever.
+    - An outage of Redis or the database is waited out and logged as one warning line; any
+      other failure is a bug and is logged with its traceback.
 """
 
 from __future__ import annotations
@@ -436,9 +451,11 @@ class OutboxSender:
             if self._ambiguous == "assume_sent":
                 await self._mark(ambiguous, None)
                 await self._forget_posted(ambiguous)
+            # The row ids let an operator (and the soak harness) match a repeated message.
             log.warning(
-                "%d outbox rows were being posted when their sender died; %s",
+                "%d outbox rows were being posted when their sender died (%s); %s",
                 len(ambiguous),
+                ",".join(map(str, ambiguous)),
                 "posting them again" if self._ambiguous == "repost" else "assuming they went out",
             )
         return left

@@ -51,6 +51,7 @@ async def test_rows_of_a_dead_sender_are_sorted_out_by_their_markers(
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
     bot: Bot,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A sender claimed three rows and died: one it had posted and recorded ("posted"), one
     it was posting (intent only: Telegram may or may not have it), one it had not reached.
@@ -68,7 +69,8 @@ async def test_rows_of_a_dead_sender_are_sorted_out_by_their_markers(
     await asyncio.sleep(0.35)
 
     sender = new_sender(sessionmaker, bot, redis_r, queue_name, ambiguous=policy)
-    await run_senders([sender], lambda: _zero(sessionmaker), limit_s=20)
+    with caplog.at_level(logging.WARNING, logger="codemojex.worker.sender"):
+        await run_senders([sender], lambda: _zero(sessionmaker), limit_s=20)
 
     if policy == "repost":
         assert lines_posted(standin, chat) == Counter(["was being posted", "not reached"])
@@ -84,6 +86,10 @@ async def test_rows_of_a_dead_sender_are_sorted_out_by_their_markers(
         assert being.sent_at is not None and being.sent_message_id is None
     assert sender.stats.recovered_rows == 1
     assert sender.stats.recovered_ambiguous == 1
+    # The warning names the row, so that a repeated message can be traced to it.
+    assert any(
+        f"sender died ({by_text['was being posted']})" in r.getMessage() for r in caplog.records
+    )
     # Both kinds of marker live only between a post and its mark_sent.
     assert await _markers(redis_r, queue_name) == []
 
