@@ -38,7 +38,8 @@ if (!ns) {
 async function load() {
   const jobs = Number(args.jobs);
   const groups = Number(args.groups);
-  const data = JSON.parse(readFileSync(args.payload, "utf8"));
+  // GroupMQ stores JSON data: the guess payload (text) goes in as one string field.
+  const data = { p: readFileSync(args.payload, "utf8") };
   const redis = new Redis(url, { maxRetriesPerRequest: null });
   // autoBatch sends adds through the enqueue-batch script: only the preload uses it.
   const queue = new Queue({ redis, namespace: ns, autoBatch: { size: 200, maxWaitMs: 2 } });
