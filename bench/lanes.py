@@ -36,7 +36,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -198,28 +197,34 @@ class ChildSpec:
 
 class _Quota:
     """A job budget shared by all consumer processes, so a window can stop short of the
-    filler jobs; otherwise the consumers stop when the queue answers empty."""
+    filler jobs; otherwise the consumers stop when the queue answers empty.
 
-    def __init__(self, shared: Synchronized[int], quota: int) -> None:
-        self._shared = shared
+    Lock-free: each process counts in its own slot of a shared array and reads the sum. A
+    multiprocessing lock here would be a blocking call in the event loop on every claim, and
+    when the two processes contend for it, it stalls every consumer of one of them: the
+    harness would slow the fastest queue most."""
+
+    def __init__(self, slots: Any, slot: int, quota: int) -> None:
+        self._slots = slots
+        self._slot = slot
         self._quota = quota
 
     def reached(self) -> bool:
-        return self._shared.value >= self._quota
+        return int(sum(self._slots)) >= self._quota
 
     def add(self, n: int) -> None:
-        with self._shared.get_lock():
-            self._shared.value += n
+        self._slots[self._slot] += n  # only this process writes its slot
 
 
 def _child(
     spec: ChildSpec,
-    shared: Synchronized[int],
+    slots: Any,
+    slot: int,
     ready: Any,
     go: Any,
     results: Any,
 ) -> None:
-    results.put(asyncio.run(_child_main(spec, _Quota(shared, spec.quota), ready, go)))
+    results.put(asyncio.run(_child_main(spec, _Quota(slots, slot, spec.quota), ready, go)))
 
 
 async def _child_main(spec: ChildSpec, quota: _Quota, ready: Any, go: Any) -> dict[str, Any]:
@@ -332,14 +337,14 @@ async def _timed_children(
     client: aioredis.Redis, spec: ChildSpec, topology: Topology, bg_seconds: float
 ) -> tuple[list[dict[str, Any]], float, ServerCounters, ServerCounters, ServerCounters]:
     ctx = mp.get_context("spawn")
-    shared: Synchronized[int] = ctx.Value("q", 0)
+    slots = ctx.Array("q", topology.procs, lock=False)
     ready = ctx.Barrier(topology.procs + 1)
     go = ctx.Event()
     results = ctx.Queue()
     child_spec = ChildSpec(spec.mode, spec.queue, topology.consumers, spec.quota)
     procs = [
-        ctx.Process(target=_child, args=(child_spec, shared, ready, go, results), daemon=True)
-        for _ in range(topology.procs)
+        ctx.Process(target=_child, args=(child_spec, slots, slot, ready, go, results), daemon=True)
+        for slot in range(topology.procs)
     ]
     for proc in procs:
         proc.start()
