@@ -12,8 +12,10 @@ a commit and a dozen statements per guess, which caps a worker at a few hundred 
 second. So the batches in hand are recorded together: the first batch to arrive takes the
 flush lock and records everything waiting in ONE transaction (a fixed handful of statements);
 batches arriving meanwhile wait for the next flush, which takes them all. A flush that fails
-fails every batch in it, and each is retried as below; since recording is idempotent per guess
-and all-or-nothing per transaction, nothing is counted twice.
+because the database is out fails every batch in it, and each is retried as below; since
+recording is idempotent per guess and all-or-nothing per transaction, nothing is counted
+twice. A flush that fails for any other reason is redone one batch per transaction, so that a
+poison guess fails (and is in time dead-lettered) alone, not with the batches beside it.
 
 A database that is down (connection refused, timeouts, OperationalError…) is transient:
 the worker waits a little for it (up to `hold_s`, extending the batch's lease) and then
@@ -188,23 +190,45 @@ class ScoreWorker:
             taken.append(waiting)
             size += len(waiting.items)
         try:
-            async with self._sessionmaker() as session:
-                results = await store.record_guesses(
-                    session, [item for waiting in taken for item in waiting.items]
-                )
+            results = await self._record_together(taken)
         except asyncio.CancelledError:
             # Our own batch is being cancelled (shutdown); the others wait for the next flush.
             self._waiting[:0] = [w for w in taken if not w.future.done()]
             raise
         except Exception as exc:
+            if len(taken) == 1 or is_transient(exc):
+                for waiting in taken:
+                    waiting.future.set_exception(exc)
+                return
+            # Not an outage: one of the batches may be poison. Record each on its own, so
+            # that only that one fails (and is retried, then dead-lettered), not its company.
+            log.warning(
+                "recording %d batches together failed (%s); recording them one by one",
+                len(taken),
+                type(exc).__name__,
+            )
             for waiting in taken:
-                waiting.future.set_exception(exc)
+                try:
+                    waiting.future.set_result(await self._record_together([waiting]))
+                except asyncio.CancelledError:
+                    self._waiting[:0] = [w for w in taken if not w.future.done()]
+                    raise
+                except Exception as alone:
+                    waiting.future.set_exception(alone)
             return
-        self.stats.flushes += 1
         start = 0
         for waiting in taken:
             waiting.future.set_result(results[start : start + len(waiting.items)])
             start += len(waiting.items)
+
+    async def _record_together(self, taken: list[_Waiting]) -> Results:
+        """One transaction for the guesses of these batches, in order."""
+        async with self._sessionmaker() as session:
+            results = await store.record_guesses(
+                session, [item for waiting in taken for item in waiting.items]
+            )
+        self.stats.flushes += 1
+        return results
 
     def _count(self, job: Job, result: store.GuessResult | store.StoreError) -> int | None:
         """Book one guess's outcome; the chat it was answered in, if it was."""

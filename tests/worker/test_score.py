@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 import redis.asyncio as aioredis
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex.db import Guess, Outbox
+from codemojex.db import Guess, Outbox, Round
 from codemojex.db.errors import is_transient
 from codemojex.lanes import Job, Lanes, Retry
 from codemojex.standin import StandIn
@@ -251,3 +251,38 @@ async def test_a_failed_flush_fails_every_batch_in_it_and_each_comes_back(
     up = ScoreWorker(sessionmaker, lanes=lanes)
     await asyncio.gather(*(up(b) for b in batches))
     assert up.stats.scored == len(batches)
+
+
+async def test_a_poison_batch_fails_alone_not_the_batches_it_was_recorded_with(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+) -> None:
+    """One round's stored secret is damaged (shorter than its length), so scoring a guess of
+    it raises. Recorded together with healthy batches, the flush fails; the worker then records
+    each batch on its own: the healthy ones are recorded, only the poison one raises."""
+    lanes = Lanes(redis_r, queue=queue_name)
+    healthy = await make_table(sessionmaker, standin, -1300)
+    damaged = await make_table(sessionmaker, standin, -1301, seed=3)
+    async with sessionmaker() as s:
+        await s.execute(
+            update(Round).where(Round.id == damaged.round_id).values(secret=damaged.secret[0])
+        )
+        await s.commit()
+    good_ids = [
+        await enqueue_guess(lanes, standin, healthy, user, healthy.wrong_guess(k))
+        for k, user in enumerate(healthy.players)
+    ]
+    poison_id = await enqueue_guess(
+        lanes, standin, damaged, next(iter(damaged.players)), damaged.wrong_guess()
+    )
+    batches = await claim_all(lanes)
+    worker = ScoreWorker(sessionmaker, lanes=lanes)
+    outcomes = await asyncio.gather(*(worker(b) for b in batches), return_exceptions=True)
+
+    failed = [b[0].id for b, o in zip(batches, outcomes, strict=True) if isinstance(o, Exception)]
+    assert failed == [poison_id]
+    assert all(isinstance(o, ValueError) for o in outcomes if isinstance(o, Exception)), outcomes
+    assert sorted(g.id for g in await guesses(sessionmaker)) == sorted(good_ids)
+    assert worker.stats.scored == len(good_ids)
