@@ -64,6 +64,17 @@ async def run_senders(
         await asyncio.gather(*tasks)
 
 
+async def run_for(sender: OutboxSender, seconds: float, poke: int | None = None) -> None:
+    """Run one sender for a while (poking `poke`'s chat first), then stop it."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(sender.run(stop))
+    if poke is not None:
+        sender.poke(poke)
+    await asyncio.sleep(seconds)
+    stop.set()
+    await task
+
+
 async def add_rows(
     sm: async_sessionmaker[AsyncSession], chat_id: int, texts: list[str], spacing_s: float = 0.0
 ) -> None:
@@ -383,11 +394,7 @@ async def test_refused_connection_is_retried_without_duplicate(
     # Not initialised (that would call getMe, which cannot succeed either).
     down_bot = make_bot(settings)
     sender = new_sender(sessionmaker, down_bot, redis_r, queue_name)
-    stop = asyncio.Event()
-    task = asyncio.create_task(sender.run(stop))
-    await asyncio.sleep(1.0)
-    stop.set()
-    await task
+    await run_for(sender, 1.0)
     await down_bot.shutdown()
     assert sender.stats.errors >= 1 and sender.stats.ambiguous == 0
     assert await unsent(sessionmaker) == 1

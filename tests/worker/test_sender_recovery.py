@@ -26,6 +26,7 @@ from tests.worker.test_sender import (
     add_rows,
     lines_posted,
     new_sender,
+    run_for,
     run_senders,
     unsent,
 )
@@ -144,11 +145,7 @@ async def test_a_post_known_not_to_have_gone_out_leaves_no_intent(
         )
     )
     first = new_sender(sessionmaker, down_bot, redis_r, queue_name, ambiguous="assume_sent")
-    stop = asyncio.Event()
-    task = asyncio.create_task(first.run(stop))
-    await asyncio.sleep(1.0)
-    stop.set()
-    await task
+    await run_for(first, 1.0)
     await down_bot.shutdown()
     assert first.stats.errors >= 1 and first.stats.ambiguous == 0
     assert await unsent(sessionmaker) == 1
@@ -175,13 +172,8 @@ async def test_a_redis_outage_is_one_warning_without_traceback(
     await add_rows(sessionmaker, chat, ["waits"])
     down = aioredis.Redis.from_url(f"redis://127.0.0.1:{_free_port()}/0")
     sender = OutboxSender(sessionmaker, bot, down, namespace=queue_name, poll_s=0.2)
-    stop = asyncio.Event()
     with caplog.at_level(logging.WARNING, logger="codemojex.worker.sender"):
-        task = asyncio.create_task(sender.run(stop))
-        sender.poke(chat)
-        await asyncio.sleep(0.8)
-        stop.set()
-        await task
+        await run_for(sender, 0.8, poke=chat)
     await down.aclose()
     records = [r for r in caplog.records if r.name == "codemojex.worker.sender"]
     assert any("unavailable (ConnectionError)" in r.getMessage() for r in records)
@@ -207,12 +199,7 @@ async def test_a_bug_is_still_logged_with_its_traceback(
         raise KeyError("a bug")
 
     monkeypatch.setattr(sender.pacer, "wait_ms", broken)
-    stop = asyncio.Event()
     with caplog.at_level(logging.WARNING, logger="codemojex.worker.sender"):
-        task = asyncio.create_task(sender.run(stop))
-        sender.poke(chat)
-        await asyncio.sleep(0.5)
-        stop.set()
-        await task
+        await run_for(sender, 0.5, poke=chat)
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert errors and errors[0].exc_info is not None
