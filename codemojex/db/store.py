@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
 
@@ -857,17 +857,8 @@ _BANNED: Final = GuessResult(
 
 
 def _as_duplicate(result: GuessResult) -> GuessResult:
-    return GuessResult(
-        duplicate=True,
-        exact=result.exact,
-        misplaced=result.misplaced,
-        attempt_no=result.attempt_no,
-        won=result.won,
-        round_closed=result.round_closed,
-        late=result.late,
-        banned=result.banned,
-        points=result.points,
-    )  # no chat_id: a duplicate is not answered again
+    # No chat: a duplicate is not answered again.
+    return replace(result, duplicate=True, chat_id=None)
 
 
 # --- bans and audit ---------------------------------------------------------------------------
