@@ -639,3 +639,21 @@ async def test_dedupe_window_ends(env: Env) -> None:
     second = await short.enqueue(r, ln, b"a", dedupe_key="k")
     assert second != first
     assert [m for m, _ in (await env.dump())[f"g:{ln}:pending"]] == [first, second]
+
+
+async def test_ack_many_acks_a_live_token_listed_after_a_stale_one_of_the_same_job(
+    env: Env,
+) -> None:
+    """Found by the model test: a lease ran out, the job was claimed again, and both copies
+    (the stale token first) reached one ack_many. The live one counts, once."""
+    r, ln = room(), lane()
+    await env.lanes.enqueue(r, ln, b"x")
+    first = await env.lanes.claim(30_000)
+    assert first is not None
+    await env.expire(first.id)
+    assert await env.lanes.reap() == 1
+    second = await env.lanes.claim(30_000)
+    assert second is not None and second.attempts == first.attempts + 1
+    assert await env.lanes.ack_many([first, second, second]) == 1
+    assert await env.client.zcard(env.keys.active) == 0
+    assert await env.lanes.check() == []

@@ -9,9 +9,11 @@ local freed, rooms = {}, {}
 for i = 1, #ARGV, 2 do
   local id = ARGV[i]
   if not seen[id] then
-    seen[id] = true
+    -- Only an acked id is marked: the same id may come first with a stale token and then
+    -- with the live one (a lease that ran out and was claimed again).
     local jk, room = holder(id, ARGV[i + 1])
     if jk then
+      seen[id] = true
       ids[#ids + 1] = id
       jks[#jks + 1] = jk
       if not freed[room] then
