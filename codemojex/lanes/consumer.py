@@ -1,7 +1,8 @@
 """The consumer loop: N asyncio consumers draining the lanes with wclaim.
 
-Each consumer: wclaim a batch (heads of one lane); run the handler; ack the batch with
-ack_many. `Retry(delay_ms)` from the handler retries the batch after that delay; any other
+Each consumer: wclaim a batch (heads of one lane); run the handler; ack the batch in the
+same script call that claims the next one (`ack_wclaim`: one round trip per batch).
+`Retry(delay_ms)` from the handler retries the batch after that delay; any other
 exception retries it with exponential backoff and full jitter; the retry script sends a
 job whose attempts are spent to `dead`. With nothing to claim a consumer parks on the
 wake list (BLPOP with a short timeout), so an idle pool makes no busy round trips. One
@@ -150,14 +151,20 @@ class ConsumerPool:
 
     async def _consume(self, n: int) -> None:
         woken = False
+        done: list[Job] = []  # handled, not yet acked: the next claim carries the ack
         while not self._stop.is_set():
             try:
                 self.stats.claims += 1
-                jobs, more = await self.lanes.wclaim_hint(self.lease_ms)
+                acked, jobs, more = await self.lanes.ack_wclaim(done, self.lease_ms)
             except (RedisError, OSError) as exc:
-                log.warning("claim failed: %s", exc, extra={"consumer": n})
+                # an ack that may not have happened: the leases expire and the jobs are
+                # served again, and the handler's writes are idempotent; nothing is lost
+                log.warning("claim failed: %s", exc, extra={"consumer": n, "unacked": len(done)})
+                done = []
                 await self._sleep(1.0)
                 continue
+            self._count_acks(done, acked)
+            done = []
             if not jobs:
                 woken = await self._park()
                 continue
@@ -166,7 +173,18 @@ class ConsumerPool:
                 with contextlib.suppress(RedisError, OSError):
                     await self.lanes.wake()
             woken = False
-            await self._handle(jobs)
+            done = await self._handle(jobs)
+        if done:  # stopping: ack what is in hand, claim nothing more
+            try:
+                self._count_acks(done, await self.lanes.ack_many(done))
+            except (RedisError, OSError) as exc:
+                log.warning("ack failed: %s", exc, extra={"jobs": [job.id for job in done]})
+
+    def _count_acks(self, done: list[Job], acked: int) -> None:
+        self.stats.acked += acked
+        self.stats.stale += len(done) - acked
+        if acked < len(done):
+            log.warning("stale leases at ack", extra={"stale": len(done) - acked})
 
     async def _park(self) -> bool:
         self.stats.parks += 1
@@ -194,7 +212,8 @@ class ConsumerPool:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), seconds)
 
-    async def _handle(self, jobs: list[Job]) -> None:
+    async def _handle(self, jobs: list[Job]) -> list[Job]:
+        """Run the handler on a batch; the batch to ack (none when it was retried)."""
         self.stats.claimed += len(jobs)
         self.stats.batches += 1
         heartbeat = asyncio.ensure_future(self._heartbeat(jobs)) if self.extend_leases else None
@@ -204,6 +223,7 @@ class ConsumerPool:
             self.stats.failures += 1
             delay_ms = retry.delay_ms
             await self._retry(jobs, lambda _job: delay_ms, retry.reason)
+            return []
         except Exception as exc:
             self.stats.failures += 1
             log.exception(
@@ -212,20 +232,11 @@ class ConsumerPool:
             )
             error = f"{type(exc).__name__}: {exc}"
             await self._retry(jobs, lambda job: self.backoff_ms(job.attempts), error)
-        else:
-            try:
-                acked = await self.lanes.ack_many(jobs)
-            except (RedisError, OSError) as exc:
-                # the leases expire and the jobs are served again: nothing is lost
-                log.warning("ack failed: %s", exc, extra={"jobs": [job.id for job in jobs]})
-            else:
-                self.stats.acked += acked
-                self.stats.stale += len(jobs) - acked
-                if acked < len(jobs):
-                    log.warning("stale leases at ack", extra={"stale": len(jobs) - acked})
+            return []
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
+        return jobs
 
     async def _retry(self, jobs: list[Job], delay: Callable[[Job], int], error: str) -> None:
         for job in jobs:

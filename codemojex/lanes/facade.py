@@ -92,11 +92,13 @@ class Lanes:
             raise _translate(exc) from None
 
     @staticmethod
-    def _jobs(reply: list[Any]) -> list[Job]:
-        if not reply:
+    def _jobs(reply: list[Any], at: int = 0) -> list[Job]:
+        """The jobs of a serve reply ({room, lane, ring length, 6 fields per job}) that
+        starts at reply[at]."""
+        if len(reply) <= at:
             return []
-        room = reply[0].decode()
-        lane = reply[1].decode()
+        room = reply[at].decode()
+        lane = reply[at + 1].decode()
         return [
             Job(
                 reply[i].decode(),
@@ -108,8 +110,16 @@ class Lanes:
                 reply[i + 4],
                 reply[i + 5],
             )
-            for i in range(3, len(reply), 6)
+            for i in range(at + 3, len(reply), 6)
         ]
+
+    @staticmethod
+    def _pairs(jobs: list[Job]) -> list[str | int]:
+        args: list[str | int] = []
+        for job in jobs:
+            args.append(job.id)
+            args.append(job.attempts)
+        return args
 
     # -- producer -------------------------------------------------------------------------
 
@@ -176,12 +186,20 @@ class Lanes:
         """Complete a batch in one round trip; how many were acked (stale ones are not)."""
         acked = 0
         for start in range(0, len(jobs), ACK_CHUNK):
-            args: list[str | int] = []
-            for job in jobs[start : start + ACK_CHUNK]:
-                args.append(job.id)
-                args.append(job.attempts)
-            acked += await self._call("ack_many", *args)
+            acked += await self._call("ack_many", *self._pairs(jobs[start : start + ACK_CHUNK]))
         return acked
+
+    async def ack_wclaim(self, done: list[Job], lease_ms: int) -> tuple[int, list[Job], bool]:
+        """ack_many(done), then wclaim, in one round trip: how many of `done` were acked,
+        the next batch, and the wclaim_hint flag. A consumer's loop pays one script call
+        per batch this way instead of two."""
+        lease = _lease(lease_ms)
+        acked = 0
+        if len(done) > ACK_CHUNK:
+            acked = await self.ack_many(done[:-ACK_CHUNK])
+            done = done[-ACK_CHUNK:]
+        reply = await self._call("ack_wclaim", lease, *self._pairs(done))
+        return acked + reply[0], self._jobs(reply, 1), len(reply) > 1 and reply[3] > 0
 
     async def retry(self, job: Job, delay_ms: int, error: str) -> str:
         """'delayed' (due after delay_ms) or 'dead' (attempts spent); 'stale' when fenced out."""

@@ -12,6 +12,7 @@ VERBS: Final = (
     "wclaim",
     "ack",
     "ack_many",
+    "ack_wclaim",
     "retry",
     "extend",
     "reap",

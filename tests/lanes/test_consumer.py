@@ -179,6 +179,36 @@ async def test_stop_finishes_and_acks_the_batches_in_hand(env: Env) -> None:
     assert await env.lanes.check() == []
 
 
+class CountingLanes(Lanes):
+    """The real facade, counting the scripts it runs per verb."""
+
+    calls: dict[str, int]
+
+    async def _call(self, verb: str, *args: object) -> object:
+        self.calls[verb] = self.calls.get(verb, 0) + 1
+        return await super()._call(verb, *args)
+
+
+async def test_a_batch_costs_one_script_call_its_ack_rides_on_the_next_claim(env: Env) -> None:
+    lanes = CountingLanes(env.client, env.queue)
+    lanes.calls = {}
+    r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
+    await lanes.weight(ln, 4)
+    for i in range(40):
+        await lanes.enqueue(r, ln, f"p{i}".encode())
+    seen: list[list[Job]] = []
+    pool = ConsumerPool(lanes, recorder(seen), concurrency=1, park_timeout_s=0.05)
+    task = await run_pool(pool)
+    await until(lambda: pool.stats.acked == 40)
+    pool.stop()
+    await task
+    assert [len(batch) for batch in seen] == [4] * 10
+    # 10 batches + the claim that acked the last one and found nothing + idle parks
+    assert lanes.calls.get("ack_wclaim", 0) == 11 + pool.stats.parks - 1
+    assert "ack_many" not in lanes.calls and "wclaim" not in lanes.calls
+    assert await env.lanes.check() == []
+
+
 async def test_sigterm_stops_gracefully(env: Env) -> None:
     r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
     await env.lanes.enqueue(r, ln, b"x")

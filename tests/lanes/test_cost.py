@@ -13,7 +13,10 @@ import pytest
 
 from codemojex.lanes.scripts import _read
 
-HOT = ["enqueue", "claim", "wclaim", "ack", "ack_many", "retry", "extend", "reap", "promote"]
+HOT = [
+    "enqueue", "claim", "wclaim", "ack", "ack_many", "ack_wclaim", "retry", "extend", "reap",
+    "promote",
+]  # fmt: skip
 SCANNING = {"LPOS", "LRANGE", "SCAN", "KEYS", "HGETALL", "SMEMBERS", "ZRANGE", "HKEYS"}
 CALL = re.compile(r"redis\.call\('([A-Z]+)'([^)]*)\)")
 FUNCTION = re.compile(r"^local function (\w+)\(", re.M)

@@ -452,6 +452,18 @@ class LanesMachine(RuleBasedStateMachine):
         expected = self.model.ack_many(jobs)
         assert self.run(self.lanes.ack_many(jobs)) == expected
 
+    @rule(data=st.data())
+    def ack_wclaim(self, data: st.DataObject) -> None:
+        self.step()
+        live = [job for job in self.held if self.model.holds(job)]
+        jobs = (
+            data.draw(st.lists(st.sampled_from(live), max_size=4, unique_by=token)) if live else []
+        )
+        expected_acked = self.model.ack_many(jobs)
+        acked, served, _ = self.run(self.lanes.ack_wclaim(jobs, LEASE_MS))
+        assert acked == expected_acked
+        self._served(served, self.model.serve(weighted=True))
+
     @precondition(lambda self: self.held)
     @rule(data=st.data())
     def retry(self, data: st.DataObject) -> None:

@@ -657,3 +657,51 @@ async def test_ack_many_acks_a_live_token_listed_after_a_stale_one_of_the_same_j
     assert await env.lanes.ack_many([first, second, second]) == 1
     assert await env.client.zcard(env.keys.active) == 0
     assert await env.lanes.check() == []
+
+
+async def test_ack_wclaim_acks_first_then_claims_in_one_call(env: Env) -> None:
+    """The ack of a finished batch frees its room's permit before the claim, so a room at
+    its ceiling is served again by the same call; stale tokens count as not acked."""
+    r, ln = room(), lane()
+    await env.lanes.limit(r, 2)
+    await env.lanes.weight(ln, 2)
+    queued = [await env.lanes.enqueue(r, ln, f"p{i}".encode()) for i in range(5)]
+    acked, first, more = await env.lanes.ack_wclaim([], 30_000)
+    assert acked == 0 and [j.id for j in first] == queued[:2] and not more
+    assert "ring" not in await env.dump()  # at its ceiling: parked
+    stale = Job(first[0].id, r, ln, b"", first[0].attempts - 1, 5, 1, 0)
+    acked, second, _ = await env.lanes.ack_wclaim([stale, *first], 30_000)
+    assert acked == 2 and [j.id for j in second] == queued[2:4]
+    d = await env.dump()
+    assert d["gactive"] == {r: "2"} and sorted(m for m, _ in d["active"]) == sorted(queued[2:4])
+    assert f"job:{queued[0]}" not in d and f"job:{queued[1]}" not in d
+    acked, third, more = await env.lanes.ack_wclaim(second, 30_000)
+    assert acked == 2 and [j.id for j in third] == queued[4:] and not more
+    assert await env.lanes.check() == []
+    # nothing left to claim: the acks still happen
+    assert await env.lanes.ack_wclaim(third, 30_000) == (1, [], False)
+    assert "active" not in await env.dump()
+    assert await env.lanes.check() == []
+
+
+async def test_ack_wclaim_acks_while_the_queue_is_paused(env: Env) -> None:
+    r, ln = room(), lane()
+    await env.lanes.enqueue(r, ln, b"a")
+    await env.lanes.enqueue(r, ln, b"b")
+    job = await env.lanes.claim(30_000)
+    assert job is not None
+    await env.lanes.pause_queue()
+    assert await env.lanes.ack_wclaim([job], 30_000) == (1, [], False)
+    await env.lanes.resume_queue()
+    acked, jobs, _ = await env.lanes.ack_wclaim([], 30_000)
+    assert acked == 0 and [j.payload for j in jobs] == [b"b"]
+
+
+async def test_ack_wclaim_hint_says_whether_other_rooms_wait(env: Env) -> None:
+    r1, r2, l1, l2 = room(), room(), lane(), lane()
+    await env.lanes.enqueue(r1, l1, b"a")
+    await env.lanes.enqueue(r2, l2, b"b")
+    _, jobs, more = await env.lanes.ack_wclaim([], 30_000)
+    assert [j.room for j in jobs] == [r1] and more
+    _, jobs, more = await env.lanes.ack_wclaim(jobs, 30_000)
+    assert [j.room for j in jobs] == [r2] and not more

@@ -124,8 +124,8 @@ end
 
 -- One rota step, then serve up to `k` heads (claim: 1; wclaim: the lane's weight), the K
 -- clamped by the lane's depth (ZPOPMIN) and the room's ceiling headroom. Returns
--- {room, lane, ring length after, then per job: id, payload, attempts, max_attempts, seq,
--- enqueued_ms} or {} when the queue is paused or nothing is serviceable.
+-- {room, lane, ring length after (0 for a plain claim), then per job: id, payload, attempts,
+-- max_attempts, seq, enqueued_ms} or {} when the queue is paused or nothing is serviceable.
 local function serve(lease_ms, weighted)
   if redis.call('EXISTS', P .. 'qpaused') == 1 then return {} end
   local room = redis.call('LMOVE', RING, RING, 'LEFT', 'RIGHT')
@@ -179,12 +179,45 @@ local function serve(lease_ms, weighted)
   -- Lane and room were just moved to the tails, so these LREMs stop at once: O(1). The
   -- room was on the ring, so it is not paused: it stays iff below its ceiling with a lane.
   local room_stays = not lim or act < lim
-  if redis.call('ZCARD', pk) == 0 then
+  -- fewer heads than asked for means the lane is empty now, without asking it
+  if #popped / 2 < k or redis.call('ZCARD', pk) == 0 then
     redis.call('LREM', rr, -1, lane)
     if room_stays and redis.call('LLEN', rr) == 0 then room_stays = false end
   end
   if not room_stays then redis.call('LREM', RING, -1, room) end
-  out[3] = redis.call('LLEN', RING)
   if #out == 3 then return {} end
+  -- the consumers' wake hint; a plain claim is not used by the pool and skips it
+  if weighted then out[3] = redis.call('LLEN', RING) end
   return out
+end
+
+-- Complete the leased jobs given as (id, token) pairs in ARGV[first], ARGV[first + 1], ...;
+-- stale tokens are skipped. The permits are given back per room, rooms in the order they
+-- first appear. Returns how many were acked (ack_many, ack_wclaim).
+local function ack_pairs(first)
+  local ids, jks, seen = {}, {}, {}
+  local freed, rooms = {}, {}
+  for i = first, #ARGV, 2 do
+    local id = ARGV[i]
+    if not seen[id] then
+      -- Only an acked id is marked: the same id may come first with a stale token and
+      -- then with the live one (a lease that ran out and was claimed again).
+      local jk, room = holder(id, ARGV[i + 1])
+      if jk then
+        seen[id] = true
+        ids[#ids + 1] = id
+        jks[#jks + 1] = jk
+        if not freed[room] then
+          freed[room] = 0
+          rooms[#rooms + 1] = room
+        end
+        freed[room] = freed[room] + 1
+      end
+    end
+  end
+  if #ids == 0 then return 0 end
+  redis.call('ZREM', ACTIVE, unpack(ids))
+  redis.call('DEL', unpack(jks))
+  for _, room in ipairs(rooms) do permit_freed(room, freed[room]) end
+  return #ids
 end

@@ -3,6 +3,6 @@
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- ARGV[1]  lease in ms (deadline = server TIME + lease)
 -- Returns  {} when the queue is paused or nothing is serviceable, else
---          {room, lane, ring length after, id, payload, attempts, max_attempts, seq,
+--          {room, lane, 0, id, payload, attempts, max_attempts, seq,
 --          enqueued_ms}; attempts (already incremented) is the fencing token.
 return serve(ARGV[1], false)
