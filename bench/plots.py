@@ -22,6 +22,7 @@ COLORS = {
     "fifo": "#7f7f7f",
     "claim": "#1f77b4",
     "wclaim": "#2ca02c",
+    "fused": "#9467bd",
     "groupmq": "#d62728",
     "lanes": "#2ca02c",
     "lanes-nocap": "#1f77b4",
@@ -30,6 +31,7 @@ LABELS = {
     "fifo": "plain FIFO (claim + ack per job)",
     "claim": "lanes claim + ack",
     "wclaim": "lanes wclaim(8) + ack_many",
+    "fused": "lanes ack_wclaim(8): ack + next claim in one call",
     "groupmq": "GroupMQ (Node)",
     "lanes": "lanes, ceiling 2",
     "lanes-nocap": "lanes, no ceiling",
@@ -70,7 +72,7 @@ def plot_throughput(data: dict[str, Any]) -> list[Path]:
     rooms = data["params"]["rooms"]
     topologies = sorted({r["topology"] for r in runs}, key=_topo_key)
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for mode in ("fifo", "claim", "wclaim", "groupmq"):
+    for mode in ("fifo", "claim", "wclaim", "fused", "groupmq"):
         xs, ys, cpu = [], [], []
         for i, topo in enumerate(topologies):
             match = [r for r in runs if r["mode"] == mode and r["topology"] == topo and r["jobs"]]
