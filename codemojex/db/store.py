@@ -219,21 +219,22 @@ async def _bump_leaderboard(
     """Add each player's scored guesses (and wins) to their record, creating it if needed: one
     statement for every player of the batch, in key order (rows locked in a stable order)."""
     upsert = pg_insert if _dialect(session) == "postgresql" else sqlite_insert
-    stmt = upsert(LeaderboardEntry).values(
-        [
-            {
-                "room_id": room_id,
-                "player_id": player_id,
-                "points": tally.points,
-                "wins": tally.wins,
-                "guesses": tally.guesses,
-                "best_solve": tally.best_solve,
-            }
-            for (room_id, player_id), tally in sorted(tallies.items())
-        ]
-    )
+    rows = [
+        {
+            "room_id": room_id,
+            "player_id": player_id,
+            "points": tally.points,
+            "wins": tally.wins,
+            "guesses": tally.guesses,
+            "best_solve": tally.best_solve,
+        }
+        for (room_id, player_id), tally in sorted(tallies.items())
+    ]
+    stmt = upsert(LeaderboardEntry)
     table = LeaderboardEntry.__table__.c
     new = stmt.excluded
+    # The rows go as parameters (executemany, sent as one multi-row statement), not as
+    # .values(): a statement with its rows inside is compiled anew on every call.
     await session.execute(
         stmt.on_conflict_do_update(
             index_elements=[table.room_id, table.player_id],
@@ -248,7 +249,10 @@ async def _bump_leaderboard(
                     else_=table.best_solve,
                 ),
             },
-        )
+        ),
+        rows,
+        # one statement shape whether best_solve is set or not (not one group per shape)
+        execution_options={"render_nulls": True},
     )
 
 
