@@ -395,11 +395,19 @@ class WorkerFleet:
         return ids
 
     def error_lines(self) -> int:
-        total = 0
-        for path in self.logdir.glob("worker-*.log"):
+        return len(self.error_examples(limit=None))
+
+    def error_examples(self, limit: int | None = 5, context: int = 12) -> list[str]:
+        """Each worker ERROR line with the lines that follow it (its traceback), so a report
+        says what went wrong after the logs are gone."""
+        out: list[str] = []
+        for path in sorted(self.logdir.glob("worker-*.log")):
             with open(path, errors="replace") as fh:
-                total += sum(1 for line in fh if " ERROR " in line)
-        return total
+                lines = fh.readlines()
+            for i, line in enumerate(lines):
+                if " ERROR " in line:
+                    out.append(f"{path.name}: " + "".join(lines[i : i + context]).rstrip())
+        return out if limit is None else out[:limit]
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -989,6 +997,7 @@ class Soak:
                     "sigkills": self.fleet.kills,
                     "exit_codes_at_stop": codes,
                     "error_log_lines": self.fleet.error_lines(),
+                    "error_log_examples": self.fleet.error_examples(),
                     "sender_recovered_ambiguous_rows": len(self.fleet.recovered_ambiguous()),
                 }
         finally:
