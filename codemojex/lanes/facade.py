@@ -172,12 +172,6 @@ class Lanes:
         """Lease K = min(weight, depth, ceiling headroom) heads of one lane, in mint order."""
         return self._jobs(await self._call("wclaim", _lease(lease_ms)))
 
-    async def wclaim_hint(self, lease_ms: int) -> tuple[list[Job], bool]:
-        """wclaim, plus whether the room ring still held work after it (a consumer woken
-        from the wake list uses it to wake the next parked consumer)."""
-        reply = await self._call("wclaim", _lease(lease_ms))
-        return self._jobs(reply), bool(reply) and reply[2] > 0
-
     async def ack(self, job: Job) -> bool:
         """Complete a job; False (and nothing changed) when its token is stale."""
         return bool(await self._call("ack", job.id, job.attempts))
@@ -191,8 +185,9 @@ class Lanes:
 
     async def ack_wclaim(self, done: list[Job], lease_ms: int) -> tuple[int, list[Job], bool]:
         """ack_many(done), then wclaim, in one round trip: how many of `done` were acked,
-        the next batch, and the wclaim_hint flag. A consumer's loop pays one script call
-        per batch this way instead of two."""
+        the next batch, and whether the room ring still held work after it (a consumer
+        woken from the wake list passes the wake on then). A consumer's loop pays one
+        script call per batch this way instead of two; `done` may be empty."""
         lease = _lease(lease_ms)
         acked = 0
         if len(done) > ACK_CHUNK:
