@@ -83,6 +83,9 @@ def demo(
     rooms: Annotated[int, typer.Option(help="quiet rooms besides the flooding one")] = 6,
     players: Annotated[int, typer.Option(help="players per quiet room")] = 3,
     flood_players: Annotated[int, typer.Option(help="players in the flooding room")] = 8,
+    flood_burst: Annotated[
+        int, typer.Option(help="guesses each flooding player pastes at once")
+    ] = 30,
     seconds: Annotated[float, typer.Option(help="how long the rooms play")] = 40.0,
     seed: Annotated[int, typer.Option(help="seed for the simulated players")] = 7,
 ) -> None:
@@ -93,6 +96,7 @@ def demo(
         quiet_rooms=rooms,
         players_per_room=players,
         flood_players=flood_players,
+        flood_burst=flood_burst,
         seconds=seconds,
         seed=seed,
     )

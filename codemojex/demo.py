@@ -16,6 +16,7 @@ import random
 import re
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +51,10 @@ class DemoPlan:
     flood_players: int = 8
     seconds: float = 40.0
     seed: int = 7
-    flood_interval_s: float = 0.25  # each flooding player sends this often
+    # Each flooding player pastes this many guesses at once (more than their lane may hold,
+    # so some get "slow down"), then pauses about flood_interval_s before the next paste.
+    flood_burst: int = 30
+    flood_interval_s: float = 3.0
     think_s: tuple[float, float] = (0.3, 1.5)  # a quiet player's pause before guessing
 
 
@@ -80,6 +84,8 @@ class SimRoom:
     scoring: list[float] = field(default_factory=list)  # guess sent -> scored, seconds
     slow_downs: int = 0
     seen: int = 0  # how many of the bot's messages in this chat were read
+    room_id: str | None = None  # the ROM… id, once the bot has created the room
+    peak_queue: int = 0  # most of its guesses queued or in flight at once (lanes snapshots)
     round_wanted: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -221,17 +227,18 @@ async def _flood_player(
     rng: random.Random,
     stop: asyncio.Event,
 ) -> None:
-    """Send a valid guess every few tens of milliseconds, answers or not."""
+    """Paste a burst of random valid guesses now and then, answers or not."""
     while not stop.is_set():
         await asyncio.sleep(plan.flood_interval_s * rng.uniform(0.5, 1.5))
         if not room.round_open or not room.palette:
             continue
         length = len(room.candidates[0]) if room.candidates else 4
-        guess = tuple(rng.choice(room.palette) for _ in range(length))
-        message_id = standin.send_text(room.chat_id, player.user_id, "".join(guess))
-        room.waiting[message_id] = (time.monotonic(), player.name, guess)
-        room.sent_wall[message_id] = time.time()
-        room.sent += 1
+        for _ in range(plan.flood_burst):
+            guess = tuple(rng.choice(room.palette) for _ in range(length))
+            message_id = standin.send_text(room.chat_id, player.user_id, "".join(guess))
+            room.waiting[message_id] = (time.monotonic(), player.name, guess)
+            room.sent_wall[message_id] = time.time()
+            room.sent += 1
 
 
 def _demo_settings(settings: Settings, standin: StandIn, workdir: Path) -> Settings:
@@ -298,6 +305,39 @@ async def _read_books(runtime: Runtime, rooms: Sequence[SimRoom]) -> dict[int, t
     return {int(chat): (int(n), won.get(int(chat), 0)) for chat, n in guesses.all()}
 
 
+async def _sample_queues(runtime: Runtime, rooms: Sequence[SimRoom]) -> None:
+    """Note each room's queue (pending + in flight) from a lanes snapshot, keeping the peak."""
+    if any(room.room_id is None for room in rooms):
+        async with runtime.sessionmaker() as session:
+            found = dict((await session.execute(select(Room.chat_id, Room.id))).tuples().all())
+        for room in rooms:
+            room.room_id = found.get(room.chat_id, room.room_id)
+    lanes_rooms = (await runtime.lanes.snapshot())["rooms"]
+    for room in rooms:
+        state = lanes_rooms.get(room.room_id)
+        if state is not None:
+            queued = int(state["pending"]) + int(state["in_flight"])
+            room.peak_queue = max(room.peak_queue, queued)
+
+
+async def _quiet_results_due(runtime: Runtime, rooms: Sequence[SimRoom]) -> int:
+    """Quiet rooms' guesses still queued, scored but not yet posted, or waiting for a retry."""
+    quiet = [room for room in rooms if not room.flood]
+    snapshot = await runtime.lanes.snapshot()
+    queued = sum(
+        int(state["pending"]) + int(state["in_flight"])
+        for room_id, state in snapshot["rooms"].items()
+        if room_id in {room.room_id for room in quiet}
+    )
+    async with runtime.sessionmaker() as session:
+        unsent = await session.scalar(
+            select(func.count(Outbox.id)).where(
+                Outbox.chat_id.in_([room.chat_id for room in quiet]), Outbox.sent_at.is_(None)
+            )
+        )
+    return queued + int(unsent or 0) + int(snapshot["delayed"])
+
+
 def _ms(values: Sequence[float], q: float) -> str:
     if not values:
         return "-"
@@ -305,58 +345,121 @@ def _ms(values: Sequence[float], q: float) -> str:
     return f"{ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000:,.0f}"
 
 
-def _summary(
-    console: Console,
-    rooms: Sequence[SimRoom],
-    books: dict[int, tuple[int, int]],
-    stats: WorkerStats,
-    faults: list[str],
-    standin: StandIn,
-    elapsed: float,
-) -> None:
-    table = Table(title="What each room saw (times in ms)", title_justify="left")
-    table.add_column("room")
-    for column in ("players", "rounds won", "guesses sent", "scored", "slow-downs"):
-        table.add_column(column, justify="right")
-    for column in ("scored p50", "scored p95", "posted p50", "posted p95"):
-        table.add_column(column, justify="right")
-    for room in rooms:
-        recorded, won = books.get(room.chat_id, (0, 0))
-        table.add_row(
-            room.title,
-            str(len(room.players)),
-            str(won),
-            str(room.sent),
-            str(recorded),
-            str(room.slow_downs),
-            _ms(room.scoring, 0.5),
-            _ms(room.scoring, 0.95),
-            _ms(room.waits, 0.5),
-            _ms(room.waits, 0.95),
+@dataclass
+class Report:
+    """The demo's closing summary: every guess sent is accounted for."""
+
+    rooms: Sequence[SimRoom]
+    books: dict[int, tuple[int, int]]  # chat id -> (guesses recorded, rounds won)
+    stats: WorkerStats
+    outcomes: Counter[str]  # the bot's guesses.Outcome values
+    backlog: int  # guesses still queued when the worker stopped
+    ceiling: int
+
+    @property
+    def total_scored(self) -> int:
+        return sum(n for n, _ in self.books.values())
+
+    @property
+    def unaccounted(self) -> int:
+        """Guesses the bot took that were neither scored nor left queued (must be 0)."""
+        return self.outcomes["enqueued"] - self.total_scored - self.backlog
+
+    def print(self, console: Console, faults: list[str], standin: StandIn, elapsed: float) -> None:
+        self._table(console)
+        rooms, counters = self.rooms, self.stats.as_dict()
+        console.print(
+            f"{sum(w for _, w in self.books.values())} rounds won and {self.total_scored} "
+            f"guesses scored in {elapsed:.0f} s; {counters.get('sent_messages', 0)} messages "
+            f"posted, {counters.get('sent_coalesced_rows', 0)} results folded into "
+            f"{counters.get('sent_coalesced_messages', 0)} combined messages."
         )
-    console.print(table)
-    quiet_scoring = [w for room in rooms if not room.flood for w in room.scoring]
-    flood_scoring = [w for room in rooms if room.flood for w in room.scoring]
-    counters = stats.as_dict()
-    total_scored = sum(n for n, _ in books.values())
-    total_won = sum(w for _, w in books.values())
-    console.print(
-        f"{total_won} rounds won and {total_scored} guesses scored in {elapsed:.0f} s; "
-        f"{counters.get('sent_messages', 0)} messages posted, "
-        f"{counters.get('sent_coalesced_rows', 0)} results folded into "
-        f"{counters.get('sent_coalesced_messages', 0)} combined messages."
-    )
-    console.print(
-        f"Quiet rooms had their guesses scored in {_ms(quiet_scoring, 0.5)} ms (median, "
-        f"p95 {_ms(quiet_scoring, 0.95)} ms) while the flood room's took "
-        f"{_ms(flood_scoring, 0.5)} ms: the flood waits in its own lanes. 'Posted' adds "
-        "Telegram's pace (about 20 messages a minute per group), which the sender keeps."
-    )
-    verdict = "all hold" if not faults else "; ".join(faults)
-    console.print(
-        f"Telegram flood limits broken: {standin.rate_violations}. "
-        f"Lanes invariants after the run: {verdict}."
-    )
+        self._accounts(console)
+        quiet = [w for room in rooms if not room.flood for w in room.scoring]
+        flood_rooms = [room for room in rooms if room.flood]
+        flood = [w for room in flood_rooms for w in room.scoring]
+        peak = max((room.peak_queue for room in flood_rooms), default=0)
+        if peak > self.ceiling:
+            console.print(
+                f"The flood room's queue peaked at {peak} guesses, held in its own lanes with "
+                f"at most {self.ceiling} in flight: its guesses waited {_ms(flood, 0.5)} ms "
+                f"(median) to be scored, quiet rooms' {_ms(quiet, 0.5)} ms "
+                f"(p95 {_ms(quiet, 0.95)} ms)."
+            )
+        else:
+            console.print(
+                f"The flood never outran the workers (its queue peaked at {peak}), so no room "
+                f"had to wait: quiet rooms' guesses were scored in {_ms(quiet, 0.5)} ms "
+                f"(median), the flood's in {_ms(flood, 0.5)} ms."
+            )
+        console.print(
+            "'Posted' adds Telegram's pace (about 20 messages a minute per group), which the "
+            "sender keeps."
+        )
+        verdict = "all hold" if not faults else "; ".join(faults)
+        console.print(
+            f"Telegram flood limits broken: {standin.rate_violations}. "
+            f"Lanes invariants after the run: {verdict}."
+        )
+
+    def _table(self, console: Console) -> None:
+        table = Table(title="What each room saw (times in ms)", title_justify="left")
+        table.add_column("room")
+        for column in ("players", "rounds won", "guesses sent", "scored", "peak queue"):
+            table.add_column(column, justify="right")
+        for column in ("slow-downs", "scored p50", "scored p95", "posted p50", "posted p95"):
+            table.add_column(column, justify="right")
+        for room in self.rooms:
+            recorded, won = self.books.get(room.chat_id, (0, 0))
+            table.add_row(
+                room.title,
+                str(len(room.players)),
+                str(won),
+                str(room.sent),
+                str(recorded),
+                str(room.peak_queue),
+                str(room.slow_downs),
+                _ms(room.scoring, 0.5),
+                _ms(room.scoring, 0.95),
+                _ms(room.waits, 0.5),
+                _ms(room.waits, 0.95),
+            )
+        console.print(table)
+
+    def _accounts(self, console: Console) -> None:
+        sent = sum(room.sent for room in self.rooms)
+        taken, outcomes = self.outcomes["enqueued"], self.outcomes
+        parts = [f"Of {sent} guesses sent, the bot took {taken}"]
+        if outcomes["no_round"]:
+            parts.append(
+                f"{outcomes['no_round']} came while no round was running (sent after a win, "
+                "before its announcement reached the room) and were not taken"
+            )
+        if outcomes["flood"]:
+            notices = sum(room.slow_downs for room in self.rooms)
+            parts.append(
+                f"{outcomes['flood']} were refused because the sender's lane was full "
+                f'({notices} "slow down" notices, one per player per flood)'
+            )
+        for other in ("invalid", "banned"):
+            if outcomes[other]:
+                parts.append(f"{outcomes[other]} were refused as {other}")
+        unread = sent - sum(outcomes.values())
+        if unread > 0:
+            parts.append(f"{unread} had not reached the bot when the demo stopped")
+        console.print("; ".join(parts) + ".")
+        if self.unaccounted:
+            console.print(
+                f"[bold red]{self.unaccounted} guesses the bot took were neither scored nor "
+                "left queued.[/]"
+            )
+        elif self.backlog:
+            console.print(
+                f"Every guess taken was scored, except {self.backlog} of the flood's still "
+                "queued when the demo stopped its worker (kept in the lanes, not lost)."
+            )
+        else:
+            console.print("Every guess taken was scored; nothing was left queued.")
 
 
 async def run_demo(settings: Settings, plan: DemoPlan) -> int:
@@ -431,9 +534,13 @@ async def _play(
         )
         with progress:
             bar = progress.add_task("playing", total=plan.seconds, status="")
-            while (elapsed := time.monotonic() - started) < plan.seconds:
+            for tick in itertools.count():
+                if (elapsed := time.monotonic() - started) >= plan.seconds:
+                    break
                 await asyncio.sleep(0.25)
                 table.read()
+                if tick % 2:
+                    await _sample_queues(runtime, rooms)
                 won = sum(room.rounds_won for room in rooms)
                 answered = sum(len(room.waits) for room in rooms)
                 progress.update(
@@ -444,30 +551,27 @@ async def _play(
             stop_players.set()
             await asyncio.gather(*tasks)
             # Let the quiet rooms' last guesses be scored and posted before the summary. The
-            # flood room's backlog is not waited for: at its ceiling it would take minutes,
-            # which is the point (it is kept, and reported).
+            # flood room's backlog is not waited for: it is kept, and reported.
             settle = progress.add_task("settling", total=None, status="")
             deadline = time.monotonic() + 15.0
             while time.monotonic() < deadline:
                 table.read()
-                waiting = sum(len(room.waiting) for room in rooms if not room.flood)
-                progress.update(settle, status=f"{waiting} quiet-room results still due")
-                if waiting == 0:
+                due = await _quiet_results_due(runtime, rooms)
+                progress.update(settle, status=f"{due} quiet-room results still due")
+                if due == 0:
                     break
                 await asyncio.sleep(0.25)
+            await asyncio.sleep(0.5)  # the last posts reach the stand-in
             table.read()
         backlog = _backlog(await runtime.lanes.snapshot())
         stop_worker.set()
         await worker
     faults = await runtime.lanes.check()
     books = await _read_books(runtime, rooms)
-    _summary(console, rooms, books, stats, faults, standin, time.monotonic() - started)
-    console.print(
-        f"{backlog} flooded guesses were still queued at the end: kept, not lost, and "
-        "served at the flood room's ceiling."
-    )
-    total = sum(n for n, _ in books.values())
-    return 0 if total > 0 and not faults else 1
+    outcomes = application.bot_data.guess_outcomes
+    report = Report(rooms, books, stats, outcomes, backlog, settings.default_ceiling)
+    report.print(console, faults, standin, time.monotonic() - started)
+    return 0 if report.total_scored > 0 and not faults and report.unaccounted == 0 else 1
 
 
 def _backlog(snapshot: dict[str, Any]) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,9 @@ class BotServices:
     reply_wait_s: float = 3.0
     # Rooms whose ceiling this process has put into the lanes (see rooms.ensure_room).
     ceilings_applied: set[str] = field(default_factory=set)
+    # What became of the guesses this process was sent, by outcome (guesses.Outcome values):
+    # the demo's summary accounts for every guess with it.
+    guess_outcomes: Counter[str] = field(default_factory=Counter)
 
 
 def bound_services_type(services: BotServices) -> type[BotServices]:

@@ -142,6 +142,7 @@ async def submit_guess(
 async def tell(services: BotServices, message: Message, outcome: GuessAnswer) -> None:
     """Send the outcome's reply. A once-per-episode notice that could not be sent (the chat was
     at its pace) is not spent: the next occasion in the episode tries again."""
+    services.guess_outcomes[outcome.outcome.value] += 1
     if outcome.reply is None:
         return
     sent = await answer(services, message, outcome.reply)
