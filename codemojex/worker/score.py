@@ -6,6 +6,11 @@ names, scores it and records it with its outbox rows, idempotent by the guess id
 job id), deciding under the round's row lock whether the round is still open. Returning lets
 the pool ack the batch.
 
+The round is not cached between flushes: each flush reads every round it needs in one
+statement, under the row lock that decides whether the round is still open (two workers
+scoring the last guesses of a round must agree on one winner). A cache would still need that
+locked read, so it would save nothing and could only be stale about a round's end.
+
 Group commit: the pool runs many batches at once (one per consumer), mostly of one guess each
 (a player's weight is 1 unless an admin raises it). Recording each in its own transaction costs
 a commit and a dozen statements per guess, which caps a worker at a few hundred guesses a

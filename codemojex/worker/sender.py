@@ -1,4 +1,4 @@
-"""The outbox sender: posts what the game decided, paced, coalesced, never twice.
+"""The outbox sender: posts what the game decided, paced, coalesced, at least once.
 
 Who posts what
     One sender at a time owns a chat (a Redis lease per chat, renewed before every post),
