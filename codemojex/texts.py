@@ -38,9 +38,11 @@ ADMIN_COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("ban", "Reply to a player: ban from the game"),
     ("unban", "Reply to a player: lift the ban"),
     ("endround", "End the round and reveal the code"),
-    ("settings", "Next rounds: /settings length=5 palette=🍎🍌🍇🍒🍋🥝"),
+    ("settings", "Next rounds: /settings length=5 palette=🍎🍌🍇🍒🍋🥝 repeats=off"),
     ("queue", "Guesses waiting here, per player"),
 )
+
+SETTINGS_EXAMPLE: Final = "/settings length=5 palette=🍎🍌🍇🍒🍋🥝 repeats=off"
 
 HELP: Final = (
     "Codemojex: crack the secret emoji code.\n"
@@ -184,9 +186,23 @@ def ended_by_admin(secret: str | Sequence[str]) -> str:
 # --- admin answers ---
 
 
-def settings_changed(length: int, palette: str | Sequence[str] | None) -> str:
+def _settings(length: int, palette: str | Sequence[str] | None, repeats: bool) -> str:
     pal = _spaced(palette) if palette else "drawn fresh each round"
-    return f"Settings saved for the next round: length {length}, palette {pal}."
+    return f"length {length}, palette {pal}, repeats {'on' if repeats else 'off'}"
+
+
+def settings_changed(
+    length: int, palette: str | Sequence[str] | None, *, repeats: bool = True
+) -> str:
+    return f"Settings saved for the next round: {_settings(length, palette, repeats)}."
+
+
+def settings_shown(length: int, palette: str | Sequence[str] | None, *, repeats: bool) -> str:
+    """/settings with nothing to change: what the next round will use, and how to change it."""
+    return (
+        f"Settings for the next round: {_settings(length, palette, repeats)}.\n"
+        f"Change them with e.g. {SETTINGS_EXAMPLE}"
+    )
 
 
 def limit_set(n: int) -> str:

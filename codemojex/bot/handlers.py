@@ -130,16 +130,21 @@ async def cmd_rules(update: Update, context: CodemojexContext) -> None:
     if who is None:
         return
     services = context.services
-    length, palette = DEFAULT_LENGTH, None
+    length, palette, repeats = DEFAULT_LENGTH, None, True
     timeout_s = services.settings.round_timeout_s
     if who.in_group:
         async with services.sessionmaker() as session:
             room = await ensure_room(services, session, who.chat)
             round_ = await store.open_round(session, room.id)
-        length, palette, timeout_s = room.length, room.palette, room.round_timeout_s
+        length, palette, repeats = room.length, room.palette, room.repeats
+        timeout_s = room.round_timeout_s
         if round_ is not None:
-            length, palette = round_.length, round_.palette
-    await answer(context.services, who.message, texts.rules_text(length, palette, timeout_s))
+            length, palette, repeats = round_.length, round_.palette, round_.repeats
+    await answer(
+        context.services,
+        who.message,
+        texts.rules_text(length, palette, timeout_s, repeats=repeats),
+    )
 
 
 async def _group_player(update: Update, context: CodemojexContext) -> Sender | None:
@@ -466,20 +471,33 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
 
 @admin_command("settings")
 async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
+    """`/settings length=5 palette=🍎🍌🍇🍒🍋🥝 repeats=off` for the next rounds; `/settings`
+    alone shows what the next round will use."""
+    room = call.room
+    if not call.args.strip():
+        shown = texts.settings_shown(room.length, room.palette, repeats=room.repeats)
+        await answer(context.services, call.who.message, shown)
+        return
     try:
         wanted = parse_settings(call.args)
+        async with context.services.sessionmaker() as session:
+            # The store refuses what cannot be drawn with the room's other settings (repeats
+            # off and a palette shorter than the length), whichever of them is being changed.
+            room = await store.update_room_settings(
+                session,
+                room.id,
+                length=wanted.length,
+                palette="".join(wanted.palette) if wanted.palette is not None else None,
+                repeats=wanted.repeats,
+            )
     except InvalidSettings as exc:
+        # Answered outside the session: waiting for a posting slot holds no connection.
         await answer(context.services, call.who.message, str(exc))
         return
-    async with context.services.sessionmaker() as session:
-        room = await store.update_room_settings(
-            session,
-            call.room.id,
-            length=wanted.length,
-            palette="".join(wanted.palette) if wanted.palette is not None else None,
-        )
     await answer(
-        context.services, call.who.message, texts.settings_changed(room.length, room.palette)
+        context.services,
+        call.who.message,
+        texts.settings_changed(room.length, room.palette, repeats=room.repeats),
     )
 
 

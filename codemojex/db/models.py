@@ -23,6 +23,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     text,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -104,6 +105,9 @@ class Room(Base):
     # palette chosen by an admin (/settings palette=…), stored as the emojis run together.
     palette: Mapped[str | None] = mapped_column(Text, default=None)
     palette_size: Mapped[int] = mapped_column(Integer)
+    # False: no emoji twice in a secret (/settings repeats=off); the store then keeps the
+    # palette at least `length` emojis long.
+    repeats: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     ceiling: Mapped[int] = mapped_column(Integer)
     round_timeout_s: Mapped[int] = mapped_column(Integer)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -158,6 +162,9 @@ class Round(Base):
     secret: Mapped[str] = mapped_column(Text)
     palette: Mapped[str] = mapped_column(Text)
     length: Mapped[int] = mapped_column(Integer)
+    # Whether the secret could repeat an emoji: the room's setting when the round started (a
+    # round keeps the rules it started with, as it keeps its length and palette).
+    repeats: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)

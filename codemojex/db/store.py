@@ -377,18 +377,24 @@ async def update_room_settings(
     *,
     length: int | str | None = None,
     palette: str | Sequence[str] | None = None,
+    repeats: bool | str | None = None,
     ceiling: int | None = None,
     round_timeout_s: int | None = None,
     random_palette: bool = False,
 ) -> Room:
     """Change a room's settings for its next rounds (the open round keeps its own).
 
-    Everything is validated before anything is written: length 3..6 and palettes of 4..10
-    distinct emojis by codemojex.scoring (raising `scoring.InvalidSettings`), ceiling 1..1000 and
-    round timeout 30 s..7 days here (raising `InvalidCeiling`). `random_palette=True` goes back to
-    a fresh random palette per round.
+    Everything is validated before anything is written: length 3..6, palettes of 4..10
+    distinct emojis and repeats (a bool, or on/off as typed) by codemojex.scoring (raising
+    `scoring.InvalidSettings`), ceiling 1..1000 and round timeout 30 s..7 days here (raising
+    `InvalidCeiling`). `random_palette=True` goes back to a fresh random palette per round.
+    The settings as they would be afterwards must be drawable: with repeats off, the palette
+    (or the size of the palette drawn per round) must be at least the length, whichever of them
+    is being changed; otherwise `scoring.InvalidSettings` (kind "repeats_palette") and nothing
+    changes.
     """
     new_length = scoring.parse_length(length) if length is not None else None
+    new_repeats = scoring.parse_repeats(repeats) if repeats is not None else None
     new_palette: tuple[str, ...] | None = None
     if palette is not None:
         text = palette if isinstance(palette, str) else " ".join(palette)
@@ -413,8 +419,26 @@ async def update_room_settings(
     if room is None:
         await session.commit()
         raise UnknownRoom(room_id)
+    if random_palette or any(v is not None for v in (new_length, new_palette, new_repeats)):
+        if new_palette is not None:
+            palette_size = len(new_palette)
+        elif random_palette or room.palette is None:
+            palette_size = room.palette_size
+        else:
+            palette_size = len(room.palette_emojis or ())
+        try:
+            scoring.check_repeats(
+                new_length if new_length is not None else room.length,
+                palette_size,
+                new_repeats if new_repeats is not None else room.repeats,
+            )
+        except scoring.InvalidSettings:
+            await session.commit()  # nothing was written: end the transaction, free the row
+            raise
     if new_length is not None:
         room.length = new_length
+    if new_repeats is not None:
+        room.repeats = new_repeats
     if random_palette:
         room.palette = None
     if new_palette is not None:
@@ -486,9 +510,10 @@ async def get_round(session: AsyncSession, round_id: int) -> Round | None:
 async def start_round(
     session: AsyncSession, room_id: str, rng: random.Random, *, now: datetime | None = None
 ) -> Round:
-    """Open a round with a secret drawn by `rng` under the room's settings, and queue its
-    announcement (palette and rules). Raises `RoundAlreadyOpen` when the room has one: the
-    partial unique index decides, so two concurrent calls open exactly one round."""
+    """Open a round with a secret drawn by `rng` under the room's settings (length, palette,
+    repeats: the round keeps them), and queue its announcement (palette and rules). Raises
+    `RoundAlreadyOpen` when the room has one: the partial unique index decides, so two
+    concurrent calls open exactly one round."""
     now = now or utcnow()
     try:
         room = (
@@ -502,12 +527,13 @@ async def start_round(
         if existing is not None:
             raise RoundAlreadyOpen(room_id, existing)
         palette = room.palette_emojis or scoring.draw_palette(rng, room.palette_size)
-        secret = scoring.draw_secret(rng, palette, room.length)
+        secret = scoring.draw_secret(rng, palette, room.length, repeats=room.repeats)
         rnd = Round(
             room_id=room.id,
             secret="".join(secret),
             palette="".join(palette),
             length=room.length,
+            repeats=room.repeats,
             started_at=now,
             expires_at=now + timedelta(seconds=room.round_timeout_s),
         )
@@ -521,7 +547,9 @@ async def start_round(
         session.add(
             Outbox(
                 chat_id=room.chat_id,
-                text=texts.round_started(palette, room.length, room.round_timeout_s),
+                text=texts.round_started(
+                    palette, room.length, room.round_timeout_s, repeats=room.repeats
+                ),
                 kind=KIND_ROUND,
                 round_id=rnd.id,
                 created_at=now,

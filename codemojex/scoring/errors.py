@@ -14,6 +14,8 @@ SettingsRefusal = Literal[
     "palette_not_emoji",
     "palette_duplicate",
     "palette_count",
+    "repeats_value",
+    "repeats_palette",
 ]
 
 

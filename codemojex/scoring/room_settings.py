@@ -1,4 +1,5 @@
-"""Validating the room settings an admin types: `/settings length=5 palette=🍎🍌🍇🍒🍋🥝`."""
+"""Validating the room settings an admin types: `/settings length=5 palette=🍎🍌🍇🍒🍋🥝`,
+`/settings repeats=off`."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ _MAX_SETTINGS_CHARS = 1024
 _KEY_RE = regex.compile(r"(?<!\S)([A-Za-z_]+)[ \t]*=")
 _NAME_RE = regex.compile(r"[a-z_]{1,20}")
 _EXAMPLE = "/settings length=5 palette=🍎🍌🍇🍒🍋🥝"
+SETTING_NAMES = ("length", "palette", "repeats")
+_ON = frozenset({"on", "yes", "true"})
+_OFF = frozenset({"off", "no", "false"})
 
 
 def parse_palette(text: str) -> tuple[str, ...]:
@@ -71,17 +75,46 @@ def parse_length(value: str | int) -> int:
     return value
 
 
+def parse_repeats(value: str | bool) -> bool:
+    """Whether a secret may repeat an emoji: on/off, yes/no or true/false (any case), or a
+    bool. Raises `InvalidSettings` with the reason."""
+    if isinstance(value, bool):
+        return value
+    word = value.strip().lower()
+    if word in _ON:
+        return True
+    if word in _OFF:
+        return False
+    raise InvalidSettings(
+        "repeats_value", "Repeats is on or off (yes/no and true/false work too), e.g. repeats=off."
+    )
+
+
+def check_repeats(length: int, palette_size: int, repeats: bool) -> None:
+    """A secret without repeats needs a palette at least as long as the code. Raises
+    `InvalidSettings` with the reason when the combination cannot be drawn."""
+    if not repeats and palette_size < length:
+        raise InvalidSettings(
+            "repeats_palette",
+            f"With repeats off, the palette needs at least as many emojis as the code: "
+            f"{palette_size} emojis are too few for a code of {length}.",
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class SettingsUpdate:
     """What `/settings` asked to change; None = leave as is. Applies to the next round."""
 
     length: int | None = None
     palette: tuple[str, ...] | None = None
+    repeats: bool | None = None
 
 
 def parse_settings(text: str) -> SettingsUpdate:
-    """Parse the arguments of `/settings`: `length=N` and/or `palette=<emojis>`, any
-    order; a palette may contain spaces. Raises `InvalidSettings` with the reason."""
+    """Parse the arguments of `/settings`: `length=N`, `palette=<emojis>` and/or
+    `repeats=on|off`, any order; a palette may contain spaces. Raises `InvalidSettings` with
+    the reason (also for repeats=off with a given palette shorter than a given length; the
+    store checks the combination with the room's current settings)."""
     if len(text) > _MAX_SETTINGS_CHARS:
         raise InvalidSettings("palette_count", _count_reason(None))
     found = list(_KEY_RE.finditer(text))
@@ -93,16 +126,21 @@ def parse_settings(text: str) -> SettingsUpdate:
     for i, m in enumerate(found):
         name = m.group(1).lower()
         end = found[i + 1].start() if i + 1 < len(found) else len(text)
-        if name not in ("length", "palette"):
+        if name not in SETTING_NAMES:
             shown = f" {name}" if _NAME_RE.fullmatch(name) else ""
             raise InvalidSettings(
                 "unknown_setting",
-                f"Unknown setting{shown}: only length and palette can be set, e.g. {_EXAMPLE}",
+                f"Unknown setting{shown}: only length, palette and repeats can be set, "
+                f"e.g. {_EXAMPLE}",
             )
         if name in values:
             raise InvalidSettings("repeated_setting", f"{name} is given twice.")
         values[name] = text[m.end() : end]
-    return SettingsUpdate(
+    update = SettingsUpdate(
         length=parse_length(values["length"]) if "length" in values else None,
         palette=parse_palette(values["palette"]) if "palette" in values else None,
+        repeats=parse_repeats(values["repeats"]) if "repeats" in values else None,
     )
+    if update.repeats is False and update.length is not None and update.palette is not None:
+        check_repeats(update.length, len(update.palette), update.repeats)
+    return update

@@ -73,7 +73,8 @@ async def _ended(world: World, room: Room) -> bool:
 
 
 async def _set(world: World, room: Room) -> bool:
-    return (await room_of(world, room.chat_id)).length == 5
+    fresh = await room_of(world, room.chat_id)
+    return fresh.length == 5 and fresh.repeats is False
 
 
 async def _pause_first(world: World, room: Room) -> None:
@@ -102,7 +103,7 @@ CASES = [
     Case("ban", "/ban", _banned, on_reply=True),
     Case("unban", "/unban", _unbanned, on_reply=True, prepare=_ban_first),
     Case("endround", "/endround", _ended),
-    Case("settings", "/settings length=5", _set),
+    Case("settings", "/settings length=5 repeats=off", _set),
     Case("queue", "/queue", None),
 ]
 ACTORS = ["admin", "anonymous_admin", "operator", "player"]
@@ -172,7 +173,6 @@ async def test_promotion_takes_effect_at_once(world: World) -> None:
         "/weight abc",
         "/weight 0",
         "/weight 101",
-        "/settings",
         "/settings length=9",
         "/settings length=five",
         "/settings palette=🍎🍎🍌🍇",
@@ -180,6 +180,8 @@ async def test_promotion_takes_effect_at_once(world: World) -> None:
         "/settings palette=",
         "/settings colour=red",
         "/settings length=4 length=5",
+        "/settings repeats=maybe",
+        "/settings repeats=off length=5 palette=🍎🍌🍇🍒",
     ],
 )
 async def test_garbage_arguments_are_refused_and_change_nothing(world: World, text: str) -> None:
@@ -191,10 +193,11 @@ async def test_garbage_arguments_are_refused_and_change_nothing(world: World, te
     (answer,) = world.replies_to(chat, asked)
     assert answer and len(answer) < 300
     after = await room_of(world, chat)
-    assert (after.ceiling, after.length, after.palette) == (
+    assert (after.ceiling, after.length, after.palette, after.repeats) == (
         before.ceiling,
         before.length,
         before.palette,
+        before.repeats,
     )
     view = await _room_view(world, after)
     assert view["ceiling"] == 2

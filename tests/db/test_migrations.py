@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from codemojex.db import Base, upgrade
 from codemojex.db.engine import alembic_config
+from tests.conftest import _admin
 
 
 async def _diff(engine: AsyncEngine, metadata: sa.MetaData) -> list[Any]:
@@ -80,3 +85,65 @@ async def test_head_matches_models_on_sqlite(sqlite_url: str) -> None:
         assert await _diff(engine, Base.metadata) == []
     finally:
         await engine.dispose()
+
+
+# --- 0002: the repeats setting -------------------------------------------------------------------
+
+_ROOM_0001 = (
+    "INSERT INTO rooms (id, chat_id, title, length, palette, palette_size, ceiling, "
+    "round_timeout_s, created) VALUES ('ROM01', -5, 'old', 4, NULL, 6, 2, 600, :t)"
+)
+_ROUND_0001 = (
+    "INSERT INTO rounds (id, room_id, secret, palette, length, started_at, expires_at) "
+    "VALUES (1, 'ROM01', '🍎🍎🍌🍇', '🍎🍌🍇🍒🍋🥝', 4, :t, :t)"
+)
+
+
+async def _sql(url: str, *statements: str) -> list[Any]:
+    """Run statements in one transaction on a plain engine; the rows of the last one."""
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            result = None
+            for statement in statements:
+                result = await conn.execute(sa.text(statement), {"t": datetime.now(UTC)})
+            return list(result.all()) if result is not None and result.returns_rows else []
+    finally:
+        await engine.dispose()
+
+
+def _repeats_migration_keeps_existing_rows(url: str) -> None:
+    from alembic import command
+
+    config = alembic_config(url)
+    upgrade(url, "0001")
+    asyncio.run(_sql(url, _ROOM_0001, _ROUND_0001))
+    upgrade(url)  # 0002: existing rows get repeats = true
+    rows = asyncio.run(
+        _sql(url, "SELECT r.repeats, n.repeats FROM rooms r JOIN rounds n ON n.room_id = r.id")
+    )
+    assert [tuple(bool(v) for v in row) for row in rows] == [(True, True)]
+    # New rows without the column get the server default too.
+    asyncio.run(_sql(url, _ROOM_0001.replace("'ROM01', -5", "'ROM02', -6")))
+    rows = asyncio.run(_sql(url, "SELECT repeats FROM rooms WHERE id = 'ROM02'"))
+    assert [bool(row[0]) for row in rows] == [True]
+    command.downgrade(config, "0001")
+    rows = asyncio.run(_sql(url, "SELECT id FROM rooms ORDER BY id"))
+    assert [row[0] for row in rows] == ["ROM01", "ROM02"]  # the data outlives the round trip
+    upgrade(url)
+    rows = asyncio.run(_sql(url, "SELECT repeats FROM rounds"))
+    assert [bool(row[0]) for row in rows] == [True]
+
+
+def test_repeats_migration_on_sqlite(tmp_path: Path) -> None:
+    _repeats_migration_keeps_existing_rows(f"sqlite+aiosqlite:///{tmp_path / 'old.db'}")
+
+
+def test_repeats_migration_on_postgres(pg_database_url: str) -> None:
+    """On a database of its own (created and dropped here): the session's is at head."""
+    name = "cmtest_mig_" + uuid.uuid4().hex[:10]
+    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    try:
+        _repeats_migration_keeps_existing_rows(f"{pg_database_url.rsplit('/', 1)[0]}/{name}")
+    finally:
+        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

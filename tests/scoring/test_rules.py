@@ -15,11 +15,13 @@ from codemojex.scoring import (
     Feedback,
     InvalidSettings,
     SettingsUpdate,
+    check_repeats,
     draw_palette,
     draw_secret,
     feedback,
     parse_length,
     parse_palette,
+    parse_repeats,
     parse_settings,
     points_for,
     render_result,
@@ -231,8 +233,61 @@ def test_parse_length_refusals(value: str | int, kind: str) -> None:
     assert info.value.kind == kind
 
 
+@pytest.mark.parametrize(
+    ("value", "repeats"),
+    [
+        ("on", True),
+        ("off", False),
+        ("yes", True),
+        ("no", False),
+        ("true", True),
+        ("false", False),
+        ("OFF", False),
+        (" Yes ", True),
+        ("False", False),
+        (True, True),
+        (False, False),
+    ],
+)
+def test_parse_repeats(value: str | bool, repeats: bool) -> None:
+    assert parse_repeats(value) is repeats
+
+
+@pytest.mark.parametrize(
+    "value", ["", "maybe", "0", "1", "onn", "o ff", "ｏｆｆ", "off!", "x" * 5000]
+)
+def test_parse_repeats_refusals(value: str) -> None:
+    with pytest.raises(InvalidSettings) as info:
+        parse_repeats(value)
+    assert info.value.kind == "repeats_value"
+    assert str(info.value) == (
+        "Repeats is on or off (yes/no and true/false work too), e.g. repeats=off."
+    )
+
+
+def test_check_repeats() -> None:
+    check_repeats(5, 4, True)  # repeats on: any palette will do
+    check_repeats(4, 4, False)
+    check_repeats(6, 10, False)
+    with pytest.raises(InvalidSettings) as info:
+        check_repeats(5, 4, False)
+    assert info.value.kind == "repeats_palette"
+    assert str(info.value) == (
+        "With repeats off, the palette needs at least as many emojis as the code: "
+        "4 emojis are too few for a code of 5."
+    )
+
+
 def test_parse_settings() -> None:
     assert parse_settings("length=5") == SettingsUpdate(length=5)
+    assert parse_settings("repeats=off") == SettingsUpdate(repeats=False)
+    assert parse_settings("Repeats = YES") == SettingsUpdate(repeats=True)
+    assert parse_settings("repeats=off length=4 palette=🍎🍌🍇🍒") == SettingsUpdate(
+        length=4, palette=("🍎", "🍌", "🍇", "🍒"), repeats=False
+    )
+    # repeats on, or only one of length/palette given: the store judges with the room's own
+    assert parse_settings("repeats=on length=6 palette=🍎🍌🍇🍒").repeats is True
+    assert parse_settings("repeats=off length=6") == SettingsUpdate(length=6, repeats=False)
     assert parse_settings("palette=🍎🍌🍇🍒") == SettingsUpdate(palette=("🍎", "🍌", "🍇", "🍒"))
     assert parse_settings(" palette = 🍎 🍌 🍇 🍒  length=3 ") == SettingsUpdate(
         length=3, palette=("🍎", "🍌", "🍇", "🍒")
@@ -252,6 +307,11 @@ def test_parse_settings() -> None:
         ("length=9", "length_range"),
         ("palette=🍎🍌", "palette_count"),
         ("length=4 palette=abc", "palette_not_emoji"),
+        ("repeats=maybe", "repeats_value"),
+        ("repeats=", "repeats_value"),
+        ("repeats=off repeats=on", "repeated_setting"),
+        ("repeats=off length=5 palette=🍎🍌🍇🍒", "repeats_palette"),
+        ("palette=🍎🍌🍇🍒🍋 length=6 REPEATS=no", "repeats_palette"),
     ],
 )
 def test_parse_settings_refusals(text: str, kind: str) -> None:

@@ -60,6 +60,7 @@ def test_rules_text_reflects_the_room() -> None:
     assert "fresh set" in texts.rules_text(4, None, 600)
     assert "10 minutes" in texts.rules_text(4, None, 600)
     assert "No emoji repeats" in texts.rules_text(4, DEFAULT_PALETTE, 600, repeats=False)
+    assert "Emojis may repeat" in texts.rules_text(4, DEFAULT_PALETTE, 600)
 
 
 def test_round_started_shows_palette_length_and_clock() -> None:
@@ -70,6 +71,9 @@ def test_round_started_shows_palette_length_and_clock() -> None:
     # the announcement shown in the docs is the real one
     for line in text.splitlines():
         assert line in DOC
+    first = texts.round_started(DEFAULT_PALETTE, 4, 600, repeats=False).splitlines()[0]
+    assert first.endswith("(no emoji repeats).")
+    assert '"(no emoji repeats)"' in DOC
 
 
 def test_result_line_and_digest() -> None:
@@ -103,9 +107,17 @@ def test_admin_answers() -> None:
     assert texts.player_banned("Bo", 1).endswith("1 pending guess dropped.")
     assert "Bo" in texts.player_unbanned("Bo")
     assert texts.settings_changed(5, "🍎🍌🍇🍒") == (
-        "Settings saved for the next round: length 5, palette 🍎 🍌 🍇 🍒."
+        "Settings saved for the next round: length 5, palette 🍎 🍌 🍇 🍒, repeats on."
     )
     assert "fresh" in texts.settings_changed(4, None)
+    assert texts.settings_changed(4, None, repeats=False).endswith(", repeats off.")
+    # /settings alone: the answer shown in the docs is the real one, and its example works
+    shown = texts.settings_shown(4, None, repeats=True)
+    assert f"```\n{shown}\n```" in DOC
+    assert "repeats off" in texts.settings_shown(4, None, repeats=False)
+    assert texts.SETTINGS_EXAMPLE in shown
+    wanted = parse_settings(texts.SETTINGS_EXAMPLE.removeprefix("/settings "))
+    assert (wanted.length, len(wanted.palette or ()), wanted.repeats) == (5, 6, False)
 
 
 def test_records() -> None:
@@ -163,10 +175,17 @@ def test_docs_refusal_table_is_what_parse_guess_says() -> None:
 
 def test_docs_settings_refusals_are_what_the_parser_says() -> None:
     examples = re.findall(r"^- `/settings ([^`]+)` → \"(.+?)\"$", DOC, flags=re.MULTILINE)
-    assert len(examples) == 4
+    assert len(examples) == 6
+    assert {"repeats_value", "repeats_palette"} <= {_refusal_kind(args) for args, _ in examples}
     for args, said in examples:
         with pytest.raises(InvalidSettings) as info:
             parse_settings(args)
         assert str(info.value).startswith(said.rstrip("…").rstrip())
     assert parse_length("6") == 6
     assert len(parse_palette("🍎🍌🍇🍒🍋🥝")) == 6
+
+
+def _refusal_kind(args: str) -> str:
+    with pytest.raises(InvalidSettings) as info:
+        parse_settings(args)
+    return info.value.kind
