@@ -46,6 +46,11 @@ def _lease(lease_ms: object) -> int:
     return _int(lease_ms, "lease_ms", 1, MAX_LEASE_MS)
 
 
+def _token(job: Job) -> tuple[str, int]:
+    """A job's id and fencing token, validated: they go into key names and script arguments."""
+    return K.check_job(job.id), _int(job.attempts, "attempts", 0, 2**31)
+
+
 def _translate(exc: ResponseError) -> Exception:
     text = str(exc)
     if text.startswith("LANEFULL "):
@@ -117,8 +122,7 @@ class Lanes:
     def _pairs(jobs: list[Job]) -> list[str | int]:
         args: list[str | int] = []
         for job in jobs:
-            args.append(job.id)
-            args.append(job.attempts)
+            args.extend(_token(job))
         return args
 
     # -- producer -------------------------------------------------------------------------
@@ -174,13 +178,14 @@ class Lanes:
 
     async def ack(self, job: Job) -> bool:
         """Complete a job; False (and nothing changed) when its token is stale."""
-        return bool(await self._call("ack", job.id, job.attempts))
+        return bool(await self._call("ack", *_token(job)))
 
     async def ack_many(self, jobs: list[Job]) -> int:
         """Complete a batch in one round trip; how many were acked (stale ones are not)."""
+        pairs = self._pairs(jobs)  # every token checked before the first chunk is acked
         acked = 0
-        for start in range(0, len(jobs), ACK_CHUNK):
-            acked += await self._call("ack_many", *self._pairs(jobs[start : start + ACK_CHUNK]))
+        for start in range(0, len(pairs), 2 * ACK_CHUNK):
+            acked += await self._call("ack_many", *pairs[start : start + 2 * ACK_CHUNK])
         return acked
 
     async def ack_wclaim(self, done: list[Job], lease_ms: int) -> tuple[int, list[Job], bool]:
@@ -189,6 +194,7 @@ class Lanes:
         woken from the wake list passes the wake on then). A consumer's loop pays one
         script call per batch this way instead of two; `done` may be empty."""
         lease = _lease(lease_ms)
+        self._pairs(done)  # every token checked before anything is acked
         acked = 0
         if len(done) > ACK_CHUNK:
             acked = await self.ack_many(done[:-ACK_CHUNK])
@@ -198,12 +204,13 @@ class Lanes:
 
     async def retry(self, job: Job, delay_ms: int, error: str) -> str:
         """'delayed' (due after delay_ms) or 'dead' (attempts spent); 'stale' when fenced out."""
+        job_id, attempts = _token(job)
         _int(delay_ms, "delay_ms", 0, 2**40)
-        reply = await self._call("retry", job.id, job.attempts, delay_ms, error[:MAX_ERROR_CHARS])
+        reply = await self._call("retry", job_id, attempts, delay_ms, error[:MAX_ERROR_CHARS])
         return str(reply.decode())
 
     async def extend(self, job: Job, lease_ms: int) -> bool:
-        return bool(await self._call("extend", job.id, job.attempts, _lease(lease_ms)))
+        return bool(await self._call("extend", *_token(job), _lease(lease_ms)))
 
     async def reap(self) -> int:
         """Expired leases back to their lanes (or dead); how many."""

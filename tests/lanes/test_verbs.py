@@ -6,6 +6,7 @@ rewriting scores in `active` / `delayed`, never by sleeping.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 from unittest.mock import ANY
 
@@ -529,6 +530,35 @@ async def test_every_verb_validates_before_writing(env: Env) -> None:
     with pytest.raises(LaneError, match="queue name"):
         Lanes(env.client, "Bad Queue!")
     assert await env.dump() == {}
+
+
+async def test_verbs_given_a_job_validate_it_before_touching_anything(env: Env) -> None:
+    r, ln = room(), lane()
+    await env.lanes.enqueue(r, ln, b"x")
+    held = await env.lanes.claim(60_000)
+    assert held is not None
+    before = await env.dump()
+    forged = [
+        dataclasses.replace(held, id="x}:evil*"),
+        dataclasses.replace(held, id=ids.mint(ids.ROOM)),
+        dataclasses.replace(held, attempts="1"),  # type: ignore[arg-type]
+        dataclasses.replace(held, attempts=True),
+        dataclasses.replace(held, attempts=-1),
+    ]
+    for bad in forged:
+        cases = [
+            env.lanes.ack(bad),
+            env.lanes.ack_many([held, bad]),  # the good one is not acked either
+            env.lanes.ack_many([held] * 1_000 + [bad]),  # nor a first chunk
+            env.lanes.ack_wclaim([held, bad], 60_000),
+            env.lanes.retry(bad, 10, "x"),
+            env.lanes.extend(bad, 60_000),
+        ]
+        for coro in cases:
+            with pytest.raises(LaneError):
+                await coro
+    assert await env.dump() == before
+    assert await env.lanes.ack(held)
 
 
 async def test_a_lane_belongs_to_one_room_for_life(env: Env) -> None:
