@@ -2,9 +2,10 @@
 
 The keyspace is the one of docs `lanes.md`: all keys of queue `q` start with `emq:{q}:`,
 so a queue lives on one Cluster slot. The Lua scripts receive that prefix as KEYS[1] and
-append the same suffixes as the builders below (a lane or room found on a ring inside a
-script cannot be declared by the caller beforehand); `parse` names every key a script may
-write, and the tests check every key they see against it.
+build their names in `lua/_common.lua` alone, with the same suffixes as the builders below
+(a lane or room found on a ring inside a script cannot be declared by the caller beforehand;
+tests/lanes/test_cost.py checks the two agree); `parse` names every key a script may write,
+and the tests check every key they see against it.
 
 Ids are validated before any key is built, so user text never reaches a key name.
 """

@@ -65,3 +65,35 @@ def test_the_helpers_that_scan_are_only_reached_by_admin_verbs() -> None:
     for verb in HOT:
         text = reachable(_read(verb), bodies)
         assert not any(re.search(rf"\b{n}\(", text) for n in scanning), verb
+
+
+# -- key names -----------------------------------------------------------------------------
+
+PREFIXED = re.compile(r"P \.\. '([^']*)'")
+
+
+def test_key_names_are_built_only_in_common_and_agree_with_keys_py() -> None:
+    """The scripts build key names in _common.lua alone, from the suffixes of keys.py."""
+    from codemojex.lanes.keys import SINGLE, Keys
+    from codemojex.lanes.scripts import VERBS
+
+    common = _read("_common")
+    suffixes = set(PREFIXED.findall(common))
+    singles = {s for s in suffixes if not s.endswith(":")}
+    assert singles == set(SINGLE)
+    # the per-job/lane/room names: the builders of _common.lua and of keys.py must agree
+    keys, job, lane, room = Keys("q"), "JOB" + "0" * 26, "PLR" + "0" * 26, "ROM" + "0" * 26
+    shapes = [
+        ("'job:' .. id", keys.job(job), job),
+        ("'g:' .. lane .. ':pending'", keys.pending(lane), lane),
+        ("'r:' .. room .. ':ring'", keys.room_ring(room), room),
+        ("'r:' .. room .. ':lanes'", keys.room_lanes(room), room),
+        ("'dd:' .. digest", keys.dedupe("x"), keys.dedupe("x").rpartition(":")[2]),
+    ]
+    for lua, python, ident in shapes:
+        assert f"P .. {lua}" in common
+        python_pieces = [p for p in python.removeprefix(keys.prefix).split(ident) if p]
+        assert re.findall(r"'([^']*)'", lua) == python_pieces
+    # no verb builds a name of its own (the survey only matches the prefix to SCAN it)
+    for verb in [*VERBS, "_survey"]:
+        assert PREFIXED.findall(_read(verb)) in ([], ["*"]), verb

@@ -15,6 +15,12 @@ local GACTIVE = P .. 'gactive'
 local GLIMIT = P .. 'glimit'
 local PAUSED = P .. 'paused'
 local LROOM = P .. 'lroom'
+local GWEIGHT = P .. 'gweight'
+local SEQ = P .. 'seq'
+local QPAUSED = P .. 'qpaused'
+local DELAYED = P .. 'delayed'
+local DEAD = P .. 'dead'
+local WAKE = P .. 'wake'
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -24,10 +30,12 @@ end
 local function job_key(id) return P .. 'job:' .. id end
 local function pending_key(lane) return P .. 'g:' .. lane .. ':pending' end
 local function lane_ring_key(room) return P .. 'r:' .. room .. ':ring' end
+local function room_lanes_key(room) return P .. 'r:' .. room .. ':lanes' end
+local function dedupe_key(digest) return P .. 'dd:' .. digest end
 
 local function wake()
-  redis.call('LPUSH', P .. 'wake', '1')
-  redis.call('LTRIM', P .. 'wake', 0, 63)
+  redis.call('LPUSH', WAKE, '1')
+  redis.call('LTRIM', WAKE, 0, 63)
 end
 
 local function is_paused(x) return redis.call('SISMEMBER', PAUSED, x) == 1 end

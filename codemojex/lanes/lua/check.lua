@@ -10,7 +10,7 @@ local bad = {}
 local function say(msg) bad[#bad + 1] = msg end
 
 -- invariant 4 (one place, state says which) and 5 (pending score = mint seq)
-local counter = tonumber(redis.call('GET', P .. 'seq') or '0')
+local counter = tonumber(redis.call('GET', SEQ) or '0')
 for id, places in pairs(S.place) do
   local job = S.jobs[id]
   if #places > 1 then
@@ -60,7 +60,7 @@ for lane in pairs(S.lanes) do
   end
 end
 for room in pairs(S.rooms) do
-  local members = redis.call('SMEMBERS', P .. 'r:' .. room .. ':lanes')
+  local members = redis.call('SMEMBERS', room_lanes_key(room))
   local listed = {}
   for _, lane in ipairs(members) do
     listed[lane] = true
@@ -91,7 +91,7 @@ for room in pairs(counts) do
     say('room ' .. room .. ' has ' .. counts[room] .. ' jobs in active but no gactive entry')
   end
 end
-for _, h in ipairs({GLIMIT, P .. 'gweight'}) do
+for _, h in ipairs({GLIMIT, GWEIGHT}) do
   local kv = redis.call('HGETALL', h)
   for i = 1, #kv, 2 do
     local v = tonumber(kv[i + 1])
@@ -145,7 +145,7 @@ for room in pairs(S.rooms) do
   end
 end
 
-local wakes = redis.call('LLEN', P .. 'wake')
+local wakes = redis.call('LLEN', WAKE)
 if wakes > 64 then say('the wake list holds ' .. wakes .. ' tokens (cap 64)') end
 table.sort(bad)
 return bad

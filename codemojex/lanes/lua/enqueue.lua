@@ -11,7 +11,7 @@
 local room, lane, id = ARGV[1], ARGV[2], ARGV[3]
 local ddk = nil
 if ARGV[7] ~= '' then
-  ddk = P .. 'dd:' .. ARGV[7]
+  ddk = dedupe_key(ARGV[7])
   local first = redis.call('GET', ddk)
   if first then return {first, 0} end
 end
@@ -39,9 +39,9 @@ if max_depth > 0 then
 end
 if not bound then
   redis.call('HSET', LROOM, lane, room)
-  redis.call('SADD', P .. 'r:' .. room .. ':lanes', lane)
+  redis.call('SADD', room_lanes_key(room), lane)
 end
-local seq = redis.call('INCR', P .. 'seq')
+local seq = redis.call('INCR', SEQ)
 redis.call('HSET', jk, 'payload', ARGV[4], 'room', room, 'lane', lane, 'seq', seq,
   'attempts', 0, 'max_attempts', ARGV[5], 'state', 'pending', 'enqueued_ms', now_ms())
 redis.call('ZADD', pk, seq, id)

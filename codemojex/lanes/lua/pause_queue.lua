@@ -2,4 +2,4 @@
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- Returns  1 when newly paused, 0 when it already was
-return redis.call('SETNX', P .. 'qpaused', '1')
+return redis.call('SETNX', QPAUSED, '1')

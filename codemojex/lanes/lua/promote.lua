@@ -3,11 +3,11 @@
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- ARGV[1]  at most this many jobs per call
 -- Returns  how many jobs were promoted
-local ids = redis.call('ZRANGEBYSCORE', P .. 'delayed', '-inf', now_ms(), 'LIMIT', 0,
+local ids = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', now_ms(), 'LIMIT', 0,
   tonumber(ARGV[1]))
 local n = 0
 for _, id in ipairs(ids) do
-  redis.call('ZREM', P .. 'delayed', id)
+  redis.call('ZREM', DELAYED, id)
   local jk = job_key(id)
   local f = redis.call('HMGET', jk, 'room', 'lane', 'seq')
   if f[1] then

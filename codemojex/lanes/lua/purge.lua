@@ -15,7 +15,7 @@ for _, id in ipairs(ids) do
   local jk = job_key(id)
   if redis.call('EXISTS', jk) == 1 then
     redis.call('HSET', jk, 'state', 'dead', 'last_error', 'purged')
-    redis.call('ZADD', P .. 'dead', now, id)
+    redis.call('ZADD', DEAD, now, id)
     n = n + 1
   end
 end

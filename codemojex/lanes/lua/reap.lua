@@ -13,7 +13,7 @@ for _, id in ipairs(ids) do
   if f[1] then
     permit_freed(f[1], 1)
     if tonumber(f[4]) >= tonumber(f[5]) then
-      redis.call('ZADD', P .. 'dead', now, id)
+      redis.call('ZADD', DEAD, now, id)
       redis.call('HSET', jk, 'state', 'dead', 'last_error', 'lease expired')
     else
       requeue(id, jk, f[1], f[2], f[3])

@@ -19,7 +19,7 @@ if f[1] ~= 'pending' then return 0 end
 if lane == target then return 1 end
 if not bound then
   redis.call('HSET', LROOM, target, room)
-  redis.call('SADD', P .. 'r:' .. room .. ':lanes', target)
+  redis.call('SADD', room_lanes_key(room), target)
 end
 local pk = pending_key(lane)
 redis.call('ZREM', pk, id)

@@ -58,10 +58,10 @@ for _, id in ipairs(S.orphans) do
   local jk = job_key(id)
   local f = redis.call('HMGET', jk, 'state', 'lane', 'seq')
   if f[1] == 'dead' then
-    redis.call('ZADD', P .. 'dead', now, id)
+    redis.call('ZADD', DEAD, now, id)
     did('put job ' .. id .. ' back in dead')
   elseif f[1] == 'delayed' then
-    redis.call('ZADD', P .. 'delayed', now, id)
+    redis.call('ZADD', DELAYED, now, id)
     did('put job ' .. id .. ' back in delayed, due now')
   elseif f[2] and f[3] then
     redis.call('HSET', jk, 'state', 'pending')
@@ -87,7 +87,7 @@ for _, lane in ipairs(sorted_keys(S.lanes)) do
   end
 end
 for _, room in ipairs(sorted_keys(S.rooms)) do
-  local lk = P .. 'r:' .. room .. ':lanes'
+  local lk = room_lanes_key(room)
   for _, lane in ipairs(redis.call('SMEMBERS', lk)) do
     if S.lroom[lane] ~= room then
       redis.call('SREM', lk, lane)

@@ -2,6 +2,6 @@
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- Returns  1 when it was paused, 0 otherwise
-local n = redis.call('DEL', P .. 'qpaused')
+local n = redis.call('DEL', QPAUSED)
 if n == 1 and redis.call('LLEN', RING) > 0 then wake() end
 return n

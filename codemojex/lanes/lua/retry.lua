@@ -13,10 +13,10 @@ local f = redis.call('HMGET', jk, 'attempts', 'max_attempts')
 local now = now_ms()
 local outcome
 if tonumber(f[1]) >= tonumber(f[2]) then
-  redis.call('ZADD', P .. 'dead', now, id)
+  redis.call('ZADD', DEAD, now, id)
   outcome = 'dead'
 else
-  redis.call('ZADD', P .. 'delayed', now + tonumber(ARGV[3]), id)
+  redis.call('ZADD', DELAYED, now + tonumber(ARGV[3]), id)
   outcome = 'delayed'
 end
 redis.call('HSET', jk, 'state', outcome, 'last_error', ARGV[4])

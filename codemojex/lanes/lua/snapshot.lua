@@ -27,12 +27,12 @@ else
 end
 local out_rooms = {}
 for _, room in ipairs(rooms) do
-  local lanes = redis.call('SMEMBERS', P .. 'r:' .. room .. ':lanes')
+  local lanes = redis.call('SMEMBERS', room_lanes_key(room))
   table.sort(lanes)
   local out_lanes = {}
   for _, lane in ipairs(lanes) do
     out_lanes[#out_lanes + 1] = {lane, redis.call('ZCARD', pending_key(lane)),
-      tonumber(redis.call('HGET', P .. 'gweight', lane) or '1'),
+      tonumber(redis.call('HGET', GWEIGHT, lane) or '1'),
       redis.call('SISMEMBER', PAUSED, lane)}
   end
   out_rooms[#out_rooms + 1] = {room, redis.call('SISMEMBER', PAUSED, room),
@@ -40,6 +40,6 @@ for _, room in ipairs(rooms) do
     tonumber(redis.call('HGET', GACTIVE, room) or '0'),
     redis.call('LRANGE', lane_ring_key(room), 0, -1), out_lanes}
 end
-return {redis.call('EXISTS', P .. 'qpaused'), redis.call('LRANGE', RING, 0, -1),
-  redis.call('ZCARD', ACTIVE), redis.call('ZCARD', P .. 'delayed'),
-  redis.call('ZCARD', P .. 'dead'), out_rooms}
+return {redis.call('EXISTS', QPAUSED), redis.call('LRANGE', RING, 0, -1),
+  redis.call('ZCARD', ACTIVE), redis.call('ZCARD', DELAYED),
+  redis.call('ZCARD', DEAD), out_rooms}

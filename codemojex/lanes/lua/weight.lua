@@ -5,8 +5,8 @@
 -- ARGV[1]  lane id          ARGV[2]  weight (>= 1)
 -- Returns  1
 if tonumber(ARGV[2]) == 1 then
-  redis.call('HDEL', P .. 'gweight', ARGV[1])
+  redis.call('HDEL', GWEIGHT, ARGV[1])
 else
-  redis.call('HSET', P .. 'gweight', ARGV[1], ARGV[2])
+  redis.call('HSET', GWEIGHT, ARGV[1], ARGV[2])
 end
 return 1
