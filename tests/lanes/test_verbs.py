@@ -200,9 +200,20 @@ async def test_weight_clamps_by_depth_and_by_headroom(env: Env) -> None:
     assert [j.id for j in batch] == jids  # depth 3 clamps weight 5
     assert {j.attempts for j in batch} == {1}
     d = await env.dump()
-    assert d["gactive"] == {r: "3"} and d["gweight"] == {ln: "5"}
     assert len({score for _, score in d["active"]}) == 1  # one shared deadline
-    assert "ring" not in d and f"r:{r}:ring" not in d
+    assert d == {
+        "seq": "3",
+        **{
+            f"job:{j}": jobh(f"p{i}", r, ln, i + 1, attempts=1, state="active")
+            for i, j in enumerate(jids)
+        },
+        "active": [(j, ANY) for j in jids],
+        "gactive": {r: "3"},
+        "gweight": {ln: "5"},
+        "lroom": {ln: r},
+        f"r:{r}:lanes": {ln},
+        "wake": ["1"],
+    }  # the lane, emptied, left both rings
     assert await env.lanes.ack_many(batch) == 3
 
     await env.lanes.limit(r, 4)
@@ -336,8 +347,18 @@ async def test_reaped_job_goes_back_at_its_original_seq(env: Env) -> None:
     await env.lanes.claim(30_000)
     j2 = await env.lanes.enqueue(r, ln, b"b")
     await env.expire(j1)
-    await env.lanes.reap()
-    assert (await env.dump())[f"g:{ln}:pending"] == [(j1, 1), (j2, 2)]
+    assert await env.lanes.reap() == 1
+    assert await env.dump() == {
+        "seq": "2",
+        f"job:{j1}": jobh("a", r, ln, 1, attempts=1),
+        f"job:{j2}": jobh("b", r, ln, 2),
+        f"g:{ln}:pending": [(j1, 1), (j2, 2)],
+        "lroom": {ln: r},
+        f"r:{r}:lanes": {ln},
+        f"r:{r}:ring": [ln],
+        "ring": [r],
+        "wake": ANY,
+    }
     got = await env.lanes.claim(30_000)
     assert got is not None and got.id == j1 and got.attempts == 2
 
@@ -387,10 +408,13 @@ async def test_extend_moves_the_deadline(env: Env) -> None:
     jid = await env.lanes.enqueue(r, ln, b"a")
     job = await env.lanes.claim(1_000)
     assert job is not None
-    (_, before), *_ = (await env.dump())["active"]
+    held = await env.dump()
+    (_, before), *_ = held["active"]
     assert await env.lanes.extend(job, 600_000) is True
-    (member, after), *_ = (await env.dump())["active"]
+    extended = await env.dump()
+    (member, after), *_ = extended["active"]
     assert member == jid and after >= before + 599_000
+    assert extended == {**held, "active": [(jid, after)]}  # only the deadline moved
 
 
 async def test_reassign_keeps_mint_order_and_refuses_another_room(env: Env) -> None:
@@ -668,7 +692,18 @@ async def test_dedupe_window_ends(env: Env) -> None:
     await env.client.delete(env.keys.dedupe("k"))  # what the expiry does when the window ends
     second = await short.enqueue(r, ln, b"a", dedupe_key="k")
     assert second != first
-    assert [m for m, _ in (await env.dump())[f"g:{ln}:pending"]] == [first, second]
+    assert await env.dump() == {
+        "seq": "2",
+        f"job:{first}": jobh("a", r, ln, 1),
+        f"job:{second}": jobh("a", r, ln, 2),
+        f"g:{ln}:pending": [(first, 1), (second, 2)],
+        f"dd:{env.keys.dedupe('k').rpartition(':')[2]}": second,
+        "lroom": {ln: r},
+        f"r:{r}:lanes": {ln},
+        f"r:{r}:ring": [ln],
+        "ring": [r],
+        "wake": ["1"],
+    }
 
 
 async def test_ack_many_acks_a_live_token_listed_after_a_stale_one_of_the_same_job(
