@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from telegram import Update
+
 from codemojex import texts
 from codemojex.jobs import GuessJob
 from codemojex.scoring import EMOJI_POOL
-from tests.bot.conftest import ADMIN, ALICE, BOB, E2E, MAX_DEPTH, World, start_round, valid_guess
+from tests.bot.conftest import (
+    ADMIN,
+    ALICE,
+    BOB,
+    E2E,
+    MAX_DEPTH,
+    World,
+    open_round,
+    start_round,
+    valid_guess,
+)
 
 pytestmark = E2E
 
@@ -104,6 +118,8 @@ async def test_plain_chat_is_ignored_and_plain_emoji_guesses_are_answered(world:
 
 
 async def test_edited_messages_are_not_guesses(world: World) -> None:
+    """The bot does not ask for edited_message updates (allowed_updates), so the stand-in does
+    not even deliver these edits; the next test delivers them anyway."""
     chat = world.new_group()
     rnd = await start_round(world, chat)
     first = world.standin.send_text(chat, ALICE, valid_guess(rnd))
@@ -115,6 +131,84 @@ async def test_edited_messages_are_not_guesses(world: World) -> None:
     await world.settle()
     assert await world.queued() == 1
     assert world.replies_to(chat, chat_line) == []
+
+
+def _edited(world: World, chat: int, message_id: int, text: str) -> dict[str, Any]:
+    """The author edits a message to `text`: the edited_message update Telegram would send
+    (text, entities and edit_date updated), pushed straight to the bot whatever allowed_updates
+    says."""
+    world.standin.edit_text(chat, message_id, text)
+    message = world.standin.message(chat, message_id)
+    assert message is not None and "edit_date" in message
+    world.standin.push_raw_update({"edited_message": message})
+    return message
+
+
+async def test_delivered_edits_are_not_guesses_and_do_not_rerun_commands(world: World) -> None:
+    """Edits delivered as Telegram would if the bot asked for them (push_raw_update ignores
+    allowed_updates): messages edited into a guess, a /g, a reply-guess, /pause and /newgame
+    enqueue nothing, answer nothing and change nothing."""
+    chat, idle = world.new_group(), world.new_group()
+    rnd = await start_round(world, chat)
+    asked = world.standin.send_text(chat, BOB, "/rules")
+    await world.settle()
+    (rules,) = [m for m in world.said(chat) if m.reply_to_message_id == asked]
+    plain = world.standin.send_text(chat, ALICE, "hmm")
+    command = world.standin.send_text(chat, BOB, "/help")  # answered: a command that ran once
+    reply = world.standin.send_text(chat, ALICE, "nice", reply_to=rules.message_id)  # refused
+    admin = world.standin.send_text(chat, ADMIN, "ok")
+    elsewhere = world.standin.send_text(idle, ALICE, "hi")
+    await world.settle()
+    said = {c: list(world.said(c)) for c in (chat, idle)}
+    lanes = await world.lanes.snapshot()
+    assert await world.queued() == 0
+
+    edits = [
+        _edited(world, chat, plain, valid_guess(rnd)),
+        _edited(world, chat, command, f"/g {valid_guess(rnd, 1)}"),
+        _edited(world, chat, reply, valid_guess(rnd, 2)),
+        _edited(world, chat, admin, "/pause"),
+        _edited(world, idle, elsewhere, "/newgame"),
+    ]
+    await world.settle()
+    assert await world.queued() == 0
+    assert await world.lanes.snapshot() == lanes  # nothing enqueued, no room paused
+    assert {c: list(world.said(c)) for c in (chat, idle)} == said  # nothing answered
+    assert await world.audits("pause") == 0
+    assert await open_round(world, idle) is None
+
+    # The same payloads as new messages are acted on: the edits above were delivered and
+    # well formed, and only their being edits kept them out.
+    for n, edit in enumerate(edits):
+        fresh = {k: v for k, v in edit.items() if k != "edit_date"}
+        world.standin.push_raw_update({"message": {**fresh, "message_id": 900_000 + n}})
+    await world.settle()
+    assert await world.queued() == 3
+    assert await world.audits("pause", allowed=True) == 1
+    assert await open_round(world, idle) is not None
+
+
+async def test_no_handler_takes_an_edited_message(world: World) -> None:
+    """The filter itself (filters.UpdateType.MESSAGE on every message handler): a message
+    edited into a guess, a /g, an admin, player or unknown command matches no handler in any
+    group, while the same message new matches one. (The handlers read update.message, which an
+    edit leaves empty, so the filter's loss alone would not show in the bot's answers.)"""
+    chat = world.new_group()
+    rnd = await start_round(world, chat)
+    mids = [world.standin.send_text(chat, ALICE, text) for text in ("a", "b", "c", "d", "e")]
+    await world.settle()
+    edits = [valid_guess(rnd), f"/g {valid_guess(rnd)}", "/pause", "/stats", "/whatever"]
+    handlers = [h for group in world.app.handlers.values() for h in group]
+    for mid, text in zip(mids, edits, strict=True):
+        world.standin.edit_text(chat, mid, text)
+        edited = Update.de_json(
+            {"update_id": 1, "edited_message": world.standin.message(chat, mid)}, world.app.bot
+        )
+        as_new = Update.de_json(
+            {"update_id": 2, "message": world.standin.message(chat, mid)}, world.app.bot
+        )
+        assert [h for h in handlers if h.check_update(edited)] == [], text
+        assert any(h.check_update(as_new) for h in handlers), text
 
 
 async def test_no_round_running(world: World) -> None:
