@@ -6,6 +6,7 @@ from sqlalchemy import select
 
 from codemojex import scoring, texts
 from codemojex.db import Guess, LeaderboardEntry, Player, Round
+from codemojex.standin import SentMessage
 from tests.e2e.harness import (
     ALICE,
     BOB,
@@ -24,6 +25,26 @@ def wrong_guess(palette: tuple[str, ...], secret: tuple[str, ...], shift: int) -
     if guess == secret:
         guess = (*guess[:-1], next(e for e in palette if e != secret[-1]))
     return guess
+
+
+async def ask(stack: Stack, chat: int, user: int, command: str) -> str:
+    """The bot's answer to `command` sent by `user` in `chat`: a group (the answer replies to
+    the command) or the user's private chat with the bot (chat == user; not a reply there)."""
+    if chat != user:
+        return await stack.reply_to(chat, stack.standin.send_text(chat, user, command))
+    before = len(stack.said(user))
+    stack.standin.send_private(user, command)
+    await stack.standin.wait_for_sent_count(before + 1, chat_id=user, timeout=10)
+    return stack.said(user)[before].text
+
+
+async def posted(stack: Stack, chat: int, text: str, timeout: float = 15.0) -> None:  # noqa: ASYNC109
+    """Until `text` was posted in `chat`, alone or as a line of a combined message."""
+
+    def has(message: SentMessage) -> bool:
+        return text in message.text
+
+    await stack.standin.wait_for_sent(has, timeout, chat_id=chat)
 
 
 async def test_a_round_is_played_won_and_booked(stack: Stack) -> None:
@@ -79,10 +100,23 @@ async def test_a_round_is_played_won_and_booked(stack: Stack) -> None:
         # A late plain message is chat now: ignored, not enqueued.
         stack.standin.send_text(chat, DAVE, "".join(secret))
 
-        asked = stack.standin.send_text(chat, DAVE, "/top")
-        top = await stack.reply_to(chat, asked)
-        assert top.startswith("🏆 Leaderboard")
-        assert "🥇 Bob: 90 pts, 1 win" in top
+        # The records (docs/game.md, Points): only the winner scores, max(10, 100 - 10 x (2 - 1))
+        # = 90 for Bob; every scored guess counts, the late /g and the late message do not.
+        bob = "90 points, 1 win, 2 guesses, best solve in 2 attempts."
+        alice = "0 points, 0 wins, 1 guess."
+        assert await ask(stack, chat, BOB, "/stats") == f"Bob here: {bob}"
+        assert await ask(stack, chat, ALICE, "/stats") == f"Alice here: {alice}"
+        for user in (BOB, ALICE):
+            top = (await ask(stack, chat, user, "/top")).split("\n")
+            assert top[:2] == ["🏆 Leaderboard", "🥇 Bob: 90 pts, 1 win"]
+            # Alice and Dave tie on points, wins and guesses: either may come second.
+            assert [line.split(" ", 1)[0] for line in top[2:]] == ["🥈", "🥉"]
+            assert sorted(line.split(" ", 1)[1] for line in top[2:]) == [
+                "Alice: 0 pts, 0 wins",
+                "Dave: 0 pts, 0 wins",
+            ]
+        assert await ask(stack, chat, BOB, "/me") == f"Bob in 1 chat: {bob}"
+        assert await ask(stack, chat, ALICE, "/me") == f"Alice in 1 chat: {alice}"
 
         await stack.settle()
         rows = await stack.all_posted()
@@ -118,3 +152,45 @@ async def test_a_round_is_played_won_and_booked(stack: Stack) -> None:
     assert [times_posted(sent_messages, r) for r in rows] == [1] * len(rows)
     assert {r.kind for r in rows} == {"round", "result", "win"}
     assert all(r.sent_message_id is not None for r in rows)
+
+
+async def test_records_are_kept_per_chat_and_me_adds_them_up(stack: Stack) -> None:
+    """Bob wins in two chats (first attempt: 100 points; second attempt: 90); Alice plays in
+    one and loses. /stats and /top are each chat's own, /me sums them, in a group or private."""
+    first, second = stack.new_group(), stack.new_group()
+    async with in_process_worker(stack) as stats:
+        # (chat, guesses as (user, name, right?), Bob's points per docs/game.md)
+        plays = [
+            (first, [(ALICE, "Alice", False), (BOB, "Bob", True)], 100),
+            (second, [(BOB, "Bob", False), (BOB, "Bob", True)], 90),
+        ]
+        for chat, moves, points in plays:
+            ann, rnd = await stack.new_round(chat, by=BOB)
+            secret = rnd.secret_emojis
+            for shift, (user, name, right) in enumerate(moves):
+                guess = "".join(secret if right else wrong_guess(ann.palette, secret, shift))
+                mid = stack.standin.send_text(chat, user, guess)
+                await stack.result(chat, mid, name, guess)
+            bobs = sum(1 for user, _, _ in moves if user == BOB)
+            await posted(stack, chat, texts.win("Bob", secret, bobs, points))
+
+        here_first = "Bob here: 100 points, 1 win, 1 guess, best solve in 1 attempt."
+        here_second = "Bob here: 90 points, 1 win, 2 guesses, best solve in 2 attempts."
+        assert await ask(stack, first, BOB, "/stats") == here_first
+        assert await ask(stack, second, BOB, "/stats") == here_second
+        assert (
+            await ask(stack, second, ALICE, "/stats") == "Alice here: 0 points, 0 wins, 0 guesses."
+        )
+        assert await ask(stack, first, ALICE, "/stats") == "Alice here: 0 points, 0 wins, 1 guess."
+        assert await ask(stack, first, DAVE, "/top") == (
+            "🏆 Leaderboard\n🥇 Bob: 100 pts, 1 win\n🥈 Alice: 0 pts, 0 wins"
+        )
+        assert await ask(stack, second, DAVE, "/top") == "🏆 Leaderboard\n🥇 Bob: 90 pts, 1 win"
+
+        everywhere = "Bob in 2 chats: 190 points, 2 wins, 3 guesses, best solve in 1 attempt."
+        assert await ask(stack, second, BOB, "/me") == everywhere
+        assert await ask(stack, BOB, BOB, "/me") == everywhere  # a private chat with the bot
+        assert (
+            await ask(stack, first, ALICE, "/me") == "Alice in 1 chat: 0 points, 0 wins, 1 guess."
+        )
+        assert stats.score.scored == 4 and stats.score.won == 2
