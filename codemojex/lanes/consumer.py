@@ -6,7 +6,10 @@ same script call that claims the next one (`ack_wclaim`: one round trip per batc
 exception retries it with exponential backoff and full jitter; the retry script sends a
 job whose attempts are spent to `dead`. With nothing to claim a consumer parks on the
 wake list (BLPOP with a short timeout), so an idle pool makes no busy round trips. One
-maintenance task runs reap + promote every few seconds. `stop()` (or SIGTERM once
+maintenance task runs reap + promote every few seconds, and also promotes as soon as a
+retry this pool scheduled comes due (it sleeps until the earlier of its next tick and the
+earliest such deadline), so a retry shorter than the interval is not held until the next
+tick; promote's wake reaches the parked consumers. `stop()` (or SIGTERM once
 `install_signal_handlers()` was called) stops claiming, lets the batches in hand finish,
 acks them, and `run()` returns.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import random
 import signal
@@ -88,6 +92,11 @@ class ConsumerPool:
         self._signals: list[signal.Signals] = []
         self._parked = 0
         self._want_signals = False
+        # loop-clock deadlines of the retries this pool scheduled (a heap); the maintenance
+        # task sleeps until the earliest or its next tick, whichever comes first, and
+        # `_earlier_deadline` wakes it when a new deadline comes before the one it sleeps to
+        self._retry_deadlines: list[float] = []
+        self._earlier_deadline = asyncio.Event()
 
     # -- control --------------------------------------------------------------------------
 
@@ -240,8 +249,9 @@ class ConsumerPool:
 
     async def _retry(self, jobs: list[Job], delay: Callable[[Job], int], error: str) -> None:
         for job in jobs:
+            delay_ms = delay(job)
             try:
-                outcome = await self.lanes.retry(job, delay(job), error)
+                outcome = await self.lanes.retry(job, delay_ms, error)
             except (RedisError, OSError) as exc:
                 log.warning("retry failed: %s", exc, extra={"job": job.id})
                 continue
@@ -250,8 +260,16 @@ class ConsumerPool:
                 log.warning("job dead", extra={"job": job.id, "attempts": job.attempts})
             elif outcome == "delayed":
                 self.stats.retried += 1
+                self._promote_at(asyncio.get_running_loop().time() + delay_ms / 1000)
             else:
                 self.stats.stale += 1
+
+    def _promote_at(self, deadline: float) -> None:
+        """Have the maintenance task promote at `deadline` (taken after the retry script
+        ran, so the job is due in Redis by then)."""
+        if not self._retry_deadlines or deadline < self._retry_deadlines[0]:
+            self._earlier_deadline.set()  # earlier than what the maintenance task sleeps until
+        heapq.heappush(self._retry_deadlines, deadline)
 
     async def _heartbeat(self, jobs: list[Job]) -> None:
         """Extend the leases of a batch whose handler runs longer than a third of a lease."""
@@ -263,24 +281,46 @@ class ConsumerPool:
                     await self.lanes.extend(job, self.lease_ms)
 
     async def _maintain(self) -> None:
+        """Reap + promote every `maintenance_interval_s`, and promote alone whenever a retry
+        this pool scheduled comes due in between. Sleeps otherwise: no polling."""
+        loop = asyncio.get_running_loop()
+        tick = loop.time()  # the first pass reaps and promotes at once
         while not self._stop.is_set():
-            try:
-                reaped = promoted = 0
-                while True:  # a crashed worker can leave more leases than one batch
-                    n = await self.lanes.reap()
-                    reaped += n
-                    if n < self.lanes.batch:
-                        break
-                while True:
-                    n = await self.lanes.promote()
-                    promoted += n
-                    if n < self.lanes.batch:
-                        break
-            except (RedisError, OSError) as exc:
-                log.warning("maintenance failed: %s", exc)
-            else:
-                self.stats.reaped += reaped
-                self.stats.promoted += promoted
-                if reaped or promoted:
-                    log.info("maintenance", extra={"reaped": reaped, "promoted": promoted})
-            await self._sleep(self.maintenance_interval_s)
+            now = loop.time()
+            periodic = now >= tick
+            due = False
+            while self._retry_deadlines and self._retry_deadlines[0] <= now:
+                heapq.heappop(self._retry_deadlines)
+                due = True
+            if periodic or due:
+                await self._maintenance_pass(reap=periodic)
+            if periodic:
+                tick = loop.time() + self.maintenance_interval_s
+            # cleared after the pass: a deadline pushed during it is in the heap read here
+            self._earlier_deadline.clear()
+            wake_at = min(tick, self._retry_deadlines[0]) if self._retry_deadlines else tick
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(wake_at):
+                    await self._earlier_deadline.wait()
+
+    async def _maintenance_pass(self, *, reap: bool) -> None:
+        try:
+            reaped = await self._drain(self.lanes.reap) if reap else 0
+            promoted = await self._drain(self.lanes.promote)
+        except (RedisError, OSError) as exc:
+            log.warning("maintenance failed: %s", exc)
+            return
+        self.stats.reaped += reaped
+        self.stats.promoted += promoted
+        if reaped or promoted:
+            log.info("maintenance", extra={"reaped": reaped, "promoted": promoted})
+
+    async def _drain(self, verb: Callable[[], Awaitable[int]]) -> int:
+        """Run reap or promote until a call moves less than a batch (a crashed worker can
+        leave more expired leases than one batch)."""
+        total = 0
+        while True:
+            n = await verb()
+            total += n
+            if n < self.lanes.batch:
+                return total

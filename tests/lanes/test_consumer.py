@@ -89,6 +89,43 @@ async def test_typed_retry_waits_the_given_delay(env: Env) -> None:
     assert await env.lanes.check() == []
 
 
+async def test_a_short_retry_is_served_when_due_not_at_the_next_maintenance_tick(
+    real_env: Env,
+) -> None:
+    """Retries shorter than the maintenance interval (5 s here) are promoted when they come
+    due, and the promote's wake reaches the parked consumer (its park timeout, 4 s, is kept
+    under redis-py's 5 s socket timeout). The shorter retry is scheduled after the longer
+    one, and neither deadline is lost."""
+    slow, quick = [
+        await real_env.lanes.enqueue(ids.mint(ids.ROOM), ids.mint(ids.PLAYER), b"x")
+        for _ in range(2)
+    ]
+    delay_s = {slow: 0.6, quick: 0.2}
+    served: dict[str, list[float]] = {slow: [], quick: []}
+    loop = asyncio.get_running_loop()
+
+    async def handler(jobs: list[Job]) -> None:
+        served[jobs[0].id].append(loop.time())
+        if jobs[0].attempts == 1:
+            raise Retry(int(delay_s[jobs[0].id] * 1000))
+
+    pool = ConsumerPool(
+        real_env.lanes, handler, concurrency=1, maintenance_interval_s=5, park_timeout_s=4
+    )
+    task = await run_pool(pool)
+    await until(lambda: pool.stats.acked == 2, within=15)
+    pool.stop()
+    async with asyncio.timeout(5):
+        await task
+    assert served[slow][0] < served[quick][0]  # the longer retry was scheduled first
+    for jid, delay in delay_s.items():
+        first, second = served[jid]
+        # generous for a loaded machine; the next maintenance tick would be ~5 s
+        assert delay * 0.9 <= second - first <= delay + 1.5, (jid, delay, second - first)
+    assert pool.stats.retried == 2 and pool.stats.reaped == 0
+    assert await real_env.lanes.check() == []
+
+
 async def test_exception_is_retried_with_backoff_then_dead(env: Env) -> None:
     r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
     jid = await env.lanes.enqueue(r, ln, b"secret-payload", max_attempts=3)
