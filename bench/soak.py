@@ -85,6 +85,7 @@ from codemojex.db import (
 )
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull, Lanes
+from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.compose import STANDALONE_KINDS
@@ -494,7 +495,7 @@ def _pairs(flat: list[bytes]) -> dict[str, int]:
 
 
 class Sampler:
-    def __init__(self, redis: aioredis.Redis, queue: str, period_s: float = 0.05) -> None:
+    def __init__(self, redis: AnyRedis, queue: str, period_s: float = 0.05) -> None:
         self.redis = redis
         self.prefix = f"emq:{{{queue}}}:"
         self.period_s = period_s

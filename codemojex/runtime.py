@@ -5,31 +5,86 @@ Nothing here runs at import time; each `open_*` is called by the CLI or the demo
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.typing import EncodableT
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
+from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 
 
-def redis_client(settings: Settings) -> aioredis.Redis:
-    """The real Redis when a URL is configured, else an in-process stand-in (one process only)."""
+def pool_size(settings: Settings) -> int:
+    """Connections a process may use at once (per node on a cluster).
+
+    Parked consumers hold a connection each while they BLPOP the wake list, so the pool
+    must be larger than the number of consumers plus the bot's and sender's traffic."""
+    return max(64, 4 * settings.concurrency + 16)
+
+
+class GatedRedisCluster(RedisCluster):
+    """A `RedisCluster` whose commands wait for a free slot instead of failing.
+
+    redis-py's cluster client keeps a pool per node that raises `MaxConnectionsError`
+    when it is exhausted; it has no blocking pool. The single-node client waits instead
+    (`BlockingConnectionPool`, see `redis_client`), because the sender speaks for every
+    chat at once and the surplus must queue, not fail. This gate gives the cluster
+    client the same behaviour: at most `max_in_flight` commands of this client run at
+    once (a parked consumer's BLPOP holds one, as it holds a connection); the others
+    wait up to `wait_s`, then raise `ConnectionError` as the blocking pool does. Each
+    node's pool may open twice as many connections as the gate admits (opened lazily):
+    pipelines take their connections outside the gate, and the margin is for them."""
+
+    def __init__(
+        self, *args: Any, max_in_flight: int = 100, wait_s: float = 10.0, **kw: Any
+    ) -> None:
+        kw.setdefault("max_connections", 2 * max_in_flight)
+        super().__init__(*args, **kw)
+        self._gate = asyncio.Semaphore(max_in_flight)
+        self._gate_wait_s = wait_s
+
+    async def execute_command(self, *args: EncodableT, **kwargs: Any) -> Any:
+        try:
+            async with asyncio.timeout(self._gate_wait_s):
+                await self._gate.acquire()
+        except TimeoutError:
+            raise RedisConnectionError("No connection available.") from None
+        try:
+            if self._initialize:
+                # Learn the slot map first. redis-py (8.1) picks a command's route before it
+                # initializes, and with no map yet it routes a keyed command like a keyless
+                # one: to an arbitrary node. Many first commands at once (a worker starting
+                # up) then earn a MOVED each, and every fifth MOVED makes the client rebuild
+                # its nodes, closing connections other commands are using.
+                await self.initialize()
+            return await super().execute_command(*args, **kwargs)
+        finally:
+            self._gate.release()
+
+
+def redis_client(settings: Settings) -> AnyRedis:
+    """The real Redis (a Redis Cluster with CODEMOJEX_REDIS_CLUSTER=true) when a URL is
+    configured, else an in-process stand-in (one process only)."""
+    if settings.redis_url and settings.redis_cluster:
+        # The URL names any node; the client discovers the others and routes each command
+        # (and each script, by its first key) to the node owning its slot.
+        return GatedRedisCluster.from_url(settings.redis_url, max_in_flight=pool_size(settings))
     if settings.redis_url:
-        # Parked consumers hold a connection each while they BLPOP the wake list, so the pool
-        # must be larger than the number of consumers plus the bot's and sender's traffic.
-        # And blocking: the sender drains every chat with rows waiting at once, and a pool
+        # Blocking: the sender drains every chat with rows waiting at once, and a pool
         # that raises "Too many connections" when they all speak together fails claims, acks
         # and the sender's posted-markers (the soak with 200 rooms saw over a thousand);
         # the surplus now waits for a free connection instead.
         pool = aioredis.BlockingConnectionPool.from_url(
-            settings.redis_url,
-            max_connections=max(64, 4 * settings.concurrency + 16),
-            timeout=10,
+            settings.redis_url, max_connections=pool_size(settings), timeout=10
         )
         return aioredis.Redis.from_pool(pool)
     import fakeredis
@@ -41,7 +96,7 @@ def redis_client(settings: Settings) -> aioredis.Redis:
 @dataclass
 class Runtime:
     settings: Settings
-    redis: aioredis.Redis
+    redis: AnyRedis
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     lanes: Lanes

@@ -23,6 +23,8 @@ class Settings(BaseSettings):
 
     # Storage. No Redis URL means the in-process stand-in (demo only: one process).
     redis_url: str | None = None
+    # The URL names one node of a Redis Cluster (any node: the client discovers the rest).
+    redis_cluster: bool = False
     database_url: str = "sqlite+aiosqlite:///./codemojex.db"
     queue: str = "cm"
 

@@ -13,7 +13,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import (
     BotCommand,
@@ -40,6 +39,7 @@ from codemojex.bot.flood import FloodNotices
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.bot.replies import ANSWER_POLICY, answer
 from codemojex.lanes import Lanes
+from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.worker.pacing import Pacer
 
@@ -54,7 +54,7 @@ def make_services(
     *,
     lanes: Lanes,
     sessionmaker: async_sessionmaker[AsyncSession],
-    redis: Redis,
+    redis: AnyRedis,
     **overrides: Any,
 ) -> BotServices:
     overrides.setdefault("max_depth", settings.max_depth)
@@ -75,7 +75,7 @@ def build_application(
     *,
     lanes: Lanes,
     sessionmaker: async_sessionmaker[AsyncSession],
-    redis: Redis,
+    redis: AnyRedis,
     **overrides: Any,
 ) -> CodemojexApp:
     """The bot, ready for `run_polling`/`run_webhook` or `running`.

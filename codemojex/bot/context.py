@@ -14,13 +14,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram.ext import Application, CallbackContext, ExtBot
 
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.flood import FloodNotices
 from codemojex.lanes import Lanes
+from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.worker.pacing import Pacer
 
@@ -30,7 +30,7 @@ class BotServices:
     settings: Settings
     lanes: Lanes
     sessionmaker: async_sessionmaker[AsyncSession]
-    redis: Redis
+    redis: AnyRedis
     admins: AdminCache
     flood: FloodNotices
     # Posting pace shared with the worker's outbox sender (see replies.answer).

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from redis.asyncio import Redis
-
 from codemojex import ids
+from codemojex.redistypes import AnyRedis
 
 Notice = Literal["flood", "paused"]
 
@@ -27,7 +26,7 @@ def flood_key(queue: str, lane: str, notice: Notice = "flood") -> str:
 
 
 class FloodNotices:
-    def __init__(self, redis: Redis, queue: str, *, ttl_s: int = 60) -> None:
+    def __init__(self, redis: AnyRedis, queue: str, *, ttl_s: int = 60) -> None:
         self._redis = redis
         self._queue = queue
         self._ttl_s = ttl_s

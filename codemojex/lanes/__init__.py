@@ -3,7 +3,8 @@
 The design, the keyspace and the invariants are in docs/lanes.md; every verb is one
 Lua script in `lua/` (one round trip). Notes for callers:
 
-- `Lanes(client, queue)` needs a `redis.asyncio.Redis` with `decode_responses=False`.
+- `Lanes(client, queue)` needs a `redis.asyncio.Redis` (or a `RedisCluster`: a queue's
+  keys share the `{queue}` hash tag, so one slot) with `decode_responses=False`.
   Errors: `LaneError` (bad id/number, lane of another room, job id taken by another lane;
   nothing written), `LaneFull` (a `LaneError`: the lane holds `max_depth` pending jobs).
   Redis errors (`redis.exceptions.RedisError`) pass through unchanged.

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
@@ -13,6 +12,7 @@ from codemojex import ids
 from codemojex.lanes import keys as K
 from codemojex.lanes.errors import LaneError, LaneFull
 from codemojex.lanes.scripts import source
+from codemojex.redistypes import AnyRedis
 
 DEDUPE_WINDOW_MS: Final = 24 * 3600 * 1000
 MAX_LEASE_MS: Final = 24 * 3600 * 1000
@@ -63,14 +63,17 @@ def _translate(exc: ResponseError) -> Exception:
 class Lanes:
     """A fair two-level queue (rooms, then players' lanes) in one Redis.
 
-    `client` is a `redis.asyncio.Redis` with `decode_responses=False`. Each verb is one
-    script call. `park` holds a pooled connection while it blocks, so the client's pool
-    needs a connection per parked consumer on top of the busy ones.
+    `client` is a `redis.asyncio.Redis` or `redis.asyncio.cluster.RedisCluster` with
+    `decode_responses=False`. Each verb is one script call, with the queue prefix as its
+    only key, so a cluster client sends it to the node owning the queue's `{q}` slot (and
+    loads the script there again on NOSCRIPT, after a failover). `park` holds a pooled
+    connection while it blocks, so the client's pool needs a connection per parked consumer
+    on top of the busy ones.
     """
 
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: AnyRedis,
         queue: str = "cm",
         *,
         dedupe_window_ms: int = DEDUPE_WINDOW_MS,

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-import redis.asyncio as aioredis
+from codemojex.redistypes import AnyRedis
 
 _ACQUIRE: Final = """
 local t = redis.call('TIME')
@@ -142,7 +142,7 @@ class Pacer:
 
     def __init__(
         self,
-        redis: aioredis.Redis,
+        redis: AnyRedis,
         namespace: str,
         policy: PacePolicy | None = None,
     ) -> None:

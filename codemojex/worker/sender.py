@@ -69,7 +69,6 @@ from datetime import timedelta
 from typing import Final, Literal
 
 import httpx
-import redis.asyncio as aioredis
 import redis.exceptions as redis_errors
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -86,6 +85,7 @@ from telegram.error import (
 
 from codemojex.db import Outbox, store
 from codemojex.db.errors import is_transient
+from codemojex.redistypes import AnyRedis
 from codemojex.worker.compose import MAX_MESSAGE, OutMessage, compose
 from codemojex.worker.pacing import Grant, Pacer
 
@@ -189,7 +189,7 @@ class OutboxSender:
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         bot: Bot,
-        redis: aioredis.Redis,
+        redis: AnyRedis,
         *,
         namespace: str,
         pacer: Pacer | None = None,

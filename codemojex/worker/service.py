@@ -15,7 +15,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis.asyncio as aioredis
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
@@ -25,6 +24,7 @@ from codemojex.db.errors import is_transient
 from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
+from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.score import ScoreStats, ScoreWorker
@@ -108,7 +108,7 @@ async def run_worker(
     lanes: Lanes,
     sessionmaker: async_sessionmaker[AsyncSession],
     bot: Bot,
-    redis: aioredis.Redis,
+    redis: AnyRedis,
     stop_event: asyncio.Event,
     stats: WorkerStats | None = None,
     timer_s: float = 2.0,
