@@ -1,7 +1,12 @@
-"""Shared fixtures: the real Redis and Postgres of the machine, and the embedded stand-ins.
+"""Shared fixtures: the real Redis and Postgres of the machine, the embedded stand-ins, and
+a Redis Cluster of the session's own.
 
 Tests never FLUSHDB: each test gets its own queue name (so its own `emq:{q}:*` keys) and
-the session gets its own Postgres database, so several runs can share one server.
+the session gets its own Postgres database, so several runs can share one server. The
+cluster (`redis_cluster_url`) is three redis-server processes this session starts on free
+loopback ports when a test first asks for it, and stops by PID at the end
+(tests/redis_cluster.py); CODEMOJEX_TEST_REDIS_CLUSTER_URL points the tests at an existing
+cluster instead.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis.asyncio as aioredis
 from hypothesis import HealthCheck, settings
+from redis.asyncio.cluster import RedisCluster
+
+from codemojex.redistypes import AnyRedis
+from codemojex.runtime import GatedRedisCluster
+from tests import redis_cluster
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=list(HealthCheck)
@@ -56,11 +66,51 @@ async def fake_redis() -> AsyncIterator[aioredis.Redis]:
         await client.aclose()
 
 
-@pytest.fixture(params=["real", "fake"])
-def any_redis(request: pytest.FixtureRequest, queue_name: str) -> aioredis.Redis:
-    """The same test on the real Redis and on fakeredis (the embedded default)."""
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Redis Cluster of three masters for this session (started on first use)."""
+    url = os.environ.get("CODEMOJEX_TEST_REDIS_CLUSTER_URL")
+    if url:
+        yield url
+        return
+    why = redis_cluster.available()
+    if why is not None:
+        pytest.skip(f"no Redis Cluster for the tests: {why}")
+    cluster = redis_cluster.LocalCluster(tmp_path_factory.mktemp("redis-cluster"))
+    cluster.start()
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
+
+
+async def drop_keys(client: AnyRedis, queue: str) -> None:
+    """Delete this test's keys (`emq:{q}:*` lanes, `cmx:{q}:*` pacing, sender, flags);
+    on a cluster SCAN visits every master, and the keys share one slot."""
+    for pattern in (f"emq:{{{queue}}}:*", f"cmx:{{{queue}}}:*"):
+        keys = [key async for key in client.scan_iter(match=pattern, count=1000)]
+        if keys:
+            await client.delete(*keys)
+
+
+@pytest.fixture
+async def cluster_redis(redis_cluster_url: str, queue_name: str) -> AsyncIterator[RedisCluster]:
+    """A client of the session's Redis Cluster, built as the runtime builds it
+    (CODEMOJEX_REDIS_CLUSTER=true), cleaned after the test."""
+    client = GatedRedisCluster.from_url(redis_cluster_url, max_in_flight=200)
+    try:
+        yield client
+    finally:
+        await drop_keys(client, queue_name)
+        await client.aclose()
+
+
+@pytest.fixture(params=["real", "fake", "cluster"])
+def any_redis(request: pytest.FixtureRequest, queue_name: str) -> AnyRedis:
+    """The same test on the real Redis, on fakeredis (the embedded default) and on a
+    Redis Cluster."""
     # A sync fixture: pytest-asyncio cannot set up an async fixture from inside another one.
-    client: aioredis.Redis = request.getfixturevalue(f"{request.param}_redis")
+    client: AnyRedis = request.getfixturevalue(f"{request.param}_redis")
     return client
 
 

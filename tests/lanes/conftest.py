@@ -5,15 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 
 from codemojex.lanes import Lanes
 from codemojex.lanes.keys import Keys
+from codemojex.redistypes import AnyRedis
 
 
-async def dump(client: aioredis.Redis, queue: str) -> dict[str, Any]:
+async def dump(client: AnyRedis, queue: str) -> dict[str, Any]:
     """Every key of the queue (suffix after `emq:{q}:`) with its contents, typed:
-    string -> str, hash -> dict, list -> list, set -> set, zset -> [(member, score), ...]."""
+    string -> str, hash -> dict, list -> list, set -> set, zset -> [(member, score), ...].
+    On a cluster, the client's SCAN visits every master (the queue's keys are all on the
+    one owning the `{q}` slot)."""
     keys = Keys(queue)
     out: dict[str, Any] = {}
     c: Any = client  # redis-py types replies as bytes | str; this client returns bytes
@@ -44,7 +46,7 @@ async def dump(client: aioredis.Redis, queue: str) -> dict[str, Any]:
 
 
 class Env:
-    def __init__(self, client: aioredis.Redis, queue: str) -> None:
+    def __init__(self, client: AnyRedis, queue: str) -> None:
         self.client = client
         self.queue = queue
         self.keys = Keys(queue)
@@ -64,10 +66,10 @@ class Env:
 
 
 @pytest.fixture
-def env(any_redis: aioredis.Redis, queue_name: str) -> Env:
+def env(any_redis: AnyRedis, queue_name: str) -> Env:
     return Env(any_redis, queue_name)
 
 
 @pytest.fixture
-def real_env(real_redis: aioredis.Redis, queue_name: str) -> Env:
+def real_env(real_redis: AnyRedis, queue_name: str) -> Env:
     return Env(real_redis, queue_name)
