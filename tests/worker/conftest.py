@@ -2,6 +2,8 @@
 
 Redis clients here drop this test's `cmx:{<queue>}:*` keys (pacing, sender leases) and
 `emq:{<queue>}:*` keys (lanes) afterwards, never anything else on the shared server.
+`redis_any` runs a test on the real Redis, fakeredis and the session's Redis Cluster;
+`redis_rc` on the real Redis and the cluster.
 """
 
 from __future__ import annotations
@@ -24,34 +26,35 @@ from codemojex import ids
 from codemojex.db import make_engine, make_sessionmaker, store, upgrade
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Lanes
+from codemojex.redistypes import AnyRedis
+from codemojex.runtime import GatedRedisCluster
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
-from tests.conftest import PG_ADMIN_URL, REDIS_URL, _admin
+from tests.conftest import PG_ADMIN_URL, REDIS_URL, _admin, drop_keys
 
 
-async def _drop_keys(client: aioredis.Redis, queue: str) -> None:
-    for pattern in (f"cmx:{{{queue}}}:*", f"emq:{{{queue}}}:*"):
-        keys = [key async for key in client.scan_iter(match=pattern, count=1000)]
-        if keys:
-            await client.delete(*keys)
+def _client(request: pytest.FixtureRequest, kind: str) -> AnyRedis:
+    if kind == "real":
+        return aioredis.Redis.from_url(REDIS_URL)
+    if kind == "cluster":
+        url = request.getfixturevalue("redis_cluster_url")
+        return GatedRedisCluster.from_url(url, max_in_flight=200)
+    import fakeredis
+
+    fake: aioredis.Redis = fakeredis.FakeAsyncRedis()
+    return fake
 
 
-@pytest.fixture(params=["real", "fake"])
-async def redis_any(
-    request: pytest.FixtureRequest, queue_name: str
-) -> AsyncIterator[aioredis.Redis]:
-    """The real Redis and fakeredis (the embedded demo's), cleaned after the test."""
-    if request.param == "real":
-        client: aioredis.Redis = aioredis.Redis.from_url(REDIS_URL)
-    else:
-        import fakeredis
-
-        client = fakeredis.FakeAsyncRedis()
+@pytest.fixture(params=["real", "fake", "cluster"])
+async def redis_any(request: pytest.FixtureRequest, queue_name: str) -> AsyncIterator[AnyRedis]:
+    """The real Redis, fakeredis (the embedded demo's) and a Redis Cluster, cleaned after
+    the test."""
+    client = _client(request, request.param)
     try:
         yield client
     finally:
-        await _drop_keys(client, queue_name)
+        await drop_keys(client, queue_name)
         await client.aclose()
 
 
@@ -62,7 +65,19 @@ async def redis_r(queue_name: str) -> AsyncIterator[aioredis.Redis]:
     try:
         yield client
     finally:
-        await _drop_keys(client, queue_name)
+        await drop_keys(client, queue_name)
+        await client.aclose()
+
+
+@pytest.fixture(params=["real", "cluster"])
+async def redis_rc(request: pytest.FixtureRequest, queue_name: str) -> AsyncIterator[AnyRedis]:
+    """The real Redis and a Redis Cluster (CODEMOJEX_REDIS_CLUSTER=true), cleaned after the
+    test: for the paths whose keys must share a slot (the sender's fence and markers)."""
+    client = _client(request, request.param)
+    try:
+        yield client
+    finally:
+        await drop_keys(client, queue_name)
         await client.aclose()
 
 

@@ -1,4 +1,5 @@
-"""The Redis pacer: windows, atomic all-or-nothing grants, RetryAfter blocks."""
+"""The Redis pacer: windows, atomic all-or-nothing grants, RetryAfter blocks (on the real
+Redis, fakeredis and a Redis Cluster: every key of one acquire shares the `{<queue>}` slot)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import asyncio
 import itertools
 import time
 
-import redis.asyncio as aioredis
-
+from codemojex.redistypes import AnyRedis
 from codemojex.worker.pacing import PacePolicy, Pacer, Window
 
 GROUP = -1001
@@ -15,7 +15,7 @@ OTHER_GROUP = -1002
 PRIVATE = 42
 
 
-async def test_one_post_per_second_per_chat(redis_any: aioredis.Redis, queue_name: str) -> None:
+async def test_one_post_per_second_per_chat(redis_any: AnyRedis, queue_name: str) -> None:
     pacer = Pacer(redis_any, queue_name)
     assert await pacer.try_acquire(GROUP) == 0
     wait = await pacer.try_acquire(GROUP)
@@ -25,9 +25,7 @@ async def test_one_post_per_second_per_chat(redis_any: aioredis.Redis, queue_nam
     assert await pacer.try_acquire(PRIVATE) == 0
 
 
-async def test_group_minute_window_and_private_chat(
-    redis_any: aioredis.Redis, queue_name: str
-) -> None:
+async def test_group_minute_window_and_private_chat(redis_any: AnyRedis, queue_name: str) -> None:
     policy = PacePolicy(
         chat=(Window(3, 60_000),), group=(Window(2, 60_000),), bot=(Window(100, 1000),), margin_ms=0
     )
@@ -38,7 +36,7 @@ async def test_group_minute_window_and_private_chat(
     assert await pacer.try_acquire(PRIVATE) > 50_000
 
 
-async def test_refusal_takes_no_slot_anywhere(redis_any: aioredis.Redis, queue_name: str) -> None:
+async def test_refusal_takes_no_slot_anywhere(redis_any: AnyRedis, queue_name: str) -> None:
     """A post refused by the bot-wide window must not use up the chat's window (atomicity)."""
     policy = PacePolicy(group=(Window(5, 60_000),), bot=(Window(2, 60_000),), margin_ms=0)
     pacer = Pacer(redis_any, queue_name, policy)
@@ -50,7 +48,7 @@ async def test_refusal_takes_no_slot_anywhere(redis_any: aioredis.Redis, queue_n
     assert await redis_any.zcard(chat_key) == 0
 
 
-async def test_block_chat_and_bot(redis_any: aioredis.Redis, queue_name: str) -> None:
+async def test_block_chat_and_bot(redis_any: AnyRedis, queue_name: str) -> None:
     pacer = Pacer(redis_any, queue_name, PacePolicy(margin_ms=0))
     await pacer.block_chat(GROUP, 5000)
     assert 4000 < await pacer.try_acquire(GROUP) <= 5000
@@ -62,7 +60,7 @@ async def test_block_chat_and_bot(redis_any: aioredis.Redis, queue_name: str) ->
     assert 2000 < await pacer.try_acquire(PRIVATE) <= 3000
 
 
-async def test_acquire_waits_out_the_window(redis_any: aioredis.Redis, queue_name: str) -> None:
+async def test_acquire_waits_out_the_window(redis_any: AnyRedis, queue_name: str) -> None:
     policy = PacePolicy(chat=(Window(1, 150),), bot=(Window(100, 1000),), margin_ms=0)
     pacer = Pacer(redis_any, queue_name, policy)
     start = time.monotonic()
@@ -74,7 +72,7 @@ async def test_acquire_waits_out_the_window(redis_any: aioredis.Redis, queue_nam
     assert not await pacer.acquire(PRIVATE, deadline=time.monotonic())
 
 
-async def test_two_pacers_share_the_pace(redis_any: aioredis.Redis, queue_name: str) -> None:
+async def test_two_pacers_share_the_pace(redis_any: AnyRedis, queue_name: str) -> None:
     """Two sender processes (two Pacer objects on one Redis) together keep one pace."""
     policy = PacePolicy(chat=(Window(1, 100),), bot=(Window(100, 1000),), margin_ms=0)
     a, b = Pacer(redis_any, queue_name, policy), Pacer(redis_any, queue_name, policy)
@@ -94,7 +92,7 @@ async def test_two_pacers_share_the_pace(redis_any: aioredis.Redis, queue_name: 
 
 
 async def test_the_next_post_is_measured_from_the_answer(
-    redis_any: aioredis.Redis, queue_name: str
+    redis_any: AnyRedis, queue_name: str
 ) -> None:
     """A slow post: granted at t, answered at t+0.35 s. The next slot opens a window after
     the answer, not after the grant, so the two posts cannot reach Telegram too close."""
@@ -108,7 +106,7 @@ async def test_the_next_post_is_measured_from_the_answer(
     assert 250 <= wait <= 300
 
 
-async def test_wait_ms_peeks_without_taking(redis_any: aioredis.Redis, queue_name: str) -> None:
+async def test_wait_ms_peeks_without_taking(redis_any: AnyRedis, queue_name: str) -> None:
     pacer = Pacer(redis_any, queue_name, PacePolicy(margin_ms=0))
     assert await pacer.wait_ms(GROUP) == 0
     assert await pacer.wait_ms(GROUP) == 0

@@ -1,5 +1,6 @@
 """The outbox sender against the Bot API stand-in (through PTB's HTTP stack), on the real
-Redis (pacing, chat leases) and the real Postgres (outbox claims)."""
+Redis (pacing, chat leases) and the real Postgres (outbox claims). The tests taking
+`redis_rc` run on a Redis Cluster too (the fence, the markers' MGET/DEL and pipeline)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from telegram import Bot
 
 from codemojex.db import Outbox, store
 from codemojex.lanes import Lanes
+from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
@@ -94,7 +96,7 @@ def lines_posted(standin: StandIn, chat_id: int | None = None) -> Counter[str]:
 def new_sender(
     sm: async_sessionmaker[AsyncSession],
     bot: Bot,
-    redis: aioredis.Redis,
+    redis: AnyRedis,
     namespace: str,
     **kw: object,
 ) -> OutboxSender:
@@ -102,16 +104,16 @@ def new_sender(
 
 
 async def test_scored_guesses_are_posted_as_replies_in_a_quiet_room(
-    redis_r: aioredis.Redis,
+    redis_rc: AnyRedis,
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
     bot: Bot,
 ) -> None:
-    lanes = Lanes(redis_r, queue=queue_name)
+    lanes = Lanes(redis_rc, queue=queue_name)
     table = await make_table(sessionmaker, standin, -2001)
     ann = next(iter(table.players))
-    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    sender = new_sender(sessionmaker, bot, redis_rc, queue_name)
     # The round announcement goes out first, on its own.
     await run_senders([sender], lambda: _zero(sessionmaker))
     [announce] = standin.sent_messages(table.chat_id)
@@ -140,7 +142,7 @@ async def _zero(sm: async_sessionmaker[AsyncSession]) -> bool:
 
 
 async def test_burst_for_one_chat_is_coalesced_within_the_pace(
-    redis_r: aioredis.Redis,
+    redis_rc: AnyRedis,
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
@@ -150,7 +152,7 @@ async def test_burst_for_one_chat_is_coalesced_within_the_pace(
     standin.add_group(chat, "busy")
     standin.enforce_rate_limits()
     texts = [f"row {i:03d} 🍎🍌" for i in range(60)]
-    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    sender = new_sender(sessionmaker, bot, redis_rc, queue_name)
     await run_senders(
         [sender],
         lambda: _zero(sessionmaker),
@@ -216,7 +218,7 @@ async def test_429_storm_delays_but_loses_and_duplicates_nothing(
 
 
 async def test_two_senders_never_post_a_row_twice(
-    redis_r: aioredis.Redis,
+    redis_rc: AnyRedis,
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
@@ -236,8 +238,8 @@ async def test_two_senders_never_post_a_row_twice(
                 await add_rows(sessionmaker, chat, texts)
             await asyncio.sleep(0.3)
 
-    a = new_sender(sessionmaker, bot, redis_r, queue_name)
-    b = new_sender(sessionmaker, bot, redis_r, queue_name)
+    a = new_sender(sessionmaker, bot, redis_rc, queue_name)
+    b = new_sender(sessionmaker, bot, redis_rc, queue_name)
     await run_senders([a, b], lambda: _zero(sessionmaker), during=produce)
     assert lines_posted(standin) == expected
     assert standin.rate_violations == 0
@@ -278,7 +280,7 @@ async def test_database_claims_alone_keep_two_senders_apart(
 
 
 async def test_post_recorded_before_a_crash_is_not_posted_again(
-    redis_r: aioredis.Redis,
+    redis_rc: AnyRedis,
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
@@ -292,9 +294,9 @@ async def test_post_recorded_before_a_crash_is_not_posted_again(
     async with sessionmaker() as s:
         claimed = await store.claim_outbox(s, 1, 0.3, "dead-sender", chat_id=chat)
     message_id = 4242
-    await redis_r.set(f"cmx:{{{queue_name}}}:send:posted:{claimed[0].id}", message_id)
+    await redis_rc.set(f"cmx:{{{queue_name}}}:send:posted:{claimed[0].id}", message_id)
     await asyncio.sleep(0.35)
-    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    sender = new_sender(sessionmaker, bot, redis_rc, queue_name)
     await run_senders([sender], lambda: _zero(sessionmaker))
     assert [m.text for m in standin.sent_messages(chat)] == ["never posted"]
     async with sessionmaker() as s:
@@ -303,7 +305,7 @@ async def test_post_recorded_before_a_crash_is_not_posted_again(
     assert row is not None and row.sent_message_id == message_id
     assert sender.stats.recovered_rows == 1
     # Markers live only between a post and its mark_sent.
-    assert [k async for k in redis_r.scan_iter(match=f"cmx:{{{queue_name}}}:send:posted:*")] == []
+    assert [k async for k in redis_rc.scan_iter(match=f"cmx:{{{queue_name}}}:send:posted:*")] == []
 
 
 async def test_rows_claimed_by_a_dead_sender_go_out_after_its_lease(

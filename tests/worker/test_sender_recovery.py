@@ -1,6 +1,7 @@
 """What a sender does with the rows of a sender that died, by their Redis markers (real Redis,
 real Postgres, the Bot API stand-in): "posted" → only marked; "sending" (intent) without
-"posted" → the `ambiguous` policy; neither → posted. And how outages are logged."""
+"posted" → the `ambiguous` policy; neither → posted. And how outages are logged. The marker
+tests (`redis_rc`) run on a Redis Cluster too."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex.db import Outbox, store
+from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
@@ -40,14 +42,14 @@ async def _rows(sm: async_sessionmaker[AsyncSession], chat_id: int) -> dict[str,
     return out
 
 
-async def _markers(redis: aioredis.Redis, queue: str) -> list[bytes]:
+async def _markers(redis: AnyRedis, queue: str) -> list[bytes]:
     return [k async for k in redis.scan_iter(match=f"cmx:{{{queue}}}:send:*:*")]
 
 
 @pytest.mark.parametrize("policy", ["repost", "assume_sent"])
 async def test_rows_of_a_dead_sender_are_sorted_out_by_their_markers(
     policy: str,
-    redis_r: aioredis.Redis,
+    redis_rc: AnyRedis,
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
@@ -64,12 +66,12 @@ async def test_rows_of_a_dead_sender_are_sorted_out_by_their_markers(
         claimed = await store.claim_outbox(s, 3, 0.3, "dead-sender", chat_id=chat)
     by_text = {r.text: r.id for r in claimed}
     prefix = f"cmx:{{{queue_name}}}:send"
-    await redis_r.set(f"{prefix}:posted:{by_text['was posted']}", 4242)
-    await redis_r.set(f"{prefix}:sending:{by_text['was posted']}", "dead-sender:1")
-    await redis_r.set(f"{prefix}:sending:{by_text['was being posted']}", "dead-sender:1")
+    await redis_rc.set(f"{prefix}:posted:{by_text['was posted']}", 4242)
+    await redis_rc.set(f"{prefix}:sending:{by_text['was posted']}", "dead-sender:1")
+    await redis_rc.set(f"{prefix}:sending:{by_text['was being posted']}", "dead-sender:1")
     await asyncio.sleep(0.35)
 
-    sender = new_sender(sessionmaker, bot, redis_r, queue_name, ambiguous=policy)
+    sender = new_sender(sessionmaker, bot, redis_rc, queue_name, ambiguous=policy)
     with caplog.at_level(logging.WARNING, logger="codemojex.worker.sender"):
         await run_senders([sender], lambda: _zero(sessionmaker), limit_s=20)
 
@@ -92,11 +94,11 @@ async def test_rows_of_a_dead_sender_are_sorted_out_by_their_markers(
         f"sender died ({by_text['was being posted']})" in r.getMessage() for r in caplog.records
     )
     # Both kinds of marker live only between a post and its mark_sent.
-    assert await _markers(redis_r, queue_name) == []
+    assert await _markers(redis_rc, queue_name) == []
 
 
 async def test_each_post_notes_its_rows_as_being_sent_until_marked(
-    redis_r: aioredis.Redis,
+    redis_rc: AnyRedis,
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
@@ -109,12 +111,12 @@ async def test_each_post_notes_its_rows_as_being_sent_until_marked(
     await add_rows(sessionmaker, chat, ["slow one"])
     [row_id] = [r.id for r in (await _rows(sessionmaker, chat)).values()]
     standin.inject_latency(1.0, 1)
-    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    sender = new_sender(sessionmaker, bot, redis_rc, queue_name)
     seen: list[str] = []
 
     async def watch() -> None:
         while not standin.sent_messages(chat):
-            raw = await redis_r.get(f"cmx:{{{queue_name}}}:send:sending:{row_id}")
+            raw = await redis_rc.get(f"cmx:{{{queue_name}}}:send:sending:{row_id}")
             if raw is not None:
                 seen.append(raw.decode() if isinstance(raw, bytes) else raw)
             await asyncio.sleep(0.05)
@@ -124,7 +126,7 @@ async def test_each_post_notes_its_rows_as_being_sent_until_marked(
     await watcher
     assert seen and seen[-1].startswith(sender.owner)
     assert lines_posted(standin, chat) == Counter(["slow one"])
-    assert await _markers(redis_r, queue_name) == []
+    assert await _markers(redis_rc, queue_name) == []
 
 
 async def test_a_post_known_not_to_have_gone_out_leaves_no_intent(
