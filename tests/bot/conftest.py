@@ -30,6 +30,7 @@ from codemojex.bot import CodemojexApp, CodemojexContext, build_application, run
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.db import AuditLog, Base, Room, Round, make_engine, make_sessionmaker, store, upgrade
 from codemojex.lanes import Lanes
+from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
 from codemojex.worker.pacing import PacePolicy, Pacer, Window
@@ -58,7 +59,7 @@ class World:
     standin: StandIn
     app: CodemojexApp
     lanes: Lanes
-    redis: aioredis.Redis
+    redis: AnyRedis
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     settings: Settings
@@ -119,7 +120,7 @@ def bot_queue() -> Iterator[str]:
     yield "tb" + uuid.uuid4().hex[:12]
 
 
-async def _drop_keys(client: aioredis.Redis, queue: str) -> None:
+async def _drop_keys(client: AnyRedis, queue: str) -> None:
     """The queue's lanes keys (`emq:{q}:*`) and the bot's own (`cmx:{q}:*`), in one SCAN pass
     with a large COUNT: the shared Redis holds other runs' keys too."""
     keys = [key async for key in client.scan_iter(match=f"*:{{{queue}}}:*", count=20_000)]
@@ -159,7 +160,7 @@ async def bot_world(
     database_url: str,
     queue: str,
     *,
-    redis: aioredis.Redis | None = None,
+    redis: AnyRedis | None = None,
     webhook: bool = False,
     **settings_extra: Any,
 ) -> AsyncIterator[World]:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import redis.asyncio as aioredis
-
 from codemojex.lanes import keys as K
+from codemojex.redistypes import AnyRedis
 
 _ID = r"[0-9A-HJKMNP-TV-Z]{26}"
 
@@ -40,14 +39,14 @@ def stray_keys(keys: list[str], queue: str) -> list[str]:
     return stray
 
 
-async def queue_keys(client: aioredis.Redis, queue: str) -> list[str]:
+async def queue_keys(client: AnyRedis, queue: str) -> list[str]:
     found: list[str] = []
     for pattern in (f"emq:{{{queue}}}:*", f"cmx:{{{queue}}}:*"):
         found += [k.decode() async for k in client.scan_iter(match=pattern, count=1000)]
     return sorted(found)
 
 
-async def dump(client: aioredis.Redis, queue: str) -> dict[str, Any]:
+async def dump(client: AnyRedis, queue: str) -> dict[str, Any]:
     """Every key of the queue with its type and full content (TTLs aside)."""
     out: dict[str, Any] = {}
     for key in await queue_keys(client, queue):
