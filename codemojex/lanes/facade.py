@@ -84,7 +84,12 @@ class Lanes:
         self.queue = queue
         self.dedupe_window_ms = _int(dedupe_window_ms, "dedupe_window_ms", 1, 2**40)
         self.batch = _int(batch, "batch", 1, 100_000)
-        self._prefix = [self.keys.prefix]
+        # KEYS[1] is the prefix the scripts build every name from; it names no key, so the
+        # mint counter is declared too, as KEYS[2] (the scripts reach it by name). Two
+        # declared keys, one never present: while the queue's slot is being migrated, Redis
+        # refuses the script (TRYAGAIN) instead of running it on the importing node against
+        # the keys that happen to have arrived there.
+        self._declared = [self.keys.prefix, self.keys.seq]
         self._scripts: dict[str, AsyncScript] = {}
 
     # -- plumbing -------------------------------------------------------------------------
@@ -95,7 +100,7 @@ class Lanes:
             script = self.client.register_script(source(verb))
             self._scripts[verb] = script
         try:
-            return await script(keys=self._prefix, args=args)
+            return await script(keys=self._declared, args=args)
         except ResponseError as exc:
             raise _translate(exc) from None
 

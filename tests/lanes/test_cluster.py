@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from redis.asyncio.cluster import RedisCluster
+import pytest
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.exceptions import ClusterError
 
 from codemojex import ids
 from codemojex.lanes import ConsumerPool, Job, Lanes
@@ -74,6 +76,44 @@ async def test_scripts_are_loaded_again_on_a_node_that_lost_them(
     assert await lanes.ack_many(batch) == 1
     job = await lanes.claim(30_000)
     assert job is not None and job.id == second
+
+
+async def test_no_verb_runs_while_the_queues_slot_migrates(
+    cluster_redis: RedisCluster, queue_name: str
+) -> None:
+    """While the queue's slot moves to another master (resharding), a script is refused
+    (TRYAGAIN, retried by redis-py until it gives up) instead of running on the importing
+    node against the few keys that arrived there; once the slot is stable it runs again.
+    The scripts declare a second key beside the prefix, which names no key, for this."""
+    await cluster_redis.initialize()
+    lanes = Lanes(cluster_redis, queue_name)
+    room, lane = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
+    first = await lanes.enqueue(room, lane, b"one")
+    slot = cluster_redis.keyslot(lanes.keys.prefix)
+    source = cluster_redis.get_node_from_key(lanes.keys.prefix)
+    assert source is not None
+    [target, *_] = [n for n in cluster_redis.get_primaries() if n.name != source.name]
+    source_id = await cluster_redis.cluster_myid(source)
+    target_id = await cluster_redis.cluster_myid(target)
+
+    async def setslot(node: ClusterNode, *args: bytes | str) -> None:
+        await cluster_redis.execute_command("CLUSTER SETSLOT", slot, *args, target_nodes=node)
+
+    await setslot(target, "IMPORTING", source_id)
+    await setslot(source, "MIGRATING", target_id)
+    try:
+        with pytest.raises(ClusterError):
+            await lanes.enqueue(room, lane, b"two")
+        with pytest.raises(ClusterError):
+            await lanes.claim(30_000)
+        assert await cluster_redis.keys(f"{lanes.keys.prefix}*", target_nodes=target) == []
+    finally:
+        await setslot(source, "STABLE")
+        await setslot(target, "STABLE")
+    job = await lanes.claim(30_000)
+    assert job is not None and job.id == first
+    assert await lanes.ack(job)
+    assert await lanes.check() == []
 
 
 async def test_a_consumer_pool_drains_a_queue_on_a_cluster(

@@ -3,7 +3,9 @@
 -- Every script gets KEYS[1] = the queue prefix `emq:{q}:` (the hash tag pins all keys of
 -- the queue to one Cluster slot); the keys of a room or lane found on a ring inside the
 -- script cannot be declared beforehand, so they are derived here with the suffixes of
--- codemojex/lanes/keys.py.
+-- codemojex/lanes/keys.py. KEYS[2] is `emq:{q}:seq`, declared for Redis Cluster's sake only
+-- (the prefix names no key: with a second declared key, a script is refused with TRYAGAIN
+-- while the queue's slot migrates, instead of running on a half-filled importing node).
 --
 -- The invariants of lanes.md hold before every script, so ring membership follows from
 -- the state: a room/lane is on its ring iff it is serviceable. The helpers below compare
