@@ -40,6 +40,10 @@ REDIS_UNAVAILABLE: Final = (
     redis.exceptions.OutOfMemoryError,  # maxmemory with noeviction: nothing was written
     redis.exceptions.ReadOnlyError,  # a failover in progress
     redis.exceptions.TryAgainError,
+    # A Redis Cluster that cannot serve the queue's slot now: a failover (ClusterDownError),
+    # the slot migrating (the lanes' TRYAGAIN until redis-py gives up), no master for it.
+    redis.exceptions.ClusterError,
+    redis.exceptions.SlotNotCoveredError,
 )
 
 LIMIT_RANGE: Final = (1, 1000)

@@ -148,7 +148,13 @@ def is_outage(exc: BaseException) -> bool:
     """Redis or the database is down, restarting or unreachable: wait, do not report a bug."""
     if isinstance(
         exc,
-        (redis_errors.ConnectionError, redis_errors.TimeoutError, redis_errors.BusyLoadingError),
+        (
+            redis_errors.ConnectionError,
+            redis_errors.TimeoutError,
+            redis_errors.BusyLoadingError,
+            redis_errors.ClusterError,  # a Redis Cluster failing over or moving a slot
+            redis_errors.SlotNotCoveredError,
+        ),
     ):
         return True
     return is_transient(exc)
