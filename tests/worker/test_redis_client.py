@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ClusterError, RedisError, SlotNotCoveredError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from codemojex.runtime import GatedRedisCluster, pool_size, redis_client
@@ -87,3 +90,26 @@ async def test_commands_beyond_the_gate_wait_instead_of_failing(
     finally:
         await patient.aclose()
         await hasty.aclose()
+
+
+async def test_a_slot_without_a_master_is_an_outage_not_a_bug(
+    redis_cluster_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SlotNotCoveredError (no master for the slot, mid-failover) is not a RedisError; the
+    client raises it as a ClusterError, which the consumer loop, the sender and the bot
+    treat as a Redis outage."""
+
+    async def uncovered(self: RedisCluster, *args: Any, **kwargs: Any) -> Any:
+        raise SlotNotCoveredError('Slot "42" not covered by the cluster.')
+
+    client = GatedRedisCluster.from_url(redis_cluster_url, max_in_flight=2)
+    try:
+        await client.initialize()
+        monkeypatch.setattr(RedisCluster, "execute_command", uncovered)
+        with pytest.raises(RedisError) as caught:
+            await client.get("cmx:{x}:probe")
+        assert isinstance(caught.value, ClusterError)
+        assert isinstance(caught.value.__cause__, SlotNotCoveredError)
+    finally:
+        monkeypatch.undo()
+        await client.aclose()
