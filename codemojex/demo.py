@@ -504,7 +504,8 @@ async def _play(
         f"({plan.flood_players} players) play for {plan.seconds:.0f} s through the real bot "
         f"and worker ({settings.concurrency} scoring consumers)."
     )
-    async with running(application, poll_timeout=1), make_bot(settings) as bot:
+    async with make_bot(settings) as bot, contextlib.AsyncExitStack() as polling:
+        await polling.enter_async_context(running(application, poll_timeout=1))
         worker = asyncio.create_task(
             run_worker(
                 settings,
@@ -563,9 +564,12 @@ async def _play(
                 await asyncio.sleep(0.25)
             await asyncio.sleep(0.5)  # the last posts reach the stand-in
             table.read()
-        backlog = _backlog(await runtime.lanes.snapshot())
+        # The bot stops first and handles every update it has fetched, so each guess it took
+        # is in the lanes before the worker stops and what is left is counted.
+        await polling.aclose()
         stop_worker.set()
         await worker
+    backlog = _backlog(await runtime.lanes.snapshot())
     faults = await runtime.lanes.check()
     books = await _read_books(runtime, rooms)
     outcomes = application.bot_data.guess_outcomes
