@@ -24,13 +24,18 @@ import random
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
+from typing import Final
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from codemojex.lanes.errors import Retry
 from codemojex.lanes.facade import Job, Lanes
 
 log = logging.getLogger("codemojex.lanes.consumer")
+
+# What a Redis call can fail with: a cluster's routing errors (a slot not covered yet, in a
+# pipeline, which the client does not translate) are not RedisErrors.
+REDIS_FAILURES: Final = (RedisError, RedisClusterException, OSError)
 
 Handler = Callable[[list[Job]], Awaitable[None]]
 
@@ -165,7 +170,7 @@ class ConsumerPool:
             try:
                 self.stats.claims += 1
                 acked, jobs, more = await self.lanes.ack_wclaim(done, self.lease_ms)
-            except (RedisError, OSError) as exc:
+            except REDIS_FAILURES as exc:
                 # an ack that may not have happened: the leases expire and the jobs are
                 # served again, and the handler's writes are idempotent; nothing is lost
                 log.warning("claim failed: %s", exc, extra={"consumer": n, "unacked": len(done)})
@@ -179,14 +184,14 @@ class ConsumerPool:
                 continue
             if woken and more:
                 # one wake token woke one consumer; pass it on while work remains
-                with contextlib.suppress(RedisError, OSError):
+                with contextlib.suppress(*REDIS_FAILURES):
                     await self.lanes.wake()
             woken = False
             done = await self._handle(jobs)
         if done:  # stopping: ack what is in hand, claim nothing more
             try:
                 self._count_acks(done, await self.lanes.ack_many(done))
-            except (RedisError, OSError) as exc:
+            except REDIS_FAILURES as exc:
                 log.warning("ack failed: %s", exc, extra={"jobs": [job.id for job in done]})
 
     def _count_acks(self, done: list[Job], acked: int) -> None:
@@ -202,7 +207,7 @@ class ConsumerPool:
             if self._stop.is_set():
                 return False
             return await self.lanes.park(self.park_timeout_s)
-        except (RedisError, OSError) as exc:
+        except REDIS_FAILURES as exc:
             log.warning("park failed: %s", exc)
             await self._sleep(1.0)
             return False
@@ -214,7 +219,7 @@ class ConsumerPool:
         of a BLPOP that has just started, so they are woken the regular way instead)."""
         await self._stop.wait()
         if self._parked:
-            with contextlib.suppress(RedisError, OSError):
+            with contextlib.suppress(*REDIS_FAILURES):
                 await self.lanes.wake(self._parked)
 
     async def _sleep(self, seconds: float) -> None:
@@ -252,7 +257,7 @@ class ConsumerPool:
             delay_ms = delay(job)
             try:
                 outcome = await self.lanes.retry(job, delay_ms, error)
-            except (RedisError, OSError) as exc:
+            except REDIS_FAILURES as exc:
                 log.warning("retry failed: %s", exc, extra={"job": job.id})
                 continue
             if outcome == "dead":
@@ -277,7 +282,7 @@ class ConsumerPool:
         while True:
             await asyncio.sleep(period)
             for job in jobs:
-                with contextlib.suppress(RedisError, OSError):
+                with contextlib.suppress(*REDIS_FAILURES):
                     await self.lanes.extend(job, self.lease_ms)
 
     async def _maintain(self) -> None:
@@ -307,7 +312,7 @@ class ConsumerPool:
         try:
             reaped = await self._drain(self.lanes.reap) if reap else 0
             promoted = await self._drain(self.lanes.promote)
-        except (RedisError, OSError) as exc:
+        except REDIS_FAILURES as exc:
             log.warning("maintenance failed: %s", exc)
             return
         self.stats.reaped += reaped

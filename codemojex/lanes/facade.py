@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
@@ -44,6 +45,17 @@ def _int(value: object, name: str, low: int, high: int) -> int:
 
 def _lease(lease_ms: object) -> int:
     return _int(lease_ms, "lease_ms", 1, MAX_LEASE_MS)
+
+
+def _park_cap_s(client: AnyRedis) -> float:
+    """How long a BLPOP may block on this client: a little less than its socket timeout, if
+    it has one (redis-py's default is 5 s), since a read that times out is taken for a dead
+    connection. None means no timeout."""
+    if isinstance(client, RedisCluster):
+        timeout = client.connection_kwargs.get("socket_timeout")
+    else:
+        timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+    return float("inf") if timeout is None else max(0.1, float(timeout) - 1.0)
 
 
 def _token(job: Job) -> tuple[str, int]:
@@ -229,8 +241,10 @@ class Lanes:
         return int(await self._call("promote", self.batch))
 
     async def park(self, timeout_s: float) -> bool:
-        """Block until a wake token arrives (True) or the timeout passes (False)."""
-        return await self.client.blpop([self.keys.wake], timeout=timeout_s) is not None
+        """Block until a wake token arrives (True) or the timeout passes (False). A park longer
+        than the client's socket timeout allows ends early (False), like a timeout."""
+        timeout = min(timeout_s, _park_cap_s(self.client))
+        return await self.client.blpop([self.keys.wake], timeout=timeout) is not None
 
     async def wake(self, n: int = 1) -> None:
         """Push `n` wake tokens (capped like the scripts' own)."""

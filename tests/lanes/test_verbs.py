@@ -7,13 +7,16 @@ rewriting scores in `active` / `delayed`, never by sleeping.
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 from unittest.mock import ANY
 
 import pytest
+import redis.asyncio as aioredis
 
 from codemojex import ids
 from codemojex.lanes import Job, LaneError, LaneFull, Lanes
+from tests.conftest import REDIS_URL
 from tests.lanes.conftest import Env
 
 GOOD_ROOM = "ROM" + "0" * 26
@@ -770,3 +773,21 @@ async def test_ack_wclaim_hint_says_whether_other_rooms_wait(env: Env) -> None:
     assert [j.room for j in jobs] == [r1] and more
     _, jobs, more = await env.lanes.ack_wclaim(jobs, 30_000)
     assert [j.room for j in jobs] == [r2] and not more
+
+
+@pytest.mark.parametrize("socket_timeout", [1.5, None])
+async def test_park_stays_within_the_clients_socket_timeout(
+    socket_timeout: float | None, queue_name: str
+) -> None:
+    """A BLPOP longer than the client's socket timeout would fail as a dead connection; the
+    park ends early instead, as a timeout (redis-py's plain client has a 5 s default)."""
+    query = "" if socket_timeout is None else f"?socket_timeout={socket_timeout}"
+    client = aioredis.Redis.from_url(REDIS_URL + query)
+    try:
+        lanes = Lanes(client, queue_name)
+        started = time.monotonic()
+        assert await lanes.park(2.0 if socket_timeout is None else 10.0) is False
+        waited = time.monotonic() - started
+        assert 1.5 <= waited < 4.0 if socket_timeout is None else 0.2 <= waited < 1.5
+    finally:
+        await client.aclose()
