@@ -309,7 +309,8 @@ async def _sample_queues(runtime: Runtime, rooms: Sequence[SimRoom]) -> None:
     """Note each room's queue (pending + in flight) from a lanes snapshot, keeping the peak."""
     if any(room.room_id is None for room in rooms):
         async with runtime.sessionmaker() as session:
-            found = dict((await session.execute(select(Room.chat_id, Room.id))).tuples().all())
+            rows = (await session.execute(select(Room.chat_id, Room.id))).all()
+        found = {int(chat_id): room_id for chat_id, room_id in rows}
         for room in rooms:
             room.room_id = found.get(room.chat_id, room.room_id)
     lanes_rooms = (await runtime.lanes.snapshot())["rooms"]
