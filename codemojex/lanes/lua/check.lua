@@ -2,6 +2,7 @@
 -- the whole queue, atomically).
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  '1' = deep: also SCAN the database for keys nothing in the queue leads to
 --          (orphan job hashes and the like); '0' = only what the queue's books reach
 -- Returns  a sorted list of human-readable problems; empty when the queue is sound

@@ -1,6 +1,7 @@
 -- enqueue: admit a job into its lane; ring the lane / room on a false -> true transition.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  room id          ARGV[2]  lane id         ARGV[3]  job id
 -- ARGV[4]  payload          ARGV[5]  max_attempts    ARGV[6]  max_depth (0 = none)
 -- ARGV[7]  dedupe digest ('' = none)                 ARGV[8]  dedupe window in ms

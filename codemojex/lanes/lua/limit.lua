@@ -2,6 +2,7 @@
 -- the ring until it drains below the new ceiling; raising it may put the room back.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  room id          ARGV[2]  ceiling (>= 1)
 -- Returns  1
 local room = ARGV[1]

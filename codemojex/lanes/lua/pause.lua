@@ -3,6 +3,7 @@
 -- in-flight work are untouched; new jobs are still accepted.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  room or lane id  ARGV[2]  'room' or 'lane'
 -- Returns  1 when newly paused, 0 when it already was
 local x = ARGV[1]

@@ -1,6 +1,7 @@
 -- promote: delayed jobs that are due go back to their lanes at their original seq.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  at most this many jobs per call
 -- Returns  how many jobs were promoted
 local ids = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', now_ms(), 'LIMIT', 0,

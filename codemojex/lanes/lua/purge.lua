@@ -2,6 +2,7 @@
 -- delayed are left alone.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  lane id
 -- Returns  how many jobs were purged
 local lane = ARGV[1]

@@ -2,6 +2,7 @@
 -- `dead` when its attempts are spent; its permit is freed. Idempotent; any worker runs it.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  at most this many leases per call
 -- Returns  how many leases were reaped
 local now = now_ms()

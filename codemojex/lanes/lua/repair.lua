@@ -5,6 +5,7 @@
 -- No job is lost. Admin verb: it reads the whole queue, atomically.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- Returns  the list of fixes made, in order; empty when nothing needed fixing
 local S = survey(true)
 local fixed = {}

@@ -1,6 +1,7 @@
 -- resume: unpark a room or a lane; it comes back on its ring when serviceable, with a wake.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  room or lane id  ARGV[2]  'room' or 'lane'
 -- Returns  1 when it was paused, 0 otherwise
 local x = ARGV[1]

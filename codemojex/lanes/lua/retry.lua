@@ -2,6 +2,7 @@
 -- Frees the permit like ack. A stale token is refused and changes nothing.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  job id      ARGV[2]  attempts (token)      ARGV[3]  delay in ms
 -- ARGV[4]  error text (stored as last_error)
 -- Returns  'delayed', 'dead' or 'stale'

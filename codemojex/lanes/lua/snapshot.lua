@@ -2,6 +2,7 @@
 -- ceilings, weights, ring order, pauses. Admin verb: it reads every room asked about.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  one room id, or '' for every room the queue knows
 -- Returns  {queue paused 0/1, room ring, #active, #delayed, #dead, rooms} where rooms is a
 --          list of {room, paused 0/1, ceiling (-1 = none), in flight, lane ring, lanes}
