@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from codemojex import texts
 from codemojex.bot import CodemojexApp, CodemojexContext, build_application, running
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.db import AuditLog, Base, Room, Round, make_engine, make_sessionmaker, store, upgrade
@@ -258,3 +259,40 @@ async def room_of(world: World, chat_id: int) -> Room:
 def valid_guess(rnd: Round, shift: int = 0) -> str:
     palette = rnd.palette_emojis
     return "".join(palette[(i + shift) % len(palette)] for i in range(rnd.length))
+
+
+# Scenarios run on more than one world (the plain Redis and the cluster).
+
+
+async def flood_gets_one_slow_down(world: World) -> None:
+    """A player past MAX_DEPTH is told to slow down once; another player is not held up."""
+    chat = world.new_group()
+    rnd = await start_round(world, chat)
+    before = await world.queued()  # the world may hold other tests' guesses
+    flood = [world.standin.send_text(chat, ALICE, valid_guess(rnd, i)) for i in range(12)]
+    other = world.standin.send_text(chat, BOB, valid_guess(rnd))
+    await world.settle()
+    assert await world.queued() - before == MAX_DEPTH + 1
+    notices = [m for mid in flood for m in world.replies_to(chat, mid)]
+    assert notices == [texts.SLOW_DOWN]
+    assert world.replies_to(chat, other) == []
+
+
+async def paused_room_notes_once_per_player(world: World) -> None:
+    """Guesses in a paused room are kept, each player told once; after /resume, no note."""
+    chat = world.new_group()
+    rnd = await start_round(world, chat)
+    world.standin.send_text(chat, ADMIN, "/pause")
+    await world.settle()
+    before = await world.queued()  # the world may hold other tests' guesses
+    alice = [world.standin.send_text(chat, ALICE, valid_guess(rnd, i)) for i in range(3)]
+    bob = world.standin.send_text(chat, BOB, valid_guess(rnd))
+    await world.settle()
+    assert await world.queued() - before == 4
+    assert [t for mid in alice for t in world.replies_to(chat, mid)] == [texts.SCORING_PAUSED_NOTE]
+    assert world.replies_to(chat, bob) == [texts.SCORING_PAUSED_NOTE]
+    world.standin.send_text(chat, ADMIN, "/resume")
+    await world.settle()
+    after = world.standin.send_text(chat, BOB, valid_guess(rnd, 1))
+    await world.settle()
+    assert world.replies_to(chat, after) == []

@@ -14,14 +14,12 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from codemojex import texts
 from codemojex.runtime import GatedRedisCluster
 from tests.bot.conftest import (
-    ADMIN,
     ALICE,
-    BOB,
-    MAX_DEPTH,
     World,
     bot_world,
+    flood_gets_one_slow_down,
+    paused_room_notes_once_per_player,
     seed_round,
-    start_round,
     valid_guess,
 )
 
@@ -38,33 +36,12 @@ async def world(
 
 
 async def test_a_flood_gets_one_slow_down_on_a_cluster(world: World) -> None:
-    chat = world.new_group()
-    rnd = await start_round(world, chat)
-    flood = [world.standin.send_text(chat, ALICE, valid_guess(rnd, i)) for i in range(12)]
-    other = world.standin.send_text(chat, BOB, valid_guess(rnd))
-    await world.settle()
-    assert await world.queued() == MAX_DEPTH + 1
-    notices = [m for mid in flood for m in world.replies_to(chat, mid)]
-    assert notices == [texts.SLOW_DOWN]
-    assert world.replies_to(chat, other) == []
+    await flood_gets_one_slow_down(world)
     assert world.errors == []
 
 
 async def test_a_paused_room_notes_once_per_player_on_a_cluster(world: World) -> None:
-    chat = world.new_group()
-    rnd = await start_round(world, chat)
-    world.standin.send_text(chat, ADMIN, "/pause")
-    await world.settle()
-    alice = [world.standin.send_text(chat, ALICE, valid_guess(rnd, i)) for i in range(3)]
-    bob = world.standin.send_text(chat, BOB, valid_guess(rnd))
-    await world.settle()
-    assert [t for mid in alice for t in world.replies_to(chat, mid)] == [texts.SCORING_PAUSED_NOTE]
-    assert world.replies_to(chat, bob) == [texts.SCORING_PAUSED_NOTE]
-    world.standin.send_text(chat, ADMIN, "/resume")
-    await world.settle()
-    after = world.standin.send_text(chat, BOB, valid_guess(rnd, 1))
-    await world.settle()
-    assert world.replies_to(chat, after) == []
+    await paused_room_notes_once_per_player(world)
     assert world.errors == []
 
 

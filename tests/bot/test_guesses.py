@@ -16,7 +16,9 @@ from tests.bot.conftest import (
     E2E,
     MAX_DEPTH,
     World,
+    flood_gets_one_slow_down,
     open_round,
+    paused_room_notes_once_per_player,
     start_round,
     valid_guess,
 )
@@ -230,15 +232,7 @@ async def test_second_newgame_is_refused_while_a_round_runs(world: World) -> Non
 
 
 async def test_a_flood_gets_one_slow_down_and_does_not_block_others(world: World) -> None:
-    chat = world.new_group()
-    rnd = await start_round(world, chat)
-    flood = [world.standin.send_text(chat, ALICE, valid_guess(rnd, i)) for i in range(12)]
-    other = world.standin.send_text(chat, BOB, valid_guess(rnd))
-    await world.settle()
-    assert await world.queued() == MAX_DEPTH + 1
-    notices = [m for mid in flood for m in world.replies_to(chat, mid)]
-    assert notices == [texts.SLOW_DOWN]
-    assert world.replies_to(chat, other) == []
+    await flood_gets_one_slow_down(world)
 
 
 async def test_a_players_guesses_enter_the_lane_in_the_order_typed(world: World) -> None:
@@ -260,18 +254,4 @@ async def test_a_players_guesses_enter_the_lane_in_the_order_typed(world: World)
 
 
 async def test_guesses_in_a_paused_room_are_kept_with_one_note_per_player(world: World) -> None:
-    chat = world.new_group()
-    rnd = await start_round(world, chat)
-    world.standin.send_text(chat, ADMIN, "/pause")
-    await world.settle()
-    alice = [world.standin.send_text(chat, ALICE, valid_guess(rnd, i)) for i in range(3)]
-    bob = world.standin.send_text(chat, BOB, valid_guess(rnd))
-    await world.settle()
-    assert await world.queued() == 4
-    assert [t for mid in alice for t in world.replies_to(chat, mid)] == [texts.SCORING_PAUSED_NOTE]
-    assert world.replies_to(chat, bob) == [texts.SCORING_PAUSED_NOTE]
-    world.standin.send_text(chat, ADMIN, "/resume")
-    await world.settle()
-    after = world.standin.send_text(chat, BOB, valid_guess(rnd, 1))
-    await world.settle()
-    assert world.replies_to(chat, after) == []
+    await paused_room_notes_once_per_player(world)
