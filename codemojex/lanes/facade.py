@@ -76,11 +76,11 @@ class Lanes:
     """A fair two-level queue (rooms, then players' lanes) in one Redis.
 
     `client` is a `redis.asyncio.Redis` or `redis.asyncio.cluster.RedisCluster` with
-    `decode_responses=False`. Each verb is one script call, with the queue prefix as its
-    only key, so a cluster client sends it to the node owning the queue's `{q}` slot (and
-    loads the script there again on NOSCRIPT, after a failover). `park` holds a pooled
-    connection while it blocks, so the client's pool needs a connection per parked consumer
-    on top of the busy ones.
+    `decode_responses=False`. Each verb is one script call whose declared keys (the queue
+    prefix and its mint counter) carry the queue's `{q}` hash tag, so a cluster client sends
+    it to the node owning that slot (and loads the script there again on NOSCRIPT, after a
+    failover). `park` holds a pooled connection while it blocks, so the client's pool needs a
+    connection per parked consumer on top of the busy ones.
     """
 
     def __init__(
@@ -214,12 +214,12 @@ class Lanes:
         woken from the wake list passes the wake on then). A consumer's loop pays one
         script call per batch this way instead of two; `done` may be empty."""
         lease = _lease(lease_ms)
-        self._pairs(done)  # every token checked before anything is acked
+        pairs = self._pairs(done)  # every token checked before anything is acked
         acked = 0
         if len(done) > ACK_CHUNK:
             acked = await self.ack_many(done[:-ACK_CHUNK])
-            done = done[-ACK_CHUNK:]
-        reply = await self._call("ack_wclaim", lease, *self._pairs(done))
+            pairs = pairs[-2 * ACK_CHUNK :]
+        reply = await self._call("ack_wclaim", lease, *pairs)
         return acked + reply[0], self._jobs(reply, 1), len(reply) > 1 and reply[3] > 0
 
     async def retry(self, job: Job, delay_ms: int, error: str) -> str:
