@@ -1,0 +1,71 @@
+"""Every limit and default of Codemojex, defined once.
+
+Settings take their defaults from here, handlers and the store validate against these ranges,
+and the lanes facade refuses what is out of them. Nothing here imports the project: any module
+may read it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- a room's queue -------------------------------------------------------------------------
+
+# Guesses of one room in flight at once. Every room has a ceiling, so no room ever holds the
+# whole worker pool.
+CEILING_MIN: Final = 1
+CEILING_MAX: Final = 1000
+CEILING_DEFAULT: Final = 2
+
+# A player's heads per turn of their room's lane ring (/weight).
+WEIGHT_MIN: Final = 1
+WEIGHT_MAX: Final = 100
+
+# Guesses a player may have waiting in their lane before "slow down".
+DEPTH_DEFAULT: Final = 20
+DEPTH_MAX: Final = 10_000
+
+# A claimed batch's lease; the pool's heartbeat extends it while a batch is handled.
+LEASE_MS_DEFAULT: Final = 30_000
+LEASE_MS_MAX: Final = 24 * 3600 * 1000
+
+# Every lease a guess loses spends an attempt: a worker killed or starved past its lease, a
+# Redis restart outlasting the lease, not only a failing handler. Recording a guess is
+# idempotent, so more attempts cost nothing, while a dead-lettered guess is a lost guess
+# (the soak at lease 2 s, with workers SIGKILLed every few seconds, spent 5 on a few).
+GUESS_MAX_ATTEMPTS: Final = 25
+
+# An update delivered twice within this window makes one guess.
+DEDUPE_WINDOW_MS: Final = 24 * 3600 * 1000
+
+# Worker consumers per process. Most batches are one guess (weight 1), and the batches in hand
+# are recorded together in one transaction (group commit), so more consumers means bigger
+# transactions, not more database connections.
+CONCURRENCY_DEFAULT: Final = 32
+CONCURRENCY_MAX: Final = 1024
+
+# --- the game -------------------------------------------------------------------------------
+
+LENGTH_MIN: Final = 3
+LENGTH_MAX: Final = 6
+LENGTH_DEFAULT: Final = 4
+PALETTE_MIN: Final = 4
+PALETTE_MAX: Final = 10
+PALETTE_SIZE_DEFAULT: Final = 6
+
+ROUND_TIMEOUT_S_MIN: Final = 30
+ROUND_TIMEOUT_S_MAX: Final = 7 * 24 * 3600
+ROUND_TIMEOUT_S_DEFAULT: Final = 600
+
+# --- the bot --------------------------------------------------------------------------------
+
+# How long a chat's administrator list is trusted before Telegram is asked again.
+ADMIN_CACHE_TTL_S_DEFAULT: Final = 300.0
+# Updates handled at once (in order per sender); keep below the database pool size.
+BOT_CONCURRENCY_DEFAULT: Final = 16
+
+# --- retries --------------------------------------------------------------------------------
+
+# The one backoff (outages.backoff_ms): full jitter over base * 2^(attempt-1), capped.
+BACKOFF_BASE_MS: Final = 500
+BACKOFF_CAP_MS: Final = 30_000

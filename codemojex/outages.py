@@ -1,0 +1,121 @@
+"""Is this failure an outage, and how long to wait before trying again: decided here, once.
+
+An outage is a failure that goes away by itself: Redis, Postgres or Telegram down, restarting,
+unreachable, too slow, failing over, or a transaction that lost a race. Every component asks
+`outage_of`: the bot answers "try again", the worker hands a batch back, the sender and the
+consumer loop wait. Anything else is a bug and is reported with its traceback.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+from datetime import timedelta
+from typing import Final, Literal
+
+import httpx
+import redis.exceptions as redis_errors
+from sqlalchemy import exc as sa_exc
+from telegram.error import BadRequest, NetworkError, RetryAfter
+
+from codemojex.limits import BACKOFF_BASE_MS, BACKOFF_CAP_MS
+
+Component = Literal["redis", "postgres", "telegram"]
+
+_REDIS: Final = (
+    redis_errors.ConnectionError,  # includes BusyLoadingError (Redis restarting)
+    redis_errors.TimeoutError,
+    redis_errors.OutOfMemoryError,  # maxmemory with noeviction: nothing was written
+    redis_errors.ReadOnlyError,  # a failover in progress
+    redis_errors.TryAgainError,
+    # A Redis Cluster that cannot serve a slot now: a failover (ClusterDownError), the slot
+    # migrating (TRYAGAIN until redis-py gives up), no master for it.
+    redis_errors.ClusterError,
+    redis_errors.SlotNotCoveredError,
+    redis_errors.RedisClusterException,
+)
+
+_PG_SQLSTATES: Final = frozenset(
+    {
+        "40001",  # serialization_failure
+        "40P01",  # deadlock_detected
+        "55P03",  # lock_not_available
+        "57P01",  # admin_shutdown
+        "57P02",  # crash_shutdown
+        "57P03",  # cannot_connect_now (starting up)
+        "53300",  # too_many_connections
+    }
+)
+# asyncpg's own connection errors, which arrive wrapped in the adapter's exceptions.
+_PG_CONNECTION_ERRORS: Final = frozenset(
+    {
+        "ConnectionDoesNotExistError",
+        "CannotConnectNowError",
+        "InterfaceError",
+        "ConnectionFailureError",
+        "TooManyConnectionsError",
+    }
+)
+_NETWORK: Final = (OSError, TimeoutError, ConnectionError)
+
+
+def _database_outage(exc: sa_exc.DBAPIError) -> bool:
+    if exc.connection_invalidated:
+        return True
+    if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError):
+        return True
+    orig = exc.orig
+    if (getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)) in _PG_SQLSTATES:
+        return True
+    cause: BaseException | None = orig
+    while cause is not None:
+        if isinstance(cause, _NETWORK) or type(cause).__name__ in _PG_CONNECTION_ERRORS:
+            return True
+        cause = cause.__cause__
+    return False
+
+
+def outage_of(exc: BaseException) -> Component | None:
+    """Which component is out, when `exc` is an outage; None when it is a bug (or a refusal
+    that will not go away, such as Telegram's BadRequest)."""
+    if isinstance(exc, _REDIS):
+        return "redis"
+    if isinstance(exc, sa_exc.DBAPIError):
+        return "postgres" if _database_outage(exc) else None
+    if isinstance(exc, sa_exc.TimeoutError | sa_exc.DisconnectionError):
+        return "postgres"  # the engine's pool timed out, or a connection was lost
+    if isinstance(exc, NetworkError) and not isinstance(exc, BadRequest):
+        return "telegram"  # includes TimedOut
+    if isinstance(exc, httpx.TransportError):
+        return "telegram"
+    if isinstance(exc, _NETWORK):
+        # A bare socket error: the database driver's, as the store sees it (asyncpg raises
+        # OSError itself when Postgres refuses the connection).
+        return "postgres"
+    return None
+
+
+def is_outage(exc: BaseException) -> bool:
+    return outage_of(exc) is not None
+
+
+def backoff_ms(
+    attempts: int,
+    *,
+    base_ms: int = BACKOFF_BASE_MS,
+    cap_ms: int = BACKOFF_CAP_MS,
+    rng: random.Random | None = None,
+) -> int:
+    """Full jitter: uniform in [0, min(cap, base * 2^(attempts-1))], so that many waiters
+    that failed together do not come back together."""
+    ceiling = min(cap_ms, base_ms * 2 ** max(0, attempts - 1))
+    return int((rng or random).uniform(0, ceiling))
+
+
+def retry_after_ms(exc: RetryAfter) -> int:
+    """Telegram's RetryAfter as milliseconds (at least 1)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PTB 22 announces a timedelta; both are handled
+        value = exc.retry_after
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    return max(1, int(seconds * 1000))
