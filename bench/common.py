@@ -270,12 +270,17 @@ def fmt(value: object) -> str:
     return str(value)
 
 
+def free_port() -> int:
+    """A loopback TCP port the OS just handed out (the probe socket is closed again)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 @contextlib.contextmanager
 def private_redis() -> Iterator[str]:
     """A throwaway redis-server on a free port; its URL. Stopped (by its pid) on exit."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no"],

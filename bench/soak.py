@@ -49,7 +49,6 @@ import pwd
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -69,6 +68,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Update
 from telegram.ext import TypeHandler
 
+from bench.common import free_port
 from codemojex import texts
 from codemojex.bot import CodemojexContext, build_application, running
 from codemojex.bot.guesses import GUESS_MAX_ATTEMPTS
@@ -116,12 +116,6 @@ return {redis.call('HGETALL', p .. 'gactive'), redis.call('HGETALL', p .. 'glimi
 
 
 # --- processes -------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class RedisServer:

@@ -24,6 +24,7 @@ from redis.asyncio.cluster import RedisCluster
 from codemojex.redistypes import AnyRedis
 from codemojex.runtime import GatedRedisCluster
 from tests import redis_cluster
+from tests.support import drop_keys
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=list(HealthCheck)
@@ -49,9 +50,7 @@ async def real_redis(queue_name: str) -> AsyncIterator[aioredis.Redis]:
     try:
         yield client
     finally:
-        keys = [key async for key in client.scan_iter(match=f"emq:{{{queue_name}}}:*", count=1000)]
-        if keys:
-            await client.delete(*keys)
+        await drop_keys(client, queue_name)
         await client.aclose()
 
 
@@ -82,15 +81,6 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         yield cluster.url
     finally:
         cluster.stop()
-
-
-async def drop_keys(client: AnyRedis, queue: str) -> None:
-    """Delete this test's keys (`emq:{q}:*` lanes, `cmx:{q}:*` pacing, sender, flags);
-    on a cluster SCAN visits every master, and the keys share one slot."""
-    for pattern in (f"emq:{{{queue}}}:*", f"cmx:{{{queue}}}:*"):
-        keys = [key async for key in client.scan_iter(match=pattern, count=1000)]
-        if keys:
-            await client.delete(*keys)
 
 
 @pytest.fixture

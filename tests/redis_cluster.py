@@ -19,6 +19,8 @@ from pathlib import Path
 
 import redis
 
+from tests.support import free_port
+
 SHARED_PORT = 6379
 BUS_OFFSET = 10_000  # a cluster node also listens on port + 10000 (the cluster bus)
 
@@ -37,9 +39,7 @@ def free_ports(n: int, taken: set[int] | None = None) -> list[int]:
     taken = set(taken or ())
     ports: list[int] = []
     for _ in range(200):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
+        port = free_port()
         if (
             port + BUS_OFFSET < 65_536
             and SHARED_PORT not in (port, port + BUS_OFFSET)

@@ -29,13 +29,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from codemojex import texts
 from codemojex.bot import CodemojexApp, CodemojexContext, build_application, running
 from codemojex.bot.processor import PerSenderUpdateProcessor
-from codemojex.db import AuditLog, Base, Room, Round, make_engine, make_sessionmaker, store, upgrade
+from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, store, upgrade
 from codemojex.lanes import Lanes
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
 from codemojex.worker.pacing import PacePolicy, Pacer, Window
 from tests.conftest import REDIS_URL
+from tests.support import drop_keys, wipe_tables
 
 ALICE, BOB, CAROL, DAVE, OPERATOR = 1001, 1002, 1003, 1004, 1009
 # Barrier users take turns, so that barriers never wait for a private chat's posting pace.
@@ -121,14 +122,6 @@ def bot_queue() -> Iterator[str]:
     yield "tb" + uuid.uuid4().hex[:12]
 
 
-async def _drop_keys(client: AnyRedis, queue: str) -> None:
-    """The queue's lanes keys (`emq:{q}:*`) and the bot's own (`cmx:{q}:*`), in one SCAN pass
-    with a large COUNT: the shared Redis holds other runs' keys too."""
-    keys = [key async for key in client.scan_iter(match=f"*:{{{queue}}}:*", count=20_000)]
-    if keys:
-        await client.delete(*keys)
-
-
 def bot_settings(standin: StandIn, queue: str, database_url: str, **extra: Any) -> Settings:
     return Settings(
         token=standin.token,
@@ -197,7 +190,7 @@ async def bot_world(
     finally:
         await standin.stop()
         with contextlib.suppress(RedisError):
-            await _drop_keys(redis, queue)
+            await drop_keys(redis, queue)
         await engine.dispose()
         await redis.aclose()
 
@@ -211,11 +204,8 @@ async def world(bot_database_url: str, bot_queue: str) -> AsyncIterator[World]:
 @pytest_asyncio.fixture(loop_scope="module")
 async def clean_slate(world: World, bot_queue: str) -> AsyncIterator[None]:
     """Empty tables and queue keys before each test; the bot process itself keeps running."""
-    # DELETE, not TRUNCATE: on tables this small it is several times faster.
-    async with world.engine.begin() as conn:
-        for table in reversed(Base.metadata.sorted_tables):
-            await conn.execute(table.delete())
-    await _drop_keys(world.redis, bot_queue)
+    await wipe_tables(world.engine, restart_ids=False)
+    await drop_keys(world.redis, bot_queue)
     services = world.app.bot_data
     services.ceilings_applied.clear()
     world.errors.clear()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import socket
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 
@@ -20,6 +19,7 @@ from redis.exceptions import OutOfMemoryError
 from codemojex import texts
 from codemojex.jobs import GuessJob
 from tests.bot.conftest import ALICE, BOB, World, bot_world, seed_round, valid_guess
+from tests.support import free_port
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
@@ -27,15 +27,9 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def small_redis() -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--maxmemory-policy", "noeviction"],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 
 import pytest
@@ -13,17 +12,12 @@ from redis.backoff import NoBackoff
 from sqlalchemy import func, select
 
 from codemojex import texts
-from codemojex.db import Base, Guess, Player
+from codemojex.db import Guess, Player
 from tests.bot.conftest import ADMIN, ALICE, World, bot_world, seed_round, valid_guess
 from tests.conftest import REDIS_URL
+from tests.support import free_port, wipe_tables
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures("empty_tables")]
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])  # closed again when the socket is: nobody listens
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -32,7 +26,7 @@ async def world(bot_database_url: str, bot_queue: str) -> AsyncIterator[World]:
     # the player gets is the same.
     dead = aioredis.Redis(
         host="127.0.0.1",
-        port=_closed_port(),
+        port=free_port(),  # nobody listens there
         socket_connect_timeout=0.5,
         retry=Retry(NoBackoff(), 0),
     )
@@ -42,9 +36,7 @@ async def world(bot_database_url: str, bot_queue: str) -> AsyncIterator[World]:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def empty_tables(world: World) -> AsyncIterator[None]:
-    async with world.engine.begin() as conn:
-        for table in reversed(Base.metadata.sorted_tables):
-            await conn.execute(table.delete())
+    await wipe_tables(world.engine, restart_ids=False)
     world.errors.clear()
     yield
     assert world.errors == []
@@ -75,7 +67,7 @@ async def test_guesses_and_commands_ask_to_try_again(world: World, bot_queue: st
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world_without_postgres(bot_queue: str) -> AsyncIterator[World]:
-    url = f"postgresql+asyncpg://postgres@127.0.0.1:{_closed_port()}/nothing"
+    url = f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/nothing"
     async with bot_world(url, bot_queue + "p") as world:
         yield world
 

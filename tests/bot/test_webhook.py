@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -10,21 +9,16 @@ import pytest_asyncio
 
 from codemojex import texts
 from tests.bot.conftest import BOB, E2E, World, bot_world
+from tests.support import free_port
 
 pytestmark = E2E
 
 SECRET = "s3cret-Token_for-tests"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(bot_database_url: str, bot_queue: str) -> AsyncIterator[World]:
-    port = _free_port()
+    port = free_port()
     async with bot_world(
         bot_database_url,
         bot_queue,

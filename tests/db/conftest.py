@@ -11,12 +11,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.db import make_engine, make_sessionmaker, upgrade
-
-TABLES = "rooms, players, rounds, guesses, leaderboard, bans, audit_log, outbox"
+from tests.support import wipe_tables
 
 
 @pytest.fixture(scope="session")
@@ -29,10 +27,7 @@ def migrated_pg_url(pg_database_url: str) -> str:
 @pytest.fixture
 async def pg_engine(migrated_pg_url: str) -> AsyncIterator[AsyncEngine]:
     engine = make_engine(migrated_pg_url, pool_size=12, max_overflow=8)
-    async with engine.begin() as conn:
-        # Fail loudly rather than hang if something else holds these tables.
-        await conn.execute(text("SET LOCAL lock_timeout = '10s'"))
-        await conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    await wipe_tables(engine)
     try:
         yield engine
     finally:

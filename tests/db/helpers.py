@@ -6,6 +6,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import ids
 from codemojex.db import Room, store
+from tests.support import wrong_guess
+
+__all__ = ["job_id", "new_room", "wrong_guess"]
 
 
 async def new_room(session: AsyncSession, chat_id: int = -1001, title: str = "Room") -> Room:
@@ -14,9 +17,3 @@ async def new_room(session: AsyncSession, chat_id: int = -1001, title: str = "Ro
 
 def job_id() -> str:
     return ids.mint(ids.JOB)
-
-
-def wrong_guess(secret: tuple[str, ...], palette: tuple[str, ...]) -> tuple[str, ...]:
-    """A guess that is not all exact: the first position changed."""
-    other = next(e for e in palette if e != secret[0])
-    return (other, *secret[1:])

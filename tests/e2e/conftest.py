@@ -18,7 +18,8 @@ from codemojex.db import make_engine, make_sessionmaker, upgrade
 from codemojex.lanes import Lanes
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
-from tests.e2e.harness import NAMES, Stack, drop_queue_keys, stack_settings, truncate_all
+from tests.e2e.harness import NAMES, Stack, stack_settings
+from tests.support import drop_keys, wipe_tables
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ async def open_stack(
 ) -> AsyncIterator[Stack]:
     redis = aioredis.Redis.from_url(REDIS_URL)
     engine = make_engine(database_url)
-    await truncate_all(engine)
+    await wipe_tables(engine)
     standin = StandIn()
     await standin.start()
     for user_id, name in NAMES.items():
@@ -56,7 +57,7 @@ async def open_stack(
             yield stack
     finally:
         await standin.stop()
-        await drop_queue_keys(redis, queue)
+        await drop_keys(redis, queue)
         await engine.dispose()
         await redis.aclose()
 

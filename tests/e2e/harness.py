@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import redis.asyncio as aioredis
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex import scoring, texts
 from codemojex.bot import CodemojexApp
-from codemojex.db import Base, Guess, Outbox, Round, make_engine, make_sessionmaker, store
+from codemojex.db import Guess, Outbox, Round, make_engine, make_sessionmaker, store
 from codemojex.lanes import Lanes
 from codemojex.lanes.keys import Keys
 from codemojex.settings import Settings
@@ -300,20 +300,6 @@ def stack_settings(standin: StandIn, queue: str, database_url: str, **extra: Any
     }
     values.update(extra)
     return Settings(**values)
-
-
-async def truncate_all(engine: AsyncEngine) -> None:
-    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
-    async with engine.begin() as conn:
-        await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
-
-
-async def drop_queue_keys(client: aioredis.Redis, queue: str) -> None:
-    """This queue's lanes keys and the sender's pacing/lease keys; nothing else."""
-    for pattern in (f"emq:{{{queue}}}:*", f"cmx:{{{queue}}}:*"):
-        keys = [key async for key in client.scan_iter(match=pattern, count=1000)]
-        if keys:
-            await client.delete(*keys)
 
 
 # -- the worker ------------------------------------------------------------------------------

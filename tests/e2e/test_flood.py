@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 
 from codemojex.db import Guess, Round
 from tests.e2e.harness import DAVE, Announcement, Stack, in_process_worker
+from tests.support import wrong_guess
 
 FLOOD_PLAYERS = 10
 FLOOD_EACH = 20  # the bot's lane depth: all of them are accepted
@@ -42,14 +43,6 @@ class Sample:
     flood_left: int  # flood guesses still unscored when this one was scored
 
 
-def a_guess(ann: Announcement, secret: tuple[str, ...], n: int) -> str:
-    p = ann.palette
-    guess = tuple(p[(n // len(p) ** i) % len(p)] for i in range(ann.length))
-    if guess == secret:
-        guess = tuple(p[(n + 1 + i) % len(p)] for i in range(ann.length))
-    return "".join(guess)
-
-
 async def test_a_flood_does_not_hold_up_a_quiet_room(stack: Stack) -> None:
     flooders = stack.add_players(4001, FLOOD_PLAYERS, "F")
     flood_chat = stack.new_group(members=flooders)
@@ -63,7 +56,7 @@ async def test_a_flood_does_not_hold_up_a_quiet_room(stack: Stack) -> None:
         return int(await stack.scalar(stmt))
 
     def send_quiet(chat: int, ann: Announcement, rnd: Round, n: int) -> Sent:
-        guess = a_guess(ann, rnd.secret_emojis, n)
+        guess = "".join(wrong_guess(rnd.secret_emojis, ann.palette, n))
         wall, mono = time.time(), time.monotonic()
         return Sent(chat, rnd.id, guess, stack.standin.send_text(chat, DAVE, guess), wall, mono)
 
@@ -90,7 +83,8 @@ async def test_a_flood_does_not_hold_up_a_quiet_room(stack: Stack) -> None:
         started = time.monotonic()
         for k in range(FLOOD_EACH):
             for p, user in enumerate(flooders):
-                guess = a_guess(flood_ann, flood_round.secret_emojis, 7 * (p * FLOOD_EACH + k))
+                n = 7 * (p * FLOOD_EACH + k)
+                guess = "".join(wrong_guess(flood_round.secret_emojis, flood_ann.palette, n))
                 stack.standin.send_text(flood_chat, user, guess)
         in_flood = [send_quiet(chat, ann, rnd, 2) for chat, ann, rnd in quiet]
         stormy = [await outcome(sent) for sent in in_flood]

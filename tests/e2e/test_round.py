@@ -16,15 +16,7 @@ from tests.e2e.harness import (
     result_text,
     times_posted,
 )
-
-
-def wrong_guess(palette: tuple[str, ...], secret: tuple[str, ...], shift: int) -> tuple[str, ...]:
-    """A guess that is not the secret (and differs for each shift)."""
-    n = len(secret)
-    guess = tuple(palette[(i * (shift + 1) + shift) % len(palette)] for i in range(n))
-    if guess == secret:
-        guess = (*guess[:-1], next(e for e in palette if e != secret[-1]))
-    return guess
+from tests.support import wrong_guess
 
 
 async def ask(stack: Stack, chat: int, user: int, command: str) -> str:
@@ -78,7 +70,7 @@ async def test_a_round_is_played_won_and_booked(stack: Stack) -> None:
 
         # Five posts in all (announcement, three results, the win): within a group's pace of
         # five posts per 15 s, so no result waits for the pacer.
-        guesses = [wrong_guess(ann.palette, secret, k) for k in range(3)]
+        guesses = [wrong_guess(secret, ann.palette, k) for k in range(3)]
         await play(ALICE, "Alice", guesses[0], "plain", 1)
         await play(BOB, "Bob", guesses[1], "command", 1)
         await play(DAVE, "Dave", guesses[2], "reply", 1)
@@ -168,7 +160,7 @@ async def test_records_are_kept_per_chat_and_me_adds_them_up(stack: Stack) -> No
             ann, rnd = await stack.new_round(chat, by=BOB)
             secret = rnd.secret_emojis
             for shift, (user, name, right) in enumerate(moves):
-                guess = "".join(secret if right else wrong_guess(ann.palette, secret, shift))
+                guess = "".join(secret if right else wrong_guess(secret, ann.palette, shift))
                 mid = stack.standin.send_text(chat, user, guess)
                 await stack.result(chat, mid, name, guess)
             bobs = sum(1 for user, _, _ in moves if user == BOB)

@@ -14,7 +14,7 @@ from redis.exceptions import ClusterError
 from codemojex import ids
 from codemojex.lanes import ConsumerPool, Job, Lanes
 from codemojex.lanes.keys import Keys
-from tests.conftest import drop_keys
+from tests.support import drop_keys
 
 
 async def _owners(client: RedisCluster, pattern: str) -> Counter[str]:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from codemojex.lanes import keys as K
 from codemojex.redistypes import AnyRedis
@@ -44,26 +43,3 @@ async def queue_keys(client: AnyRedis, queue: str) -> list[str]:
     for pattern in (f"emq:{{{queue}}}:*", f"cmx:{{{queue}}}:*"):
         found += [k.decode() async for k in client.scan_iter(match=pattern, count=1000)]
     return sorted(found)
-
-
-async def dump(client: AnyRedis, queue: str) -> dict[str, Any]:
-    """Every key of the queue with its type and full content (TTLs aside)."""
-    out: dict[str, Any] = {}
-    for key in await queue_keys(client, queue):
-        kind_raw = await client.type(key)
-        kind = kind_raw.decode() if isinstance(kind_raw, bytes) else str(kind_raw)
-        value: Any
-        if kind == "string":
-            value = await client.get(key)
-        elif kind == "hash":
-            value = await client.hgetall(key)
-        elif kind == "list":
-            value = await client.lrange(key, 0, -1)
-        elif kind == "set":
-            value = sorted(await client.smembers(key))
-        elif kind == "zset":
-            value = await client.zrange(key, 0, -1, withscores=True)
-        else:
-            value = kind
-        out[key] = (kind, value)
-    return out

@@ -23,7 +23,8 @@ from codemojex.db import AuditLog, Ban, Guess, Player, Round
 from codemojex.scoring import EMOJI_POOL, InvalidGuess, parse_guess
 from codemojex.standin import GROUP_ANONYMOUS_BOT_ID
 from tests.bot.conftest import ADMIN, ALICE, BOB, E2E, MAX_DEPTH, World, seed_round, valid_guess
-from tests.reliability.keyspace import dump, queue_keys, stray_keys
+from tests.reliability.keyspace import queue_keys, stray_keys
+from tests.support import dump
 
 pytestmark = E2E
 
@@ -196,7 +197,7 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
     world.standin.send_text(chat, BOB, f"/g {valid_guess(rnd)}")
     await world.settle()
     queue = world.settings.queue
-    before_keys = _without_pace(await dump(world.redis, queue))
+    before_keys = _without_pace(await dump(world.redis, queue, cmx=True))
     before_rows = await _table_counts(world)
     assert await world.queued() == 1
 
@@ -295,7 +296,7 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
     assert world.errors == []
     # The bot's answers take posting slots (the pacer's keys): that is bookkeeping of posts,
     # not queue state, so it is left out of the comparison.
-    assert _without_pace(await dump(world.redis, queue)) == before_keys
+    assert _without_pace(await dump(world.redis, queue, cmx=True)) == before_keys
     rows = await _table_counts(world)
     assert rows["Guess"] == before_rows["Guess"] == 0
     assert rows["Player"] == before_rows["Player"]

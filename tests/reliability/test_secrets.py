@@ -20,7 +20,7 @@ from sqlalchemy import select
 from codemojex.db import Round, upgrade
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ADMIN, ALICE, BOB, DAVE, in_process_worker
-from tests.reliability.keyspace import dump
+from tests.support import dump
 
 FORMAT = logging.Formatter("%(name)s %(levelname)s %(message)s")
 
@@ -53,7 +53,7 @@ async def test_open_round_secret_is_never_logged_posted_or_shown(
         asked = stack.standin.send_text(chat, ADMIN, "/queue")
         queue_answer = await stack.reply_to(chat, asked)
         snapshot = json.dumps(await stack.lanes.snapshot(), default=str, ensure_ascii=False)
-        stored = repr(await dump(stack.redis, queue_name))
+        stored = repr(await dump(stack.redis, queue_name, cmx=True))
         async with stack.sessionmaker() as session:
             still_open = (await session.execute(select(Round).where(Round.id == rnd.id))).scalar()
         assert still_open is not None and still_open.ended_at is None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -18,6 +17,7 @@ from telegram.ext import (
 
 from codemojex.standin import SentMessage, StandIn
 from tests.standin.conftest import ADMIN, ALICE, BOB, GROUP
+from tests.support import free_port
 
 Context = ContextTypes.DEFAULT_TYPE
 
@@ -120,12 +120,6 @@ async def test_polling_stops_cleanly_and_confirms_what_it_fetched(standin: Stand
         await app.stop()
     assert standin.pending_updates == 0
     assert standin.calls["deleteWebhook"] == 1  # PTB's polling bootstrap
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def test_webhook_mode_delivers_updates_and_checks_the_secret(standin: StandIn) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dtm
-import socket
 import time
 import warnings
 
@@ -32,6 +31,7 @@ from telegram.error import (
 
 from codemojex.standin import CHANNEL_BOT_ID, GROUP_ANONYMOUS_BOT_ID, StandIn
 from tests.standin.conftest import ADMIN, ALICE, BOB, GROUP, OTHER_GROUP, OWNER
+from tests.support import free_port
 
 
 def seconds(error: RetryAfter) -> float:
@@ -404,9 +404,7 @@ async def test_webhook_blocks_polling(bot: Bot, standin: StandIn) -> None:
 async def test_unreachable_webhook_keeps_updates_and_reports_the_error(
     bot: Bot, standin: StandIn
 ) -> None:
-    with socket.socket() as probe:  # a port with nobody listening
-        probe.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/hook"
+    dead = f"http://127.0.0.1:{free_port()}/hook"  # a port with nobody listening
     assert await bot.set_webhook(dead)
     said = standin.send_text(GROUP, ALICE, "anyone there?")
     for _ in range(100):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from telegram import Bot
 
 from codemojex.standin import StandIn
+from tests.support import free_port
 
 
 async def call(session: aiohttp.ClientSession, url: str, action: str, **kwargs: Any) -> Any:
@@ -38,12 +38,6 @@ async def test_control_api_in_process(standin: StandIn) -> None:
             assert response.status == 404  # no side effects through GET
         async with session.get(f"{standin.url}/_standin/stats") as response:
             assert (await response.json())["result"]["pending_updates"] == 1
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.mark.timeout(60)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -18,7 +17,6 @@ from dataclasses import dataclass
 import pytest
 import redis.asyncio as aioredis
 from pydantic import SecretStr
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
@@ -31,7 +29,8 @@ from codemojex.runtime import GatedRedisCluster
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
-from tests.conftest import PG_ADMIN_URL, REDIS_URL, _admin, drop_keys
+from tests.conftest import PG_ADMIN_URL, REDIS_URL, _admin
+from tests.support import drop_keys, free_port, wipe_tables, wrong_guess
 
 
 def _client(request: pytest.FixtureRequest, kind: str) -> AnyRedis:
@@ -83,8 +82,6 @@ async def redis_rc(request: pytest.FixtureRequest, queue_name: str) -> AsyncIter
 
 # --- Postgres -------------------------------------------------------------------------------
 
-TABLES = "outbox, guesses, leaderboard, bans, audit_log, rounds, players, rooms"
-
 
 @pytest.fixture(scope="session")
 def worker_pg_url() -> Iterator[str]:
@@ -108,8 +105,7 @@ def worker_pg_url() -> Iterator[str]:
 async def sessionmaker(worker_pg_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
     """Sessions on the worker test database, emptied before the test."""
     engine = make_engine(worker_pg_url)
-    async with engine.begin() as conn:
-        await conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    await wipe_tables(engine)
     try:
         yield make_sessionmaker(engine)
     finally:
@@ -119,11 +115,8 @@ async def sessionmaker(worker_pg_url: str) -> AsyncIterator[async_sessionmaker[A
 @pytest.fixture
 async def dead_sessionmaker() -> AsyncIterator[async_sessionmaker[AsyncSession]]:
     """Sessions on a Postgres that is not there: a closed port on this machine."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    # The socket is closed again: nothing listens on `port`, connections are refused.
-    engine = make_engine(f"postgresql+asyncpg://postgres@127.0.0.1:{port}/nothing")
+    # Nothing listens on a free port: connections are refused.
+    engine = make_engine(f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/nothing")
     try:
         yield make_sessionmaker(engine)
     finally:
@@ -171,11 +164,7 @@ class Table:
 
     def wrong_guess(self, n: int = 0) -> tuple[str, ...]:
         """A guess that is not the secret (varies with n)."""
-        rng = random.Random(n)
-        while True:
-            guess = tuple(rng.choice(self.palette) for _ in self.secret)
-            if guess != self.secret:
-                return guess
+        return wrong_guess(self.secret, self.palette, n)
 
 
 async def make_table(

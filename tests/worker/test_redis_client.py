@@ -16,7 +16,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from codemojex.runtime import GatedRedisCluster, pool_size, redis_client
 from codemojex.settings import Settings
-from tests.conftest import REDIS_URL, drop_keys
+from tests.conftest import REDIS_URL
+from tests.support import drop_keys
 
 
 def test_the_cluster_flag_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,7 +5,6 @@ Redis (pacing, chat leases) and the real Postgres (outbox claims). The tests tak
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
@@ -27,6 +26,7 @@ from codemojex.worker.compose import tg_len
 from codemojex.worker.pacing import PacePolicy, Pacer, Window
 from codemojex.worker.score import ScoreWorker
 from codemojex.worker.sender import OutboxSender
+from tests.support import free_port
 from tests.worker.conftest import enqueue_guess, make_table
 
 
@@ -391,7 +391,7 @@ async def test_refused_connection_is_retried_without_duplicate(
     await add_rows(sessionmaker, chat, ["hello"])
     settings = Settings(
         token=SecretStr(standin.token),
-        bot_api_base_url=f"http://127.0.0.1:{_free_port()}/bot",
+        bot_api_base_url=f"http://127.0.0.1:{free_port()}/bot",
     )
     # Not initialised (that would call getMe, which cannot succeed either).
     down_bot = make_bot(settings)
@@ -406,12 +406,6 @@ async def test_refused_connection_is_retried_without_duplicate(
         again = new_sender(sessionmaker, up_bot, redis_r, queue_name)
         await run_senders([again], lambda: _zero(sessionmaker), limit_s=20)
     assert lines_posted(standin, chat) == Counter(["hello"])
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_a_chat_waiting_for_its_pace_does_not_hold_up_others(

@@ -22,8 +22,8 @@ from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.sender import OutboxSender
+from tests.support import free_port
 from tests.worker.test_sender import (
-    _free_port,
     _zero,
     add_rows,
     lines_posted,
@@ -143,7 +143,7 @@ async def test_a_post_known_not_to_have_gone_out_leaves_no_intent(
     down_bot = make_bot(
         Settings(
             token=SecretStr(standin.token),
-            bot_api_base_url=f"http://127.0.0.1:{_free_port()}/bot",
+            bot_api_base_url=f"http://127.0.0.1:{free_port()}/bot",
         )
     )
     first = new_sender(sessionmaker, down_bot, redis_r, queue_name, ambiguous="assume_sent")
@@ -172,7 +172,7 @@ async def test_a_redis_outage_is_one_warning_without_traceback(
     chat = -2143
     standin.add_group(chat, "no redis")
     await add_rows(sessionmaker, chat, ["waits"])
-    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{_free_port()}/0")
+    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
     sender = OutboxSender(sessionmaker, bot, down, namespace=queue_name, poll_s=0.2)
     with caplog.at_level(logging.WARNING, logger="codemojex.worker.sender"):
         await run_for(sender, 0.8, poke=chat)

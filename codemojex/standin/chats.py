@@ -1,0 +1,350 @@
+"""The world the bot lives in: users, groups, who administers them, and the messages in them.
+
+Tests build it (add_user, add_group, set_admins...) and change it the way people do on
+Telegram (promotions, a group upgraded to a supergroup, the bot removed or blocked); each
+change emits the chat_member / my_chat_member update Telegram would. The Bot API methods
+that read it (getChat, getChatMember...) and the checks every method naming a chat goes
+through (`_target_chat`, `_writable_chat`) live here too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from codemojex.standin.markup import Entity
+from codemojex.standin.model import (
+    CHANNEL_BOT_ID,
+    GROUP_ANONYMOUS_BOT_ID,
+    JSON,
+    ApiError,
+    Chat,
+    Params,
+    User,
+    bad,
+    safe_int,
+)
+from codemojex.standin.updates import Updates
+
+
+class Chats(Updates):
+    """StandIn's users, chats and messages (a mixin: StandIn inherits every area)."""
+
+    bot: User
+    """The bot itself; StandIn sets it (from the token) before the areas initialise."""
+    privacy_mode: bool
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.users: dict[int, User] = {self.bot.id: self.bot}
+        self.users[GROUP_ANONYMOUS_BOT_ID] = User(
+            GROUP_ANONYMOUS_BOT_ID, "Group", "GroupAnonymousBot", is_bot=True
+        )
+        self.users[CHANNEL_BOT_ID] = User(CHANNEL_BOT_ID, "Channel", "Channel_Bot", is_bot=True)
+        self.chats: dict[int, Chat] = {}
+        self._message_ts: dict[tuple[int, int], float] = {}
+
+    # ------------------------------------------------------------------ world building
+
+    def add_user(
+        self,
+        user_id: int,
+        first_name: str,
+        username: str | None = None,
+        is_bot: bool = False,
+        *,
+        last_name: str | None = None,
+        language_code: str | None = None,
+    ) -> None:
+        if user_id <= 0:
+            raise ValueError("user ids are positive")
+        self.users[user_id] = User(user_id, first_name, username, is_bot, last_name, language_code)
+
+    def add_group(
+        self,
+        chat_id: int,
+        title: str,
+        admins: Iterable[int] = (),
+        kind: str = "supergroup",
+        *,
+        owner: int | None = None,
+        members: Iterable[int] = (),
+        bot_is_admin: bool = False,
+        announce: bool = False,
+    ) -> None:
+        """A group the bot is in. The owner (default: the first admin) is listed as "creator".
+
+        `announce` emits the my_chat_member update Telegram sends when the bot is added.
+        """
+        if chat_id >= 0:
+            raise ValueError("group chat ids are negative")
+        if kind not in ("group", "supergroup"):
+            raise ValueError("kind is 'group' or 'supergroup'")
+        admin_ids = list(admins)
+        for user_id in [*admin_ids, *members, *([owner] if owner else [])]:
+            self._user(user_id)
+        chat = Chat(chat_id, kind, title)
+        chat.owner = owner if owner is not None else (admin_ids[0] if admin_ids else None)
+        chat.admins = {uid for uid in admin_ids if uid != chat.owner}
+        chat.members = {*admin_ids, *members, *([chat.owner] if chat.owner else [])}
+        chat.bot_status = "administrator" if bot_is_admin else "member"
+        self.chats[chat_id] = chat
+        if announce:
+            actor = chat.owner or self.bot.id
+            self._emit_member_change(chat, self.bot.id, "left", chat.bot_status, actor)
+
+    def set_admins(
+        self, chat_id: int, user_ids: Iterable[int], *, anonymous: Iterable[int] = ()
+    ) -> None:
+        """Replace the group's administrators (the owner stays) and emit what Telegram emits:
+        chat_member updates for users who gained or lost the rights (delivered only if the bot
+        asked for "chat_member" in allowed_updates, as on Telegram), my_chat_member for the bot.
+        """
+        chat = self._group(chat_id)
+        wanted = set(user_ids)
+        for user_id in wanted:
+            self._user(user_id)
+        actor = chat.owner or next(iter(wanted), self.bot.id)
+        bot_wanted = self.bot.id in wanted
+        wanted.discard(self.bot.id)
+        wanted.discard(chat.owner or 0)
+        before = {uid: chat.status_of(uid) for uid in chat.admins | wanted}
+        chat.admins = wanted
+        chat.anonymous_admins = set(anonymous)
+        chat.members |= wanted
+        for user_id, old in sorted(before.items()):
+            new = chat.status_of(user_id)
+            if new != old:
+                self._emit_member_change(chat, user_id, old, new, actor)
+        bot_new = "administrator" if bot_wanted else "member"
+        if chat.bot_status in ("member", "administrator") and bot_new != chat.bot_status:
+            old_bot = chat.bot_status
+            chat.bot_status = bot_new
+            self._emit_member_change(chat, self.bot.id, old_bot, bot_new, actor)
+
+    def migrate_to_supergroup(self, chat_id: int, new_chat_id: int | None = None) -> int:
+        """A basic group becomes a supergroup with a new id (default -100<id>): a message with
+        migrate_to_chat_id in the old chat, one with migrate_from_chat_id in the new one, and
+        from then on calls naming the old id get a 400 carrying migrate_to_chat_id (PTB raises
+        ChatMigrated). Returns the new chat id."""
+        old = self._group(chat_id)
+        if old.type != "group" or old.migrated_to is not None:
+            raise ValueError(f"chat {chat_id} is not a basic group")
+        new_id = new_chat_id if new_chat_id is not None else int(f"-100{abs(chat_id)}")
+        if new_id in self.chats:
+            raise ValueError(f"chat {new_id} exists")
+        new = Chat(new_id, "supergroup", old.title)
+        new.owner, new.admins = old.owner, set(old.admins)
+        new.anonymous_admins, new.members = set(old.anonymous_admins), set(old.members)
+        new.bot_status = old.bot_status
+        self.chats[new_id] = new
+        actor = self.users.get(old.owner or 0) or self.bot
+        notes = ((old, "migrate_to_chat_id", new_id), (new, "migrate_from_chat_id", chat_id))
+        for chat, key, value in notes:
+            message = self._new_message(chat, "", sender=actor)
+            del message["text"]
+            message[key] = value
+            if chat.bot_status in ("member", "administrator"):
+                self._enqueue({"message": dict(message)})
+        old.migrated_to = new_id
+        return new_id
+
+    def remove_bot(self, chat_id: int, *, kicked: bool = True) -> None:
+        """The bot is removed from a group: my_chat_member update, then sends get 403."""
+        chat = self._group(chat_id)
+        old = chat.bot_status
+        chat.bot_status = "kicked" if kicked else "left"
+        self._emit_member_change(chat, self.bot.id, old, chat.bot_status, chat.owner or 0)
+
+    def block_bot(self, user_id: int) -> None:
+        """The user blocks the bot: private sends to them get 403."""
+        self._private(user_id).blocked = True
+
+    # ------------------------------------------------------------------ lookups
+
+    def _user(self, user_id: int) -> User:
+        user = self.users.get(user_id)
+        if user is None:
+            raise KeyError(f"unknown user {user_id}: add_user() first")
+        return user
+
+    def _chat(self, chat_id: int) -> Chat:
+        chat = self.chats.get(chat_id)
+        if chat is None:
+            if chat_id > 0:
+                return self._private(chat_id)
+            raise KeyError(f"unknown chat {chat_id}: add_group() first")
+        return chat
+
+    def _group(self, chat_id: int) -> Chat:
+        chat = self._chat(chat_id)
+        if chat.type == "private":
+            raise ValueError(f"chat {chat_id} is private")
+        return chat
+
+    def _private(self, user_id: int) -> Chat:
+        chat = self.chats.get(user_id)
+        if chat is None:
+            chat = Chat(user_id, "private", user=self._user(user_id))
+            self.chats[user_id] = chat
+        return chat
+
+    def _target_chat(self, params: Params) -> Chat:
+        """The chat a bot method names, with Telegram's answers for bad or forbidden ones."""
+        raw = params.raw.get("chat_id")
+        if raw is None or raw == "":
+            raise bad("chat_id is empty")
+        chat_id = safe_int(raw)
+        chat = self.chats.get(chat_id) if chat_id is not None else None
+        if chat is None:
+            raise bad("chat not found")
+        if chat.migrated_to is not None:
+            raise ApiError(
+                400,
+                "Bad Request: group chat was upgraded to a supergroup chat",
+                migrate_to_chat_id=chat.migrated_to,
+            )
+        return chat
+
+    def _writable_chat(self, params: Params) -> Chat:
+        chat = self._target_chat(params)
+        if chat.type == "private":
+            if chat.blocked:
+                raise ApiError(403, "Forbidden: bot was blocked by the user")
+        elif chat.bot_status == "kicked":
+            raise ApiError(403, f"Forbidden: bot was kicked from the {chat.type} chat")
+        elif chat.bot_status == "left":
+            raise ApiError(403, f"Forbidden: bot is not a member of the {chat.type} chat")
+        return chat
+
+    # ------------------------------------------------------------------ messages and members
+
+    def _new_message(
+        self,
+        chat: Chat,
+        text: str,
+        *,
+        sender: User,
+        sender_chat: Chat | None = None,
+        entities: list[Entity] | None = None,
+        reply_to: int | None = None,
+    ) -> JSON:
+        message_id = chat.next_message_id
+        chat.next_message_id += 1
+        message: JSON = {
+            "message_id": message_id,
+            "date": int(time.time()),
+            "chat": chat.to_dict(),
+            "from": sender.to_dict(),
+            "text": text,
+        }
+        if sender_chat is not None:
+            message["sender_chat"] = sender_chat.to_dict()
+        if entities:
+            message["entities"] = entities
+        if reply_to is not None:
+            message["reply_to_message_id"] = reply_to  # internal; expanded on delivery
+        chat.messages[message_id] = message
+        self._message_ts[(chat.id, message_id)] = time.monotonic()
+        return message
+
+    def _member_dict(self, chat: Chat, user_id: int, status: str) -> JSON:
+        user = self.users[user_id].to_dict()
+        anonymous = user_id in chat.anonymous_admins
+        if status == "creator":
+            return {"status": "creator", "user": user, "is_anonymous": anonymous}
+        if status == "administrator":
+            return {
+                "status": "administrator",
+                "user": user,
+                "can_be_edited": user_id == self.bot.id,
+                "is_anonymous": anonymous,
+                "can_manage_chat": True,
+                "can_delete_messages": True,
+                "can_manage_video_chats": True,
+                "can_restrict_members": True,
+                "can_promote_members": False,
+                "can_change_info": True,
+                "can_invite_users": True,
+                "can_post_stories": False,
+                "can_edit_stories": False,
+                "can_delete_stories": False,
+                "can_pin_messages": True,
+            }
+        if status == "kicked":
+            return {"status": "kicked", "user": user, "until_date": 0}
+        return {"status": status, "user": user}
+
+    def _emit_member_change(
+        self, chat: Chat, user_id: int, old: str, new: str, actor_id: int
+    ) -> None:
+        actor = self.users.get(actor_id) or self.bot
+        kind = "my_chat_member" if user_id == self.bot.id else "chat_member"
+        self._enqueue(
+            {
+                kind: {
+                    "chat": chat.to_dict(),
+                    "from": actor.to_dict(),
+                    "date": int(time.time()),
+                    "old_chat_member": self._member_dict(chat, user_id, old),
+                    "new_chat_member": self._member_dict(chat, user_id, new),
+                }
+            }
+        )
+
+    # ------------------------------------------------------------------ Bot API methods
+
+    async def _get_chat(self, params: Params) -> Any:
+        chat = self._target_chat(params)
+        return {
+            **chat.to_dict(),
+            "accent_color_id": 0,
+            "max_reaction_count": 11,
+            "accepted_gift_types": {
+                "unlimited_gifts": False,
+                "limited_gifts": False,
+                "unique_gifts": False,
+                "premium_subscription": False,
+                "gifts_from_channels": False,
+            },
+        }
+
+    async def _get_chat_administrators(self, params: Params) -> Any:
+        chat = self._target_chat(params)
+        if chat.type == "private":
+            raise bad("there are no administrators in the private chat")
+        result = []
+        if chat.owner is not None:
+            result.append(self._member_dict(chat, chat.owner, "creator"))
+        result += [self._member_dict(chat, uid, "administrator") for uid in sorted(chat.admins)]
+        if chat.bot_status == "administrator":
+            result.append(self._member_dict(chat, self.bot.id, "administrator"))
+        return result
+
+    async def _get_chat_member(self, params: Params) -> Any:
+        chat = self._target_chat(params)
+        user_id = params.get_int("user_id")
+        if user_id is None or user_id not in self.users:
+            raise bad("user not found")
+        if user_id == self.bot.id:
+            return self._member_dict(chat, user_id, chat.bot_status)
+        if chat.type == "private":
+            status = "member" if user_id == chat.id else "left"
+        else:
+            status = chat.status_of(user_id)
+        return self._member_dict(chat, user_id, status)
+
+    async def _get_chat_member_count(self, params: Params) -> Any:
+        chat = self._target_chat(params)
+        if chat.type == "private":
+            return 2
+        return len(chat.members) + (1 if chat.bot_status in ("member", "administrator") else 0)
+
+    async def _leave_chat(self, params: Params) -> Any:
+        chat = self._target_chat(params)
+        if chat.type == "private":
+            raise bad("chat member status can't be changed in private chats")
+        old, chat.bot_status = chat.bot_status, "left"
+        self._emit_member_change(chat, self.bot.id, old, "left", self.bot.id)
+        return True

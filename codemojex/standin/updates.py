@@ -1,0 +1,281 @@
+"""The update queue and the two ways the bot fetches it: getUpdates long polls and a webhook.
+
+Updates wait in one queue, in id order, until the bot confirms them (a getUpdates offset past
+them, or a 2xx from its webhook). `allowed_updates` is one setting per bot, shared by both
+ways; once the bot has stated it, updates of kinds it did not ask for are not even stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import json
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+
+from codemojex.standin.model import JSON, SECRET_HEADER, ApiError, Params, bad
+
+# Telegram's default when allowed_updates was never given: everything but these.
+_NOT_BY_DEFAULT = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
+
+_SECRET_RE = re.compile(r"[A-Za-z0-9_-]{1,256}")
+
+
+class Updates:
+    """StandIn's update queue, getUpdates and webhook (a mixin: StandIn inherits every area)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._updates: list[JSON] = []
+        self._next_update_id = 100_000_001
+        # One allowed_updates setting per bot, shared by getUpdates and setWebhook. Until the
+        # bot first states it, updates of every kind are kept (it may ask for them).
+        self._allowed: frozenset[str] | None = None
+        self._allowed_stated = False
+        self._raw_ids: set[int] = set()  # push_raw_update: delivered whatever their kind
+        self._poll_generation = 0
+        self._updates_changed = asyncio.Event()
+        self._closing = False
+
+        self.webhook_url = ""
+        self.webhook_secret: str | None = None
+        self._webhook_max_connections = 40
+        self._webhook_last_error: tuple[int, str] | None = None
+        self._webhook_task: asyncio.Task[None] | None = None
+        self._client: aiohttp.ClientSession | None = None
+
+    def _open_updates(self) -> None:
+        """The client session webhook deliveries share (opened with the server)."""
+        self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
+
+    async def _close_updates(self) -> None:
+        """End long polls and webhook delivery (the server is stopping)."""
+        self._closing = True
+        self._wake_pollers()
+        if self._webhook_task is not None:
+            self._webhook_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._webhook_task
+            self._webhook_task = None
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    # ------------------------------------------------------------------ for tests
+
+    def push_raw_update(self, update: Mapping[str, Any], *, keep_id: bool = False) -> int:
+        """Queue any update JSON as is (fuzzing), whatever allowed_updates says; a fresh
+        update_id unless keep_id."""
+        data = dict(update)
+        if not keep_id or "update_id" not in data:
+            data.pop("update_id", None)
+            update_id = self._enqueue(data, filtered=False)
+            self._raw_ids.add(update_id)
+            return update_id
+        update_id = int(data["update_id"])
+        self._raw_ids.add(update_id)
+        # Later updates must still sort after this one, as ids only grow on Telegram.
+        self._next_update_id = max(self._next_update_id, update_id + 1)
+        self._updates.append(data)
+        self._updates.sort(key=lambda u: int(u["update_id"]))
+        self._wake_pollers()
+        return update_id
+
+    @property
+    def pending_updates(self) -> int:
+        """Updates queued and not yet confirmed by the bot (getUpdates offset or webhook 2xx)."""
+        return len(self._updates)
+
+    async def wait_until_delivered(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+        """Wait until the bot has confirmed every queued update: PTB confirms a batch on its
+        next getUpdates, once the batch is in its update queue, not once handlers finished."""
+        deadline = time.monotonic() + timeout
+        while self._updates:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{len(self._updates)} updates still pending")
+            event = self._updates_changed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), min(remaining, 0.05))
+
+    async def post_update_to_webhook(
+        self, url: str, update: Mapping[str, Any], secret_token: str | None = None
+    ) -> int:
+        """POST one update to a webhook like Telegram does; returns the HTTP status."""
+        headers = {"Content-Type": "application/json"}
+        if secret_token is not None:
+            headers[SECRET_HEADER] = secret_token
+        data = dict(update)
+        if "update_id" not in data:
+            data["update_id"] = self._new_update_id()
+        client = self._client or aiohttp.ClientSession()
+        try:
+            async with client.post(url, data=json.dumps(data), headers=headers) as response:
+                await response.read()
+                return response.status
+        finally:
+            if client is not self._client:
+                await client.close()
+
+    # ------------------------------------------------------------------ the queue
+
+    def _enqueue(self, body: JSON, *, filtered: bool = True) -> int:
+        update_id = self._new_update_id()
+        update = {"update_id": update_id, **body}
+        # Telegram does not even store an update of a kind the bot did not ask for.
+        if not filtered or not self._allowed_stated or self._wanted(update):
+            self._updates.append(update)
+            self._wake_pollers()
+        return update_id
+
+    def _state_allowed(self, allowed: Any) -> None:
+        """The bot states allowed_updates (None = keep the previous setting, [] = default)."""
+        if allowed is not None:
+            self._allowed = frozenset(allowed) if allowed else None
+        if allowed is not None or not self._allowed_stated:
+            self._allowed_stated = True
+            self._updates = [
+                u for u in self._updates if self._wanted(u) or u["update_id"] in self._raw_ids
+            ]
+
+    def _new_update_id(self) -> int:
+        update_id = self._next_update_id
+        self._next_update_id += 1
+        return update_id
+
+    def _wake_pollers(self) -> None:
+        event, self._updates_changed = self._updates_changed, asyncio.Event()
+        event.set()
+
+    @staticmethod
+    def _kind(update: JSON) -> str:
+        return next((key for key in update if key != "update_id"), "")
+
+    def _wanted(self, update: JSON) -> bool:
+        kind = self._kind(update)
+        if self._allowed:
+            return kind in self._allowed
+        return kind not in _NOT_BY_DEFAULT
+
+    def _confirm(self, offset: int) -> None:
+        if offset < 0:
+            keep = self._updates[offset:]
+            if len(keep) != len(self._updates):
+                self._updates = keep
+                self._wake_pollers()
+        elif offset > 0:
+            # Updates are kept in id order, so the confirmed ones are a prefix.
+            done = bisect.bisect_left(self._updates, offset, key=lambda u: int(u["update_id"]))
+            if done:
+                del self._updates[:done]
+                self._wake_pollers()
+
+    # ------------------------------------------------------------------ Bot API methods
+
+    async def _get_updates(self, params: Params) -> Any:
+        if self.webhook_url:
+            raise ApiError(
+                409,
+                "Conflict: can't use getUpdates method while webhook is active; use "
+                "deleteWebhook to delete the webhook first",
+            )
+        offset = params.get_int("offset") or 0
+        limit = min(max(params.get_int("limit") or 100, 1), 100)
+        timeout = max(0.0, params.get_float("timeout") or 0.0)
+        self._state_allowed(params.get_str_list("allowed_updates"))
+        self._poll_generation += 1
+        generation = self._poll_generation
+        self._wake_pollers()  # a newer poll ends an older one with 409, as on Telegram
+        self._confirm(offset)
+        deadline = time.monotonic() + timeout
+        while True:
+            event = self._updates_changed
+            if generation != self._poll_generation:
+                raise ApiError(
+                    409,
+                    "Conflict: terminated by other getUpdates request; make sure that only one "
+                    "bot instance is running",
+                )
+            ready = self._updates[:limit]
+            remaining = deadline - time.monotonic()
+            if ready or remaining <= 0 or self._closing:
+                return ready
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), remaining)
+
+    async def _set_webhook(self, params: Params) -> Any:
+        url = params.get_str("url") or ""
+        secret = params.get_str("secret_token") or None
+        if secret is not None and not _SECRET_RE.fullmatch(secret):
+            raise bad("secret token contains unallowed characters")
+        if url and not url.startswith(("http://", "https://")):
+            raise bad("bad webhook: An HTTPS URL must be provided for webhook")
+        if params.get_bool("drop_pending_updates"):
+            self._updates.clear()
+        self._state_allowed(params.get_str_list("allowed_updates"))
+        self._webhook_max_connections = params.get_int("max_connections") or 40
+        self.webhook_url, self.webhook_secret = url, secret
+        self._webhook_last_error = None
+        self._restart_webhook_delivery()
+        return True
+
+    async def _delete_webhook(self, params: Params) -> Any:
+        if params.get_bool("drop_pending_updates"):
+            self._updates.clear()
+            self._wake_pollers()
+        self.webhook_url, self.webhook_secret = "", None
+        self._restart_webhook_delivery()
+        return True
+
+    async def _get_webhook_info(self, params: Params) -> Any:
+        info: JSON = {
+            "url": self.webhook_url,
+            "has_custom_certificate": False,
+            "pending_update_count": len(self._updates),
+            "max_connections": self._webhook_max_connections,
+        }
+        if self._allowed:
+            info["allowed_updates"] = sorted(self._allowed)
+        if self._webhook_last_error is not None:
+            info["last_error_date"], info["last_error_message"] = self._webhook_last_error
+        return info
+
+    # ------------------------------------------------------------------ webhook delivery
+
+    def _restart_webhook_delivery(self) -> None:
+        if self._webhook_task is not None:
+            self._webhook_task.cancel()
+            self._webhook_task = None
+        if self.webhook_url:
+            self._webhook_task = asyncio.get_running_loop().create_task(
+                self._deliver_webhook(self.webhook_url, self.webhook_secret)
+            )
+
+    async def _deliver_webhook(self, url: str, secret: str | None) -> None:
+        """Push queued updates to the webhook one at a time, in order, retrying on failure."""
+        failures = 0
+        while not self._closing:
+            event = self._updates_changed
+            if not self._updates:
+                await event.wait()
+                continue
+            update = self._updates[0]
+            try:
+                status = await self.post_update_to_webhook(url, update, secret)
+                error = None if 200 <= status < 300 else f"Wrong response from webhook: {status}"
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                error = f"Connection failed: {exc.__class__.__name__}"
+            if error is None:
+                failures = 0
+                if self._updates and self._updates[0] is update:
+                    self._updates.pop(0)
+                self._wake_pollers()
+                continue
+            self._webhook_last_error = (int(time.time()), error)
+            failures += 1
+            await asyncio.sleep(min(0.05 * 2**failures, 2.0))
