@@ -48,8 +48,14 @@ What is guaranteed (at least once by default, with one narrow window for a dupli
     - A row Telegram refuses for good (the bot was kicked, the chat is gone, the text is
       refused: BadRequest, Forbidden, ChatMigrated) is marked done with no message id
       (`sent_message_id` NULL) and counted as failed, instead of being retried forever.
-    - An outage of Redis or the database is waited out and logged as one warning line; any
-      other failure is a bug and is logged with its traceback.
+    - An outage of Redis or the database (`codemojex.outages.is_outage`) is waited out and
+      logged as one warning line; any other failure is a bug and is logged with its
+      traceback.
+
+Why one module of about 600 lines: the chat lease, the row claim, the fence, the markers and
+the ambiguous policy are the steps of one post, and these guarantees hold only in the order
+they are taken here; the parts that stand alone are elsewhere (pace: pacer.py, folding rows
+into messages: fold.py, key names: keys.py, scripts: lua/).
 """
 
 from __future__ import annotations
