@@ -71,7 +71,6 @@ from telegram.ext import TypeHandler
 from bench.common import free_port
 from codemojex import texts
 from codemojex.bot import CodemojexContext, build_application, running
-from codemojex.bot.guesses import GUESS_MAX_ATTEMPTS
 from codemojex.db import (
     Guess,
     LeaderboardEntry,
@@ -85,10 +84,11 @@ from codemojex.db import (
 )
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull, Lanes
+from codemojex.limits import GUESS_MAX_ATTEMPTS
+from codemojex.posting.fold import STANDALONE_KINDS
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
-from codemojex.worker.compose import STANDALONE_KINDS
 
 log = logging.getLogger("bench.soak")
 

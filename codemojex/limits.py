@@ -64,6 +64,18 @@ ADMIN_CACHE_TTL_S_DEFAULT: Final = 300.0
 # Updates handled at once (in order per sender); keep below the database pool size.
 BOT_CONCURRENCY_DEFAULT: Final = 16
 
+# How long the bot's own answer may wait for a posting slot before it is dropped.
+REPLY_WAIT_S_DEFAULT: Final = 3.0
+
+# --- posting pace ---------------------------------------------------------------------------
+
+# Telegram's published limits (posting/pacer.py adds a margin for the time on the wire, and
+# keeps a share of a group's minute for the bot's own answers).
+PACE_CHAT_PER_S: Final = 1
+PACE_GROUP_PER_MIN: Final = 20
+PACE_BOT_PER_S: Final = 30
+PACE_MARGIN_MS: Final = 100
+
 # --- retries --------------------------------------------------------------------------------
 
 # The one backoff (outages.backoff_ms): full jitter over base * 2^(attempt-1), capped.

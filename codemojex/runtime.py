@@ -13,7 +13,6 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import ClusterError, SlotNotCoveredError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.typing import EncodableT
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -68,11 +67,6 @@ class GatedRedisCluster(RedisCluster):
                 # its nodes, closing connections other commands are using.
                 await self.initialize()
             return await super().execute_command(*args, **kwargs)
-        except SlotNotCoveredError as exc:
-            # No master for the slot (a failover under way), after redis-py's own retries. It
-            # is not a RedisError, so code that waits out Redis outages (the consumer loop,
-            # the sender) would take it for a bug and stop: give it the outage's type.
-            raise ClusterError(f"slot not covered: {exc}") from exc
         finally:
             self._gate.release()
 

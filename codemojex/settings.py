@@ -1,4 +1,6 @@
-"""Configuration from the environment (prefix CODEMOJEX_), read when asked, never at import."""
+"""Configuration from the environment (prefix CODEMOJEX_), read when asked, never at import.
+
+Defaults and ranges come from codemojex/limits.py (the why of each number is there)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from codemojex import limits as L
 
 
 class Settings(BaseSettings):
@@ -28,25 +32,25 @@ class Settings(BaseSettings):
     database_url: str = "sqlite+aiosqlite:///./codemojex.db"
     queue: str = "cm"
 
-    # Worker: consumers per process. Most batches are one guess (weight 1), and the batches in
-    # hand are recorded together in one transaction (group commit), so more consumers means
-    # bigger transactions, not more database connections: 32 is ~2.5x the guesses/s of 8.
-    concurrency: int = Field(default=32, ge=1, le=1024)
-    lease_ms: int = 30_000
+    # Worker: consumers per process (32 is ~2.5x the guesses/s of 8), a claimed batch's lease.
+    concurrency: int = Field(default=L.CONCURRENCY_DEFAULT, ge=1, le=L.CONCURRENCY_MAX)
+    lease_ms: int = Field(default=L.LEASE_MS_DEFAULT, ge=1, le=L.LEASE_MS_MAX)
     # A post the sender cannot tell went out (its answer was lost, or a sender died while
     # posting): "repost" (at least once: never lost, rarely twice) or "assume_sent" (at most
     # once: never twice, rarely lost).
     sender_ambiguous: Literal["repost", "assume_sent"] = "repost"
 
     # Game defaults for new rooms
-    default_ceiling: int = 2
-    round_timeout_s: int = 600
+    default_ceiling: int = Field(default=L.CEILING_DEFAULT, ge=L.CEILING_MIN, le=L.CEILING_MAX)
+    round_timeout_s: int = Field(
+        default=L.ROUND_TIMEOUT_S_DEFAULT, ge=L.ROUND_TIMEOUT_S_MIN, le=L.ROUND_TIMEOUT_S_MAX
+    )
 
     # Bot: guesses a player may have waiting before "slow down"; how long admin lists are cached
-    max_depth: int = Field(default=20, ge=1, le=10_000)
-    admin_cache_ttl_s: float = Field(default=300.0, gt=0)
+    max_depth: int = Field(default=L.DEPTH_DEFAULT, ge=1, le=L.DEPTH_MAX)
+    admin_cache_ttl_s: float = Field(default=L.ADMIN_CACHE_TTL_S_DEFAULT, gt=0)
     # Updates handled at once (in order per sender); keep below the database pool size
-    bot_concurrency: int = Field(default=16, ge=1, le=1024)
+    bot_concurrency: int = Field(default=L.BOT_CONCURRENCY_DEFAULT, ge=1, le=1024)
 
     @field_validator("operator_ids", mode="before")
     @classmethod

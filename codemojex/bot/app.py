@@ -35,13 +35,13 @@ from codemojex import texts
 from codemojex.bot import handlers
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
-from codemojex.bot.flood import FloodNotices
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.bot.replies import ANSWER_POLICY, answer
 from codemojex.lanes import Lanes
+from codemojex.posting.flags import FloodNotices
+from codemojex.posting.pacer import Pacer
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
-from codemojex.worker.pacing import Pacer
 
 log = logging.getLogger(__name__)
 

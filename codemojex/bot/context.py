@@ -18,11 +18,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram.ext import Application, CallbackContext, ExtBot
 
 from codemojex.bot.admin import AdminCache
-from codemojex.bot.flood import FloodNotices
 from codemojex.lanes import Lanes
+from codemojex.limits import DEPTH_DEFAULT, REPLY_WAIT_S_DEFAULT
+from codemojex.posting.flags import FloodNotices
+from codemojex.posting.pacer import Pacer
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
-from codemojex.worker.pacing import Pacer
 
 
 @dataclass
@@ -38,9 +39,9 @@ class BotServices:
     # Secrets of new rounds are drawn from this; tests may seed their own.
     rng: random.Random = field(default_factory=random.SystemRandom)
     # Most guesses a player may have waiting in their lane; more is a flood.
-    max_depth: int = 20
+    max_depth: int = DEPTH_DEFAULT
     # How long an answer may wait for a posting slot before it is dropped (replies.answer).
-    reply_wait_s: float = 3.0
+    reply_wait_s: float = REPLY_WAIT_S_DEFAULT
     # Rooms whose ceiling this process has put into the lanes (see rooms.ensure_room).
     ceilings_applied: set[str] = field(default_factory=set)
     # What became of the guesses this process was sent, by outcome (guesses.Outcome values):

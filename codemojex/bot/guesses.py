@@ -25,12 +25,13 @@ from telegram import Message, User
 
 from codemojex import texts
 from codemojex.bot.context import BotServices
-from codemojex.bot.flood import Notice
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import apply_ceiling, display_name, ensure_room, room_title
 from codemojex.db import store
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull
+from codemojex.limits import GUESS_MAX_ATTEMPTS
+from codemojex.posting.flags import Notice
 from codemojex.scoring import MAX_GUESS_CHARS, MIN_LENGTH, InvalidGuess, parse_guess
 from codemojex.scoring.emoji import clusters, is_emoji
 
@@ -38,12 +39,6 @@ log = logging.getLogger(__name__)
 
 # Fewer emojis than the shortest code in a plain message is a reaction, not a guess.
 MIN_PLAIN_EMOJIS = MIN_LENGTH
-
-# Every lease a guess loses spends an attempt: a worker killed or starved past its lease, a
-# Redis restart outlasting the lease, not only a failing handler. Recording a guess is
-# idempotent, so more attempts cost nothing, while a dead-lettered guess is a lost guess
-# (the soak at lease 2 s, with workers SIGKILLed every few seconds, spent 5 on a few).
-GUESS_MAX_ATTEMPTS = 25
 
 
 class Source(Enum):
@@ -131,7 +126,7 @@ async def submit_guess(
             return GuessAnswer(Outcome.FLOOD)
         return GuessAnswer(Outcome.FLOOD, texts.SLOW_DOWN, notice="flood", lane=player.id)
     # A paused room keeps guesses; say why no result comes (once per player per episode).
-    paused = await services.redis.sismember(services.lanes.keys.paused, room.id)
+    paused = await services.lanes.is_paused(room.id)
     if paused and await services.flood.first_of_episode(player.id, "paused"):
         return GuessAnswer(
             Outcome.ENQUEUED, texts.SCORING_PAUSED_NOTE, job_id, notice="paused", lane=player.id

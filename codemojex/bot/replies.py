@@ -10,18 +10,17 @@ everyone.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-import warnings
-from datetime import timedelta
+from collections.abc import Awaitable
 
-from redis.exceptions import RedisError
 from telegram import Message
 from telegram.error import RetryAfter
 
 from codemojex.bot.context import BotServices
-from codemojex.worker.pacing import Grant, PacePolicy, Window
+from codemojex.limits import PACE_GROUP_PER_MIN
+from codemojex.outages import is_outage, retry_after_ms
+from codemojex.posting.pacer import Grant, PacePolicy, Window
 
 log = logging.getLogger(__name__)
 
@@ -32,18 +31,23 @@ log = logging.getLogger(__name__)
 _SENDER = PacePolicy()
 ANSWER_POLICY = PacePolicy(
     chat=_SENDER.chat,
-    group=(Window(1, 1000), Window(20, 15_000), Window(20, 60_000)),
+    group=(
+        _SENDER.group[0],
+        Window(PACE_GROUP_PER_MIN, 15_000),
+        Window(PACE_GROUP_PER_MIN, 60_000),
+    ),
     bot=_SENDER.bot,
     margin_ms=_SENDER.margin_ms,
 )
 
 
-def retry_after_ms(exc: RetryAfter) -> int:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # PTB 22 announces a timedelta; both are handled
-        value = exc.retry_after
-    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
-    return max(1, int(seconds * 1000))
+async def _unless_redis_is_out(call: Awaitable[None]) -> None:
+    """Best effort: the pace is in Redis, and a Redis outage must not stop an answer."""
+    try:
+        await call
+    except Exception as exc:
+        if not is_outage(exc):
+            raise
 
 
 async def answer(services: BotServices, message: Message, text: str) -> Message | None:
@@ -59,18 +63,18 @@ async def answer(services: BotServices, message: Message, text: str) -> Message 
         if grant is None:
             log.info("chat %s is at its posting pace: an answer was dropped", chat_id)
             return None
-    except RedisError as exc:
+    except Exception as exc:
+        if not is_outage(exc):
+            raise
         log.warning(
             "chat %s: pacer unavailable (%s), answering unpaced", chat_id, type(exc).__name__
         )
     try:
         return await message.reply_text(text)
     except RetryAfter as exc:
-        with contextlib.suppress(RedisError):
-            await pacer.block_chat(chat_id, retry_after_ms(exc))
+        await _unless_redis_is_out(pacer.block_chat(chat_id, retry_after_ms(exc)))
         log.warning("chat %s: Telegram asked to wait; an answer was dropped", chat_id)
         return None
     finally:
         if grant is not None:
-            with contextlib.suppress(RedisError):
-                await pacer.settle(grant)
+            await _unless_redis_is_out(pacer.settle(grant))

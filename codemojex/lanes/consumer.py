@@ -3,7 +3,8 @@
 Each consumer: wclaim a batch (heads of one lane); run the handler; ack the batch in the
 same script call that claims the next one (`ack_wclaim`: one round trip per batch).
 `Retry(delay_ms)` from the handler retries the batch after that delay; any other
-exception retries it with exponential backoff and full jitter; the retry script sends a
+exception retries it with the one backoff (`outages.backoff_ms`: exponential, full
+jitter); the retry script sends a
 job whose attempts are spent to `dead`. With nothing to claim a consumer parks on the
 wake list (BLPOP with a short timeout), so an idle pool makes no busy round trips. One
 maintenance task runs reap + promote every few seconds, and also promotes as soon as a
@@ -11,7 +12,8 @@ retry this pool scheduled comes due (it sleeps until the earlier of its next tic
 earliest such deadline), so a retry shorter than the interval is not held until the next
 tick; promote's wake reaches the parked consumers. `stop()` (or SIGTERM once
 `install_signal_handlers()` was called) stops claiming, lets the batches in hand finish,
-acks them, and `run()` returns.
+acks them, and `run()` returns. A Redis call of the loop that fails is waited out: a
+warning when it is an outage (`outages.is_outage`), the traceback when it is a bug.
 """
 
 from __future__ import annotations
@@ -22,22 +24,43 @@ import heapq
 import logging
 import random
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass
-from typing import Final
-
-from redis.exceptions import RedisClusterException, RedisError
 
 from codemojex.lanes.errors import Retry
 from codemojex.lanes.facade import Job, Lanes
+from codemojex.limits import (
+    BACKOFF_BASE_MS,
+    BACKOFF_CAP_MS,
+    CONCURRENCY_DEFAULT,
+    LEASE_MS_DEFAULT,
+)
+from codemojex.outages import backoff_ms, is_outage
 
 log = logging.getLogger("codemojex.lanes.consumer")
 
-# What a Redis call can fail with: a cluster's routing errors (a slot not covered yet, in a
-# pipeline, which the client does not translate) are not RedisErrors.
-REDIS_FAILURES: Final = (RedisError, RedisClusterException, OSError)
-
 Handler = Callable[[list[Job]], Awaitable[None]]
+
+
+def _failed(what: str, exc: Exception, **extra: object) -> None:
+    """A Redis call of the loop failed. An outage is a warning: the loop waits and tries
+    again. Anything else is a bug, logged with its traceback; the loop carries on too (the
+    leases of what it held expire, nothing is lost)."""
+    if is_outage(exc):
+        log.warning("%s failed: %s", what, exc, extra=extra)
+    else:
+        log.error("%s failed", what, exc_info=exc, extra=extra)
+
+
+@contextlib.contextmanager
+def _waived(what: str) -> Iterator[None]:
+    """A best-effort call (a wake, a lease extension): an outage is passed over in silence,
+    as the next pass tries again; a bug is still logged."""
+    try:
+        yield
+    except Exception as exc:
+        if not is_outage(exc):
+            _failed(what, exc)
 
 
 @dataclass
@@ -71,10 +94,10 @@ class ConsumerPool:
         lanes: Lanes,
         handler: Handler,
         *,
-        concurrency: int = 8,
-        lease_ms: int = 30_000,
-        backoff_base_ms: int = 500,
-        backoff_cap_ms: int = 60_000,
+        concurrency: int = CONCURRENCY_DEFAULT,
+        lease_ms: int = LEASE_MS_DEFAULT,
+        backoff_base_ms: int = BACKOFF_BASE_MS,
+        backoff_cap_ms: int = BACKOFF_CAP_MS,
         maintenance_interval_s: float = 2.0,
         park_timeout_s: float = 1.0,
         extend_leases: bool = True,
@@ -126,11 +149,6 @@ class ConsumerPool:
             loop.add_signal_handler(sig, self.stop)
             self._signals.append(sig)
 
-    def backoff_ms(self, attempts: int) -> int:
-        """Full jitter: uniform in [0, min(cap, base * 2^(attempts-1))]."""
-        ceiling = min(self.backoff_cap_ms, self.backoff_base_ms * 2 ** max(0, attempts - 1))
-        return int(self.rng.uniform(0, ceiling))
-
     async def run(self) -> None:
         if self._want_signals and not self._signals:
             self.install_signal_handlers()
@@ -170,10 +188,10 @@ class ConsumerPool:
             try:
                 self.stats.claims += 1
                 acked, jobs, more = await self.lanes.ack_wclaim(done, self.lease_ms)
-            except REDIS_FAILURES as exc:
+            except Exception as exc:
                 # an ack that may not have happened: the leases expire and the jobs are
                 # served again, and the handler's writes are idempotent; nothing is lost
-                log.warning("claim failed: %s", exc, extra={"consumer": n, "unacked": len(done)})
+                _failed("claim", exc, consumer=n, unacked=len(done))
                 done = []
                 await self._sleep(1.0)
                 continue
@@ -184,15 +202,15 @@ class ConsumerPool:
                 continue
             if woken and more:
                 # one wake token woke one consumer; pass it on while work remains
-                with contextlib.suppress(*REDIS_FAILURES):
+                with _waived("wake"):
                     await self.lanes.wake()
             woken = False
             done = await self._handle(jobs)
         if done:  # stopping: ack what is in hand, claim nothing more
             try:
                 self._count_acks(done, await self.lanes.ack_many(done))
-            except REDIS_FAILURES as exc:
-                log.warning("ack failed: %s", exc, extra={"jobs": [job.id for job in done]})
+            except Exception as exc:
+                _failed("ack", exc, jobs=[job.id for job in done])
 
     def _count_acks(self, done: list[Job], acked: int) -> None:
         self.stats.acked += acked
@@ -207,8 +225,8 @@ class ConsumerPool:
             if self._stop.is_set():
                 return False
             return await self.lanes.park(self.park_timeout_s)
-        except REDIS_FAILURES as exc:
-            log.warning("park failed: %s", exc)
+        except Exception as exc:
+            _failed("park", exc)
             await self._sleep(1.0)
             return False
         finally:
@@ -219,7 +237,7 @@ class ConsumerPool:
         of a BLPOP that has just started, so they are woken the regular way instead)."""
         await self._stop.wait()
         if self._parked:
-            with contextlib.suppress(*REDIS_FAILURES):
+            with _waived("wake"):
                 await self.lanes.wake(self._parked)
 
     async def _sleep(self, seconds: float) -> None:
@@ -245,20 +263,25 @@ class ConsumerPool:
                 extra={"jobs": [job.id for job in jobs], "attempts": jobs[0].attempts},
             )
             error = f"{type(exc).__name__}: {exc}"
-            await self._retry(jobs, lambda job: self.backoff_ms(job.attempts), error)
+            await self._retry(jobs, self._backoff_ms, error)
             return []
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
         return jobs
 
+    def _backoff_ms(self, job: Job) -> int:
+        return backoff_ms(
+            job.attempts, base_ms=self.backoff_base_ms, cap_ms=self.backoff_cap_ms, rng=self.rng
+        )
+
     async def _retry(self, jobs: list[Job], delay: Callable[[Job], int], error: str) -> None:
         for job in jobs:
             delay_ms = delay(job)
             try:
                 outcome = await self.lanes.retry(job, delay_ms, error)
-            except REDIS_FAILURES as exc:
-                log.warning("retry failed: %s", exc, extra={"job": job.id})
+            except Exception as exc:
+                _failed("retry", exc, job=job.id)
                 continue
             if outcome == "dead":
                 self.stats.dead += 1
@@ -282,7 +305,7 @@ class ConsumerPool:
         while True:
             await asyncio.sleep(period)
             for job in jobs:
-                with contextlib.suppress(*REDIS_FAILURES):
+                with _waived("extend"):
                     await self.lanes.extend(job, self.lease_ms)
 
     async def _maintain(self) -> None:
@@ -312,8 +335,8 @@ class ConsumerPool:
         try:
             reaped = await self._drain(self.lanes.reap) if reap else 0
             promoted = await self._drain(self.lanes.promote)
-        except REDIS_FAILURES as exc:
-            log.warning("maintenance failed: %s", exc)
+        except Exception as exc:
+            _failed("maintenance", exc)
             return
         self.stats.reaped += reaped
         self.stats.promoted += promoted

@@ -13,12 +13,17 @@ from codemojex import ids
 from codemojex.lanes import keys as K
 from codemojex.lanes.errors import LaneError, LaneFull
 from codemojex.lanes.scripts import source
+from codemojex.limits import (
+    CEILING_MAX,
+    CEILING_MIN,
+    DEDUPE_WINDOW_MS,
+    DEPTH_MAX,
+    LEASE_MS_MAX,
+    WEIGHT_MAX,
+    WEIGHT_MIN,
+)
 from codemojex.redistypes import AnyRedis
 
-DEDUPE_WINDOW_MS: Final = 24 * 3600 * 1000
-MAX_LEASE_MS: Final = 24 * 3600 * 1000
-MAX_CEILING: Final = 1_000_000
-MAX_WEIGHT: Final = 1_000
 MAX_ERROR_CHARS: Final = 2_000
 ACK_CHUNK: Final = 1_000  # Lua's unpack() takes a few thousand values at most
 
@@ -44,7 +49,7 @@ def _int(value: object, name: str, low: int, high: int) -> int:
 
 
 def _lease(lease_ms: object) -> int:
-    return _int(lease_ms, "lease_ms", 1, MAX_LEASE_MS)
+    return _int(lease_ms, "lease_ms", 1, LEASE_MS_MAX)
 
 
 def _park_cap_s(client: AnyRedis) -> float:
@@ -165,7 +170,7 @@ class Lanes:
             raise LaneError(f"payload must be bytes, got {type(payload).__name__}")
         _int(max_attempts, "max_attempts", 1, 1_000)
         if max_depth is not None:
-            _int(max_depth, "max_depth", 1, 10_000_000)
+            _int(max_depth, "max_depth", 1, DEPTH_MAX)
         digest = ""
         if dedupe_key is not None:
             if not isinstance(dedupe_key, str) or not dedupe_key:
@@ -256,13 +261,14 @@ class Lanes:
     # -- admin ----------------------------------------------------------------------------
 
     async def limit(self, room: str, n: int) -> None:
-        await self._call("limit", K.check_room(room), _int(n, "ceiling", 1, MAX_CEILING))
+        ceiling = _int(n, "ceiling", CEILING_MIN, CEILING_MAX)
+        await self._call("limit", K.check_room(room), ceiling)
 
     async def unlimit(self, room: str) -> None:
         await self._call("unlimit", K.check_room(room))
 
     async def weight(self, lane: str, w: int) -> None:
-        await self._call("weight", K.check_lane(lane), _int(w, "weight", 1, MAX_WEIGHT))
+        await self._call("weight", K.check_lane(lane), _int(w, "weight", WEIGHT_MIN, WEIGHT_MAX))
 
     @staticmethod
     def _kind(room_or_lane: str) -> str:
@@ -273,6 +279,10 @@ class Lanes:
 
     async def resume(self, room_or_lane: str) -> None:
         await self._call("resume", room_or_lane, self._kind(room_or_lane))
+
+    async def is_paused(self, room: str) -> bool:
+        """Whether the room itself is paused (the queue's own pause aside): one read."""
+        return bool(await self.client.sismember(self.keys.paused, K.check_room(room)))
 
     async def pause_queue(self) -> None:
         await self._call("pause_queue")

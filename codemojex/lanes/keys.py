@@ -83,11 +83,6 @@ class Keys:
         self.queue = check_queue(queue)
         self.prefix = f"emq:{{{queue}}}:"
 
-    def single(self, name: str) -> str:
-        if name not in SINGLE:
-            raise KeyError(name)
-        return self.prefix + name
-
     @property
     def seq(self) -> str:
         return self.prefix + "seq"

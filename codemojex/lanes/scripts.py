@@ -1,4 +1,8 @@
-"""The Lua scripts of the lanes, read from package data when first needed."""
+"""The Lua scripts of the lanes, read from package data when first needed.
+
+`read_lua` is the loader of every Lua file Codemojex ships (codemojex/posting reads its own
+scripts with it too).
+"""
 
 from __future__ import annotations
 
@@ -35,8 +39,13 @@ VERBS: Final = (
 _INCLUDES: Final = {"check": ("_survey",), "repair": ("_survey",)}
 
 
+def read_lua(package: str, name: str) -> str:
+    """The text of `lua/<name>.lua` in `package`'s data."""
+    return resources.files(package).joinpath("lua", f"{name}.lua").read_text("utf-8")
+
+
 def _read(name: str) -> str:
-    return resources.files("codemojex.lanes").joinpath("lua", f"{name}.lua").read_text("utf-8")
+    return read_lua("codemojex.lanes", name)
 
 
 @functools.cache

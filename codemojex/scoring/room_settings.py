@@ -7,13 +7,15 @@ from dataclasses import dataclass
 
 import regex
 
+from codemojex import limits
 from codemojex.scoring.emoji import canonical, clusters, is_emoji, key
 from codemojex.scoring.errors import InvalidSettings
 
-MIN_LENGTH = 3
-MAX_LENGTH = 6
-MIN_PALETTE = 4
-MAX_PALETTE = 10
+# The scoring names of limits.py's numbers (many callers use them).
+MIN_LENGTH = limits.LENGTH_MIN
+MAX_LENGTH = limits.LENGTH_MAX
+MIN_PALETTE = limits.PALETTE_MIN
+MAX_PALETTE = limits.PALETTE_MAX
 # Far more than any real palette or settings line; keeps the work per command small.
 _MAX_SETTINGS_CHARS = 1024
 

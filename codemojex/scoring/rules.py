@@ -7,10 +7,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from codemojex import limits
 from codemojex.scoring.emoji import DRAW_POOL, key, split_emojis
 
-DEFAULT_LENGTH = 4
-DEFAULT_PALETTE_SIZE = 6
+DEFAULT_LENGTH = limits.LENGTH_DEFAULT
+DEFAULT_PALETTE_SIZE = limits.PALETTE_SIZE_DEFAULT
 # The palette the docs use in their examples; rooms start with a drawn one unless
 # the store decides otherwise.
 DEFAULT_PALETTE: tuple[str, ...] = ("🍎", "🍌", "🍇", "🍒", "🍋", "🥝")

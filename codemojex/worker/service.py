@@ -24,11 +24,11 @@ from codemojex.db.errors import is_transient
 from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
+from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.score import ScoreStats, ScoreWorker
-from codemojex.worker.sender import OutboxSender, SenderStats
 
 __all__ = ["WorkerStats", "expire_rounds_once", "make_bot", "run_worker"]
 

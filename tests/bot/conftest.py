@@ -31,10 +31,10 @@ from codemojex.bot import CodemojexApp, CodemojexContext, build_application, run
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, store, upgrade
 from codemojex.lanes import Lanes
+from codemojex.posting.pacer import PacePolicy, Pacer, Window
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
-from codemojex.worker.pacing import PacePolicy, Pacer, Window
 from tests.conftest import REDIS_URL
 from tests.support import drop_keys, wipe_tables
 

@@ -10,7 +10,7 @@ import pytest
 
 from codemojex import texts
 from codemojex.bot.replies import ANSWER_POLICY
-from codemojex.worker.pacing import Pacer
+from codemojex.posting.pacer import Pacer
 from tests.bot.conftest import (
     ALICE,
     BOB,

@@ -8,13 +8,12 @@ from telegram import Bot
 from codemojex import ids
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.app import webhook_options
-from codemojex.bot.flood import flood_key
 from codemojex.bot.guesses import looks_like_guess
 from codemojex.bot.handlers import format_queue, parse_bounded_int
 from codemojex.bot.replies import ANSWER_POLICY
+from codemojex.posting.pacer import PacePolicy
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
-from codemojex.worker.pacing import PacePolicy
 
 
 @pytest.mark.parametrize(
@@ -56,13 +55,6 @@ def test_webhook_mode_requires_a_secret() -> None:
     assert options["url_path"] == "tg/hook"
     assert options["secret_token"] == "abc"
     assert "chat_member" in options["allowed_updates"]
-
-
-def test_flood_keys_are_built_from_player_ids_only() -> None:
-    lane = ids.mint(ids.PLAYER)
-    assert flood_key("cm", lane) == f"cmx:{{cm}}:flood:{lane}"
-    with pytest.raises(ValueError):
-        flood_key("cm", "PLR}:*evil")
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ import pytest
 import redis.exceptions
 from sqlalchemy import exc as sa_exc
 
-from codemojex.bot.handlers import unavailable
 from codemojex.db.errors import is_transient
+from codemojex.outages import is_outage as unavailable  # what bot/handlers.guarded asks
 
 
 def wrapped(orig: BaseException) -> sa_exc.DBAPIError:

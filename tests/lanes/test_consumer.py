@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from codemojex import ids
 from codemojex.lanes import ConsumerPool, Job, Lanes, Retry
+from codemojex.outages import backoff_ms
 from tests.lanes.conftest import Env
 
 
@@ -158,10 +159,10 @@ async def test_exception_is_retried_with_backoff_then_dead(env: Env) -> None:
 
 
 def test_backoff_is_exponential_with_full_jitter() -> None:
-    pool = ConsumerPool.__new__(ConsumerPool)
-    pool.backoff_base_ms, pool.backoff_cap_ms, pool.rng = 100, 1_000, random.Random(1)
+    """The pool's handler retries wait `outages.backoff_ms` (the one backoff)."""
+    rng = random.Random(1)
     for attempts, ceiling in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (30, 1000)]:
-        draws = [pool.backoff_ms(attempts) for _ in range(200)]
+        draws = [backoff_ms(attempts, base_ms=100, cap_ms=1_000, rng=rng) for _ in range(200)]
         assert min(draws) >= 0 and max(draws) <= ceiling
         assert max(draws) > ceiling * 0.8 and min(draws) < ceiling * 0.2  # spread, not fixed
 

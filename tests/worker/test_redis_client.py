@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import ClusterError, RedisError, SlotNotCoveredError
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import SlotNotCoveredError
 
+from codemojex.outages import outage_of
 from codemojex.runtime import GatedRedisCluster, pool_size, redis_client
 from codemojex.settings import Settings
 from tests.conftest import REDIS_URL
@@ -96,9 +97,9 @@ async def test_commands_beyond_the_gate_wait_instead_of_failing(
 async def test_a_slot_without_a_master_is_an_outage_not_a_bug(
     redis_cluster_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SlotNotCoveredError (no master for the slot, mid-failover) is not a RedisError; the
-    client raises it as a ClusterError, which the consumer loop, the sender and the bot
-    treat as a Redis outage."""
+    """SlotNotCoveredError (no master for the slot, mid-failover) is not a RedisError; it
+    comes out of the client as it is, and the one classifier the consumer loop, the sender
+    and the bot ask takes it for a Redis outage."""
 
     async def uncovered(self: RedisCluster, *args: Any, **kwargs: Any) -> Any:
         raise SlotNotCoveredError('Slot "42" not covered by the cluster.')
@@ -107,10 +108,9 @@ async def test_a_slot_without_a_master_is_an_outage_not_a_bug(
     try:
         await client.initialize()
         monkeypatch.setattr(RedisCluster, "execute_command", uncovered)
-        with pytest.raises(RedisError) as caught:
+        with pytest.raises(SlotNotCoveredError) as caught:
             await client.get("cmx:{x}:probe")
-        assert isinstance(caught.value, ClusterError)
-        assert isinstance(caught.value.__cause__, SlotNotCoveredError)
+        assert outage_of(caught.value) == "redis"
     finally:
         monkeypatch.undo()
         await client.aclose()

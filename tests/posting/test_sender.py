@@ -18,14 +18,14 @@ from telegram import Bot
 
 from codemojex.db import Outbox, store
 from codemojex.lanes import Lanes
+from codemojex.posting.fold import tg_len
+from codemojex.posting.pacer import PacePolicy, Pacer, Window
+from codemojex.posting.sender import OutboxSender
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
-from codemojex.worker.compose import tg_len
-from codemojex.worker.pacing import PacePolicy, Pacer, Window
 from codemojex.worker.score import ScoreWorker
-from codemojex.worker.sender import OutboxSender
 from tests.support import free_port
 from tests.worker.conftest import enqueue_guess, make_table
 

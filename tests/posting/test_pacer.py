@@ -7,8 +7,9 @@ import asyncio
 import itertools
 import time
 
+from codemojex.posting.keys import Keys
+from codemojex.posting.pacer import PacePolicy, Pacer, Window
 from codemojex.redistypes import AnyRedis
-from codemojex.worker.pacing import PacePolicy, Pacer, Window
 
 GROUP = -1001
 OTHER_GROUP = -1002
@@ -44,7 +45,7 @@ async def test_refusal_takes_no_slot_anywhere(redis_any: AnyRedis, queue_name: s
     assert await pacer.try_acquire(-2) == 0
     for _ in range(5):
         assert await pacer.try_acquire(-3) > 0
-    chat_key = pacer.keys_for([-3])[0]
+    chat_key = Keys(queue_name).chat_window(-3, 0)
     assert await redis_any.zcard(chat_key) == 0
 
 

@@ -17,13 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex.db import Outbox, store
+from codemojex.posting.sender import OutboxSender
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
-from codemojex.worker.sender import OutboxSender
-from tests.support import free_port
-from tests.worker.test_sender import (
+from tests.posting.test_sender import (
     _zero,
     add_rows,
     lines_posted,
@@ -32,6 +31,7 @@ from tests.worker.test_sender import (
     run_senders,
     unsent,
 )
+from tests.support import free_port
 
 
 async def _rows(sm: async_sessionmaker[AsyncSession], chat_id: int) -> dict[str, Outbox]:
@@ -72,7 +72,7 @@ async def test_rows_of_a_dead_sender_are_sorted_out_by_their_markers(
     await asyncio.sleep(0.35)
 
     sender = new_sender(sessionmaker, bot, redis_rc, queue_name, ambiguous=policy)
-    with caplog.at_level(logging.WARNING, logger="codemojex.worker.sender"):
+    with caplog.at_level(logging.WARNING, logger="codemojex.posting.sender"):
         await run_senders([sender], lambda: _zero(sessionmaker), limit_s=20)
 
     if policy == "repost":
@@ -174,10 +174,10 @@ async def test_a_redis_outage_is_one_warning_without_traceback(
     await add_rows(sessionmaker, chat, ["waits"])
     down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
     sender = OutboxSender(sessionmaker, bot, down, namespace=queue_name, poll_s=0.2)
-    with caplog.at_level(logging.WARNING, logger="codemojex.worker.sender"):
+    with caplog.at_level(logging.WARNING, logger="codemojex.posting.sender"):
         await run_for(sender, 0.8, poke=chat)
     await down.aclose()
-    records = [r for r in caplog.records if r.name == "codemojex.worker.sender"]
+    records = [r for r in caplog.records if r.name == "codemojex.posting.sender"]
     assert any("unavailable (ConnectionError)" in r.getMessage() for r in records)
     assert all(r.levelno == logging.WARNING and r.exc_info is None for r in records)
     assert await unsent(sessionmaker) == 1
@@ -201,7 +201,7 @@ async def test_a_bug_is_still_logged_with_its_traceback(
         raise KeyError("a bug")
 
     monkeypatch.setattr(sender.pacer, "wait_ms", broken)
-    with caplog.at_level(logging.WARNING, logger="codemojex.worker.sender"):
+    with caplog.at_level(logging.WARNING, logger="codemojex.posting.sender"):
         await run_for(sender, 0.5, poke=chat)
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert errors and errors[0].exc_info is not None

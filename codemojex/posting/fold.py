@@ -1,4 +1,4 @@
-"""Turning the outbox rows waiting for one chat into as few Telegram messages as possible.
+"""Folding the outbox rows waiting for one chat into as few Telegram messages as possible.
 
 Pure functions, no I/O. A quiet room gets a reply to the guess; a busy one gets its results
 coalesced into one message (or a few, each under Telegram's 4,096-character limit).
@@ -24,7 +24,7 @@ _GRAPHEME = regex.compile(r"\X")
 
 
 class OutRow(Protocol):
-    """What compose needs of an outbox row (codemojex.db.Outbox fits)."""
+    """What fold needs of an outbox row (codemojex.db.Outbox fits)."""
 
     @property
     def id(self) -> int: ...
@@ -98,7 +98,7 @@ def _line(row: OutRow) -> str:
     return row.text
 
 
-def compose(rows: Sequence[OutRow], limit: int = MAX_MESSAGE) -> list[OutMessage]:
+def fold(rows: Sequence[OutRow], limit: int = MAX_MESSAGE) -> list[OutMessage]:
     """The messages that carry `rows` (one chat's pending rows, oldest first), in order.
 
     - one row alone: its own text, as a reply to the message it answers (a quiet room);
@@ -132,7 +132,7 @@ def compose(rows: Sequence[OutRow], limit: int = MAX_MESSAGE) -> list[OutMessage
     for row in rows:
         if row.kind in STANDALONE_KINDS:
             flush()
-            out.extend(compose([row], limit))
+            out.extend(fold([row], limit))
             continue
         line = _line(row)
         candidate = line if not batch_ids else batch_text + "\n" + line

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codemojex.worker.compose import MAX_MESSAGE, compose, split_text, tg_len
+from codemojex.posting.fold import MAX_MESSAGE, fold, split_text, tg_len
 
 
 @dataclass
@@ -20,7 +20,7 @@ class Row:
 
 
 def test_quiet_room_replies_to_the_guess() -> None:
-    [msg] = compose([Row(1, "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)", 77, player_name="Ann")])
+    [msg] = fold([Row(1, "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)", 77, player_name="Ann")])
     assert msg.reply_to == 77
     assert msg.row_ids == (1,)
     assert msg.text == "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)"
@@ -28,7 +28,7 @@ def test_quiet_room_replies_to_the_guess() -> None:
 
 def test_busy_room_gets_one_message_naming_players() -> None:
     rows = [Row(i, f"r{i}", 100 + i, player_name=f"P{i}") for i in range(1, 31)]
-    [msg] = compose(rows)
+    [msg] = fold(rows)
     assert msg.reply_to is None
     assert msg.row_ids == tuple(range(1, 31))
     assert msg.text.splitlines()[0] == "P1: r1"
@@ -37,7 +37,7 @@ def test_busy_room_gets_one_message_naming_players() -> None:
 
 def test_announcement_is_never_merged() -> None:
     rows = [Row(1, "a", player_name="A"), Row(2, "new round!", 9, kind="round"), Row(3, "b")]
-    msgs = compose(rows)
+    msgs = fold(rows)
     assert [m.row_ids for m in msgs] == [(1,), (2,), (3,)]
     assert msgs[1].text == "new round!"
     assert msgs[1].reply_to == 9
@@ -46,7 +46,7 @@ def test_announcement_is_never_merged() -> None:
 def test_long_backlog_splits_under_the_limit() -> None:
     line = "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 12)"
     rows = [Row(i, line, player_name="Somebody") for i in range(1, 400)]
-    msgs = compose(rows)
+    msgs = fold(rows)
     assert len(msgs) > 1
     assert all(tg_len(m.text) <= MAX_MESSAGE for m in msgs)
     assert [i for m in msgs for i in m.row_ids] == list(range(1, 400))
@@ -57,7 +57,7 @@ def test_long_backlog_splits_under_the_limit() -> None:
 def test_row_longer_than_a_message_is_split_without_breaking_emojis() -> None:
     family = "👨‍👩‍👧"
     rows = [Row(1, family * 2000)]
-    msgs = compose(rows)
+    msgs = fold(rows)
     assert len(msgs) > 1
     assert [m.row_ids for m in msgs][-1] == (1,)
     assert all(m.row_ids == () for m in msgs[:-1])
@@ -68,7 +68,7 @@ def test_row_longer_than_a_message_is_split_without_breaking_emojis() -> None:
 @given(st.lists(st.text(min_size=1, max_size=5000), min_size=1, max_size=12))
 def test_every_row_once_in_order_and_under_limit(texts: list[str]) -> None:
     rows = [Row(i, t, player_name="n") for i, t in enumerate(texts)]
-    msgs = compose(rows, limit=1000)
+    msgs = fold(rows, limit=1000)
     assert [i for m in msgs for i in m.row_ids] == list(range(len(texts)))
     assert all(tg_len(m.text) <= 1000 for m in msgs)
 

@@ -48,8 +48,14 @@ What is guaranteed (at least once by default, with one narrow window for a dupli
     - A row Telegram refuses for good (the bot was kicked, the chat is gone, the text is
       refused: BadRequest, Forbidden, ChatMigrated) is marked done with no message id
       (`sent_message_id` NULL) and counted as failed, instead of being retried forever.
-    - An outage of Redis or the database is waited out and logged as one warning line; any
-      other failure is a bug and is logged with its traceback.
+    - An outage of Redis or the database (`codemojex.outages.is_outage`) is waited out and
+      logged as one warning line; any other failure is a bug and is logged with its
+      traceback.
+
+Why one module of about 600 lines: the chat lease, the row claim, the fence, the markers and
+the ambiguous policy are the steps of one post, and these guarantees hold only in the order
+they are taken here; the parts that stand alone are elsewhere (pace: pacer.py, folding rows
+into messages: fold.py, key names: keys.py, scripts: lua/).
 """
 
 from __future__ import annotations
@@ -62,14 +68,11 @@ import random
 import socket
 import time
 import uuid
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Final, Literal
 
 import httpx
-import redis.exceptions as redis_errors
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
@@ -84,44 +87,18 @@ from telegram.error import (
 )
 
 from codemojex.db import Outbox, store
-from codemojex.db.errors import is_transient
+from codemojex.outages import is_outage, retry_after_ms
+from codemojex.posting import scripts
+from codemojex.posting.fold import MAX_MESSAGE, OutMessage, fold
+from codemojex.posting.keys import Keys
+from codemojex.posting.pacer import Grant, Pacer
 from codemojex.redistypes import AnyRedis
-from codemojex.worker.compose import MAX_MESSAGE, OutMessage, compose
-from codemojex.worker.pacing import Grant, Pacer
 
 log = logging.getLogger(__name__)
 
 # A marker outlives any plausible outage between a post and its mark_sent (it is deleted as
 # soon as mark_sent succeeded; only the markers of a crash or an outage wait for this).
 POSTED_TTL_S: Final = 7 * 24 * 3600
-
-_RENEW: Final = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0
-"""
-
-# The fence before a post and the intent marker in one atomic round trip: the rows are noted
-# as "about to go out" only while the chat is still ours.
-_FENCE: Final = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-for i = 2, #KEYS do
-  redis.call('SET', KEYS[i], ARGV[3], 'EX', ARGV[4])
-end
-return 1
-"""
-
-_RELEASE: Final = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
 
 
 @dataclass
@@ -144,22 +121,6 @@ class SenderStats:
         return dict(self.__dict__)
 
 
-def is_outage(exc: BaseException) -> bool:
-    """Redis or the database is down, restarting or unreachable: wait, do not report a bug."""
-    if isinstance(
-        exc,
-        (
-            redis_errors.ConnectionError,
-            redis_errors.TimeoutError,
-            redis_errors.BusyLoadingError,
-            redis_errors.ClusterError,  # a Redis Cluster failing over or moving a slot
-            redis_errors.SlotNotCoveredError,
-        ),
-    ):
-        return True
-    return is_transient(exc)
-
-
 def maybe_delivered(exc: NetworkError) -> bool:
     """Whether Telegram may have carried out a post that failed with `exc`.
 
@@ -172,15 +133,6 @@ def maybe_delivered(exc: NetworkError) -> bool:
     if cause is None:
         return False
     return not isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
-
-
-def _retry_after_ms(exc: RetryAfter) -> int:
-    # PTB 22 warns that the int will become a timedelta; both are handled here.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        value = exc.retry_after
-    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
-    return max(1, int(seconds * 1000))
 
 
 class OutboxSender:
@@ -221,7 +173,7 @@ class OutboxSender:
         self._sessionmaker = sessionmaker
         self._bot = bot
         self._redis = redis
-        self._ns = namespace
+        self._keys = Keys(namespace)
         self.pacer = pacer or Pacer(redis, namespace)
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._max_chats = max_chats
@@ -235,9 +187,9 @@ class OutboxSender:
         if post_timeout_s * 1000 >= chat_lease_ms or post_timeout_s >= claim_lease_s / 2:
             raise ValueError("a post must end well inside the chat lease and the row claim")
         self._post_timeout_s = post_timeout_s
-        self._renew = redis.register_script(_RENEW)
-        self._fence = redis.register_script(_FENCE)
-        self._release = redis.register_script(_RELEASE)
+        self._renew = scripts.register(redis, "lease_renew")
+        self._fence = scripts.register(redis, "lease_fence")
+        self._release = scripts.register(redis, "lease_release")
         self._active: dict[int, asyncio.Task[None]] = {}
         self._poked: set[int] = set()
         # Chats whose pace will not allow a post for a while: not drained before then, so a
@@ -246,17 +198,6 @@ class OutboxSender:
         self._defer_ms = defer_ms
         self._wake = asyncio.Event()
         self._stopping = False
-
-    # -- keys ---------------------------------------------------------------------------------
-
-    def _lease_key(self, chat_id: int) -> str:
-        return f"cmx:{{{self._ns}}}:send:lease:{chat_id:d}"
-
-    def _posted_key(self, row_id: int) -> str:
-        return f"cmx:{{{self._ns}}}:send:posted:{row_id:d}"
-
-    def _sending_key(self, row_id: int) -> str:
-        return f"cmx:{{{self._ns}}}:send:sending:{row_id:d}"
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -277,9 +218,9 @@ class OutboxSender:
                 self._poked.clear()
                 if time.monotonic() >= next_scan:
                     try:
-                        chats |= set(await self._pending_chats())
+                        chats |= set(await self._chats_with_unsent())
                     except Exception as exc:
-                        if not is_transient(exc):
+                        if not is_outage(exc):
                             raise
                         self.stats.errors += 1
                         log.warning("outbox scan failed (%s); retrying", type(exc).__name__)
@@ -340,9 +281,10 @@ class OutboxSender:
             self._active.pop(chat_id, None)
             self._wake.set()
 
-    async def _pending_chats(self) -> list[int]:
+    async def _chats_with_unsent(self) -> list[int]:
         """Chats with unsent rows (the store's pending view is oldest-first per row; a distinct
-        scan over the pending index keeps one flooded chat from hiding the others)."""
+        scan over the pending index keeps one flooded chat from hiding the others).
+        The SQL moves to `codemojex.db.store.outbox.chats_with_unsent` with the store split."""
         async with self._sessionmaker() as session:
             stmt = select(Outbox.chat_id).where(Outbox.sent_at.is_(None)).distinct()
             chats = [int(c) for c in (await session.execute(stmt)).scalars()]
@@ -354,7 +296,7 @@ class OutboxSender:
     async def drain(self, chat_id: int) -> None:
         """Post everything waiting for `chat_id`, if no other sender owns the chat."""
         token = uuid.uuid4().hex
-        key = self._lease_key(chat_id)
+        key = self._keys.chat_lease(chat_id)
         if not await self._redis.set(key, token, nx=True, px=self._chat_lease_ms):
             return
         try:
@@ -372,7 +314,7 @@ class OutboxSender:
         """The fence before a post: renew the chat lease and, only if it is still ours, note
         `row_ids` as about to go out (who and when, for an operator reading the keys)."""
         intent = f"{self.owner}:{time.time():.3f}"
-        keys = [key, *(self._sending_key(i) for i in row_ids)]
+        keys = [key, *(self._keys.sending(i) for i in row_ids)]
         args: list[str | int] = [token, self._chat_lease_ms, intent, POSTED_TTL_S]
         return bool(await self._fence(keys=keys, args=args))
 
@@ -382,7 +324,7 @@ class OutboxSender:
         if not ids:
             return
         try:
-            await self._redis.delete(*[self._sending_key(i) for i in ids])
+            await self._redis.delete(*[self._keys.sending(i) for i in ids])
         except Exception as exc:
             log.warning("could not clear %d intent markers (%s)", len(ids), type(exc).__name__)
 
@@ -412,7 +354,7 @@ class OutboxSender:
                     await store.mark_sent(session, ids, message_id)
                 return
             except Exception as exc:
-                if not is_transient(exc) or self._stopping:
+                if not is_outage(exc) or self._stopping:
                     raise
                 self.stats.errors += 1
                 await asyncio.sleep(pause)
@@ -421,7 +363,7 @@ class OutboxSender:
     async def _forget_posted(self, ids: Sequence[int]) -> None:
         """The books say sent now: the markers have done their job (they would otherwise
         cost Redis memory per row for a week)."""
-        keys = [self._posted_key(i) for i in ids] + [self._sending_key(i) for i in ids]
+        keys = [self._keys.posted(i) for i in ids] + [self._keys.sending(i) for i in ids]
         with contextlib.suppress(Exception):
             await self._redis.delete(*keys)
 
@@ -434,7 +376,7 @@ class OutboxSender:
             return rows
         n = len(rows)
         markers = await self._redis.mget(
-            [self._posted_key(r.id) for r in rows] + [self._sending_key(r.id) for r in rows]
+            [self._keys.posted(r.id) for r in rows] + [self._keys.sending(r.id) for r in rows]
         )
         done: dict[int, list[int]] = {}
         left: list[Outbox] = []
@@ -476,7 +418,7 @@ class OutboxSender:
         try:
             rows = await self._recover_posted(await self._claim(chat_id))
         except Exception as exc:
-            if not is_transient(exc):
+            if not is_outage(exc):
                 raise
             self.stats.errors += 1
             log.warning("outbox claim failed (%s); chat %d later", type(exc).__name__, chat_id)
@@ -499,10 +441,10 @@ class OutboxSender:
             try:
                 rows += await self._recover_posted(await self._claim(chat_id))
             except Exception as exc:
-                if not is_transient(exc):
+                if not is_outage(exc):
                     raise
         rows.sort(key=lambda r: r.id)
-        messages = compose(rows, self._max_message)
+        messages = fold(rows, self._max_message)
         to_send = _until_first_complete(messages)
         sent_ids: set[int] = set()
         for msg in to_send:
@@ -582,7 +524,7 @@ class OutboxSender:
                 raise
         except RetryAfter as exc:
             self.stats.retry_after += 1
-            wait_ms = _retry_after_ms(exc)
+            wait_ms = retry_after_ms(exc)
             await self.pacer.block_chat(chat_id, wait_ms)
             log.info("429 for chat %d: waiting %d ms", chat_id, wait_ms)
             return "not_posted"
@@ -623,7 +565,7 @@ class OutboxSender:
             try:
                 async with self._redis.pipeline(transaction=False) as pipe:
                     for row_id in msg.row_ids:
-                        pipe.set(self._posted_key(row_id), message_id, ex=POSTED_TTL_S)
+                        pipe.set(self._keys.posted(row_id), message_id, ex=POSTED_TTL_S)
                     await pipe.execute()
             except Exception as exc:  # mark_sent below is what matters; this narrows a window
                 log.warning("could not record posted rows in Redis (%s)", type(exc).__name__)

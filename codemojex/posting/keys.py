@@ -1,0 +1,80 @@
+"""Every `cmx:{q}:` key name, built in one place: the posting state bot and worker share.
+
+The lanes own `emq:{q}:` (codemojex/lanes/keys.py); everything else Codemojex keeps in Redis
+for a queue `q` lives under `cmx:{q}:`, with the same `{q}` hash tag, so that every script
+and multi-key command of both stays in one Redis Cluster slot:
+
+    cmx:{q}:pace:c:<chat>:<i>      a chat's i-th pace window (sorted set of grants)
+    cmx:{q}:pace:g:<i>             the bot's i-th pace window
+    cmx:{q}:pace:block:c:<chat>    nobody posts to the chat before <value> (a RetryAfter)
+    cmx:{q}:pace:block:g           nobody posts anywhere before <value>
+    cmx:{q}:send:lease:<chat>      the sender that owns the chat (its token)
+    cmx:{q}:send:sending:<row>     intent: an outbox row is being posted (owner and time)
+    cmx:{q}:send:posted:<row>      posted: the message id that carried an outbox row
+    cmx:{q}:flood:<PLR…>           "slow down" was said this episode
+    cmx:{q}:paused:<PLR…>          "scoring is paused" was said this episode
+
+Chat and row ids are integers formatted with %d, players are branded ids checked here: user
+text never reaches a key name.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from codemojex import ids
+from codemojex.lanes.keys import check_queue
+
+Notice = Literal["flood", "paused"]
+NOTICES: Final = ("flood", "paused")
+
+
+def _integer(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{what} must be an integer, got {value!r}")
+    return value
+
+
+class Keys:
+    """Key names of one queue's posting state."""
+
+    __slots__ = ("prefix", "queue")
+
+    def __init__(self, queue: str) -> None:
+        self.queue = check_queue(queue)
+        self.prefix = f"cmx:{{{queue}}}:"
+
+    # -- the pace (posting/pacer.py) -----------------------------------------------------------
+
+    def chat_window(self, chat_id: int, index: int) -> str:
+        return f"{self.prefix}pace:c:{_integer(chat_id, 'chat id'):d}:{_integer(index, 'index'):d}"
+
+    def bot_window(self, index: int) -> str:
+        return f"{self.prefix}pace:g:{_integer(index, 'index'):d}"
+
+    def chat_block(self, chat_id: int) -> str:
+        return f"{self.prefix}pace:block:c:{_integer(chat_id, 'chat id'):d}"
+
+    @property
+    def bot_block(self) -> str:
+        return f"{self.prefix}pace:block:g"
+
+    # -- the sender (posting/sender.py) --------------------------------------------------------
+
+    def chat_lease(self, chat_id: int) -> str:
+        return f"{self.prefix}send:lease:{_integer(chat_id, 'chat id'):d}"
+
+    def sending(self, row_id: int) -> str:
+        return f"{self.prefix}send:sending:{_integer(row_id, 'row id'):d}"
+
+    def posted(self, row_id: int) -> str:
+        return f"{self.prefix}send:posted:{_integer(row_id, 'row id'):d}"
+
+    # -- the notice flags (posting/flags.py) ---------------------------------------------------
+
+    def notice(self, lane: str, notice: Notice = "flood") -> str:
+        if not ids.is_valid(lane, ids.PLAYER):
+            raise ValueError("notice flags are keyed by player ids only")
+        if notice not in NOTICES:
+            raise ValueError(f"unknown notice {notice!r}")
+        return f"{self.prefix}{notice}:{lane}"

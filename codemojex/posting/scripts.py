@@ -1,0 +1,36 @@
+"""The Lua scripts of the posting state (`lua/*.lua`, each headed by its KEYS, ARGV and
+return value), read from package data when first needed, with the lanes' loader."""
+
+from __future__ import annotations
+
+import functools
+from typing import Final, Literal
+
+from redis.commands.core import AsyncScript
+
+from codemojex.lanes.scripts import read_lua
+from codemojex.redistypes import AnyRedis
+
+Name = Literal[
+    "pace_acquire", "pace_settle", "pace_block", "lease_renew", "lease_fence", "lease_release"
+]
+NAMES: Final[tuple[Name, ...]] = (
+    "pace_acquire",
+    "pace_settle",
+    "pace_block",
+    "lease_renew",
+    "lease_fence",
+    "lease_release",
+)
+
+
+@functools.cache
+def source(name: Name) -> str:
+    if name not in NAMES:
+        raise KeyError(name)
+    return read_lua("codemojex.posting", name)
+
+
+def register(redis: AnyRedis, name: Name) -> AsyncScript:
+    """The script, ready to call on `redis` (EVALSHA, loaded again on NOSCRIPT)."""
+    return redis.register_script(source(name))

@@ -1,0 +1,68 @@
+"""Every `cmx:{q}:` key name is built by posting/keys.py from checked ids only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from codemojex import ids
+from codemojex.lanes import LaneError
+from codemojex.posting.keys import Keys
+
+
+def test_flood_keys_are_built_from_player_ids_only() -> None:
+    lane = ids.mint(ids.PLAYER)
+    assert Keys("cm").notice(lane) == f"cmx:{{cm}}:flood:{lane}"
+    with pytest.raises(ValueError):
+        Keys("cm").notice("PLR}:*evil")
+
+
+def test_every_key_carries_the_queue_hash_tag() -> None:
+    keys = Keys("cm")
+    lane = ids.mint(ids.PLAYER)
+    names = [
+        keys.chat_window(-100123, 0),
+        keys.bot_window(0),
+        keys.chat_block(-100123),
+        keys.bot_block,
+        keys.chat_lease(-100123),
+        keys.sending(7),
+        keys.posted(7),
+        keys.notice(lane, "paused"),
+    ]
+    assert names == [
+        "cmx:{cm}:pace:c:-100123:0",
+        "cmx:{cm}:pace:g:0",
+        "cmx:{cm}:pace:block:c:-100123",
+        "cmx:{cm}:pace:block:g",
+        "cmx:{cm}:send:lease:-100123",
+        "cmx:{cm}:send:sending:7",
+        "cmx:{cm}:send:posted:7",
+        f"cmx:{{cm}}:paused:{lane}",
+    ]
+
+
+@pytest.mark.parametrize("bad", ["-1", "1}:x", 1.0, True, None])
+def test_chat_and_row_ids_must_be_integers(bad: Any) -> None:
+    keys = Keys("cm")
+    builders: list[Callable[[Any], str]] = [
+        lambda chat: keys.chat_window(chat, 0),
+        lambda index: keys.chat_window(-1, index),
+        keys.bot_window,
+        keys.chat_block,
+        keys.chat_lease,
+        keys.sending,
+        keys.posted,
+    ]
+    for build in builders:
+        with pytest.raises(ValueError):
+            build(bad)
+
+
+def test_the_queue_name_is_checked_like_the_lanes_one() -> None:
+    with pytest.raises(LaneError):
+        Keys("Bad}{Queue")
+    with pytest.raises(ValueError):
+        Keys("cm").notice(ids.mint(ids.PLAYER), "shout")  # type: ignore[arg-type]
