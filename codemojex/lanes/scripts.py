@@ -17,6 +17,7 @@ VERBS: Final = (
     "extend",
     "reap",
     "promote",
+    "retain",
     "limit",
     "unlimit",
     "weight",

@@ -79,6 +79,7 @@ async def paused_lane_left_on_ring(env: Env, w: World) -> list[str]:
     return [
         f"lane {w.a1} is on the lane ring of room {w.a} but is paused",
         f"room {w.a} is on the room ring but is not serviceable: no serviceable lane",
+        f"lane {w.a1} is paused with pending jobs but missing from the held set of room {w.a}",
     ]
 
 
