@@ -99,3 +99,11 @@ def test_key_names_are_built_only_in_common_and_agree_with_keys_py() -> None:
     # no verb builds a name of its own (the survey only matches the prefix to SCAN it)
     for verb in [*VERBS, "_survey"]:
         assert PREFIXED.findall(_read(verb)) in ([], ["*"]), verb
+
+
+def test_a_rooms_snapshot_reads_its_lanes_with_work_not_every_lane_it_had() -> None:
+    """snapshot finds a room's lanes on its lane ring and in its held set, never in the set
+    of every lane bound to the room (test_retention.py counts the commands it runs)."""
+    snapshot = _read("snapshot")
+    assert "room_lanes_key" not in snapshot
+    assert "lane_ring_key(room)" in snapshot and "room_held_key(room)" in snapshot
