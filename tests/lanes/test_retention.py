@@ -12,21 +12,14 @@ from unittest.mock import ANY
 
 from redis.asyncio.cluster import RedisCluster
 
-from codemojex import ids, limits
+from codemojex import limits
 from codemojex.lanes import ConsumerPool, Job, Lanes
 from tests.lanes.conftest import Env
 from tests.lanes.test_consumer import run_pool, until
+from tests.lanes.test_verbs import lane, room
 
 HOUR_MS = 3_600_000
 FOREVER_MS = limits.RETENTION_MS_MAX
-
-
-def room() -> str:
-    return ids.mint(ids.ROOM)
-
-
-def lane() -> str:
-    return ids.mint(ids.PLAYER)
 
 
 async def server_ms(env: Env) -> int:

@@ -93,28 +93,15 @@ local function survey(deep)
   return S
 end
 
--- jobs per room in `active`, read through the job hashes
-local function count_active(S)
+-- jobs in `where` per `field` of their hashes ('room' or 'lane'): gactive counts the
+-- leases per room, ldelayed the delayed jobs per lane
+local function count_jobs(S, where, field)
   local counts = {}
   for id, places in pairs(S.place) do
     local job = S.jobs[id]
     for _, p in ipairs(places) do
-      if p.where == 'active' and job and job.room then
-        counts[job.room] = (counts[job.room] or 0) + 1
-      end
-    end
-  end
-  return counts
-end
-
--- jobs per lane in `delayed`, read through the job hashes
-local function count_delayed(S)
-  local counts = {}
-  for id, places in pairs(S.place) do
-    local job = S.jobs[id]
-    for _, p in ipairs(places) do
-      if p.where == 'delayed' and job and job.lane then
-        counts[job.lane] = (counts[job.lane] or 0) + 1
+      if p.where == where and job and job[field] then
+        counts[job[field]] = (counts[job[field]] or 0) + 1
       end
     end
   end

@@ -97,7 +97,7 @@ for id, places in pairs(S.place) do
     end
   end
 end
-local delayed = count_delayed(S)
+local delayed = count_jobs(S, 'delayed', 'lane')
 local ldelayed = {}
 local kv = redis.call('HGETALL', LDELAYED)
 for i = 1, #kv, 2 do ldelayed[kv[i]] = kv[i + 1] end
@@ -128,7 +128,7 @@ for room in pairs(S.rooms) do
 end
 
 -- invariant 3: gactive = leases per room
-local counts = count_active(S)
+local counts = count_jobs(S, 'active', 'room')
 for room in pairs(S.rooms) do
   local stored = redis.call('HGET', GACTIVE, room)
   local n = counts[room] or 0

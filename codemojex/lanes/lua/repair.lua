@@ -132,40 +132,32 @@ for _, lane in ipairs(sorted_keys(S.seen)) do
   end
 end
 
--- ldelayed from `delayed`
-local delayed = count_delayed(S2)
-local kv = redis.call('HGETALL', LDELAYED)
-local stored = {}
-for i = 1, #kv, 2 do stored[kv[i]] = kv[i + 1] end
-for lane in pairs(delayed) do stored[lane] = stored[lane] or false end
-for _, lane in ipairs(sorted_keys(stored)) do
-  local n = delayed[lane] or 0
-  local was = stored[lane]
-  if tonumber(was or '0') ~= n or (was and n == 0) then
-    if n == 0 then
-      redis.call('HDEL', LDELAYED, lane)
-    else
-      redis.call('HSET', LDELAYED, lane, n)
+-- a counter hash holds `counts` for each of `names` (a zero count as no field)
+local function recount(h, what, names, counts)
+  for _, x in ipairs(names) do
+    local stored = redis.call('HGET', h, x)
+    local n = counts[x] or 0
+    if tonumber(stored or '0') ~= n or (stored and n == 0) then
+      if n == 0 then
+        redis.call('HDEL', h, x)
+      else
+        redis.call('HSET', h, x, n)
+      end
+      did(string.sub(h, #P + 1) .. ' of ' .. what .. ' ' .. x .. ': ' .. tostring(stored) ..
+        ' -> ' .. n)
     end
-    did('ldelayed of lane ' .. lane .. ': ' .. tostring(was or nil) .. ' -> ' .. n)
   end
 end
 
--- gactive from the leases
-local counts = count_active(S2)
+-- ldelayed from `delayed`, gactive from the leases
+local delayed = count_jobs(S2, 'delayed', 'lane')
+local lanes = {}
+for _, lane in ipairs(redis.call('HKEYS', LDELAYED)) do lanes[lane] = true end
+for lane in pairs(delayed) do lanes[lane] = true end
+recount(LDELAYED, 'lane', sorted_keys(lanes), delayed)
+local counts = count_jobs(S2, 'active', 'room')
 for room in pairs(counts) do S.rooms[room] = true end
-for _, room in ipairs(sorted_keys(S.rooms)) do
-  local stored = redis.call('HGET', GACTIVE, room)
-  local n = counts[room] or 0
-  if tonumber(stored or '0') ~= n or (stored and n == 0) then
-    if n == 0 then
-      redis.call('HDEL', GACTIVE, room)
-    else
-      redis.call('HSET', GACTIVE, room, n)
-    end
-    did('gactive of room ' .. room .. ': ' .. tostring(stored) .. ' -> ' .. n)
-  end
-end
+recount(GACTIVE, 'room', sorted_keys(S.rooms), counts)
 
 -- rebuild a ring: keep the order, drop duplicates and what `keep` refuses, append missing
 local function rebuild(key, what, owner, keep, candidates)
