@@ -81,3 +81,19 @@ PACE_MARGIN_MS: Final = 100
 # The one backoff (outages.backoff_ms): full jitter over base * 2^(attempt-1), capped.
 BACKOFF_BASE_MS: Final = 500
 BACKOFF_CAP_MS: Final = 30_000
+
+# --- retention: what the lanes would otherwise keep forever ----------------------------------
+
+# Dead-lettered jobs are kept for a look at what failed, then go with their hashes: at most
+# this many (the oldest beyond go first) and none older than this. 0 keeps none.
+DEAD_MAX_DEFAULT: Final = 10_000
+DEAD_MAX_MAX: Final = 10_000_000
+DEAD_AGE_MS_DEFAULT: Final = 7 * 24 * 3600 * 1000
+
+# A lane (a player's seat in a room) with no job pending, in flight or delayed, and no new job
+# for this long, is forgotten by the lanes; the player's next guess makes it a new lane.
+LANE_IDLE_MS_DEFAULT: Final = 7 * 24 * 3600 * 1000
+RETENTION_MS_MAX: Final = 10 * 365 * 24 * 3600 * 1000
+# A lane due to be forgotten that still holds work (or whose room has guesses in flight, which
+# may be its own) is looked at again after this long.
+LANE_RECHECK_MS: Final = 60_000

@@ -14,7 +14,11 @@ Lua script in `lua/` (one round trip). Notes for callers:
 - `snapshot(room=None)` -> {"queue", "paused" (queue pause), "ring" (room ring order),
   "active", "delayed", "dead" (counts), "rooms": {room: {"paused", "ceiling" (None =
   unlimited), "in_flight", "ring" (lane ring order), "pending" (total depth),
-  "lanes": {lane: {"depth", "weight", "paused"}}}}}. No payloads.
+  "lanes": {lane: {"depth", "weight", "paused"}}}}} where "lanes" are the room's lanes
+  holding pending jobs. No payloads.
+- `retain()` deletes dead jobs beyond `dead_max` or older than `dead_age_ms` and forgets
+  lanes idle for `lane_idle_ms`, one bounded batch per call (the consumer pool runs it with
+  reap + promote).
 - `park(timeout_s)` is a BLPOP: it holds a pooled connection while it blocks, so the
   client's pool needs room for every parked consumer (redis-py's default is 100).
 """

@@ -76,6 +76,8 @@ class PoolStats:
     claims: int = 0
     reaped: int = 0
     promoted: int = 0
+    trimmed: int = 0
+    forgotten: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -309,8 +311,9 @@ class ConsumerPool:
                     await self.lanes.extend(job, self.lease_ms)
 
     async def _maintain(self) -> None:
-        """Reap + promote every `maintenance_interval_s`, and promote alone whenever a retry
-        this pool scheduled comes due in between. Sleeps otherwise: no polling."""
+        """Reap + promote + one batch of retention every `maintenance_interval_s`, and
+        promote alone whenever a retry this pool scheduled comes due in between. Sleeps
+        otherwise: no polling."""
         loop = asyncio.get_running_loop()
         tick = loop.time()  # the first pass reaps and promotes at once
         while not self._stop.is_set():
@@ -335,13 +338,25 @@ class ConsumerPool:
         try:
             reaped = await self._drain(self.lanes.reap) if reap else 0
             promoted = await self._drain(self.lanes.promote)
+            # retention: one bounded batch per periodic pass, not drained
+            trimmed, forgotten = await self.lanes.retain() if reap else (0, 0)
         except Exception as exc:
             _failed("maintenance", exc)
             return
         self.stats.reaped += reaped
         self.stats.promoted += promoted
-        if reaped or promoted:
-            log.info("maintenance", extra={"reaped": reaped, "promoted": promoted})
+        self.stats.trimmed += trimmed
+        self.stats.forgotten += forgotten
+        if reaped or promoted or trimmed or forgotten:
+            log.info(
+                "maintenance",
+                extra={
+                    "reaped": reaped,
+                    "promoted": promoted,
+                    "dead_deleted": trimmed,
+                    "lanes_forgotten": forgotten,
+                },
+            )
 
     async def _drain(self, verb: Callable[[], Awaitable[int]]) -> int:
         """Run reap or promote until a call moves less than a batch (a crashed worker can

@@ -9,7 +9,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
-from codemojex import ids
+from codemojex import ids, limits
 from codemojex.lanes import keys as K
 from codemojex.lanes.errors import LaneError, LaneFull
 from codemojex.lanes.scripts import source
@@ -86,6 +86,10 @@ class Lanes:
     it to the node owning that slot (and loads the script there again on NOSCRIPT, after a
     failover). `park` holds a pooled connection while it blocks, so the client's pool needs a
     connection per parked consumer on top of the busy ones.
+
+    Retention (`retain`, run by the consumers' maintenance): at most `dead_max` dead jobs
+    are kept, none older than `dead_age_ms`; a lane with no job and no enqueue for
+    `lane_idle_ms` is forgotten.
     """
 
     def __init__(
@@ -95,12 +99,18 @@ class Lanes:
         *,
         dedupe_window_ms: int = DEDUPE_WINDOW_MS,
         batch: int = 1000,
+        dead_max: int = limits.DEAD_MAX_DEFAULT,
+        dead_age_ms: int = limits.DEAD_AGE_MS_DEFAULT,
+        lane_idle_ms: int = limits.LANE_IDLE_MS_DEFAULT,
     ) -> None:
         self.client = client
         self.keys = K.Keys(queue)
         self.queue = queue
         self.dedupe_window_ms = _int(dedupe_window_ms, "dedupe_window_ms", 1, 2**40)
         self.batch = _int(batch, "batch", 1, 100_000)
+        self.dead_max = _int(dead_max, "dead_max", 0, limits.DEAD_MAX_MAX)
+        self.dead_age_ms = _int(dead_age_ms, "dead_age_ms", 1, limits.RETENTION_MS_MAX)
+        self.lane_idle_ms = _int(lane_idle_ms, "lane_idle_ms", 1, limits.RETENTION_MS_MAX)
         # KEYS[1] is the prefix the scripts build every name from; it names no key, so the
         # mint counter is declared too, as KEYS[2] (the scripts reach it by name). Two
         # declared keys, one never present: while the queue's slot is being migrated, Redis
@@ -245,6 +255,22 @@ class Lanes:
         """Due delayed jobs back to their lanes; how many."""
         return int(await self._call("promote", self.batch))
 
+    async def retain(self) -> tuple[int, int]:
+        """One bounded batch (`batch` of each) of retention: dead jobs beyond `dead_max`,
+        the oldest first, and those older than `dead_age_ms` are deleted with their hashes;
+        lanes with nothing pending, delayed or in flight and no enqueue for `lane_idle_ms` are
+        forgotten (an admin's weight or pause on one stays). (dead jobs deleted, lanes
+        forgotten)."""
+        dead, forgotten = await self._call(
+            "retain",
+            self.dead_max,
+            self.dead_age_ms,
+            self.lane_idle_ms,
+            limits.LANE_RECHECK_MS,
+            self.batch,
+        )
+        return int(dead), int(forgotten)
+
     async def park(self, timeout_s: float) -> bool:
         """Block until a wake token arrives (True) or the timeout passes (False). A park longer
         than the client's socket timeout allows ends early (False), like a timeout."""
@@ -299,7 +325,9 @@ class Lanes:
         return int(await self._call("purge", K.check_lane(lane)))
 
     async def snapshot(self, room: str | None = None) -> dict[str, Any]:
-        """Depths, in flight, ceilings, weights, ring order and pauses (see README)."""
+        """Depths, in flight, ceilings, weights, ring order and pauses (see the package
+        docstring). A room's "lanes" are those holding pending jobs: a room's snapshot costs
+        what those cost, however many players the room has had."""
         arg = "" if room is None else K.check_room(room)
         qpaused, ring, active, delayed, dead, rooms = await self._call("snapshot", arg)
         return {

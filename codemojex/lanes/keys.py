@@ -35,6 +35,8 @@ SINGLE: Final = (
     "delayed",
     "dead",
     "wake",
+    "lseen",
+    "ldelayed",
 )
 
 
@@ -131,6 +133,17 @@ class Keys:
     def wake(self) -> str:
         return self.prefix + "wake"
 
+    @property
+    def lseen(self) -> str:
+        """Extra key: lane -> its last enqueue (ms), for every lane the lanes remember; retain
+        forgets the lanes idle longest, a bounded batch at a time."""
+        return self.prefix + "lseen"
+
+    @property
+    def ldelayed(self) -> str:
+        """Extra key: lane -> how many of its jobs wait in `delayed` (absent when none)."""
+        return self.prefix + "ldelayed"
+
     def job(self, job_id: str) -> str:
         return f"{self.prefix}job:{check_job(job_id)}"
 
@@ -141,8 +154,13 @@ class Keys:
         return f"{self.prefix}r:{check_room(room)}:ring"
 
     def room_lanes(self, room: str) -> str:
-        """Extra key: the set of lanes ever bound to the room (snapshot/repair read it)."""
+        """Extra key: the set of lanes bound to the room (until retain forgets them)."""
         return f"{self.prefix}r:{check_room(room)}:lanes"
+
+    def room_held(self, room: str) -> str:
+        """Extra key: the room's paused lanes that hold pending jobs (with its lane ring,
+        every lane of the room with work: what snapshot reads)."""
+        return f"{self.prefix}r:{check_room(room)}:held"
 
     def dedupe(self, dedupe_key: str) -> str:
         """Extra key: dedupe digest -> first job id, expiring with the window."""
@@ -163,6 +181,6 @@ class Keys:
         ident, _, what = tail.partition(":")
         if kind == "g" and what == "pending" and ids.is_valid(ident, ids.PLAYER):
             return "pending", ident
-        if kind == "r" and what in ("ring", "lanes") and ids.is_valid(ident, ids.ROOM):
+        if kind == "r" and what in ("ring", "lanes", "held") and ids.is_valid(ident, ids.ROOM):
             return f"room_{what}", ident
         raise LaneError(f"key {key!r} is not part of the lanes keyspace")

@@ -21,6 +21,7 @@ VERBS: Final = (
     "extend",
     "reap",
     "promote",
+    "retain",
     "limit",
     "unlimit",
     "weight",

@@ -59,7 +59,10 @@ async def _weighted(world: World, room: Room) -> bool:
 async def _banned(world: World, room: Room) -> bool:
     async with world.sessionmaker() as session:
         banned = await store.is_banned(session, room.id, ALICE)
-    depth = (await _room_view(world, room))["lanes"][await _alice(world, room)]["depth"]
+    # a room's snapshot lists its lanes holding pending jobs: a purged lane has none
+    lanes = (await _room_view(world, room))["lanes"]
+    alice = await _alice(world, room)
+    depth = lanes[alice]["depth"] if alice in lanes else 0
     return banned and depth == 0
 
 

@@ -79,6 +79,7 @@ async def paused_lane_left_on_ring(env: Env, w: World) -> list[str]:
     return [
         f"lane {w.a1} is on the lane ring of room {w.a} but is paused",
         f"room {w.a} is on the room ring but is not serviceable: no serviceable lane",
+        f"lane {w.a1} is paused with pending jobs but missing from the held set of room {w.a}",
     ]
 
 
@@ -107,6 +108,42 @@ async def wrong_score(env: Env, w: World) -> list[str]:
     return [f"job {w.pending_a1[1]} is pending at score 0 but its seq is 4"]
 
 
+async def lane_missing_from_lseen(env: Env, w: World) -> list[str]:
+    await env.client.zrem(env.keys.lseen, w.a1)
+    return [f"lane {w.a1} is bound to room {w.a} but has no entry in lseen"]
+
+
+async def unbound_lane_in_lseen(env: Env, w: World) -> list[str]:
+    stray = ids.mint(ids.PLAYER)
+    await env.client.zadd(env.keys.lseen, {stray: 1})
+    return [f"lane {stray} is in lseen but bound to no room"]
+
+
+async def lane_of_a_job_in_flight_forgotten(env: Env, w: World) -> list[str]:
+    await env.client.hdel(env.keys.lroom, w.a2)
+    await env.client.srem(env.keys.room_lanes(w.a), w.a2)
+    await env.client.zrem(env.keys.lseen, w.a2)
+    return [f"job {w.active_a} of room {w.a} is active but its lane {w.a2} is bound to room nil"]
+
+
+async def ldelayed_off_by_one(env: Env, w: World) -> list[str]:
+    await env.client.hincrby(env.keys.ldelayed, w.b1, 1)
+    return [f"ldelayed of lane {w.b1} is 2 but the lane has 1 jobs in delayed"]
+
+
+async def ldelayed_missing(env: Env, w: World) -> list[str]:
+    await env.client.hdel(env.keys.ldelayed, w.b1)
+    return [f"lane {w.b1} has 1 jobs in delayed but no ldelayed entry"]
+
+
+async def held_lane_not_paused(env: Env, w: World) -> list[str]:
+    await env.client.sadd(env.keys.room_held(w.a), w.a1)
+    return [
+        f"lane {w.a1} is in the held set of room {w.a} but is not a paused lane of the room "
+        "with pending jobs"
+    ]
+
+
 DAMAGES = [
     gactive_off_by_one,
     room_missing_from_ring,
@@ -117,6 +154,12 @@ DAMAGES = [
     job_in_two_places,
     wrong_state,
     wrong_score,
+    lane_missing_from_lseen,
+    unbound_lane_in_lseen,
+    lane_of_a_job_in_flight_forgotten,
+    ldelayed_off_by_one,
+    ldelayed_missing,
+    held_lane_not_paused,
 ]
 
 
@@ -143,6 +186,9 @@ async def test_check_names_the_fault_and_repair_fixes_it(env: Env, damage: Damag
     if damage is room_missing_from_ring:
         # the room comes back at the tail of the ring
         assert sorted(repaired.pop("ring")) == sorted(sound.pop("ring"))
+    if damage in (lane_missing_from_lseen, lane_of_a_job_in_flight_forgotten):
+        # the lane is back in lseen, seen at the repair
+        assert {m for m, _ in repaired.pop("lseen")} == {m for m, _ in sound.pop("lseen")}
     assert sans_wake(repaired) == sans_wake(sound)
 
 

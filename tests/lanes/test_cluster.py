@@ -159,6 +159,7 @@ async def test_a_consumer_pool_drains_a_queue_on_a_cluster(
     assert {k.decode()[len(lanes.keys.prefix) :] for k in left} <= {
         "seq",
         "lroom",
+        "lseen",
         "glimit",
         "gweight",
         "wake",

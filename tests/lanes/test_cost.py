@@ -1,4 +1,5 @@
-"""The cost rule, read off the scripts: nothing on the enqueue/claim/ack path scans a ring.
+"""The cost rule, read off the scripts: nothing on the enqueue/claim/ack path (nor the
+maintenance: reap, promote, retain) scans a ring or a list of lanes.
 
 Every Redis command a hot verb can run (its own file plus every helper of _common.lua it
 reaches) is listed; none may be LPOS, LRANGE, SCAN, KEYS, HGETALL or SMEMBERS, and every
@@ -15,7 +16,7 @@ from codemojex.lanes.scripts import _read
 
 HOT = [
     "enqueue", "claim", "wclaim", "ack", "ack_many", "ack_wclaim", "retry", "extend", "reap",
-    "promote",
+    "promote", "retain",
 ]  # fmt: skip
 SCANNING = {"LPOS", "LRANGE", "SCAN", "KEYS", "HGETALL", "SMEMBERS", "ZRANGE", "HKEYS"}
 CALL = re.compile(r"redis\.call\('([A-Z]+)'([^)]*)\)")
@@ -88,6 +89,7 @@ def test_key_names_are_built_only_in_common_and_agree_with_keys_py() -> None:
         ("'g:' .. lane .. ':pending'", keys.pending(lane), lane),
         ("'r:' .. room .. ':ring'", keys.room_ring(room), room),
         ("'r:' .. room .. ':lanes'", keys.room_lanes(room), room),
+        ("'r:' .. room .. ':held'", keys.room_held(room), room),
         ("'dd:' .. digest", keys.dedupe("x"), keys.dedupe("x").rpartition(":")[2]),
     ]
     for lua, python, ident in shapes:
@@ -97,3 +99,11 @@ def test_key_names_are_built_only_in_common_and_agree_with_keys_py() -> None:
     # no verb builds a name of its own (the survey only matches the prefix to SCAN it)
     for verb in [*VERBS, "_survey"]:
         assert PREFIXED.findall(_read(verb)) in ([], ["*"]), verb
+
+
+def test_a_rooms_snapshot_reads_its_lanes_with_work_not_every_lane_it_had() -> None:
+    """snapshot finds a room's lanes on its lane ring and in its held set, never in the set
+    of every lane bound to the room (test_retention.py counts the commands it runs)."""
+    snapshot = _read("snapshot")
+    assert "room_lanes_key" not in snapshot
+    assert "lane_ring_key(room)" in snapshot and "room_held_key(room)" in snapshot

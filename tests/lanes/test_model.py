@@ -3,7 +3,8 @@
 Random interleavings of every verb run against the real scripts and against a pure-Python
 model of the queue, which models the rota exactly (both rings, in order). After every
 step the whole keyspace is read back and compared with the model, and `check()` must be
-clean. Lease expiry and due retries are forced by rewriting scores, never by sleeping.
+clean. Lease expiry, due retries and time passing for retention (dead jobs growing old,
+lanes idle long enough to be forgotten) are forced by rewriting scores, never by sleeping.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from codemojex import limits
 from codemojex.lanes import Job, LaneError, LaneFull, Lanes
 from codemojex.lanes.keys import Keys
 from tests.conftest import REDIS_URL
@@ -36,6 +38,8 @@ ROOMS = [f"ROM{'0' * 25}{c}" for c in "123"]
 LANES = [f"PLR{'0' * 25}{c}" for c in "12345"]
 LEASE_MS = 600_000
 DELAY_MS = 600_000
+HOUR_MS = 3_600_000  # the retention rules' dead age and lane idle time
+FOREVER_MS = limits.RETENTION_MS_MAX  # retention that never applies in the other rule
 STEPS = {"count": 0}
 
 
@@ -133,6 +137,17 @@ class Model:
 
     def bind(self, lane: str, room: str) -> None:
         self.lroom[lane] = room
+
+    def delayed_of(self, lane: str) -> int:
+        return sum(1 for jid in self.delayed if self.jobs[jid].lane == lane)
+
+    def held(self, room: str) -> set[str]:
+        """The room's paused lanes with pending jobs (its held set)."""
+        return {
+            lane
+            for lane, r in self.lroom.items()
+            if r == room and lane in self.paused and self.pending.get(lane)
+        }
 
     # -- verbs ------------------------------------------------------------------------------
 
@@ -287,6 +302,28 @@ class Model:
         job.lane = target
         self.add_pending(job)
         return True
+
+    def trim_dead(self, old: list[str], recent: list[str], keep: int) -> list[str]:
+        """Dead jobs past the age (`old`) go, and the oldest of the rest beyond `keep`."""
+        gone = old + recent[: max(0, len(recent) - keep)]
+        for jid in gone:
+            self.dead.discard(jid)
+            del self.jobs[jid]
+        return gone
+
+    def forget(self, due: list[str]) -> list[str]:
+        """Of the lanes idle past the limit, those holding nothing, in a room with nothing
+        in flight, are forgotten; the others stay (looked at again later)."""
+        gone = [
+            lane
+            for lane in due
+            if not self.pending.get(lane)
+            and not self.delayed_of(lane)
+            and not self.gactive(self.lroom[lane])
+        ]
+        for lane in gone:
+            del self.lroom[lane]
+        return gone
 
     def purge(self, lane: str) -> int:
         heads = self.pending.get(lane, [])
@@ -576,6 +613,59 @@ class LanesMachine(RuleBasedStateMachine):
         self.step()
         assert self.run(self.lanes.purge(lane)) == self.model.purge(lane)
 
+    # -- retention: time passes ---------------------------------------------------------------
+
+    @precondition(lambda self: self.model.dead)
+    @rule(data=st.data(), keep=st.integers(0, 4))
+    def dead_jobs_age_and_are_trimmed(self, data: st.DataObject, keep: int) -> None:
+        self.step()
+        dead = self.model.by_seq(self.model.dead)
+        old = data.draw(st.lists(st.sampled_from(dead), unique=True))
+        recent = [jid for jid in dead if jid not in old]
+        retain = Lanes(
+            self.client, self.queue, dead_max=keep, dead_age_ms=HOUR_MS, lane_idle_ms=FOREVER_MS
+        )
+
+        async def go() -> tuple[int, int]:
+            secs, micros = await self.client.time()
+            now = secs * 1000 + micros // 1000
+            # time of death: `old` two hours ago, the rest just now, in mint order
+            scores = {jid: now - 2 * HOUR_MS + n for n, jid in enumerate(old)}
+            scores |= {jid: now + n for n, jid in enumerate(recent)}
+            await self.client.zadd(self.keys.dead, scores, xx=True)
+            return await retain.retain()
+
+        got = self.run(go())
+        assert got == (len(self.model.trim_dead(old, recent, keep)), 0)
+
+    @precondition(lambda self: self.model.lroom)
+    @rule(data=st.data())
+    def lanes_idle_and_are_forgotten(self, data: st.DataObject) -> None:
+        self.step()
+        bound = sorted(self.model.lroom)
+        due = data.draw(st.lists(st.sampled_from(bound), min_size=1, unique=True))
+        retain = Lanes(self.client, self.queue, dead_age_ms=FOREVER_MS, lane_idle_ms=HOUR_MS)
+
+        async def go() -> tuple[int, int]:
+            # their last enqueue: long ago (the others' was during this run)
+            await self.client.zadd(self.keys.lseen, {ln: n for n, ln in enumerate(due, 1)}, xx=True)
+            return await retain.retain()
+
+        got = self.run(go())
+        assert got == (0, len(self.model.forget(due)))
+
+    @rule(room=st.sampled_from(ROOMS))
+    def snapshot_lists_the_lanes_with_work(self, room: str) -> None:
+        self.step()
+        view = self.run(self.lanes.snapshot(room))["rooms"][room]
+        m = self.model
+        assert view["lanes"] == {
+            lane: {"depth": len(jobs), "weight": m.gweight.get(lane, 1), "paused": lane in m.paused}
+            for lane, jobs in m.pending.items()
+            if jobs and m.lroom.get(lane) == room
+        }
+        assert view["ring"] == m.lanering.get(room, [])
+
     @rule()
     def repair_finds_nothing(self) -> None:
         self.step()
@@ -597,8 +687,12 @@ class LanesMachine(RuleBasedStateMachine):
                 pipe.zrange(k.pending(lane), 0, -1, withscores=True)
             for name in (k.active, k.delayed, k.dead):
                 pipe.zrange(name, 0, -1)
-            for name in (k.gactive, k.glimit, k.gweight, k.lroom):
+            for name in (k.gactive, k.glimit, k.gweight, k.lroom, k.ldelayed):
                 pipe.hgetall(name)
+            pipe.zrange(k.lseen, 0, -1)
+            for room in ROOMS:
+                pipe.smembers(k.room_lanes(room))
+                pipe.smembers(k.room_held(room))
             pipe.smembers(k.paused)
             pipe.exists(k.qpaused)
             pipe.llen(k.wake)
@@ -624,14 +718,20 @@ class LanesMachine(RuleBasedStateMachine):
             assert [(int(sc), s(x)) for x, sc in got.pop(0)] == m.pending.get(lane, []), lane
         active, delayed, dead = ({s(x) for x in got.pop(0)} for _ in range(3))
         assert (active, delayed, dead) == (m.active, m.delayed, m.dead)
-        gactive, glimit, gweight, lroom = (
-            {s(a): s(b) for a, b in got.pop(0).items()} for _ in range(4)
+        gactive, glimit, gweight, lroom, ldelayed = (
+            {s(a): s(b) for a, b in got.pop(0).items()} for _ in range(5)
         )
         expected_active = {r: str(m.gactive(r)) for r in ROOMS if m.gactive(r)}
         assert gactive == expected_active
         assert glimit == {r: str(n) for r, n in m.glimit.items()}
         assert gweight == {ln: str(w) for ln, w in m.gweight.items()}
         assert lroom == m.lroom
+        delayed_lanes = {m.jobs[jid].lane for jid in m.delayed}
+        assert ldelayed == {ln: str(m.delayed_of(ln)) for ln in delayed_lanes}
+        assert {s(x) for x in got.pop(0)} == set(m.lroom)  # lseen: every lane remembered
+        for room in ROOMS:
+            assert {s(x) for x in got.pop(0)} == {ln for ln, r in m.lroom.items() if r == room}
+            assert {s(x) for x in got.pop(0)} == m.held(room), room
         assert {s(x) for x in got.pop(0)} == m.paused
         assert bool(got.pop(0)) is m.qpaused
         assert got.pop(0) == m.wake

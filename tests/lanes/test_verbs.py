@@ -66,6 +66,7 @@ async def test_enqueue_writes_the_documented_keys(env: Env) -> None:
         f"job:{jid}": jobh("p1", r, ln, 1),
         f"g:{ln}:pending": [(jid, 1)],
         "lroom": {ln: r},
+        "lseen": [(ln, ANY)],
         f"r:{r}:lanes": {ln},
         f"r:{r}:ring": [ln],
         "ring": [r],
@@ -105,6 +106,7 @@ async def test_claim_then_ack_leaves_only_the_books(env: Env) -> None:
         "active": [(jid, ANY)],
         "gactive": {r: "1"},
         "lroom": {ln: r},
+        "lseen": [(ln, ANY)],
         f"r:{r}:lanes": {ln},
         "wake": ["1"],
     }
@@ -113,6 +115,7 @@ async def test_claim_then_ack_leaves_only_the_books(env: Env) -> None:
     assert await env.dump() == {
         "seq": "1",
         "lroom": {ln: r},
+        "lseen": [(ln, ANY)],
         f"r:{r}:lanes": {ln},
         "wake": ["1"],
     }
@@ -214,6 +217,7 @@ async def test_weight_clamps_by_depth_and_by_headroom(env: Env) -> None:
         "gactive": {r: "3"},
         "gweight": {ln: "5"},
         "lroom": {ln: r},
+        "lseen": [(ln, ANY)],
         f"r:{r}:lanes": {ln},
         "wake": ["1"],
     }  # the lane, emptied, left both rings
@@ -337,6 +341,7 @@ async def test_reap_to_dead_when_attempts_are_spent(env: Env) -> None:
         ),
         "dead": [(jid, ANY)],
         "lroom": {ln: r},
+        "lseen": [(ln, ANY)],
         f"r:{r}:lanes": {ln},
         "wake": ["1"],
     }
@@ -357,6 +362,7 @@ async def test_reaped_job_goes_back_at_its_original_seq(env: Env) -> None:
         f"job:{j2}": jobh("b", r, ln, 2),
         f"g:{ln}:pending": [(j1, 1), (j2, 2)],
         "lroom": {ln: r},
+        "lseen": [(ln, ANY)],
         f"r:{r}:lanes": {ln},
         f"r:{r}:ring": [ln],
         "ring": [r],
@@ -702,6 +708,7 @@ async def test_dedupe_window_ends(env: Env) -> None:
         f"g:{ln}:pending": [(first, 1), (second, 2)],
         f"dd:{env.keys.dedupe('k').rpartition(':')[2]}": second,
         "lroom": {ln: r},
+        "lseen": [(ln, ANY)],
         f"r:{r}:lanes": {ln},
         f"r:{r}:ring": [ln],
         "ring": [r],

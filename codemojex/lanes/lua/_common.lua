@@ -23,6 +23,8 @@ local QPAUSED = P .. 'qpaused'
 local DELAYED = P .. 'delayed'
 local DEAD = P .. 'dead'
 local WAKE = P .. 'wake'
+local LSEEN = P .. 'lseen'
+local LDELAYED = P .. 'ldelayed'
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -33,6 +35,7 @@ local function job_key(id) return P .. 'job:' .. id end
 local function pending_key(lane) return P .. 'g:' .. lane .. ':pending' end
 local function lane_ring_key(room) return P .. 'r:' .. room .. ':ring' end
 local function room_lanes_key(room) return P .. 'r:' .. room .. ':lanes' end
+local function room_held_key(room) return P .. 'r:' .. room .. ':held' end
 local function dedupe_key(digest) return P .. 'dd:' .. digest end
 
 local function wake()
@@ -64,11 +67,14 @@ local function ring_room(room)
 end
 
 -- A job was just ZADDed to `lane`'s pending zset (which now holds `depth` jobs). If the
--- lane was empty it became serviceable (unless paused); if it was the room's first
--- serviceable lane, the room may have become serviceable too.
+-- lane was empty it became serviceable, and if it was the room's first serviceable lane,
+-- the room may have become serviceable too; a paused lane is held off the ring instead
+-- (the room's held set lists it, so a snapshot finds every lane with work cheaply).
 local function lane_filled(room, lane, depth)
-  if depth == 1 and not is_paused(lane) then
-    if redis.call('RPUSH', lane_ring_key(room), lane) == 1 and room_open(room) then
+  if depth == 1 then
+    if is_paused(lane) then
+      redis.call('SADD', room_held_key(room), lane)
+    elseif redis.call('RPUSH', lane_ring_key(room), lane) == 1 and room_open(room) then
       ring_room(room)
     end
   end
@@ -79,6 +85,18 @@ local function lane_join(room, lane)
   if redis.call('RPUSH', lane_ring_key(room), lane) == 1 and room_open(room) then
     ring_room(room)
   end
+end
+
+-- Bind a lane to its room for as long as the lanes remember it (enqueue, reassign).
+local function bind(room, lane)
+  redis.call('HSET', LROOM, lane, room)
+  redis.call('SADD', room_lanes_key(room), lane)
+end
+
+-- A lane's jobs waiting in `delayed` are counted, so retain can tell a lane with none.
+local function delayed_added(lane) redis.call('HINCRBY', LDELAYED, lane, 1) end
+local function delayed_removed(lane)
+  if redis.call('HINCRBY', LDELAYED, lane, -1) <= 0 then redis.call('HDEL', LDELAYED, lane) end
 end
 
 -- Put a job back into its lane at its original seq (reap, promote).
@@ -130,6 +148,16 @@ local function lane_unring(room, lane)
   local before = room_serviceable(room)
   redis.call('LREM', rr, 0, lane)
   room_recheck(room, before)
+end
+
+-- Admin verbs only: `lane` (of `room`) has no pending job any more: off its ring, or out of
+-- its room's held set when it is paused.
+local function lane_emptied(room, lane)
+  if is_paused(lane) then
+    redis.call('SREM', room_held_key(room), lane)
+  else
+    lane_unring(room, lane)
+  end
 end
 
 -- One rota step, then serve up to `k` heads (claim: 1; wclaim: the lane's weight), the K

@@ -24,7 +24,7 @@ end
 -- pending zset of an unbound lane, a ring of an unknown room); costs a pass over the db.
 local function survey(deep)
   local S = {lroom = {}, lanes = {}, rooms = {}, place = {}, jobs = {}, orphans = {},
-    active_count = {}, room_lanes = {}}
+    active_count = {}, room_lanes = {}, seen = {}}
   local plen = #P
   local found_jobs = {}
   local lr = redis.call('HGETALL', LROOM)
@@ -32,6 +32,10 @@ local function survey(deep)
     S.lroom[lr[i]] = lr[i + 1]
     S.lanes[lr[i]] = true
     S.rooms[lr[i + 1]] = true
+  end
+  for _, lane in ipairs(redis.call('ZRANGE', LSEEN, 0, -1)) do
+    S.seen[lane] = true
+    S.lanes[lane] = true
   end
   if deep then
     for _, k in ipairs(scan_queue()) do
@@ -45,6 +49,8 @@ local function survey(deep)
         S.rooms[string.sub(rest, 3, -6)] = true
       elseif kind == 'r:' and string.sub(rest, -6) == ':lanes' then
         S.rooms[string.sub(rest, 3, -7)] = true
+      elseif kind == 'r:' and string.sub(rest, -5) == ':held' then
+        S.rooms[string.sub(rest, 3, -6)] = true
       end
     end
   end
@@ -87,18 +93,28 @@ local function survey(deep)
   return S
 end
 
--- jobs per room in `active`, read through the job hashes
-local function count_active(S)
+-- jobs in `where` per `field` of their hashes ('room' or 'lane'): gactive counts the
+-- leases per room, ldelayed the delayed jobs per lane
+local function count_jobs(S, where, field)
   local counts = {}
   for id, places in pairs(S.place) do
     local job = S.jobs[id]
     for _, p in ipairs(places) do
-      if p.where == 'active' and job and job.room then
-        counts[job.room] = (counts[job.room] or 0) + 1
+      if p.where == where and job and job[field] then
+        counts[job[field]] = (counts[job[field]] or 0) + 1
       end
     end
   end
   return counts
+end
+
+-- the lanes of `room` that belong in its held set: paused, with pending jobs
+local function held_lanes(S, room)
+  local out = {}
+  for lane in pairs(S.room_lanes[room] or {}) do
+    if is_paused(lane) and redis.call('ZCARD', pending_key(lane)) > 0 then out[lane] = true end
+  end
+  return out
 end
 
 local function lane_ok(lane)

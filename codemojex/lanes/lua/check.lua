@@ -77,8 +77,58 @@ for room in pairs(S.rooms) do
   end
 end
 
+-- invariant 6: the lanes the queue remembers are bound, listed and in lseen, and so is
+-- the lane of every job pending (above), in flight or delayed
+for lane, room in pairs(S.lroom) do
+  if not S.seen[lane] then
+    say('lane ' .. lane .. ' is bound to room ' .. room .. ' but has no entry in lseen')
+  end
+end
+for lane in pairs(S.seen) do
+  if not S.lroom[lane] then say('lane ' .. lane .. ' is in lseen but bound to no room') end
+end
+for id, places in pairs(S.place) do
+  local job = S.jobs[id]
+  for _, p in ipairs(places) do
+    if job and job.lane and (p.where == 'active' or p.where == 'delayed')
+        and S.lroom[job.lane] ~= job.room then
+      say('job ' .. id .. ' of room ' .. tostring(job.room) .. ' is ' .. p.where ..
+        ' but its lane ' .. job.lane .. ' is bound to room ' .. tostring(S.lroom[job.lane]))
+    end
+  end
+end
+local delayed = count_jobs(S, 'delayed', 'lane')
+local ldelayed = {}
+local kv = redis.call('HGETALL', LDELAYED)
+for i = 1, #kv, 2 do ldelayed[kv[i]] = kv[i + 1] end
+for lane, v in pairs(ldelayed) do
+  if tonumber(v) ~= (delayed[lane] or 0) then
+    say('ldelayed of lane ' .. lane .. ' is ' .. v .. ' but the lane has ' ..
+      (delayed[lane] or 0) .. ' jobs in delayed')
+  end
+end
+for lane, n in pairs(delayed) do
+  if not ldelayed[lane] then
+    say('lane ' .. lane .. ' has ' .. n .. ' jobs in delayed but no ldelayed entry')
+  end
+end
+for room in pairs(S.rooms) do
+  local want = held_lanes(S, room)
+  for _, lane in ipairs(redis.call('SMEMBERS', room_held_key(room))) do
+    if not want[lane] then
+      say('lane ' .. lane .. ' is in the held set of room ' .. room ..
+        ' but is not a paused lane of the room with pending jobs')
+    end
+    want[lane] = nil
+  end
+  for lane in pairs(want) do
+    say('lane ' .. lane .. ' is paused with pending jobs but missing from the held set of room '
+      .. room)
+  end
+end
+
 -- invariant 3: gactive = leases per room
-local counts = count_active(S)
+local counts = count_jobs(S, 'active', 'room')
 for room in pairs(S.rooms) do
   local stored = redis.call('HGET', GACTIVE, room)
   local n = counts[room] or 0

@@ -1,4 +1,6 @@
 -- enqueue: admit a job into its lane; ring the lane / room on a false -> true transition.
+-- A lane the lanes do not know (new, or forgotten by retain) is bound to the room; the
+-- lane's entry in `lseen` becomes now (its last enqueue).
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
@@ -38,13 +40,12 @@ if max_depth > 0 then
       ' pending jobs (max_depth ' .. max_depth .. ')')
   end
 end
-if not bound then
-  redis.call('HSET', LROOM, lane, room)
-  redis.call('SADD', room_lanes_key(room), lane)
-end
+if not bound then bind(room, lane) end
+local now = now_ms()
+redis.call('ZADD', LSEEN, now, lane)
 local seq = redis.call('INCR', SEQ)
 redis.call('HSET', jk, 'payload', ARGV[4], 'room', room, 'lane', lane, 'seq', seq,
-  'attempts', 0, 'max_attempts', ARGV[5], 'state', 'pending', 'enqueued_ms', now_ms())
+  'attempts', 0, 'max_attempts', ARGV[5], 'state', 'pending', 'enqueued_ms', now)
 redis.call('ZADD', pk, seq, id)
 lane_filled(room, lane, redis.call('ZCARD', pk))
 if ddk then redis.call('SET', ddk, id, 'PX', ARGV[8]) end

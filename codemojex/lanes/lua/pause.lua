@@ -1,6 +1,6 @@
 -- pause: park a room (it leaves the room ring, keeps its lane ring) or a lane (it leaves
--- its room's lane ring; the room leaves the ring if that was its last lane). Backlog and
--- in-flight work are untouched; new jobs are still accepted.
+-- its room's lane ring for the room's held set; the room leaves the ring if that was its
+-- last lane). Backlog and in-flight work are untouched; new jobs are still accepted.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
@@ -15,5 +15,8 @@ if ARGV[2] == 'room' then
 end
 if redis.call('SADD', PAUSED, x) == 0 then return 0 end
 local room = redis.call('HGET', LROOM, x)
-if room and redis.call('ZCARD', pending_key(x)) > 0 then lane_unring(room, x) end
+if room and redis.call('ZCARD', pending_key(x)) > 0 then
+  lane_unring(room, x)
+  redis.call('SADD', room_held_key(room), x)
+end
 return 1

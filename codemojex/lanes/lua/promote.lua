@@ -12,6 +12,7 @@ for _, id in ipairs(ids) do
   local jk = job_key(id)
   local f = redis.call('HMGET', jk, 'room', 'lane', 'seq')
   if f[1] then
+    delayed_removed(f[2])
     requeue(id, jk, f[1], f[2], f[3])
     n = n + 1
   end

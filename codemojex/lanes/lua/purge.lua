@@ -21,5 +21,5 @@ for _, id in ipairs(ids) do
   end
 end
 redis.call('DEL', pk)
-if room and not is_paused(lane) then lane_unring(room, lane) end
+if room then lane_emptied(room, lane) end
 return n

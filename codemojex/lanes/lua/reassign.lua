@@ -18,13 +18,11 @@ if bound and bound ~= room then
 end
 if f[1] ~= 'pending' then return 0 end
 if lane == target then return 1 end
-if not bound then
-  redis.call('HSET', LROOM, target, room)
-  redis.call('SADD', room_lanes_key(room), target)
-end
+if not bound then bind(room, target) end
+redis.call('ZADD', LSEEN, now_ms(), target)
 local pk = pending_key(lane)
 redis.call('ZREM', pk, id)
-if redis.call('ZCARD', pk) == 0 and not is_paused(lane) then lane_unring(room, lane) end
+if redis.call('ZCARD', pk) == 0 then lane_emptied(room, lane) end
 redis.call('HSET', jk, 'lane', target)
 local tk = pending_key(target)
 redis.call('ZADD', tk, f[4], id)

@@ -1,8 +1,10 @@
 -- repair: for an operator who suspects damage. Puts every job in exactly one place (a job
--- hash with no place goes back to its lane; an id with no hash is dropped), recomputes
--- every room's gactive from the leases in `active`, and rebuilds both rings from the lanes
--- (keeps the order, drops duplicates and what is not serviceable, appends what is missing).
--- No job is lost. Admin verb: it reads the whole queue, atomically.
+-- hash with no place goes back to its lane; an id with no hash is dropped), binds the lane
+-- of every job that has one, recomputes every room's gactive from the leases in `active`
+-- and every lane's ldelayed from `delayed`, rebuilds both rings from the lanes (keeps the
+-- order, drops duplicates and what is not serviceable, appends what is missing) and the
+-- rooms' held sets, and puts every bound lane (only those) in lseen. No job is lost. Admin
+-- verb: it reads the whole queue, atomically.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
@@ -87,6 +89,21 @@ for _, lane in ipairs(sorted_keys(S.lanes)) do
     end
   end
 end
+-- the lane of a job in flight or delayed stays bound (it goes back to that lane)
+local S2 = survey(false)
+for _, id in ipairs(sorted_keys(S2.place)) do
+  local job, p = S2.jobs[id], S2.place[id][1]
+  if job and job.lane and job.room and (p.where == 'active' or p.where == 'delayed')
+      and not S.lroom[job.lane] then
+    redis.call('HSET', LROOM, job.lane, job.room)
+    S.lroom[job.lane] = job.room
+    S.rooms[job.room] = true
+    S.room_lanes[job.room] = S.room_lanes[job.room] or {}
+    S.room_lanes[job.room][job.lane] = true
+    did('bound lane ' .. job.lane .. ' to room ' .. job.room .. ': its job ' .. id .. ' is ' ..
+      p.where)
+  end
+end
 for _, room in ipairs(sorted_keys(S.rooms)) do
   local lk = room_lanes_key(room)
   for _, lane in ipairs(redis.call('SMEMBERS', lk)) do
@@ -102,22 +119,45 @@ for _, room in ipairs(sorted_keys(S.rooms)) do
   end
 end
 
--- gactive from the leases
-local S2 = survey(false)
-local counts = count_active(S2)
-for room in pairs(counts) do S.rooms[room] = true end
-for _, room in ipairs(sorted_keys(S.rooms)) do
-  local stored = redis.call('HGET', GACTIVE, room)
-  local n = counts[room] or 0
-  if tonumber(stored or '0') ~= n or (stored and n == 0) then
-    if n == 0 then
-      redis.call('HDEL', GACTIVE, room)
-    else
-      redis.call('HSET', GACTIVE, room, n)
-    end
-    did('gactive of room ' .. room .. ': ' .. tostring(stored) .. ' -> ' .. n)
+for _, lane in ipairs(sorted_keys(S.lroom)) do
+  if not S.seen[lane] then
+    redis.call('ZADD', LSEEN, now, lane)
+    did('put lane ' .. lane .. ' in lseen')
   end
 end
+for _, lane in ipairs(sorted_keys(S.seen)) do
+  if not S.lroom[lane] then
+    redis.call('ZREM', LSEEN, lane)
+    did('removed lane ' .. lane .. ' from lseen: it is bound to no room')
+  end
+end
+
+-- a counter hash holds `counts` for each of `names` (a zero count as no field)
+local function recount(h, what, names, counts)
+  for _, x in ipairs(names) do
+    local stored = redis.call('HGET', h, x)
+    local n = counts[x] or 0
+    if tonumber(stored or '0') ~= n or (stored and n == 0) then
+      if n == 0 then
+        redis.call('HDEL', h, x)
+      else
+        redis.call('HSET', h, x, n)
+      end
+      did(string.sub(h, #P + 1) .. ' of ' .. what .. ' ' .. x .. ': ' .. tostring(stored) ..
+        ' -> ' .. n)
+    end
+  end
+end
+
+-- ldelayed from `delayed`, gactive from the leases
+local delayed = count_jobs(S2, 'delayed', 'lane')
+local lanes = {}
+for _, lane in ipairs(redis.call('HKEYS', LDELAYED)) do lanes[lane] = true end
+for lane in pairs(delayed) do lanes[lane] = true end
+recount(LDELAYED, 'lane', sorted_keys(lanes), delayed)
+local counts = count_jobs(S2, 'active', 'room')
+for room in pairs(counts) do S.rooms[room] = true end
+recount(GACTIVE, 'room', sorted_keys(S.rooms), counts)
 
 -- rebuild a ring: keep the order, drop duplicates and what `keep` refuses, append missing
 local function rebuild(key, what, owner, keep, candidates)
@@ -156,5 +196,24 @@ for _, room in ipairs(sorted_keys(S.rooms)) do
 end
 if rebuild(RING, 'room', 'the room ring', room_serviceable, sorted_keys(S.rooms)) then
   if redis.call('LLEN', RING) > 0 then wake() end
+end
+
+for _, room in ipairs(sorted_keys(S.rooms)) do
+  local hk = room_held_key(room)
+  local want = held_lanes(S, room)
+  local have = redis.call('SMEMBERS', hk)
+  table.sort(have)
+  for _, lane in ipairs(have) do
+    if want[lane] then
+      want[lane] = nil
+    else
+      redis.call('SREM', hk, lane)
+      did('removed lane ' .. lane .. ' from the held set of room ' .. room)
+    end
+  end
+  for _, lane in ipairs(sorted_keys(want)) do
+    redis.call('SADD', hk, lane)
+    did('added lane ' .. lane .. ' to the held set of room ' .. room)
+  end
 end
 return fixed

@@ -12,5 +12,8 @@ if ARGV[2] == 'room' then
 end
 if redis.call('SREM', PAUSED, x) == 0 then return 0 end
 local room = redis.call('HGET', LROOM, x)
-if room and redis.call('ZCARD', pending_key(x)) > 0 then lane_join(room, x) end
+if room and redis.call('ZCARD', pending_key(x)) > 0 then
+  redis.call('SREM', room_held_key(room), x)
+  lane_join(room, x)
+end
 return 1

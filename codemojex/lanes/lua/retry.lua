@@ -10,7 +10,7 @@ local id = ARGV[1]
 local jk, room = holder(id, ARGV[2])
 if not jk then return 'stale' end
 redis.call('ZREM', ACTIVE, id)
-local f = redis.call('HMGET', jk, 'attempts', 'max_attempts')
+local f = redis.call('HMGET', jk, 'attempts', 'max_attempts', 'lane')
 local now = now_ms()
 local outcome
 if tonumber(f[1]) >= tonumber(f[2]) then
@@ -18,6 +18,7 @@ if tonumber(f[1]) >= tonumber(f[2]) then
   outcome = 'dead'
 else
   redis.call('ZADD', DELAYED, now + tonumber(ARGV[3]), id)
+  delayed_added(f[3])
   outcome = 'delayed'
 end
 redis.call('HSET', jk, 'state', outcome, 'last_error', ARGV[4])

@@ -1,12 +1,15 @@
 -- snapshot: what the /queue command, the CLI and the dashboard show: depths, in flight,
--- ceilings, weights, ring order, pauses. Admin verb: it reads every room asked about.
+-- ceilings, weights, ring order, pauses. Admin verb. A room costs what its lanes with
+-- pending jobs cost: they are its lane ring and its held set (paused lanes with work),
+-- never the list of every lane the room has had.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
--- ARGV[1]  one room id, or '' for every room the queue knows
+-- ARGV[1]  one room id, or '' for every room the queue knows (that reads all of lroom)
 -- Returns  {queue paused 0/1, room ring, #active, #delayed, #dead, rooms} where rooms is a
 --          list of {room, paused 0/1, ceiling (-1 = none), in flight, lane ring, lanes}
---          and lanes a list of {lane, depth, weight, paused 0/1}, sorted by id.
+--          and lanes a list of {lane, depth, weight, paused 0/1}, sorted by id: the room's
+--          lanes holding pending jobs.
 local rooms = {}
 if ARGV[1] ~= '' then
   rooms[1] = ARGV[1]
@@ -28,7 +31,9 @@ else
 end
 local out_rooms = {}
 for _, room in ipairs(rooms) do
-  local lanes = redis.call('SMEMBERS', room_lanes_key(room))
+  local ring = redis.call('LRANGE', lane_ring_key(room), 0, -1)
+  local lanes = redis.call('SMEMBERS', room_held_key(room))
+  for _, lane in ipairs(ring) do lanes[#lanes + 1] = lane end
   table.sort(lanes)
   local out_lanes = {}
   for _, lane in ipairs(lanes) do
@@ -39,7 +44,7 @@ for _, room in ipairs(rooms) do
   out_rooms[#out_rooms + 1] = {room, redis.call('SISMEMBER', PAUSED, room),
     tonumber(redis.call('HGET', GLIMIT, room) or '-1'),
     tonumber(redis.call('HGET', GACTIVE, room) or '0'),
-    redis.call('LRANGE', lane_ring_key(room), 0, -1), out_lanes}
+    ring, out_lanes}
 end
 return {redis.call('EXISTS', QPAUSED), redis.call('LRANGE', RING, 0, -1),
   redis.call('ZCARD', ACTIVE), redis.call('ZCARD', DELAYED),
