@@ -69,9 +69,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Update
 from telegram.ext import TypeHandler
 
-from codemojex import texts
 from codemojex.bot import CodemojexContext, build_application, running
-from codemojex.bot.guesses import GUESS_MAX_ATTEMPTS
 from codemojex.db import (
     Guess,
     LeaderboardEntry,
@@ -83,8 +81,10 @@ from codemojex.db import (
     store,
     upgrade,
 )
+from codemojex.game import texts
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull, Lanes
+from codemojex.limits import GUESS_MAX_ATTEMPTS
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn

@@ -14,58 +14,38 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final
 
-import redis.exceptions
 from telegram import Chat, Message, Update, User
 from telegram.constants import ChatType
 
-from codemojex import texts
 from codemojex.bot.admin import is_admin, is_anonymous_admin
 from codemojex.bot.context import CodemojexContext
 from codemojex.bot.guesses import Source, submit_guess, tell
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
-from codemojex.db.errors import is_transient
+from codemojex.game import texts
+from codemojex.outages import is_outage
 from codemojex.scoring import DEFAULT_LENGTH, InvalidSettings, parse_settings
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Update, CodemojexContext], Coroutine[Any, Any, None]]
 
-# Redis down or full for a moment: the player is asked to retry, and nothing was half-written
-# (each lanes verb is one script, each store use-case one transaction).
-REDIS_UNAVAILABLE: Final = (
-    redis.exceptions.ConnectionError,  # includes BusyLoadingError (Redis restarting)
-    redis.exceptions.TimeoutError,
-    redis.exceptions.OutOfMemoryError,  # maxmemory with noeviction: nothing was written
-    redis.exceptions.ReadOnlyError,  # a failover in progress
-    redis.exceptions.TryAgainError,
-    # A Redis Cluster that cannot serve the queue's slot now: a failover (ClusterDownError),
-    # the slot migrating (the lanes' TRYAGAIN until redis-py gives up), no master for it.
-    redis.exceptions.ClusterError,
-    redis.exceptions.SlotNotCoveredError,
-)
-
 LIMIT_RANGE: Final = (1, 1000)
 WEIGHT_RANGE: Final = (1, 100)
 AUDIT_ARGS_MAX: Final = 200
 
 
-def unavailable(exc: BaseException) -> bool:
-    """A storage outage (Redis, or the database as the worker classifies it: down, restarting,
-    shutting down, a lost serialization race), as opposed to a bug."""
-    return isinstance(exc, REDIS_UNAVAILABLE) or is_transient(exc)
-
-
 def guarded(handler: Handler) -> Handler:
-    """Storage outages become "try again in a moment" instead of an error report."""
+    """Storage outages become "try again in a moment" instead of an error report: nothing was
+    half-written (each lanes verb is one script, each store use-case one transaction)."""
 
     @functools.wraps(handler)
     async def wrapper(update: Update, context: CodemojexContext) -> None:
         try:
             await handler(update, context)
         except Exception as exc:
-            if not unavailable(exc):
+            if not is_outage(exc):
                 raise
             log.warning("update %s: storage unavailable (%s)", update.update_id, type(exc).__name__)
             if update.message is not None:

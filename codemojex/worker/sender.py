@@ -84,7 +84,7 @@ from telegram.error import (
 )
 
 from codemojex.db import Outbox, store
-from codemojex.db.errors import is_transient
+from codemojex.outages import is_outage as is_transient
 from codemojex.redistypes import AnyRedis
 from codemojex.worker.compose import MAX_MESSAGE, OutMessage, compose
 from codemojex.worker.pacing import Grant, Pacer

@@ -5,7 +5,8 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import ids
-from codemojex.db import Room, store
+from codemojex.db import Room, Round, store
+from codemojex.game.decide import Attempt, Verdict
 
 
 async def new_room(session: AsyncSession, chat_id: int = -1001, title: str = "Room") -> Room:
@@ -20,3 +21,29 @@ def wrong_guess(secret: tuple[str, ...], palette: tuple[str, ...]) -> tuple[str,
     """A guess that is not all exact: the first position changed."""
     other = next(e for e in palette if e != secret[0])
     return (other, *secret[1:])
+
+
+def attempt(
+    rnd: Round,
+    player_id: str,
+    emojis: tuple[str, ...],
+    *,
+    guess_id: str | None = None,
+    reply_to: int | None = None,
+    room_id: str | None = None,
+) -> Attempt:
+    """A guess of `rnd` as the worker decodes it from a job of the player's lane."""
+    return Attempt(
+        guess_id=guess_id or job_id(),
+        round_id=rnd.id,
+        player_id=player_id,
+        room_id=room_id or rnd.room_id,
+        emojis=emojis,
+        reply_to=reply_to,
+    )
+
+
+async def record_one(session: AsyncSession, item: Attempt) -> Verdict:
+    """A batch of one guess."""
+    [verdict] = await store.record_guesses(session, [item])
+    return verdict
