@@ -24,7 +24,7 @@ from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
 from codemojex.game import texts
-from codemojex.outages import is_outage
+from codemojex.outages import outage_of
 from codemojex.scoring import DEFAULT_LENGTH, InvalidSettings, parse_settings
 
 log = logging.getLogger(__name__)
@@ -37,15 +37,16 @@ AUDIT_ARGS_MAX: Final = 200
 
 
 def guarded(handler: Handler) -> Handler:
-    """Storage outages become "try again in a moment" instead of an error report: nothing was
-    half-written (each lanes verb is one script, each store use-case one transaction)."""
+    """Storage outages (Redis, Postgres) become "try again in a moment" instead of an error
+    report: nothing was half-written (each lanes verb is one script, each store use-case one
+    transaction). Telegram failing is not one of them: that is reported, and apologised for."""
 
     @functools.wraps(handler)
     async def wrapper(update: Update, context: CodemojexContext) -> None:
         try:
             await handler(update, context)
         except Exception as exc:
-            if not is_outage(exc):
+            if outage_of(exc) not in ("redis", "postgres"):
                 raise
             log.warning("update %s: storage unavailable (%s)", update.update_id, type(exc).__name__)
             if update.message is not None:
