@@ -135,20 +135,6 @@ class Verdict:
         return self.kind in REFUSALS
 
 
-@dataclass(frozen=True, slots=True)
-class GuessRow:
-    """A guess to record (pegs and attempt None when late)."""
-
-    id: str
-    round_id: int
-    player_id: str
-    text: str
-    exact: int | None
-    misplaced: int | None
-    attempt_no: int | None
-    late: bool
-
-
 @dataclass(slots=True)
 class Tally:
     """One player's leaderboard change within a batch."""
@@ -172,7 +158,8 @@ class Closing:
 class Decision:
     now: datetime  # when it was decided: scored_at, ended_at and created_at of what it writes
     verdicts: list[Verdict]  # one per attempt, in order
-    guesses: list[GuessRow]
+    # The guesses to record: each new one (scored or late) once, with its verdict.
+    recorded: list[tuple[Attempt, Verdict]]
     tallies: dict[tuple[str, str], Tally]  # (room id, player id) -> change
     closings: list[Closing]
     messages: list[Message]  # in the order they are to be posted
@@ -184,7 +171,7 @@ _BANNED: Final = Verdict("banned")
 def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Decision:
     """Decide a batch of guesses against the state loaded for it (see the module docstring)."""
     verdicts: list[Verdict] = []
-    rows: list[GuessRow] = []
+    recorded: list[tuple[Attempt, Verdict]] = []
     messages: list[Message] = []
     tallies: dict[tuple[str, str], Tally] = {}
     closings: list[Closing] = []
@@ -220,12 +207,8 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
             verdicts.append(Verdict("mismatch"))
             continue
 
-        text = "".join(item.emojis)
         if rnd.ended or rnd.id in won:
             solved = rnd.id in won or rnd.end_reason == SOLVED
-            rows.append(
-                GuessRow(item.guess_id, rnd.id, item.player_id, text, None, None, None, True)
-            )
             late_text = (texts.already_solved if solved else texts.already_over)(item.emojis)
             messages.append(_answer(item, rnd, player, late_text, KIND_LATE))
             verdict = Verdict("late", round_closed=True, late=True, chat_id=rnd.chat_id)
@@ -235,12 +218,6 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
             attempt_no = scored_before[key] = scored_before.get(key, 0) + 1
             wins = fb.exact == rnd.length
             points = points_for(attempt_no) if wins else 0
-            rows.append(
-                GuessRow(
-                    item.guess_id, rnd.id, item.player_id, text, fb.exact, fb.misplaced,
-                    attempt_no, False,
-                )
-            )  # fmt: skip
             tally = tallies.setdefault((rnd.room_id, item.player_id), Tally())
             tally.guesses += 1
             tally.points += points
@@ -266,7 +243,8 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
             )
         decided[item.guess_id] = verdict
         verdicts.append(verdict)
-    return Decision(now, verdicts, rows, tallies, closings, messages)
+        recorded.append((item, verdict))
+    return Decision(now, verdicts, recorded, tallies, closings, messages)
 
 
 def _answer(

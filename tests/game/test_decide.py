@@ -91,15 +91,9 @@ def test_a_scored_guess_gets_its_pegs_a_row_a_tally_and_a_reply() -> None:
     [verdict] = decision.verdicts
     assert verdict == Verdict("scored", exact=3, misplaced=0, attempt_no=1)
     assert verdict.chat_id == -100
-    [row] = decision.guesses
-    assert (row.id, row.text, row.exact, row.misplaced, row.attempt_no, row.late) == (
-        "g1",
-        "".join(MISS),
-        fb.exact,
-        fb.misplaced,
-        1,
-        False,
-    )
+    [(recorded, as_recorded)] = decision.recorded
+    assert recorded == guess("g1") and as_recorded is verdict
+    assert (verdict.exact, verdict.misplaced, verdict.late) == (fb.exact, fb.misplaced, False)
     assert decision.tallies == {(ROOM_A, ANN): Tally(points=0, wins=0, guesses=1)}
     assert decision.closings == []
     [message] = decision.messages
@@ -139,7 +133,9 @@ def test_a_late_guess_earns_nothing_and_is_told_why() -> None:
     )
     assert decision.verdicts == [Verdict("late", round_closed=True, late=True)] * 2
     assert decision.tallies == {} and decision.closings == []
-    assert [(g.late, g.exact, g.attempt_no) for g in decision.guesses] == [(True, None, None)] * 2
+    assert [(v.late, v.exact, v.attempt_no) for _, v in decision.recorded] == [
+        (True, None, None)
+    ] * 2
     assert [(m.kind, m.text) for m in decision.messages] == [
         (KIND_LATE, texts.already_solved(SECRET)),
         (KIND_LATE, texts.already_over(SECRET)),
@@ -166,7 +162,7 @@ def test_the_same_guess_twice_in_a_batch_is_recorded_once() -> None:
     assert again.duplicate and again.chat_id is None  # not answered again
     assert (again.exact, again.attempt_no) == (first.exact, first.attempt_no) == (3, 1)
     assert second.attempt_no == 2
-    assert [g.id for g in decision.guesses] == ["g1", "g2"]
+    assert [a.guess_id for a, _ in decision.recorded] == ["g1", "g2"]
     assert [m.guess_id for m in decision.messages] == ["g1", "g2"]
 
 
@@ -185,13 +181,13 @@ def test_a_guess_recorded_before_is_reported_as_it_was_and_writes_nothing() -> N
         ),
         Verdict("duplicate", round_closed=True, late=True),
     ]
-    assert decision.guesses == [] and decision.messages == [] and decision.tallies == {}
+    assert decision.recorded == [] and decision.messages == [] and decision.tallies == {}
 
 
 def test_banned_players_write_nothing() -> None:
     decision = decide([guess("g1", EVE, SECRET)], state(), NOW)
     assert decision.verdicts == [Verdict("banned")]
-    assert decision.guesses == [] and decision.messages == []
+    assert decision.recorded == [] and decision.messages == []
     assert decision.tallies == {} and decision.closings == []
 
 
@@ -217,7 +213,7 @@ def test_stale_or_forged_jobs_are_refused() -> None:
         "mismatch",
     ]
     assert all(v.refused and v.chat_id is None for v in decision.verdicts)
-    assert decision.guesses == [] and decision.messages == [] and decision.tallies == {}
+    assert decision.recorded == [] and decision.messages == [] and decision.tallies == {}
 
 
 def test_points_rule() -> None:
@@ -264,7 +260,7 @@ def test_every_batch_obeys_the_rules(
     assert len(verdicts) == len(attempts)
 
     # A guess id is written at most once, and only for a new scored or late guess.
-    written = [g.id for g in decision.guesses]
+    written = [a.guess_id for a, _ in decision.recorded]
     assert len(written) == len(set(written))
     new = [a for a, v in zip(attempts, verdicts, strict=True) if v.kind in ("scored", "late")]
     assert written == [a.guess_id for a in new]

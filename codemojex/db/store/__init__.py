@@ -19,7 +19,7 @@ from codemojex.db.store.errors import (
     UnknownPlayer,
     UnknownRoom,
 )
-from codemojex.db.store.guesses import load_batch, record_guesses, write_decision
+from codemojex.db.store.guesses import record_guesses
 from codemojex.db.store.outbox import (
     chats_with_unsent,
     claim_outbox,
@@ -73,7 +73,6 @@ __all__ = [
     "guess_context",
     "is_banned",
     "leaderboard",
-    "load_batch",
     "mark_sent",
     "open_round",
     "pending_outbox",
@@ -85,6 +84,5 @@ __all__ = [
     "start_round",
     "unban",
     "update_room_settings",
-    "write_decision",
     "write_messages",
 ]

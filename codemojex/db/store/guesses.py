@@ -147,20 +147,20 @@ async def load_batch(session: AsyncSession, attempts: Sequence[Attempt]) -> Batc
 async def write_decision(session: AsyncSession, decision: Decision) -> None:
     """Write what `decide` decided (in the caller's transaction, under the rounds' locks)."""
     now = decision.now
-    if decision.guesses:
+    if decision.recorded:
         rows: list[dict[str, Any]] = [
             {
-                "id": g.id,
-                "round_id": g.round_id,
-                "player_id": g.player_id,
-                "text": g.text,
-                "exact": g.exact,
-                "misplaced": g.misplaced,
-                "attempt_no": g.attempt_no,
-                "late": g.late,
+                "id": attempt.guess_id,
+                "round_id": attempt.round_id,
+                "player_id": attempt.player_id,
+                "text": "".join(attempt.emojis),
+                "exact": verdict.exact,
+                "misplaced": verdict.misplaced,
+                "attempt_no": verdict.attempt_no,
+                "late": verdict.late,
                 "scored_at": now,
             }
-            for g in decision.guesses
+            for attempt, verdict in decision.recorded
         ]
         await session.execute(insert(Guess), rows)
     if decision.tallies:
