@@ -159,7 +159,7 @@ class Decision:
     now: datetime  # when it was decided: scored_at, ended_at and created_at of what it writes
     verdicts: list[Verdict]  # one per attempt, in order
     # The guesses to record: each new one (scored or late) once, with its verdict.
-    recorded: list[tuple[Attempt, Verdict]]
+    new_guesses: list[tuple[Attempt, Verdict]]
     tallies: dict[tuple[str, str], Tally]  # (room id, player id) -> change
     closings: list[Closing]
     messages: list[Message]  # in the order they are to be posted
@@ -171,7 +171,7 @@ _BANNED: Final = Verdict("banned")
 def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Decision:
     """Decide a batch of guesses against the state loaded for it (see the module docstring)."""
     verdicts: list[Verdict] = []
-    recorded: list[tuple[Attempt, Verdict]] = []
+    new_guesses: list[tuple[Attempt, Verdict]] = []
     messages: list[Message] = []
     tallies: dict[tuple[str, str], Tally] = {}
     closings: list[Closing] = []
@@ -243,8 +243,8 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
             )
         decided[item.guess_id] = verdict
         verdicts.append(verdict)
-        recorded.append((item, verdict))
-    return Decision(now, verdicts, recorded, tallies, closings, messages)
+        new_guesses.append((item, verdict))
+    return Decision(now, verdicts, new_guesses, tallies, closings, messages)
 
 
 def _answer(

@@ -91,7 +91,7 @@ def test_a_scored_guess_gets_its_pegs_a_row_a_tally_and_a_reply() -> None:
     [verdict] = decision.verdicts
     assert verdict == Verdict("scored", exact=3, misplaced=0, attempt_no=1)
     assert verdict.chat_id == -100
-    [(recorded, as_recorded)] = decision.recorded
+    [(recorded, as_recorded)] = decision.new_guesses
     assert recorded == guess("g1") and as_recorded is verdict
     assert (verdict.exact, verdict.misplaced, verdict.late) == (fb.exact, fb.misplaced, False)
     assert decision.tallies == {(ROOM_A, ANN): Tally(points=0, wins=0, guesses=1)}
@@ -133,7 +133,7 @@ def test_a_late_guess_earns_nothing_and_is_told_why() -> None:
     )
     assert decision.verdicts == [Verdict("late", round_closed=True, late=True)] * 2
     assert decision.tallies == {} and decision.closings == []
-    assert [(v.late, v.exact, v.attempt_no) for _, v in decision.recorded] == [
+    assert [(v.late, v.exact, v.attempt_no) for _, v in decision.new_guesses] == [
         (True, None, None)
     ] * 2
     assert [(m.kind, m.text) for m in decision.messages] == [
@@ -162,7 +162,7 @@ def test_the_same_guess_twice_in_a_batch_is_recorded_once() -> None:
     assert again.duplicate and again.chat_id is None  # not answered again
     assert (again.exact, again.attempt_no) == (first.exact, first.attempt_no) == (3, 1)
     assert second.attempt_no == 2
-    assert [a.guess_id for a, _ in decision.recorded] == ["g1", "g2"]
+    assert [a.guess_id for a, _ in decision.new_guesses] == ["g1", "g2"]
     assert [m.guess_id for m in decision.messages] == ["g1", "g2"]
 
 
@@ -181,13 +181,13 @@ def test_a_guess_recorded_before_is_reported_as_it_was_and_writes_nothing() -> N
         ),
         Verdict("duplicate", round_closed=True, late=True),
     ]
-    assert decision.recorded == [] and decision.messages == [] and decision.tallies == {}
+    assert decision.new_guesses == [] and decision.messages == [] and decision.tallies == {}
 
 
 def test_banned_players_write_nothing() -> None:
     decision = decide([guess("g1", EVE, SECRET)], state(), NOW)
     assert decision.verdicts == [Verdict("banned")]
-    assert decision.recorded == [] and decision.messages == []
+    assert decision.new_guesses == [] and decision.messages == []
     assert decision.tallies == {} and decision.closings == []
 
 
@@ -213,7 +213,7 @@ def test_stale_or_forged_jobs_are_refused() -> None:
         "mismatch",
     ]
     assert all(v.refused and v.chat_id is None for v in decision.verdicts)
-    assert decision.recorded == [] and decision.messages == [] and decision.tallies == {}
+    assert decision.new_guesses == [] and decision.messages == [] and decision.tallies == {}
 
 
 def test_points_rule() -> None:
@@ -260,7 +260,7 @@ def test_every_batch_obeys_the_rules(
     assert len(verdicts) == len(attempts)
 
     # A guess id is written at most once, and only for a new scored or late guess.
-    written = [a.guess_id for a, _ in decision.recorded]
+    written = [a.guess_id for a, _ in decision.new_guesses]
     assert len(written) == len(set(written))
     new = [a for a, v in zip(attempts, verdicts, strict=True) if v.kind in ("scored", "late")]
     assert written == [a.guess_id for a in new]

@@ -147,7 +147,7 @@ async def load_batch(session: AsyncSession, attempts: Sequence[Attempt]) -> Batc
 async def write_decision(session: AsyncSession, decision: Decision) -> None:
     """Write what `decide` decided (in the caller's transaction, under the rounds' locks)."""
     now = decision.now
-    if decision.recorded:
+    if decision.new_guesses:
         rows: list[dict[str, Any]] = [
             {
                 "id": attempt.guess_id,
@@ -160,7 +160,7 @@ async def write_decision(session: AsyncSession, decision: Decision) -> None:
                 "late": verdict.late,
                 "scored_at": now,
             }
-            for attempt, verdict in decision.recorded
+            for attempt, verdict in decision.new_guesses
         ]
         await session.execute(insert(Guess), rows)
     if decision.tallies:
