@@ -173,7 +173,7 @@ async def _worker_main(
     engine = make_engine(url, pool_size=concurrency + 2, max_overflow=4)
     try:
         lanes = Lanes(client, queue=queue)
-        worker = ScoreWorker(make_sessionmaker(engine), lanes=lanes, lease_ms=LEASE_MS)
+        worker = ScoreWorker(make_sessionmaker(engine))
         pool = ConsumerPool(lanes, worker, concurrency=concurrency, lease_ms=LEASE_MS)
         async with engine.connect():  # open one connection before the clock starts
             pass

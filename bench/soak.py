@@ -69,7 +69,6 @@ from telegram import Update
 from telegram.ext import TypeHandler
 
 from bench.common import free_port
-from codemojex import texts
 from codemojex.bot import CodemojexContext, build_application, running
 from codemojex.db import (
     Guess,
@@ -82,6 +81,7 @@ from codemojex.db import (
     store,
     upgrade,
 )
+from codemojex.game import texts
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull, Lanes
 from codemojex.limits import GUESS_MAX_ATTEMPTS

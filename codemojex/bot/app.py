@@ -31,12 +31,12 @@ from telegram.ext import (
     filters,
 )
 
-from codemojex import texts
 from codemojex.bot import handlers
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.bot.replies import ANSWER_POLICY, answer
+from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.posting.flags import FloodNotices
 from codemojex.posting.pacer import Pacer

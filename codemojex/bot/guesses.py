@@ -20,17 +20,18 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from enum import Enum
+from typing import Literal
 
 from telegram import Message, User
 
-from codemojex import texts
+from codemojex import limits
 from codemojex.bot.context import BotServices
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import apply_ceiling, display_name, ensure_room, room_title
 from codemojex.db import store
+from codemojex.game import texts
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull
-from codemojex.limits import GUESS_MAX_ATTEMPTS
 from codemojex.posting.flags import Notice
 from codemojex.scoring import MAX_GUESS_CHARS, MIN_LENGTH, InvalidGuess, parse_guess
 from codemojex.scoring.emoji import clusters, is_emoji
@@ -47,17 +48,16 @@ class Source(Enum):
     PLAIN = "plain"  # any other group message
 
 
-class Outcome(Enum):
-    ENQUEUED = "enqueued"  # a new job, or the same update seen again (deduplicated)
-    IGNORED = "ignored"  # chat, not a guess: no answer
-    NO_ROUND = "no_round"
-    INVALID = "invalid"
-    BANNED = "banned"
-    FLOOD = "flood"
+# What became of a message taken for a guess (counted per process, e.g. by the demo):
+# enqueued: a new job, or the same update seen again (deduplicated); ignored: chat, not a
+# guess (no answer); no_round, invalid, banned: refused with a reason; flood: the lane is full.
+Outcome = Literal["enqueued", "ignored", "no_round", "invalid", "banned", "flood"]
 
 
 @dataclass(frozen=True, slots=True)
 class GuessAnswer:
+    """The bot's answer to one guess message: what became of it, and what to tell the player."""
+
     outcome: Outcome
     reply: str | None = None  # what to tell the player, None = say nothing
     job_id: str | None = None
@@ -83,7 +83,7 @@ async def submit_guess(
     """Validate `text` against the room's open round and enqueue it into the player's lane."""
     explicit = source is not Source.PLAIN
     if not explicit and not looks_like_guess(text):
-        return GuessAnswer(Outcome.IGNORED)
+        return GuessAnswer("ignored")
     chat = message.chat
     async with services.sessionmaker() as session:
         ctx = await store.guess_context(session, chat.id, user.id)
@@ -97,13 +97,13 @@ async def submit_guess(
         await apply_ceiling(services, room)
         round_ = ctx.open_round
         if round_ is None:
-            return GuessAnswer(Outcome.NO_ROUND, texts.NO_ROUND if explicit else None)
+            return GuessAnswer("no_round", texts.NO_ROUND if explicit else None)
         try:
             emojis = parse_guess(text, round_.palette_emojis, round_.length)
         except InvalidGuess as exc:
-            return GuessAnswer(Outcome.INVALID, str(exc))
+            return GuessAnswer("invalid", str(exc))
         if ctx.banned:
-            return GuessAnswer(Outcome.BANNED, texts.BANNED)
+            return GuessAnswer("banned", texts.BANNED)
         name = display_name(user)
         player = ctx.player
         if player is None or (name and player.display_name != name):
@@ -116,28 +116,28 @@ async def submit_guess(
             room.id,
             player.id,
             job.encode(),
-            max_attempts=GUESS_MAX_ATTEMPTS,
+            max_attempts=limits.GUESS_MAX_ATTEMPTS,
             max_depth=services.max_depth,
             dedupe_key=f"{chat.id}:{message.message_id}",
         )
     except LaneFull:
         first = await services.flood.first_of_episode(player.id)
         if not first:
-            return GuessAnswer(Outcome.FLOOD)
-        return GuessAnswer(Outcome.FLOOD, texts.SLOW_DOWN, notice="flood", lane=player.id)
+            return GuessAnswer("flood")
+        return GuessAnswer("flood", texts.SLOW_DOWN, notice="flood", lane=player.id)
     # A paused room keeps guesses; say why no result comes (once per player per episode).
     paused = await services.lanes.is_paused(room.id)
     if paused and await services.flood.first_of_episode(player.id, "paused"):
         return GuessAnswer(
-            Outcome.ENQUEUED, texts.SCORING_PAUSED_NOTE, job_id, notice="paused", lane=player.id
+            "enqueued", texts.SCORING_PAUSED_NOTE, job_id, notice="paused", lane=player.id
         )
-    return GuessAnswer(Outcome.ENQUEUED, None, job_id)
+    return GuessAnswer("enqueued", None, job_id)
 
 
 async def tell(services: BotServices, message: Message, outcome: GuessAnswer) -> None:
     """Send the outcome's reply. A once-per-episode notice that could not be sent (the chat was
     at its pace) is not spent: the next occasion in the episode tries again."""
-    services.guess_outcomes[outcome.outcome.value] += 1
+    services.guess_outcomes[outcome.outcome] += 1
     if outcome.reply is None:
         return
     sent = await answer(services, message, outcome.reply)

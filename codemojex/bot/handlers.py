@@ -17,13 +17,13 @@ from typing import Any, Final
 from telegram import Chat, Message, Update, User
 from telegram.constants import ChatType
 
-from codemojex import texts
 from codemojex.bot.admin import is_admin, is_anonymous_admin
 from codemojex.bot.context import CodemojexContext
 from codemojex.bot.guesses import Source, submit_guess, tell
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
+from codemojex.game import texts
 from codemojex.limits import CEILING_MAX, CEILING_MIN, WEIGHT_MAX, WEIGHT_MIN
 from codemojex.outages import outage_of
 from codemojex.scoring import DEFAULT_LENGTH, InvalidSettings, parse_settings
@@ -38,8 +38,9 @@ AUDIT_ARGS_MAX: Final = 200
 
 
 def guarded(handler: Handler) -> Handler:
-    """Storage outages become "try again in a moment" instead of an error report: nothing was
-    half-written (each lanes verb is one script, each store use-case one transaction)."""
+    """Storage outages (Redis, Postgres) become "try again in a moment" instead of an error
+    report: nothing was half-written (each lanes verb is one script, each store use-case one
+    transaction). Telegram failing is not one of them: that is reported, and apologised for."""
 
     @functools.wraps(handler)
     async def wrapper(update: Update, context: CodemojexContext) -> None:

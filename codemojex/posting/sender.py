@@ -73,7 +73,6 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 import httpx
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 from telegram.error import (
@@ -218,7 +217,8 @@ class OutboxSender:
                 self._poked.clear()
                 if time.monotonic() >= next_scan:
                     try:
-                        chats |= set(await self._chats_with_unsent())
+                        async with self._sessionmaker() as session:
+                            chats |= set(await store.chats_with_unsent(session))
                     except Exception as exc:
                         if not is_outage(exc):
                             raise
@@ -280,16 +280,6 @@ class OutboxSender:
         finally:
             self._active.pop(chat_id, None)
             self._wake.set()
-
-    async def _chats_with_unsent(self) -> list[int]:
-        """Chats with unsent rows (the store's pending view is oldest-first per row; a distinct
-        scan over the pending index keeps one flooded chat from hiding the others).
-        The SQL moves to `codemojex.db.store.outbox.chats_with_unsent` with the store split."""
-        async with self._sessionmaker() as session:
-            stmt = select(Outbox.chat_id).where(Outbox.sent_at.is_(None)).distinct()
-            chats = [int(c) for c in (await session.execute(stmt)).scalars()]
-            await session.commit()
-        return chats
 
     # -- one chat -----------------------------------------------------------------------------
 

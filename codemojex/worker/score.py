@@ -1,10 +1,11 @@
 """The ScoreWorker: the consumer pool's handler for one batch of one player's guesses.
 
 Per batch (jobs of one lane, i.e. one player in one room, in mint order): decode each
-payload and hand the guesses to `store.record_guesses`, which checks each against the round it
-names, scores it and records it with its outbox rows, idempotent by the guess id (= the lane
-job id), deciding under the round's row lock whether the round is still open. Returning lets
-the pool ack the batch.
+payload into a `game.decide.Attempt` and hand them to `store.record_guesses`, which locks the
+rounds and loads their state, lets `game.decide` decide (still open? banned meanwhile? scored,
+won, late, duplicate), and writes the decision with its outbox rows, idempotent by the guess
+id (= the lane job id). Returning lets the pool ack the batch. The bot validated every guess
+before enqueueing it; only what can change after that is checked again.
 
 The round is not cached between flushes: each flush reads every round it needs in one
 statement, under the row lock that decides whether the round is still open (two workers
@@ -22,9 +23,9 @@ recording is idempotent per guess and all-or-nothing per transaction, nothing is
 twice. A flush that fails for any other reason is redone one batch per transaction, so that a
 poison guess fails (and is in time dead-lettered) alone, not with the batches beside it.
 
-A database that is down (connection refused, timeouts, OperationalError…) is transient:
-the worker waits a little for it (up to `hold_s`, extending the batch's lease) and then
-raises `Retry(delay)` so the batch goes back to its lane with a back-off. Nothing is acked,
+A database that is down (connection refused, timeouts, OperationalError…: `outages`) is
+waited out a little (up to `hold_s`; the pool's heartbeat keeps the batch's lease), then
+`Retry(delay)` hands the batch back to its lane with a back-off. Nothing is acked,
 nothing is lost. The secret code and the guess text are never logged.
 """
 
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -42,11 +42,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import ids
 from codemojex.db import store
-from codemojex.db.errors import is_transient
+from codemojex.game.decide import Attempt, Verdict
 from codemojex.jobs import GuessJob
-from codemojex.lanes import Job, Lanes, Retry
-
-Results = list[store.GuessResult | store.StoreError]
+from codemojex.lanes import Job, Retry
+from codemojex.outages import backoff_ms, is_outage
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +80,6 @@ class ScoreStats:
         }
 
 
-def backoff_ms(attempts: int, *, base_ms: int = 500, cap_ms: int = 30_000) -> int:
-    """Exponential back-off with full jitter on the upper half."""
-    ceiling = min(cap_ms, base_ms * 2 ** max(0, attempts - 1))
-    return int(ceiling / 2 + random.random() * ceiling / 2)
-
-
 class ScoreWorker:
     """`await worker(jobs)`: the ConsumerPool handler."""
 
@@ -94,21 +87,16 @@ class ScoreWorker:
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         *,
-        lanes: Lanes | None = None,
-        lease_ms: int = 30_000,
         hold_s: float = 5.0,
         max_flush: int = 512,
         stats: ScoreStats | None = None,
         on_recorded: Callable[[int], Awaitable[None]] | None = None,
     ) -> None:
-        """`lanes` (optional) lets the worker extend the batch's lease while it waits out a
-        short database outage; `hold_s` is how long it waits before handing the batch back
-        with Retry. `max_flush` caps the guesses recorded in one transaction.
+        """`hold_s` is how long a database outage is waited out before the batch is handed
+        back with Retry. `max_flush` caps the guesses recorded in one transaction.
         `on_recorded(chat_id)` is told after a batch wrote outbox rows for a chat (the sender
         uses it to look at that chat sooner)."""
         self._sessionmaker = sessionmaker
-        self._lanes = lanes
-        self._lease_ms = lease_ms
         self._hold_s = hold_s
         self._max_flush = max_flush
         self.stats = stats or ScoreStats()
@@ -125,41 +113,43 @@ class ScoreWorker:
         ]
         if not decoded:
             return
-        items = [
-            store.GuessIn(
+        attempts = [
+            Attempt(
                 guess_id=job.id,
                 round_id=guess.round_id,
                 player_id=job.lane,
-                emojis=guess.emojis,
-                chat_id=None,  # the room's chat
-                reply_to=guess.message_id,
                 room_id=job.room,
+                emojis=guess.emojis,
+                reply_to=guess.message_id,
             )
             for job, guess in decoded
         ]
-        results = await self._record_patiently(jobs, items)
+        verdicts = await self._record_patiently(jobs, attempts)
         answered = {
             chat
-            for (job, _), result in zip(decoded, results, strict=True)
-            if (chat := self._count(job, result)) is not None
+            for (job, _), verdict in zip(decoded, verdicts, strict=True)
+            if (chat := self._count(job, verdict)) is not None
         }
         if self._on_recorded is not None:
             for chat in answered:
                 await self._on_recorded(chat)
 
-    async def _record_patiently(self, jobs: Sequence[Job], items: list[store.GuessIn]) -> Results:
+    async def _record_patiently(
+        self, jobs: Sequence[Job], attempts: list[Attempt]
+    ) -> list[Verdict]:
         """Record, waiting out a short database outage; Retry when it lasts."""
         deadline = time.monotonic() + self._hold_s
         pause = 0.1
         while True:
             try:
-                return await self._record(items)
+                return await self._record(attempts)
             except Exception as exc:
-                if not is_transient(exc):
+                if not is_outage(exc):
                     raise
                 if time.monotonic() + pause > deadline:
                     self.stats.retries += 1
-                    delay = backoff_ms(max(job.attempts for job in jobs))
+                    # At least 1 ms: a zero delay would be no back-off at all.
+                    delay = max(1, backoff_ms(max(job.attempts for job in jobs)))
                     log.warning(
                         "database unavailable (%s); batch of %d for lane %s back in %d ms",
                         type(exc).__name__,
@@ -168,15 +158,12 @@ class ScoreWorker:
                         delay,
                     )
                     raise Retry(delay, f"database unavailable: {type(exc).__name__}") from exc
-                await self._extend(jobs)
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 2.0)
 
-    async def _record(
-        self, items: list[store.GuessIn]
-    ) -> list[store.GuessResult | store.StoreError]:
-        """Group commit: wait for a flush that takes these items (maybe run it ourselves)."""
-        waiting = _Waiting(items, asyncio.get_running_loop().create_future())
+    async def _record(self, attempts: list[Attempt]) -> list[Verdict]:
+        """Group commit: wait for a flush that takes these attempts (maybe run it ourselves)."""
+        waiting = _Waiting(attempts, asyncio.get_running_loop().create_future())
         self._waiting.append(waiting)
         async with self._flush_lock:
             if not waiting.future.done():
@@ -189,11 +176,11 @@ class ScoreWorker:
         taken: list[_Waiting] = []
         size = 0
         while self._waiting and (
-            not taken or size + len(self._waiting[0].items) <= self._max_flush
+            not taken or size + len(self._waiting[0].attempts) <= self._max_flush
         ):
             waiting = self._waiting.pop(0)
             taken.append(waiting)
-            size += len(waiting.items)
+            size += len(waiting.attempts)
         try:
             results = await self._record_together(taken)
         except asyncio.CancelledError:
@@ -201,7 +188,7 @@ class ScoreWorker:
             self._waiting[:0] = [w for w in taken if not w.future.done()]
             raise
         except Exception as exc:
-            if len(taken) == 1 or is_transient(exc):
+            if len(taken) == 1 or is_outage(exc):
                 for waiting in taken:
                     waiting.future.set_exception(exc)
                 return
@@ -223,49 +210,38 @@ class ScoreWorker:
             return
         start = 0
         for waiting in taken:
-            waiting.future.set_result(results[start : start + len(waiting.items)])
-            start += len(waiting.items)
+            waiting.future.set_result(results[start : start + len(waiting.attempts)])
+            start += len(waiting.attempts)
 
-    async def _record_together(self, taken: list[_Waiting]) -> Results:
+    async def _record_together(self, taken: list[_Waiting]) -> list[Verdict]:
         """One transaction for the guesses of these batches, in order."""
         async with self._sessionmaker() as session:
-            results = await store.record_guesses(
-                session, [item for waiting in taken for item in waiting.items]
+            verdicts = await store.record_guesses(
+                session, [attempt for waiting in taken for attempt in waiting.attempts]
             )
         self.stats.flushes += 1
-        return results
+        return verdicts
 
-    def _count(self, job: Job, result: store.GuessResult | store.StoreError) -> int | None:
-        """Book one guess's outcome; the chat it was answered in, if it was."""
-        if isinstance(result, store.StoreError):
+    def _count(self, job: Job, verdict: Verdict) -> int | None:
+        """Book one guess's verdict; the chat it was answered in, if it was."""
+        if verdict.refused:
             # Nothing was written; delivering it again would change nothing.
             self.stats.rejected += 1
-            log.warning(
-                "guess %s refused by the store (%s); dropped", job.id, type(result).__name__
-            )
+            log.warning("guess %s refused (%s); dropped", job.id, verdict.kind)
             return None
-        if result.duplicate:
+        if verdict.duplicate:
             self.stats.duplicates += 1
             return None
-        if result.banned:
+        if verdict.banned:
             self.stats.banned += 1
             return None
         self.stats.scored += 1
-        if result.won:
+        if verdict.won:
             self.stats.won += 1
-        elif result.late:
+        elif verdict.late:
             self.stats.late += 1
         self.stats.wait_ms.append(max(0, int(time.time() * 1000) - job.enqueued_ms))
-        return result.chat_id
-
-    async def _extend(self, jobs: Sequence[Job]) -> None:
-        if self._lanes is None:
-            return
-        for job in jobs:
-            try:
-                await self._lanes.extend(job, self._lease_ms)
-            except Exception:  # a heartbeat that fails only shortens our grace
-                log.debug("lease extension failed for a job of lane %s", job.lane)
+        return verdict.chat_id
 
     def _decode(self, job: Job) -> GuessJob | None:
         if not ids.is_valid(job.lane, ids.PLAYER) or not ids.is_valid(job.id, ids.JOB):
@@ -286,5 +262,5 @@ class ScoreWorker:
 class _Waiting:
     """A batch waiting for a flush, and where its results go."""
 
-    items: list[store.GuessIn]
-    future: asyncio.Future[Results]
+    attempts: list[Attempt]
+    future: asyncio.Future[list[Verdict]]

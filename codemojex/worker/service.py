@@ -4,7 +4,7 @@ the round timer, with a graceful stop.
 Stopping (SIGTERM in `main`, or the caller setting `stop_event`): the pool stops claiming and
 finishes and acks the batches in hand; then the sender finishes the post in hand and the
 timer stops. Nothing in flight is lost if the process is killed instead: leases expire and the
-jobs are served again (record_guess is idempotent), and unsent outbox rows stay unsent.
+jobs are served again (recording guesses is idempotent), and unsent outbox rows stay unsent.
 """
 
 from __future__ import annotations
@@ -15,15 +15,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
-from codemojex.db import Room, store
-from codemojex.db.errors import is_transient
+from codemojex.db import store
 from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
+from codemojex.outages import is_outage
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
@@ -60,11 +59,9 @@ async def expire_rounds_once(
         closed = await store.expire_rounds(session, utcnow())
     if closed and sender is not None:
         async with sessionmaker() as session:
-            rooms = {r.room_id for r in closed}
-            chats = (await session.execute(select(Room.chat_id).where(Room.id.in_(rooms)))).all()
-            await session.commit()
-        for (chat_id,) in chats:
-            sender.poke(int(chat_id))
+            chats = await store.room_chats(session, {r.room_id for r in closed})
+        for chat_id in chats:
+            sender.poke(chat_id)
     return len(closed)
 
 
@@ -79,7 +76,7 @@ async def _round_timer(
         try:
             stats.rounds_expired += await expire_rounds_once(sessionmaker, sender)
         except Exception as exc:
-            if not is_transient(exc):
+            if not is_outage(exc):
                 log.exception("round timer failed")
             else:
                 log.warning("round timer: database unavailable (%s)", type(exc).__name__)
@@ -97,7 +94,7 @@ async def _wait_outbox_empty(
                 if not await store.pending_outbox(session, 1):
                     return
         except Exception as exc:
-            if not is_transient(exc):
+            if not is_outage(exc):
                 raise
         await asyncio.sleep(0.1)
 
@@ -142,8 +139,6 @@ async def run_worker(
 
     scorer = ScoreWorker(
         sessionmaker,
-        lanes=None,  # the pool's heartbeat already extends the leases of a slow batch
-        lease_ms=settings.lease_ms,
         hold_s=score_hold_s,
         stats=stats.score,
         on_recorded=poke,

@@ -26,10 +26,10 @@ from redis.exceptions import RedisError
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from codemojex import texts
 from codemojex.bot import CodemojexApp, CodemojexContext, build_application, running
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, store, upgrade
+from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.posting.pacer import PacePolicy, Pacer, Window
 from codemojex.redistypes import AnyRedis

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from codemojex import texts
 from codemojex.db import Room, store
+from codemojex.game import texts
 from tests.bot.conftest import (
     ADMIN,
     ALICE,

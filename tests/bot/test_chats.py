@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from codemojex import texts
+from codemojex.game import texts
 from tests.bot.conftest import ALICE, BOB, E2E, World, seed_round, valid_guess
 
 pytestmark = E2E

@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 
-from codemojex import texts
+from codemojex.game import texts
 from codemojex.runtime import GatedRedisCluster
 from tests.bot.conftest import (
     ALICE,

@@ -6,7 +6,7 @@ from typing import Any
 
 from telegram import Update
 
-from codemojex import texts
+from codemojex.game import texts
 from codemojex.jobs import GuessJob
 from codemojex.scoring import EMOJI_POOL
 from tests.bot.conftest import (

@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
 
-from codemojex import texts
+from codemojex.game import texts
 from codemojex.jobs import GuessJob
 from tests.bot.conftest import ALICE, BOB, World, bot_world, seed_round, valid_guess
 from tests.support import free_port

@@ -11,8 +11,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from sqlalchemy import func, select
 
-from codemojex import texts
 from codemojex.db import Guess, Player
+from codemojex.game import texts
 from tests.bot.conftest import ADMIN, ALICE, World, bot_world, seed_round, valid_guess
 from tests.conftest import REDIS_URL
 from tests.support import free_port, wipe_tables

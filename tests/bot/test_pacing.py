@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from codemojex import texts
 from codemojex.bot.replies import ANSWER_POLICY
+from codemojex.game import texts
 from codemojex.posting.pacer import Pacer
 from tests.bot.conftest import (
     ALICE,

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from codemojex import texts
+from codemojex.game import texts
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
 

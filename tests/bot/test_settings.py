@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from codemojex import texts
 from codemojex.db import AuditLog, Outbox, Room, store
+from codemojex.game import texts
 from tests.bot.conftest import (
     ADMIN,
     ALICE,

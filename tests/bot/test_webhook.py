@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest_asyncio
 
-from codemojex import texts
+from codemojex.game import texts
 from tests.bot.conftest import BOB, E2E, World, bot_world
 from tests.support import free_port
 

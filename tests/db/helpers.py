@@ -5,10 +5,11 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import ids
-from codemojex.db import Room, store
+from codemojex.db import Room, Round, store
+from codemojex.game.decide import Attempt, Verdict
 from tests.support import wrong_guess
 
-__all__ = ["job_id", "new_room", "wrong_guess"]
+__all__ = ["attempt", "job_id", "new_room", "record_one", "wrong_guess"]
 
 
 async def new_room(session: AsyncSession, chat_id: int = -1001, title: str = "Room") -> Room:
@@ -17,3 +18,29 @@ async def new_room(session: AsyncSession, chat_id: int = -1001, title: str = "Ro
 
 def job_id() -> str:
     return ids.mint(ids.JOB)
+
+
+def attempt(
+    rnd: Round,
+    player_id: str,
+    emojis: tuple[str, ...],
+    *,
+    guess_id: str | None = None,
+    reply_to: int | None = None,
+    room_id: str | None = None,
+) -> Attempt:
+    """A guess of `rnd` as the worker decodes it from a job of the player's lane."""
+    return Attempt(
+        guess_id=guess_id or job_id(),
+        round_id=rnd.id,
+        player_id=player_id,
+        room_id=room_id or rnd.room_id,
+        emojis=emojis,
+        reply_to=reply_to,
+    )
+
+
+async def record_one(session: AsyncSession, item: Attempt) -> Verdict:
+    """A batch of one guess."""
+    [verdict] = await store.record_guesses(session, [item])
+    return verdict

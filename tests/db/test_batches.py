@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import scoring
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Round, store
-from codemojex.db.store import GuessIn
+from codemojex.game.decide import Attempt, Verdict
 from tests.db.helpers import job_id, new_room, wrong_guess
 
 
@@ -36,8 +36,8 @@ async def test_a_batch_is_decided_in_order_like_one_guess_at_a_time(
     wrong_b = wrong_guess(round_b.secret_emojis, round_b.palette_emojis)
     twice = job_id()
 
-    def item(guess_id: str, rnd: Round, player_id: str, emojis: tuple[str, ...]) -> GuessIn:
-        return GuessIn(guess_id, rnd.id, player_id, emojis, -1, 7)
+    def item(guess_id: str, rnd: Round, player_id: str, emojis: tuple[str, ...]) -> Attempt:
+        return Attempt(guess_id, rnd.id, player_id, rnd.room_id, emojis, 7)
 
     items = [
         item(job_id(), round_a, ann.id, wrong_a),  # Ann's 1st
@@ -46,27 +46,25 @@ async def test_a_batch_is_decided_in_order_like_one_guess_at_a_time(
         item(twice, round_a, ann.id, wrong_a),  # the same job again: nothing new
         item(job_id(), round_a, bob.id, round_a.secret_emojis),  # Bob wins on his 1st
         item(job_id(), round_a, ann.id, round_a.secret_emojis),  # too late for Ann
-        item(job_id(), round_a, cat.id, wrong_a),  # Cat is not in room A
+        item(job_id(), round_a, cat.id, wrong_a),  # Cat is not in room A (a forged lane)
         item(job_id(), round_b, cat.id, ("x",) * round_b.length),  # not the palette
-        GuessIn(job_id(), 10**9, cat.id, wrong_b, -2, None),  # no such round
-        GuessIn(job_id(), round_b.id, cat.id, wrong_b, -2, None, room_id=room_a.id),  # forged
+        Attempt(job_id(), 10**9, cat.id, room_b.id, wrong_b, None),  # no such round
+        Attempt(job_id(), round_b.id, cat.id, room_a.id, wrong_b, None),  # forged
         item(job_id(), round_b, cat.id, round_b.secret_emojis),  # Cat wins B on her 2nd
     ]
     async with sessions() as s:
         results = await store.record_guesses(s, items)
 
-    kinds = [type(r).__name__ if isinstance(r, store.StoreError) else r for r in results]
-    assert [getattr(r, "attempt_no", None) for r in results] == [1, 1, 2, 2, 1, None] + [
-        None
-    ] * 4 + [2]
-    assert kinds[6:10] == ["UnknownPlayer", "GuessMismatch", "UnknownRound", "UnknownRound"]
+    kinds = [r.kind for r in results]
+    assert [r.attempt_no for r in results] == [1, 1, 2, 2, 1, None] + [None] * 4 + [2]
+    assert kinds[6:10] == ["unknown_player", "mismatch", "unknown_round", "unknown_round"]
     _, _, second, again, bob_wins, late, *_, cat_wins = results
-    assert isinstance(second, store.GuessResult) and not second.duplicate
-    assert isinstance(again, store.GuessResult) and again.duplicate and again.attempt_no == 2
-    assert isinstance(bob_wins, store.GuessResult) and bob_wins.won
+    assert second.kind == "scored" and not second.duplicate
+    assert again.duplicate and again.attempt_no == 2
+    assert bob_wins.kind == "scored" and bob_wins.won
     assert bob_wins.points == scoring.points_for(1)
-    assert isinstance(late, store.GuessResult) and late.late and not late.won
-    assert isinstance(cat_wins, store.GuessResult) and cat_wins.won
+    assert late.kind == "late" and late.late and not late.won
+    assert cat_wins.kind == "scored" and cat_wins.won
     assert cat_wins.points == scoring.points_for(2)
 
     async with sessions() as s:
@@ -94,15 +92,15 @@ async def test_a_batch_is_decided_in_order_like_one_guess_at_a_time(
     async with sessions() as s:
         again_all = await store.record_guesses(s, items)
     for before, after in zip(results, again_all, strict=True):
-        if isinstance(before, store.GuessResult):
-            assert isinstance(after, store.GuessResult) and after.duplicate
+        if not before.refused:
+            assert after.duplicate
             assert (after.exact, after.attempt_no, after.won) == (
                 before.exact,
                 before.attempt_no,
                 before.won,
             )
         else:
-            assert type(after) is type(before)
+            assert after.kind == before.kind
     async with sessions() as s:
         assert await _count(s, Guess) == 6
         assert await _count(s, Outbox, Outbox.kind != "round") == 8
@@ -122,23 +120,23 @@ async def test_overlapping_batches_race_to_one_winner_per_round_without_deadlock
             rnd = await store.start_round(s, room.id, rng)
             rooms.append((rnd, players))
 
-    batches: list[list[GuessIn]] = []
+    batches: list[list[Attempt]] = []
     for worker in range(4):
         batch = [
-            GuessIn(job_id(), rnd.id, players[worker].id, rnd.secret_emojis, -1, None)
+            Attempt(job_id(), rnd.id, players[worker].id, rnd.room_id, rnd.secret_emojis, None)
             for rnd, players in rooms
         ]
         random.Random(worker).shuffle(batch)
         batches.append(batch)
 
-    async def record(batch: list[GuessIn]) -> list[store.GuessResult | store.StoreError]:
+    async def record(batch: list[Attempt]) -> list[Verdict]:
         async with sessions() as s:
             return await store.record_guesses(s, batch)
 
     results = await asyncio.wait_for(asyncio.gather(*(record(b) for b in batches)), 60)
     flat = [r for batch in results for r in batch]
-    assert all(isinstance(r, store.GuessResult) and not r.duplicate for r in flat)
-    assert sum(r.won for r in flat if isinstance(r, store.GuessResult)) == len(rooms)
+    assert all(r.kind in ("scored", "late") for r in flat)
+    assert sum(r.won for r in flat) == len(rooms)
     async with sessions() as s:
         assert await _count(s, Guess) == 4 * len(rooms)
         assert await _count(s, Outbox, Outbox.kind == "win") == len(rooms)

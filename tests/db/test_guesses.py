@@ -1,8 +1,10 @@
-"""record_guess: scoring, winning, late guesses, idempotency and refusals."""
+"""record_guesses, one guess at a time: scoring, winning, late guesses, idempotency and
+refusals, on the real Postgres."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from sqlalchemy import func, select
@@ -10,7 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import scoring
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Player, Round, store
-from tests.db.helpers import job_id, new_room, wrong_guess
+from codemojex.game.decide import Verdict
+from codemojex.game.types import TIMEOUT
+from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess
 
 CHAT = -1001
 
@@ -30,16 +34,17 @@ async def _record(
     emojis: tuple[str, ...],
     guess_id: str | None = None,
     reply_to: int = 77,
-) -> store.GuessResult:
-    return await store.record_guess(
-        session,
-        guess_id=guess_id or job_id(),
-        round_id=rnd.id,
-        player_id=player.id,
-        emojis=emojis,
-        chat_id=CHAT,
-        reply_to=reply_to,
+) -> Verdict:
+    return await record_one(
+        session, attempt(rnd, player.id, emojis, guess_id=guess_id, reply_to=reply_to)
     )
+
+
+async def _round(session: AsyncSession, round_id: int) -> Round:
+    rnd = await session.get(Round, round_id, populate_existing=True)
+    await session.commit()
+    assert rnd is not None
+    return rnd
 
 
 async def _count(session: AsyncSession, what: object, *where: object) -> int:
@@ -61,14 +66,10 @@ async def test_scored_guess_is_recorded_with_its_result_row(
 
     result = await _record(session, rnd, alice, guess, guess_id=gid, reply_to=55)
 
-    assert result == store.GuessResult(
-        duplicate=False,
-        exact=expected.exact,
-        misplaced=expected.misplaced,
-        attempt_no=1,
-        won=False,
-        round_closed=False,
+    assert result == Verdict(
+        "scored", exact=expected.exact, misplaced=expected.misplaced, attempt_no=1
     )
+    assert result.chat_id == CHAT
     row = await session.get(Guess, gid)
     assert row is not None
     assert (row.exact, row.misplaced, row.attempt_no, row.late) == (
@@ -113,8 +114,7 @@ async def test_winning_guess_closes_round_and_books_points_once(
     assert result.attempt_no == 3
     assert result.exact == rnd.length and result.misplaced == 0
     assert result.points == scoring.points_for(3) == 80
-    closed = await store.get_round(session, rnd.id)
-    assert closed is not None
+    closed = await _round(session, rnd.id)
     assert closed.ended_at is not None
     assert (closed.winner_player_id, closed.winning_guess_id, closed.end_reason) == (
         alice.id,
@@ -132,15 +132,7 @@ async def test_winning_guess_closes_round_and_books_points_once(
     # A guess of the same round scored afterwards: answered, recorded as late, earns nothing.
     late_id = job_id()
     late = await _record(session, rnd, bob, rnd.secret_emojis, guess_id=late_id)
-    assert late == store.GuessResult(
-        duplicate=False,
-        exact=None,
-        misplaced=None,
-        attempt_no=None,
-        won=False,
-        round_closed=True,
-        late=True,
-    )
+    assert late == Verdict("late", round_closed=True, late=True)
     [answer] = (await session.execute(select(Outbox).where(Outbox.kind == "late"))).scalars()
     assert "already solved" in answer.text
     assert answer.guess_id == late_id
@@ -155,7 +147,7 @@ async def test_winning_guess_closes_round_and_books_points_once(
 
 async def test_guess_after_timeout_says_over(session: AsyncSession, rng: random.Random) -> None:
     rnd, alice, _ = await _setup(session, rng)
-    await store.close_round(session, rnd.id, store.TIMEOUT)
+    await store.close_round(session, rnd.id, TIMEOUT)
     result = await _record(session, rnd, alice, rnd.secret_emojis)
     assert result.late and not result.won and result.points == 0
     [answer] = (await session.execute(select(Outbox).where(Outbox.kind == "late"))).scalars()
@@ -211,8 +203,8 @@ async def test_mismatched_guess_writes_nothing(
     if "🦄" in rnd.palette_emojis:  # pragma: no cover - the seeded palette has no unicorn
         pytest.skip("palette happens to contain the probe")
     before = await _count(session, Outbox)
-    with pytest.raises(store.GuessMismatch):
-        await _record(session, rnd, alice, bad(rnd))  # type: ignore[operator]
+    result = await _record(session, rnd, alice, bad(rnd))  # type: ignore[operator]
+    assert result.kind == "mismatch" and result.refused
     assert await _count(session, Guess) == 0
     assert await _count(session, Outbox) == before
     assert await _count(session, LeaderboardEntry) == 0
@@ -226,20 +218,13 @@ async def test_unknown_round_and_foreign_player_are_refused(
     rnd, alice, _ = await _setup(session, rng)
     other_room = await new_room(session, chat_id=-2002)
     stranger = await store.ensure_player(session, other_room.id, 1, "Alice elsewhere")
-    with pytest.raises(store.UnknownRound):
-        await store.record_guess(
-            session,
-            guess_id=job_id(),
-            round_id=rnd.id + 1000,
-            player_id=alice.id,
-            emojis=rnd.secret_emojis,
-            chat_id=CHAT,
-            reply_to=None,
-        )
-    with pytest.raises(store.UnknownPlayer):
-        await _record(session, rnd, stranger, rnd.secret_emojis)
+    no_round = attempt(rnd, alice.id, rnd.secret_emojis)
+    no_round = replace(no_round, round_id=rnd.id + 1000)
+    assert (await record_one(session, no_round)).kind == "unknown_round"
+    stranger_guess = attempt(rnd, stranger.id, rnd.secret_emojis)
+    assert (await record_one(session, stranger_guess)).kind == "unknown_player"
     assert await _count(session, Guess) == 0
-    assert (await store.get_round(session, rnd.id)).is_open  # type: ignore[union-attr]
+    assert (await _round(session, rnd.id)).is_open
 
 
 async def test_banned_players_guess_writes_nothing(
@@ -251,7 +236,7 @@ async def test_banned_players_guess_writes_nothing(
     assert result.banned and not result.won and not result.round_closed
     assert await _count(session, Guess) == 0
     assert await _count(session, Outbox, Outbox.kind != "round") == 0
-    assert (await store.get_round(session, rnd.id)).is_open  # type: ignore[union-attr]
+    assert (await _round(session, rnd.id)).is_open
 
 
 async def test_leaderboard_accumulates_over_rounds(
@@ -278,7 +263,8 @@ async def test_emoji_spelling_is_normalised_to_the_palette(session: AsyncSession
     await store.update_room_settings(session, room.id, palette="❤️🍎🍌🍇", length=3)
     alice = await store.ensure_player(session, room.id, 1, "Alice")
     rnd = await store.start_round(session, room.id, random.Random(3))
-    # The same emojis typed without U+FE0F still score as the palette's emojis.
-    typed = tuple(e.replace("\ufe0f", "") for e in rnd.secret_emojis)
-    result = await _record(session, rnd, alice, typed)
+    # The same emojis typed without U+FE0F still score as the palette's emojis: the bot's
+    # parse (the one validation a guess gets) puts them in the palette's spelling.
+    typed = "".join(e.replace("\ufe0f", "") for e in rnd.secret_emojis)
+    result = await _record(session, rnd, alice, scoring.parse_guess(typed, rnd.palette, 3))
     assert result.won

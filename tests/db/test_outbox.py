@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db import Outbox, store
+from codemojex.game.types import KIND_RESULT, KIND_WIN, Message
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -32,16 +33,28 @@ async def test_pending_is_oldest_first_and_filters_by_chat(session: AsyncSession
     assert [r.id for r in await store.pending_outbox(session, 10)] == ids[3:]
 
 
-async def test_enqueue_message(session: AsyncSession) -> None:
-    row = await store.enqueue_message(session, -5, "hello", reply_to=9)
-    [pending] = await store.pending_outbox(session, 10)
-    assert (pending.id, pending.chat_id, pending.text, pending.reply_to_message_id) == (
-        row.id,
+async def test_written_messages_are_pending_in_order(session: AsyncSession) -> None:
+    said = [
+        Message(-5, "hello", KIND_RESULT, None, reply_to=9, guess_id="g", player_name="Al"),
+        Message(-5, "bye", KIND_WIN, None),
+    ]
+    await store.write_messages(session, said, T0)
+    await session.commit()
+    first, second = await store.pending_outbox(session, 10)
+    assert first.id < second.id
+    assert (first.chat_id, first.text, first.reply_to_message_id, first.kind) == (
         -5,
         "hello",
         9,
+        KIND_RESULT,
     )
-    assert pending.kind == "notice" and pending.sent_at is None and pending.created_at.tzinfo
+    assert (first.guess_id, first.player_name, second.text, second.kind) == (
+        "g",
+        "Al",
+        "bye",
+        KIND_WIN,
+    )
+    assert first.sent_at is None and first.created_at == T0 and first.created_at.tzinfo
 
 
 async def test_mark_sent_is_once(session: AsyncSession) -> None:
@@ -74,14 +87,15 @@ async def test_claim_leases_rows_to_one_owner(session: AsyncSession) -> None:
     assert [r.id for r in later] == ids[4:]
 
 
-async def test_pending_chats_skips_claimed_and_sent(session: AsyncSession) -> None:
+async def test_chats_with_unsent_skips_sent_not_claimed(session: AsyncSession) -> None:
     ids = await _fill(session, 6, chats=(-3, -1, -2))
-    assert await store.pending_chats(session, now=T0) == [-3, -1, -2]
+    assert sorted(await store.chats_with_unsent(session)) == [-3, -2, -1]
+    # A claimed chat is still listed: whoever holds the claim may die before posting.
     await store.claim_outbox(session, 10, 30, "a", chat_id=-3, now=T0)
     await store.mark_sent(session, [ids[1], ids[4]], 7)  # both rows of chat -1
-    assert await store.pending_chats(session, now=T0) == [-2]
-    assert await store.pending_chats(session, now=T0 + timedelta(seconds=31)) == [-3, -2]
-    assert await store.pending_chats(session, limit=1, now=T0 + timedelta(seconds=31)) == [-3]
+    assert sorted(await store.chats_with_unsent(session)) == [-3, -2]
+    await store.mark_sent(session, ids, 8)
+    assert await store.chats_with_unsent(session) == []
 
 
 async def test_claim_by_chat_and_release(session: AsyncSession) -> None:

@@ -10,7 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import scoring
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Round, store
-from tests.db.helpers import job_id, new_room, wrong_guess
+from codemojex.game.decide import Attempt, Verdict
+from tests.db.helpers import job_id, new_room, record_one, wrong_guess
 
 CHAT = -4242
 REPEATS = 20
@@ -20,19 +21,13 @@ async def _record_in_own_session(
     sessions: async_sessionmaker[AsyncSession],
     *,
     guess_id: str,
-    round_id: int,
+    rnd: Round,
     player_id: str,
     emojis: tuple[str, ...],
-) -> store.GuessResult:
+) -> Verdict:
     async with sessions() as s:
-        return await store.record_guess(
-            s,
-            guess_id=guess_id,
-            round_id=round_id,
-            player_id=player_id,
-            emojis=emojis,
-            chat_id=CHAT,
-            reply_to=1,
+        return await record_one(
+            s, Attempt(guess_id, rnd.id, player_id, rnd.room_id, emojis, reply_to=1)
         )
 
 
@@ -54,7 +49,7 @@ async def test_two_winning_guesses_at_once_make_one_winner(
                 _record_in_own_session(
                     sessions,
                     guess_id=ids_by_player[p.id],
-                    round_id=rnd.id,
+                    rnd=rnd,
                     player_id=p.id,
                     emojis=rnd.secret_emojis,
                 )
@@ -106,7 +101,7 @@ async def test_concurrent_duplicate_delivery_records_once(
         results = await asyncio.gather(
             *(
                 _record_in_own_session(
-                    sessions, guess_id=gid, round_id=rnd.id, player_id=alice.id, emojis=miss
+                    sessions, guess_id=gid, rnd=rnd, player_id=alice.id, emojis=miss
                 )
                 for _ in range(4)
             )
@@ -143,7 +138,7 @@ async def test_duplicate_of_a_winner_racing_a_rival(
         results = await asyncio.gather(
             *(
                 _record_in_own_session(
-                    sessions, guess_id=g, round_id=rnd.id, player_id=p, emojis=rnd.secret_emojis
+                    sessions, guess_id=g, rnd=rnd, player_id=p, emojis=rnd.secret_emojis
                 )
                 for g, p in calls
             )

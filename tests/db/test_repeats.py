@@ -10,8 +10,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import scoring, texts
+from codemojex import scoring
 from codemojex.db import Outbox, Room, store
+from codemojex.game import texts
+from codemojex.game.types import ENDROUND, KIND_ROUND
 from codemojex.scoring.emoji import key
 from tests.db.helpers import new_room
 
@@ -31,7 +33,7 @@ async def _play_rounds(session: AsyncSession, room: Room, seeds: range) -> list[
         assert rnd.length == room.length and len(rnd.secret_emojis) == room.length
         assert set(rnd.secret_emojis) <= set(rnd.palette_emojis)
         secrets.append(rnd.secret_emojis)
-        assert await store.close_round(session, rnd.id, store.ENDROUND) is not None
+        assert await store.close_round(session, rnd.id, ENDROUND) is not None
     return secrets
 
 
@@ -52,7 +54,7 @@ async def test_rooms_and_rounds_allow_repeats_by_default(
     assert "(emojis may repeat)" in announcement
     # With repeats allowed, the same seeds do repeat emojis now and then: the distinctness
     # below is the setting's doing, not the seeds'.
-    await store.close_round(session, rnd.id, store.ENDROUND)
+    await store.close_round(session, rnd.id, ENDROUND)
     await store.update_room_settings(session, room.id, length=6, palette="🍎🍌🍇🍒🍋🥝")
     secrets = await _play_rounds(session, room, range(ROUNDS))
     assert any(len(set(secret)) < len(secret) for secret in secrets)
@@ -81,7 +83,7 @@ async def test_repeats_off_draws_secrets_with_distinct_emojis(
         assert len({key(e) for e in secret}) == length, secret
     assert len(set(secrets)) >= 20  # drawn, not one fixed code (4 of 4 has 24 orders)
     announcements = list(
-        (await session.execute(select(Outbox.text).where(Outbox.kind == store.KIND_ROUND)))
+        (await session.execute(select(Outbox.text).where(Outbox.kind == KIND_ROUND)))
         .scalars()
         .all()
     )
@@ -97,7 +99,7 @@ async def test_a_round_keeps_the_repeats_it_started_with(
     await store.update_room_settings(session, room.id, repeats=False)
     still = await store.open_round(session, room.id)
     assert still is not None and still.id == running.id and still.repeats is True
-    await store.close_round(session, running.id, store.ENDROUND)
+    await store.close_round(session, running.id, ENDROUND)
     following = await store.start_round(session, room.id, rng)
     assert following.repeats is False
     assert texts.round_started(

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import scoring
 from codemojex.db import AuditLog, LeaderboardEntry, Player, Room, store
-from tests.db.helpers import job_id, new_room
+from tests.db.helpers import attempt, new_room, record_one
 
 
 async def test_ensure_room_gets_or_creates(session: AsyncSession) -> None:
@@ -118,15 +118,7 @@ async def test_bans_are_per_room(session: AsyncSession) -> None:
         await store.ban(session, a.id, pb.id, actor=1)  # not a player of room a
 
     rnd = await store.start_round(session, b.id, random.Random(1))
-    result = await store.record_guess(
-        session,
-        guess_id=job_id(),
-        round_id=rnd.id,
-        player_id=pb.id,
-        emojis=rnd.secret_emojis,
-        chat_id=-2,
-        reply_to=None,
-    )
+    result = await record_one(session, attempt(rnd, pb.id, rnd.secret_emojis))
     assert result.won
 
     assert await store.unban(session, a.id, pa.id, actor=1) is True

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import scoring
 from codemojex.db import Outbox, Round, store
+from codemojex.game.types import ENDROUND
 from tests.db.helpers import new_room
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -70,7 +71,7 @@ async def test_second_round_is_refused_while_one_is_open(
     assert (await session.execute(select(func.count(Outbox.id)))).scalar_one() == 1
     await session.commit()
     # Once closed, a new one may start.
-    assert await store.close_round(session, first.id, store.ENDROUND) is not None
+    assert await store.close_round(session, first.id, ENDROUND) is not None
     second = await store.start_round(session, room.id, rng)
     assert second.id != first.id
 
@@ -131,19 +132,19 @@ async def test_concurrent_start_round_opens_exactly_one(
             ).scalar_one()
             assert open_now == 1
             assert announcements == repeat + 1
-            await store.close_round(s, opened[0], store.ENDROUND)
+            await store.close_round(s, opened[0], ENDROUND)
 
 
 async def test_close_round_reveals_once(session: AsyncSession, rng: random.Random) -> None:
     room = await new_room(session)
     rnd = await store.start_round(session, room.id, rng)
-    closed = await store.close_round(session, rnd.id, store.ENDROUND, now=T0)
+    closed = await store.close_round(session, rnd.id, ENDROUND, now=T0)
     assert closed is not None
     assert closed.ended_at == T0
     assert closed.end_reason == "endround"
     assert closed.winner_player_id is None
-    assert await store.close_round(session, rnd.id, store.ENDROUND) is None
-    assert await store.close_round(session, 999_999, store.ENDROUND) is None
+    assert await store.close_round(session, rnd.id, ENDROUND) is None
+    assert await store.close_round(session, 999_999, ENDROUND) is None
     reveals = list((await session.execute(select(Outbox).where(Outbox.kind == "reveal"))).scalars())
     assert len(reveals) == 1
     assert rnd.secret in reveals[0].text
@@ -165,7 +166,8 @@ async def test_expire_rounds_closes_only_overdue_rounds(
     assert expired[0].end_reason == "timeout"
     # Idempotent: nothing more to expire at the same time.
     assert await store.expire_rounds(session, T0 + timedelta(seconds=601)) == []
-    assert (await store.get_round(session, r_late.id)).is_open  # type: ignore[union-attr]
+    still = await session.get(Round, r_late.id, populate_existing=True)
+    assert still is not None and still.is_open
     expired = await store.expire_rounds(session, T0 + timedelta(hours=2))
     assert [r.id for r in expired] == [r_late.id]
     reveals = (
@@ -181,7 +183,8 @@ async def test_announcement_sent_becomes_the_round_message(
     rnd = await store.start_round(session, room.id, rng)
     [row] = await store.pending_outbox(session, 10)
     assert await store.mark_sent(session, [row.id], 4242) == 1
-    assert (await store.get_round(session, rnd.id)).announce_message_id == 4242  # type: ignore[union-attr]
+    announced = await session.get(Round, rnd.id, populate_existing=True)
+    assert announced is not None and announced.announce_message_id == 4242
 
 
 async def test_start_round_in_unknown_room(session: AsyncSession, rng: random.Random) -> None:

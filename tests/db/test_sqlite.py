@@ -10,8 +10,10 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex.db import Guess, LeaderboardEntry, Outbox, store
-from tests.db.helpers import job_id, new_room, wrong_guess
+from codemojex.db import Guess, LeaderboardEntry, Outbox, Round, store
+from codemojex.game.decide import Verdict
+from codemojex.game.types import ENDROUND
+from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess
 
 CHAT = -9
 
@@ -29,38 +31,14 @@ async def test_a_round_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSessio
 
         miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
         gid = job_id()
-        first = await store.record_guess(
-            s,
-            guess_id=gid,
-            round_id=rnd.id,
-            player_id=alice.id,
-            emojis=miss,
-            chat_id=CHAT,
-            reply_to=3,
-        )
-        again = await store.record_guess(
-            s,
-            guess_id=gid,
-            round_id=rnd.id,
-            player_id=alice.id,
-            emojis=miss,
-            chat_id=CHAT,
-            reply_to=3,
-        )
+        first = await record_one(s, attempt(rnd, alice.id, miss, guess_id=gid, reply_to=3))
+        again = await record_one(s, attempt(rnd, alice.id, miss, guess_id=gid, reply_to=3))
         assert not first.duplicate and again.duplicate and again.attempt_no == 1
 
     # Two workers' winning guesses at once, each on its own connection.
-    async def win(player_id: str) -> store.GuessResult:
+    async def win(player_id: str) -> Verdict:
         async with sqlite_sessions() as s:
-            return await store.record_guess(
-                s,
-                guess_id=job_id(),
-                round_id=rnd.id,
-                player_id=player_id,
-                emojis=rnd.secret_emojis,
-                chat_id=CHAT,
-                reply_to=None,
-            )
+            return await record_one(s, attempt(rnd, player_id, rnd.secret_emojis))
 
     results = await asyncio.gather(win(alice.id), win(bob.id))
     assert sum(r.won for r in results) == 1
@@ -80,7 +58,7 @@ async def test_a_round_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSessio
         rnd2 = await store.start_round(s, room.id, random.Random(4), now=t0)
         expired = await store.expire_rounds(s, t0 + timedelta(seconds=600))
         assert [r.id for r in expired] == [rnd2.id]
-        assert await store.close_round(s, rnd2.id, store.ENDROUND) is None
+        assert await store.close_round(s, rnd2.id, ENDROUND) is None
 
         assert await store.ban(s, room.id, bob.id, actor=1)
         assert await store.is_banned(s, room.id, 2)
@@ -93,7 +71,8 @@ async def test_a_round_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSessio
         assert await store.mark_sent(s, [r.id for r in claimed], 10) == len(claimed)
         assert await store.mark_sent(s, [r.id for r in claimed], 11) == 0
         assert await store.pending_outbox(s, 10) == []
-        assert (await store.get_round(s, rnd.id)).announce_message_id == 10  # type: ignore[union-attr]
+        announced = await s.get(Round, rnd.id, populate_existing=True)
+        assert announced is not None and announced.announce_message_id == 10
 
 
 async def test_concurrent_start_round_on_sqlite(

@@ -29,9 +29,10 @@ import redis.asyncio as aioredis
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from codemojex import scoring, texts
+from codemojex import scoring
 from codemojex.bot import CodemojexApp
 from codemojex.db import Guess, Outbox, Round, make_engine, make_sessionmaker, store
+from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.lanes.keys import Keys
 from codemojex.settings import Settings

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from codemojex import texts
 from codemojex.db import AuditLog, Ban, Guess, Room, Round
+from codemojex.game import texts
 from tests.e2e.harness import (
     ADMIN,
     ALICE,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from codemojex import texts
 from codemojex.db import Guess, LeaderboardEntry, Player
+from codemojex.game import texts
 from tests.e2e.harness import ADMIN, Stack, WorkerProcess, eventually, times_posted
 
 PLAYERS = 8

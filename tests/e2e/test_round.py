@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from codemojex import scoring, texts
+from codemojex import scoring
 from codemojex.db import Guess, LeaderboardEntry, Player, Round
+from codemojex.game import texts
 from codemojex.standin import SentMessage
 from tests.e2e.harness import (
     ALICE,

@@ -17,6 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex.db import Outbox, store
+from codemojex.db.models import utcnow
+from codemojex.game.types import Message
 from codemojex.lanes import Lanes
 from codemojex.posting.fold import tg_len
 from codemojex.posting.pacer import PacePolicy, Pacer, Window
@@ -82,7 +84,8 @@ async def add_rows(
 ) -> None:
     for text in texts:
         async with sm() as s:
-            await store.enqueue_message(s, chat_id, text)
+            await store.write_messages(s, [Message(chat_id, text, "notice", None)], utcnow())
+            await s.commit()
         if spacing_s:
             await asyncio.sleep(spacing_s)
 
@@ -119,7 +122,7 @@ async def test_scored_guesses_are_posted_as_replies_in_a_quiet_room(
     [announce] = standin.sent_messages(table.chat_id)
 
     await enqueue_guess(lanes, standin, table, ann, table.wrong_guess())
-    worker = ScoreWorker(sessionmaker, lanes=lanes)
+    worker = ScoreWorker(sessionmaker)
     batch = await lanes.wclaim(10_000)
     await worker(batch)
     await lanes.ack_many(batch)

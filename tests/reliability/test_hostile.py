@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from codemojex import texts
 from codemojex.db import AuditLog, Ban, Guess, Player, Round
+from codemojex.game import texts
 from codemojex.scoring import EMOJI_POOL, InvalidGuess, parse_guess
 from codemojex.standin import GROUP_ANONYMOUS_BOT_ID
 from tests.bot.conftest import ADMIN, ALICE, BOB, E2E, MAX_DEPTH, World, seed_round, valid_guess

@@ -10,8 +10,8 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db import Guess, Outbox, Round
-from codemojex.db.errors import is_transient
 from codemojex.lanes import Job, Lanes, Retry
+from codemojex.outages import is_outage
 from codemojex.standin import StandIn
 from codemojex.worker.score import ScoreWorker
 from tests.worker.conftest import enqueue_guess, make_table
@@ -54,7 +54,7 @@ async def test_batch_of_one_player_scored_in_mint_order(
     job_ids = [
         await enqueue_guess(lanes, standin, table, ann, table.wrong_guess(i)) for i in range(4)
     ]
-    worker = ScoreWorker(sessionmaker, lanes=lanes)
+    worker = ScoreWorker(sessionmaker)
     [batch] = await claim_all(lanes)
     assert [j.id for j in batch] == job_ids
     await worker(batch)
@@ -79,7 +79,7 @@ async def test_redelivered_job_counts_once(
     table = await make_table(sessionmaker, standin, -1002)
     ann = next(iter(table.players))
     job_id = await enqueue_guess(lanes, standin, table, ann, table.wrong_guess())
-    worker = ScoreWorker(sessionmaker, lanes=lanes)
+    worker = ScoreWorker(sessionmaker)
     [batch] = await claim_all(lanes)
     await worker(batch)
     # The worker died before its ack: the lease runs out and the job is served again (reap).
@@ -129,11 +129,11 @@ async def test_postgres_unreachable_raises_retry_and_nothing_is_acked(
     job_id = await enqueue_guess(lanes, standin, table, ann, table.wrong_guess())
     [batch] = await claim_all(lanes)
 
-    down = ScoreWorker(dead_sessionmaker, lanes=lanes, hold_s=0.3)
+    down = ScoreWorker(dead_sessionmaker, hold_s=0.3)
     with pytest.raises(Retry) as info:
         await down(batch)
     assert info.value.delay_ms > 0
-    assert is_transient(info.value.__cause__ or info.value)
+    assert is_outage(info.value.__cause__ or info.value)
     assert down.stats.retries == 1 and down.stats.scored == 0
     # Not acked: the job is still leased, nothing of it is in the database.
     assert await redis_r.zscore(f"emq:{{{queue_name}}}:active", job_id) is not None
@@ -144,7 +144,7 @@ async def test_postgres_unreachable_raises_retry_and_nothing_is_acked(
     await lanes.promote()
     [again] = await claim_all(lanes)
     assert again[0].id == job_id and again[0].attempts == 2
-    up = ScoreWorker(sessionmaker, lanes=lanes)
+    up = ScoreWorker(sessionmaker)
     await up(again)
     await lanes.ack_many(again)
     assert [g.id for g in await guesses(sessionmaker)] == [job_id]
@@ -161,7 +161,7 @@ async def test_guess_for_a_closed_round_is_answered(
     ann, bob = list(table.players)[:2]
     await enqueue_guess(lanes, standin, table, ann, table.secret)
     late_id = await enqueue_guess(lanes, standin, table, bob, table.wrong_guess())
-    worker = ScoreWorker(sessionmaker, lanes=lanes)
+    worker = ScoreWorker(sessionmaker)
     for batch in await claim_all(lanes):
         await worker(batch)
         await lanes.ack_many(batch)
@@ -195,7 +195,7 @@ async def test_payload_that_is_not_a_guess_changes_nothing(
     await enqueue_guess(lanes, standin, bad_round, ann, table.wrong_guess())
     off_palette = ("🦄",) * len(table.secret)
     await enqueue_guess(lanes, standin, table, ann, off_palette)
-    worker = ScoreWorker(sessionmaker, lanes=lanes)
+    worker = ScoreWorker(sessionmaker)
     for batch in await claim_all(lanes):
         await worker(batch)
         await lanes.ack_many(batch)
@@ -222,7 +222,7 @@ async def test_batches_in_hand_at_once_are_recorded_in_few_transactions(
     ]
     batches = await claim_all(lanes)
     assert len(batches) == len(job_ids)  # weight 1: one guess per claim
-    worker = ScoreWorker(sessionmaker, lanes=lanes)
+    worker = ScoreWorker(sessionmaker)
     await asyncio.gather(*(worker(batch) for batch in batches))
     assert worker.stats.scored == len(job_ids)
     # The first batch flushes alone; everything that arrived while it ran goes in the next.
@@ -244,11 +244,11 @@ async def test_a_failed_flush_fails_every_batch_in_it_and_each_comes_back(
     for k, user in enumerate(table.players):
         await enqueue_guess(lanes, standin, table, user, table.wrong_guess(k))
     batches = await claim_all(lanes)
-    down = ScoreWorker(dead_sessionmaker, lanes=lanes, hold_s=0.2)
+    down = ScoreWorker(dead_sessionmaker, hold_s=0.2)
     outcomes = await asyncio.gather(*(down(b) for b in batches), return_exceptions=True)
     assert all(isinstance(o, Retry) for o in outcomes), outcomes
     assert await guesses(sessionmaker) == []
-    up = ScoreWorker(sessionmaker, lanes=lanes)
+    up = ScoreWorker(sessionmaker)
     await asyncio.gather(*(up(b) for b in batches))
     assert up.stats.scored == len(batches)
 
@@ -278,7 +278,7 @@ async def test_a_poison_batch_fails_alone_not_the_batches_it_was_recorded_with(
         lanes, standin, damaged, next(iter(damaged.players)), damaged.wrong_guess()
     )
     batches = await claim_all(lanes)
-    worker = ScoreWorker(sessionmaker, lanes=lanes)
+    worker = ScoreWorker(sessionmaker)
     outcomes = await asyncio.gather(*(worker(b) for b in batches), return_exceptions=True)
 
     failed = [b[0].id for b, o in zip(batches, outcomes, strict=True) if isinstance(o, Exception)]

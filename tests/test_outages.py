@@ -1,4 +1,4 @@
-"""The one outage classifier shared by the worker, the sender and the bot."""
+"""The one outage classifier (codemojex.outages) shared by the worker, the sender and the bot."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import pytest
 import redis.exceptions
 from sqlalchemy import exc as sa_exc
 
-from codemojex.db.errors import is_transient
-from codemojex.outages import is_outage as unavailable  # what bot/handlers.guarded asks
+from codemojex.outages import is_outage, outage_of
 
 
 def wrapped(orig: BaseException) -> sa_exc.DBAPIError:
@@ -28,9 +27,9 @@ def wrapped(orig: BaseException) -> sa_exc.DBAPIError:
     ],
     ids=lambda exc: type(exc).__name__ + ":" + str(getattr(exc, "orig", exc))[:30],
 )
-def test_outages_are_transient_for_the_worker_and_the_bot(exc: BaseException) -> None:
-    assert is_transient(exc)
-    assert unavailable(exc)
+def test_database_outages_are_outages_for_the_worker_and_the_bot(exc: BaseException) -> None:
+    assert is_outage(exc)
+    assert outage_of(exc) == "postgres"
 
 
 @pytest.mark.parametrize(
@@ -44,8 +43,8 @@ def test_outages_are_transient_for_the_worker_and_the_bot(exc: BaseException) ->
     ids=lambda exc: type(exc).__name__,
 )
 def test_bugs_are_not_outages(exc: BaseException) -> None:
-    assert not is_transient(exc)
-    assert not unavailable(exc)
+    assert not is_outage(exc)
+    assert outage_of(exc) is None
 
 
 def test_redis_outages_are_outages_for_the_bot() -> None:
@@ -54,4 +53,5 @@ def test_redis_outages_are_outages_for_the_bot() -> None:
         redis.exceptions.BusyLoadingError("loading"),
         redis.exceptions.OutOfMemoryError("OOM command not allowed"),
     ):
-        assert unavailable(exc)
+        assert is_outage(exc)
+        assert outage_of(exc) == "redis"

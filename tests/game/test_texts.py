@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codemojex import texts
+from codemojex.game import texts
 from codemojex.scoring import (
     DEFAULT_PALETTE,
     InvalidGuess,

@@ -1,0 +1,85 @@
+"""Bans (per room) and the audit log of admin actions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from codemojex.db.models import AuditLog, Ban, Player
+from codemojex.db.store.errors import UnknownPlayer
+
+
+async def ban(session: AsyncSession, room_id: str, player_id: str, actor: int | None) -> bool:
+    """Ban a player in one room (only that room: the same Telegram user plays on elsewhere).
+    True if newly banned, False if already banned. UnknownPlayer if not a player of the room."""
+    player_room = (
+        await session.execute(select(Player.room_id).where(Player.id == player_id))
+    ).scalar()
+    exists = await _player_banned(session, room_id, player_id)
+    await session.commit()
+    if player_room != room_id:
+        raise UnknownPlayer(player_id)
+    if exists:
+        return False
+    try:
+        async with session.begin_nested():
+            session.add(Ban(room_id=room_id, player_id=player_id, actor_tg_id=actor))
+    except IntegrityError:
+        banned = await _player_banned(session, room_id, player_id)
+        await session.commit()
+        if banned:  # banned concurrently
+            return False
+        raise UnknownPlayer(player_id) from None
+    await session.commit()
+    return True
+
+
+async def unban(
+    session: AsyncSession, room_id: str, player_id: str, actor: int | None = None
+) -> bool:
+    """Lift a ban. True if there was one. (`actor` is for symmetry; the bot audits.)"""
+    result = await session.execute(
+        delete(Ban).where(Ban.room_id == room_id, Ban.player_id == player_id)
+    )
+    await session.commit()
+    return bool(getattr(result, "rowcount", 0))
+
+
+async def is_banned(session: AsyncSession, room_id: str, tg_user_id: int) -> bool:
+    stmt = (
+        select(Ban.player_id)
+        .join(Player, Player.id == Ban.player_id)
+        .where(Ban.room_id == room_id, Player.tg_user_id == tg_user_id)
+    )
+    banned = (await session.execute(stmt)).first() is not None
+    await session.commit()
+    return banned
+
+
+async def audit(
+    session: AsyncSession,
+    *,
+    room_id: str | None,
+    actor_tg_id: int | None,
+    action: str,
+    args: str | Mapping[str, Any] = "",
+    allowed: bool,
+) -> AuditLog:
+    """Write one admin action (allowed or refused) to the audit log."""
+    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, sort_keys=True)
+    row = AuditLog(
+        room_id=room_id, actor_tg_id=actor_tg_id, action=action[:32], args=text, allowed=allowed
+    )
+    session.add(row)
+    await session.commit()
+    return row
+
+
+async def _player_banned(session: AsyncSession, room_id: str, player_id: str) -> bool:
+    stmt = select(Ban.player_id).where(Ban.room_id == room_id, Ban.player_id == player_id)
+    return (await session.execute(stmt)).first() is not None

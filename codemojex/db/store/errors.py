@@ -1,0 +1,26 @@
+"""The store's refusals: nothing was written when one is raised."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base of the store's refusals."""
+
+
+class UnknownRoom(StoreError, LookupError):
+    pass
+
+
+class UnknownPlayer(StoreError, LookupError):
+    """No such player, or the player is not in the room."""
+
+
+class InvalidCeiling(StoreError, ValueError):
+    """A ceiling or round timeout out of range (the bot checks first: this guards the rows)."""
+
+
+class RoundAlreadyOpen(StoreError):
+    def __init__(self, room_id: str, round_id: int | None) -> None:
+        super().__init__(f"room {room_id} already has an open round ({round_id})")
+        self.room_id = room_id
+        self.round_id = round_id

@@ -1,0 +1,158 @@
+"""The outbox: messages written in the transaction that decided them, posted by the sender.
+
+A sender claims rows with a lease (FOR UPDATE SKIP LOCKED on Postgres), so two senders never
+post the same row, posts them, and marks them sent; `sent_at` is only ever set once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from codemojex.db.models import Outbox, Round, utcnow
+from codemojex.game.types import KIND_ROUND, Message
+
+
+async def write_messages(session: AsyncSession, messages: Sequence[Message], now: datetime) -> None:
+    """Queue messages in the caller's transaction, in order (their ids are the posting order)."""
+    if not messages:
+        return
+    rows: list[dict[str, Any]] = [
+        {
+            "chat_id": m.chat_id,
+            "text": m.text,
+            "kind": m.kind,
+            "reply_to_message_id": m.reply_to,
+            "round_id": m.round_id,
+            "guess_id": m.guess_id,
+            "player_name": m.player_name,
+            "created_at": now,
+        }
+        for m in messages
+    ]
+    # The rows go as parameters (one multi-row statement), not inside the statement, which
+    # would then be compiled anew on every call.
+    await session.execute(insert(Outbox), rows)
+
+
+async def pending_outbox(
+    session: AsyncSession, limit: int, chat_id: int | None = None
+) -> list[Outbox]:
+    """Unsent rows, oldest first (claimed or not: this is a view, `claim_outbox` is for senders)."""
+    stmt = select(Outbox).where(Outbox.sent_at.is_(None))
+    if chat_id is not None:
+        stmt = stmt.where(Outbox.chat_id == chat_id)
+    rows = list(
+        (
+            await session.execute(
+                stmt.order_by(Outbox.id).limit(limit).execution_options(populate_existing=True)
+            )
+        ).scalars()
+    )
+    await session.commit()
+    return rows
+
+
+async def chats_with_unsent(session: AsyncSession) -> list[int]:
+    """Every chat with unsent rows, claimed or not. A distinct scan over the pending index,
+    rather than the oldest rows, so that one flooded chat cannot hide the others."""
+    stmt = select(Outbox.chat_id).where(Outbox.sent_at.is_(None)).distinct()
+    chats = [int(c) for c in (await session.execute(stmt)).scalars()]
+    await session.commit()
+    return chats
+
+
+async def claim_outbox(
+    session: AsyncSession,
+    limit: int,
+    lease_s: float,
+    owner: str,
+    *,
+    chat_id: int | None = None,
+    now: datetime | None = None,
+) -> list[Outbox]:
+    """Take a lease of up to `limit` unsent rows (oldest first, optionally of one chat) for
+    `owner`: nobody else is handed them until `now + lease_s`. Rows whose lease ran out (a
+    sender died) are handed out again. On Postgres the rows are picked with FOR UPDATE SKIP
+    LOCKED, so concurrent senders take disjoint rows without waiting on each other; SQLite
+    serialises the whole claim. Post them, then `mark_sent`; on a failure, `release_outbox`.
+    (A sender dying between Telegram's answer and `mark_sent` can still lead to one re-post
+    after the lease: the books themselves never say "sent" twice.)"""
+    now = now or utcnow()
+    stmt = select(Outbox).where(
+        Outbox.sent_at.is_(None),
+        or_(Outbox.claimed_until.is_(None), Outbox.claimed_until <= now),
+    )
+    if chat_id is not None:
+        stmt = stmt.where(Outbox.chat_id == chat_id)
+    stmt = stmt.order_by(Outbox.id).limit(limit).with_for_update(skip_locked=True)
+    try:
+        rows = list(
+            (await session.execute(stmt.execution_options(populate_existing=True))).scalars()
+        )
+        until = now + timedelta(seconds=lease_s)
+        for row in rows:
+            row.claimed_until = until
+            row.claimed_by = owner[:64]
+        await session.commit()
+        return rows
+    except BaseException:
+        await session.rollback()
+        raise
+
+
+async def release_outbox(session: AsyncSession, ids: Iterable[int], owner: str) -> int:
+    """Give back unsent rows claimed by `owner` (e.g. after a 429) so they can be claimed again."""
+    id_list = list(ids)
+    if not id_list:
+        return 0
+    result = await session.execute(
+        update(Outbox)
+        .where(Outbox.id.in_(id_list), Outbox.sent_at.is_(None), Outbox.claimed_by == owner[:64])
+        .values(claimed_until=None, claimed_by=None)
+    )
+    await session.commit()
+    return int(getattr(result, "rowcount", 0))
+
+
+async def mark_sent(
+    session: AsyncSession,
+    ids: Iterable[int],
+    message_id: int | None,
+    *,
+    now: datetime | None = None,
+) -> int:
+    """Record that rows were posted (as Telegram message `message_id`). Only rows not yet sent
+    are touched, so a row is never "sent" twice in the books; returns how many were marked.
+    A round announcement that is marked sent also becomes its round's `announce_message_id`."""
+    id_list = list(ids)
+    if not id_list:
+        return 0
+    now = now or utcnow()
+    try:
+        marked = (
+            await session.execute(
+                update(Outbox)
+                .where(Outbox.id.in_(id_list), Outbox.sent_at.is_(None))
+                .values(sent_at=now, sent_message_id=message_id, claimed_until=None)
+                .returning(Outbox.id, Outbox.kind, Outbox.round_id)
+                .execution_options(synchronize_session=False)
+            )
+        ).all()
+        round_ids = [r.round_id for r in marked if r.kind == KIND_ROUND and r.round_id is not None]
+        if round_ids and message_id is not None:
+            await session.execute(
+                update(Round)
+                .where(Round.id.in_(round_ids), Round.announce_message_id.is_(None))
+                .values(announce_message_id=message_id)
+                .execution_options(synchronize_session=False)
+            )
+        await session.commit()
+        return len(marked)
+    except BaseException:
+        await session.rollback()
+        raise

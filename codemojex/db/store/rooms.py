@@ -1,0 +1,226 @@
+"""Rooms and players: get-or-create on first sight, lookups, and a room's settings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from sqlalchemy import Select, and_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from codemojex import limits, scoring
+from codemojex.db.models import Ban, Player, Room, Round
+from codemojex.db.store.errors import InvalidCeiling, UnknownRoom
+
+
+async def ensure_room(
+    session: AsyncSession,
+    chat_id: int,
+    title: str,
+    *,
+    default_ceiling: int,
+    round_timeout_s: int,
+) -> Room:
+    """The room of a Telegram chat, created with the defaults on first sight (title kept fresh)."""
+    stmt = select(Room).where(Room.chat_id == chat_id).execution_options(populate_existing=True)
+    room = (await session.execute(stmt)).scalar_one_or_none()
+    if room is None:
+        room = Room(
+            chat_id=chat_id,
+            title=title[:255],
+            length=limits.LENGTH_DEFAULT,
+            palette=None,
+            palette_size=limits.PALETTE_SIZE_DEFAULT,
+            ceiling=default_ceiling,
+            round_timeout_s=round_timeout_s,
+        )
+        try:
+            # A savepoint: losing the race must not expire what the caller holds.
+            async with session.begin_nested():
+                session.add(room)
+        except IntegrityError:
+            # Created concurrently by another process: theirs is the room.
+            room = (await session.execute(stmt)).scalar_one()
+        await session.commit()
+        return room
+    if title and room.title != title[:255]:
+        room.title = title[:255]
+    await session.commit()
+    return room
+
+
+async def ensure_player(
+    session: AsyncSession, room_id: str, tg_user_id: int, display_name: str
+) -> Player:
+    """The player of a Telegram user in a room, created on first sight (name kept fresh)."""
+    stmt = (
+        select(Player)
+        .where(Player.room_id == room_id, Player.tg_user_id == tg_user_id)
+        .execution_options(populate_existing=True)
+    )
+    player = (await session.execute(stmt)).scalar_one_or_none()
+    name = display_name[:255]
+    if player is None:
+        player = Player(room_id=room_id, tg_user_id=tg_user_id, display_name=name)
+        try:
+            async with session.begin_nested():
+                session.add(player)
+        except IntegrityError:
+            found = (await session.execute(stmt)).scalar_one_or_none()
+            await session.commit()
+            if found is None:  # not a race: the room does not exist
+                raise UnknownRoom(room_id) from None
+            return found
+        await session.commit()
+        return player
+    if name and player.display_name != name:
+        player.display_name = name
+    await session.commit()
+    return player
+
+
+_Row = TypeVar("_Row")
+
+
+async def _fresh_one(session: AsyncSession, stmt: Select[_Row]) -> _Row | None:
+    """One row read anew from the database (not the session's cached copy); the read's
+    transaction ends at once, since on SQLite an open one holds the write lock."""
+    row = (await session.execute(stmt.execution_options(populate_existing=True))).scalar()
+    await session.commit()
+    return row
+
+
+async def get_room(session: AsyncSession, room_id: str) -> Room | None:
+    return await _fresh_one(session, select(Room).where(Room.id == room_id))
+
+
+async def room_by_chat(session: AsyncSession, chat_id: int) -> Room | None:
+    return await _fresh_one(session, select(Room).where(Room.chat_id == chat_id))
+
+
+async def get_player(session: AsyncSession, player_id: str) -> Player | None:
+    return await _fresh_one(session, select(Player).where(Player.id == player_id))
+
+
+@dataclass(frozen=True, slots=True)
+class GuessContext:
+    """What the bot needs to accept a guess, read at once."""
+
+    room: Room
+    open_round: Round | None
+    player: Player | None  # None until the user's first guess in the room
+    banned: bool
+
+
+async def guess_context(
+    session: AsyncSession, chat_id: int, tg_user_id: int
+) -> GuessContext | None:
+    """The chat's room (None on first sight), its open round, the user's player there and
+    whether they are banned in it: one query, where the separate use-cases take four
+    transactions. Every guess a player types pays for this, so it is kept to one round trip."""
+    stmt = (
+        select(Room, Round, Player, Ban.player_id)
+        .outerjoin(Round, and_(Round.room_id == Room.id, Round.ended_at.is_(None)))
+        .outerjoin(Player, and_(Player.room_id == Room.id, Player.tg_user_id == tg_user_id))
+        .outerjoin(Ban, and_(Ban.room_id == Room.id, Ban.player_id == Player.id))
+        .where(Room.chat_id == chat_id)
+        .execution_options(populate_existing=True)
+    )
+    row = (await session.execute(stmt)).first()
+    await session.commit()
+    if row is None:
+        return None
+    room, rnd, player, banned_id = row
+    return GuessContext(room=room, open_round=rnd, player=player, banned=banned_id is not None)
+
+
+async def update_room_settings(
+    session: AsyncSession,
+    room_id: str,
+    *,
+    length: int | str | None = None,
+    palette: str | Sequence[str] | None = None,
+    repeats: bool | str | None = None,
+    ceiling: int | None = None,
+    round_timeout_s: int | None = None,
+    random_palette: bool = False,
+) -> Room:
+    """Change a room's settings for its next rounds (the open round keeps its own).
+
+    Everything is validated before anything is written: length, palette (distinct emojis) and
+    repeats (a bool, or on/off as typed) by codemojex.scoring (raising
+    `scoring.InvalidSettings`), the ceiling and round timeout against codemojex.limits here
+    (raising `InvalidCeiling`). `random_palette=True` goes back to a fresh random palette per
+    round. The settings as they would be afterwards must be drawable: with repeats off, the
+    palette (or the size of the palette drawn per round) must be at least the length, whichever
+    of them is being changed; otherwise `scoring.InvalidSettings` (kind "repeats_palette") and
+    nothing changes.
+    """
+    new_length = scoring.parse_length(length) if length is not None else None
+    new_repeats = scoring.parse_repeats(repeats) if repeats is not None else None
+    new_palette: tuple[str, ...] | None = None
+    if palette is not None:
+        text = palette if isinstance(palette, str) else " ".join(palette)
+        new_palette = scoring.parse_palette(text)
+    if ceiling is not None and not limits.CEILING_MIN <= ceiling <= limits.CEILING_MAX:
+        raise InvalidCeiling(
+            f"The limit must be from {limits.CEILING_MIN} to {limits.CEILING_MAX}."
+        )
+    if round_timeout_s is not None and not (
+        limits.ROUND_TIMEOUT_S_MIN <= round_timeout_s <= limits.ROUND_TIMEOUT_S_MAX
+    ):
+        raise InvalidCeiling(
+            f"The round timeout must be from {limits.ROUND_TIMEOUT_S_MIN} to "
+            f"{limits.ROUND_TIMEOUT_S_MAX} seconds."
+        )
+    room = (
+        await session.execute(
+            select(Room)
+            .where(Room.id == room_id)
+            .with_for_update(key_share=True)
+            .execution_options(populate_existing=True)
+        )
+    ).scalar_one_or_none()
+    if room is None:
+        await session.commit()
+        raise UnknownRoom(room_id)
+    if random_palette or any(v is not None for v in (new_length, new_palette, new_repeats)):
+        if new_palette is not None:
+            palette_size = len(new_palette)
+        elif random_palette or room.palette is None:
+            palette_size = room.palette_size
+        else:
+            palette_size = len(room.palette_emojis or ())
+        try:
+            scoring.check_repeats(
+                new_length if new_length is not None else room.length,
+                palette_size,
+                new_repeats if new_repeats is not None else room.repeats,
+            )
+        except scoring.InvalidSettings:
+            await session.commit()  # nothing was written: end the transaction, free the row
+            raise
+    if new_length is not None:
+        room.length = new_length
+    if new_repeats is not None:
+        room.repeats = new_repeats
+    if random_palette:
+        room.palette = None
+    if new_palette is not None:
+        room.palette = "".join(new_palette)
+    if ceiling is not None:
+        room.ceiling = ceiling
+    if round_timeout_s is not None:
+        room.round_timeout_s = round_timeout_s
+    await session.commit()
+    return room
+
+
+async def room_chats(session: AsyncSession, room_ids: Iterable[str]) -> list[int]:
+    """The chats of these rooms."""
+    stmt = select(Room.chat_id).where(Room.id.in_(list(room_ids)))
+    chats = [int(c) for c in (await session.execute(stmt)).scalars()]
+    await session.commit()
+    return chats

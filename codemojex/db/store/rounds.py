@@ -1,0 +1,169 @@
+"""Opening, closing and expiring rounds: `codemojex.game.rounds` decides what is drawn and said,
+this module writes it. Winning a round is recorded with the guesses (`store.guesses`).
+
+One open round per room is a partial unique index: two concurrent starts open exactly one.
+Closing locks the round row, as recording a guess does, so a round is closed once and a guess
+is scored either before the close or as late after it.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from codemojex.db.models import Room, Round, utcnow
+from codemojex.db.store.errors import RoundAlreadyOpen, StoreError, UnknownRoom
+from codemojex.db.store.outbox import write_messages
+from codemojex.game import rounds
+from codemojex.game.types import KIND_ROUND, TIMEOUT, Message
+
+
+async def open_round(session: AsyncSession, room_id: str) -> Round | None:
+    stmt = (
+        select(Round)
+        .where(Round.room_id == room_id, Round.ended_at.is_(None))
+        .execution_options(populate_existing=True)
+    )
+    rnd = (await session.execute(stmt)).scalar_one_or_none()
+    await session.commit()
+    return rnd
+
+
+async def start_round(
+    session: AsyncSession, room_id: str, rng: random.Random, *, now: datetime | None = None
+) -> Round:
+    """Open a round drawn by `rng` under the room's settings (length, palette, repeats: the
+    round keeps them), and queue its announcement. Raises `RoundAlreadyOpen` when the room has
+    one: the partial unique index decides, so two concurrent calls open exactly one round."""
+    now = now or utcnow()
+    try:
+        room = (
+            await session.execute(
+                select(Room).where(Room.id == room_id).execution_options(populate_existing=True)
+            )
+        ).scalar_one_or_none()
+        if room is None:
+            raise UnknownRoom(room_id)
+        existing = await _open_round_id(session, room_id)
+        if existing is not None:
+            raise RoundAlreadyOpen(room_id, existing)
+        new = rounds.new_round(
+            length=room.length,
+            palette=room.palette_emojis,
+            palette_size=room.palette_size,
+            repeats=room.repeats,
+            timeout_s=room.round_timeout_s,
+            rng=rng,
+            now=now,
+        )
+        rnd = Round(
+            room_id=room.id,
+            secret="".join(new.secret),
+            palette="".join(new.palette),
+            length=new.length,
+            repeats=new.repeats,
+            started_at=new.started_at,
+            expires_at=new.expires_at,
+        )
+        try:
+            # A savepoint, so that losing the race leaves the caller's objects alone.
+            async with session.begin_nested():
+                session.add(rnd)
+        except IntegrityError:
+            # `from None`: the failed INSERT's parameters (the secret) stay out of tracebacks.
+            raise RoundAlreadyOpen(room_id, await _open_round_id(session, room_id)) from None
+        announcement = Message(room.chat_id, new.announcement, KIND_ROUND, rnd.id)
+        await write_messages(session, [announcement], now)
+        await session.commit()
+        return rnd
+    except StoreError:
+        await session.commit()  # nothing was written: end the read transaction
+        raise
+    except BaseException:
+        await session.rollback()
+        raise
+
+
+async def _open_round_id(session: AsyncSession, room_id: str) -> int | None:
+    stmt = select(Round.id).where(Round.room_id == room_id, Round.ended_at.is_(None))
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def close_round(
+    session: AsyncSession, round_id: int, reason: str, *, now: datetime | None = None
+) -> Round | None:
+    """End a round without a winner (reason "timeout" or "endround") and queue the reveal.
+
+    Returns the round when this call closed it; None when it was already closed (no second
+    reveal) or does not exist."""
+    if not reason or len(reason) > 16:
+        raise ValueError(f"bad end reason {reason!r}")
+    now = now or utcnow()
+    try:
+        rnd = await _locked_round(session, round_id)
+        if rnd is None or rnd.ended_at is not None:
+            await session.commit()
+            return None
+        await _close_with_reveal(session, rnd, now, reason)
+        await session.commit()
+        return rnd
+    except BaseException:
+        await session.rollback()
+        raise
+
+
+async def expire_rounds(session: AsyncSession, now: datetime) -> list[Round]:
+    """Close every open round whose time ran out (expires_at, fixed when it started), queueing
+    a reveal for each. Idempotent: a closed round is skipped."""
+    due_stmt = (
+        select(Round.id)
+        .where(Round.ended_at.is_(None), Round.expires_at <= now)  # rounds.is_due
+        .order_by(Round.id)  # one lock order for every caller
+    )
+    try:
+        due = list((await session.execute(due_stmt)).scalars())
+        closed: list[Round] = []
+        for round_id in due:
+            rnd = await _locked_round(session, round_id)
+            if rnd is None or rnd.ended_at is not None or not rounds.is_due(rnd.expires_at, now):
+                continue
+            await _close_with_reveal(session, rnd, now, TIMEOUT)
+            closed.append(rnd)
+        await session.commit()
+        return closed
+    except BaseException:
+        await session.rollback()
+        raise
+
+
+async def _locked_round(session: AsyncSession, round_id: int) -> Round | None:
+    # FOR NO KEY UPDATE: exclusive among guesses and closers of the round, yet rows that only
+    # reference the round (outbox, guesses: FOR KEY SHARE) are not held up by it.
+    stmt = (
+        select(Round)
+        .where(Round.id == round_id)
+        .with_for_update(key_share=True)
+        .execution_options(populate_existing=True)
+    )
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def _close_with_reveal(session: AsyncSession, rnd: Round, now: datetime, reason: str) -> None:
+    rnd.ended_at = now
+    rnd.end_reason = reason
+    chat_id = (
+        await session.execute(select(Room.chat_id).where(Room.id == rnd.room_id))
+    ).scalar_one()
+    message = rounds.reveal(
+        round_id=rnd.id,
+        chat_id=int(chat_id),
+        secret=rnd.secret,
+        reason=reason,
+        started_at=rnd.started_at,
+        expires_at=rnd.expires_at,
+    )
+    await write_messages(session, [message], now)

@@ -1,0 +1,163 @@
+"""Records: a room's leaderboard, a player's record in a room, a user's over every room."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from codemojex.db.models import LeaderboardEntry, Player
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderRow:
+    rank: int
+    player_id: str
+    tg_user_id: int
+    display_name: str
+    points: int
+    wins: int
+    guesses: int
+    best_solve: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerStats:
+    player_id: str
+    display_name: str
+    points: int
+    wins: int
+    guesses: int
+    best_solve: int | None
+    rank: int | None  # None until the player has a leaderboard entry
+    players: int  # how many players the room's leaderboard has
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalStats:
+    tg_user_id: int
+    rooms: int
+    points: int
+    wins: int
+    guesses: int
+    best_solve: int | None
+
+
+_ORDER: Final = (
+    LeaderboardEntry.points.desc(),
+    LeaderboardEntry.wins.desc(),
+    LeaderboardEntry.guesses.asc(),
+    LeaderboardEntry.player_id.asc(),
+)
+
+
+async def leaderboard(session: AsyncSession, room_id: str, limit: int = 10) -> list[LeaderRow]:
+    """The room's best players: points, then wins (then fewer guesses), best first."""
+    stmt = (
+        select(LeaderboardEntry, Player)
+        .join(Player, Player.id == LeaderboardEntry.player_id)
+        .where(LeaderboardEntry.room_id == room_id)
+        .order_by(*_ORDER)
+        .limit(max(0, limit))
+    )
+    rows = (await session.execute(stmt)).all()
+    await session.commit()
+    return [
+        LeaderRow(
+            rank=i,
+            player_id=player.id,
+            tg_user_id=player.tg_user_id,
+            display_name=player.display_name,
+            points=entry.points,
+            wins=entry.wins,
+            guesses=entry.guesses,
+            best_solve=entry.best_solve,
+        )
+        for i, (entry, player) in enumerate(rows, start=1)
+    ]
+
+
+def _ahead_of(entry: LeaderboardEntry) -> ColumnElement[bool]:
+    lb = LeaderboardEntry
+    return or_(
+        lb.points > entry.points,
+        and_(lb.points == entry.points, lb.wins > entry.wins),
+        and_(lb.points == entry.points, lb.wins == entry.wins, lb.guesses < entry.guesses),
+        and_(
+            lb.points == entry.points,
+            lb.wins == entry.wins,
+            lb.guesses == entry.guesses,
+            lb.player_id < entry.player_id,
+        ),
+    )
+
+
+async def player_stats(session: AsyncSession, room_id: str, tg_user_id: int) -> PlayerStats | None:
+    """A user's record in one room (None if they never played there)."""
+    player = (
+        await session.execute(
+            select(Player).where(Player.room_id == room_id, Player.tg_user_id == tg_user_id)
+        )
+    ).scalar()
+    if player is None:
+        await session.commit()
+        return None
+    entry = await session.get(LeaderboardEntry, (room_id, player.id), populate_existing=True)
+    total = (
+        await session.execute(
+            select(func.count())
+            .select_from(LeaderboardEntry)
+            .where(LeaderboardEntry.room_id == room_id)
+        )
+    ).scalar_one()
+    rank: int | None = None
+    if entry is not None:
+        ahead = (
+            await session.execute(
+                select(func.count())
+                .select_from(LeaderboardEntry)
+                .where(LeaderboardEntry.room_id == room_id, _ahead_of(entry))
+            )
+        ).scalar_one()
+        rank = int(ahead) + 1
+    await session.commit()
+    return PlayerStats(
+        player_id=player.id,
+        display_name=player.display_name,
+        points=entry.points if entry else 0,
+        wins=entry.wins if entry else 0,
+        guesses=entry.guesses if entry else 0,
+        best_solve=entry.best_solve if entry else None,
+        rank=rank,
+        players=int(total),
+    )
+
+
+async def global_stats(session: AsyncSession, tg_user_id: int) -> GlobalStats:
+    """A user's record summed over every room they played in (joined by Telegram user id)."""
+    lb = LeaderboardEntry
+    row = (
+        await session.execute(
+            select(
+                func.count(lb.room_id),
+                func.coalesce(func.sum(lb.points), 0),
+                func.coalesce(func.sum(lb.wins), 0),
+                func.coalesce(func.sum(lb.guesses), 0),
+                func.min(lb.best_solve),
+            )
+            .join(Player, Player.id == lb.player_id)
+            .where(Player.tg_user_id == tg_user_id)
+        )
+    ).one()
+    await session.commit()
+    rooms, points, wins, guesses, best = row
+    return GlobalStats(
+        tg_user_id=tg_user_id,
+        rooms=int(rooms),
+        points=int(points),
+        wins=int(wins),
+        guesses=int(guesses),
+        best_solve=None if best is None else int(best),
+    )

@@ -1,0 +1,277 @@
+"""What a batch of guesses does to the game: pure, no I/O.
+
+The store loads a `BatchState` under the locks of the batch's rounds (so nobody else decides
+about those rounds meanwhile), `decide` turns the guesses and that state into a `Decision`, and
+the store writes the decision in the same transaction. Everything a guess can do is decided
+here: its verdict, the guess row, its pegs and attempt number, whether it wins the round, the
+points, the leaderboard changes, and the messages to post with their texts.
+
+The rules, in the order `decide` applies them to each guess:
+
+* A round that is not loaded, or belongs to another room than the guess's lane: refused
+  (`unknown_round`), nothing written. So is a player unknown or of another room
+  (`unknown_player`), and emojis that are not `length` emojis of the round's palette
+  (`mismatch`): the bot validates every guess before it enqueues it, so these are stale or
+  forged jobs.
+* A guess id already recorded (earlier, or earlier in this batch): `duplicate`, reporting what
+  was decided then; nothing written, nothing answered again. A re-delivered job is harmless.
+* A player banned in the room: `banned`, nothing written, nothing answered.
+* A guess for a round already over: `late`, recorded without pegs, earns nothing, answered
+  "too late" once.
+* Otherwise `scored`: attempt number = the player's scored guesses in the round + 1; the first
+  all-exact guess wins the round (it closes, later guesses of it are late), earns
+  `points_for(attempt_no)`, and is announced.
+
+Guesses are decided in the order given (a player's in the order they were sent), as if one at a
+time: a round won by one guess of the batch is over for the guesses after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Final, Literal
+
+from codemojex.game import texts
+from codemojex.game.types import KIND_LATE, KIND_RESULT, KIND_WIN, SOLVED, Message
+from codemojex.scoring import feedback, points_for
+
+# --- what the store loads ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One guess to decide, as decoded from its job: the bot validated it before enqueueing."""
+
+    guess_id: str  # the lane job id: a re-delivered job carries the same one
+    round_id: int  # the round the guess was typed against
+    player_id: str  # the lane
+    room_id: str  # the lane's room
+    emojis: tuple[str, ...]  # in the palette's spelling
+    reply_to: int | None  # the guess message
+
+
+@dataclass(frozen=True, slots=True)
+class RoundState:
+    """A round of the batch as it was when its row was locked."""
+
+    id: int
+    room_id: str
+    chat_id: int  # the room's chat: where the round's messages go
+    length: int
+    palette: frozenset[str]
+    secret: tuple[str, ...]
+    ended: bool
+    end_reason: str | None
+    winning_guess_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerState:
+    room_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGuess:
+    """A guess recorded before this batch (the same guess id: a re-delivery)."""
+
+    round_id: int
+    exact: int | None
+    misplaced: int | None
+    attempt_no: int | None
+    late: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BatchState:
+    rounds: Mapping[int, RoundState]
+    players: Mapping[str, PlayerState]
+    banned: frozenset[tuple[str, str]]  # (room id, player id)
+    scored_before: Mapping[tuple[int, str], int]  # (round id, player id) -> scored guesses
+    recorded: Mapping[str, StoredGuess]  # by guess id
+
+
+# --- what `decide` returns --------------------------------------------------------------------
+
+Kind = Literal[
+    "scored", "late", "duplicate", "banned", "unknown_round", "unknown_player", "mismatch"
+]
+REFUSALS: Final = frozenset({"unknown_round", "unknown_player", "mismatch"})
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What became of one guess (see the module docstring for each `kind`).
+
+    exact/misplaced/attempt_no: the pegs and attempt number (None unless scored, or a duplicate
+    of a scored guess). late: recorded for a round already over (or, for a duplicate, it was).
+    round_closed: the round is over now. points: what the guess booked (only a win books).
+    chat_id: where the guess was answered; None when nothing was (duplicates, refusals, bans).
+    """
+
+    kind: Kind
+    exact: int | None = None
+    misplaced: int | None = None
+    attempt_no: int | None = None
+    won: bool = False
+    round_closed: bool = False
+    late: bool = False
+    points: int = 0
+    chat_id: int | None = field(default=None, compare=False)  # where, not what
+
+    @property
+    def duplicate(self) -> bool:
+        return self.kind == "duplicate"
+
+    @property
+    def banned(self) -> bool:
+        return self.kind == "banned"
+
+    @property
+    def refused(self) -> bool:
+        """A stale or forged job: nothing was written; delivering it again changes nothing."""
+        return self.kind in REFUSALS
+
+
+@dataclass(slots=True)
+class Tally:
+    """One player's leaderboard change within a batch."""
+
+    points: int = 0
+    wins: int = 0
+    guesses: int = 0
+    best_solve: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Closing:
+    """A round won in this batch (end reason SOLVED)."""
+
+    round_id: int
+    winner_player_id: str
+    winning_guess_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    now: datetime  # when it was decided: scored_at, ended_at and created_at of what it writes
+    verdicts: list[Verdict]  # one per attempt, in order
+    # The guesses to record: each new one (scored or late) once, with its verdict.
+    new_guesses: list[tuple[Attempt, Verdict]]
+    tallies: dict[tuple[str, str], Tally]  # (room id, player id) -> change
+    closings: list[Closing]
+    messages: list[Message]  # in the order they are to be posted
+
+
+_BANNED: Final = Verdict("banned")
+
+
+def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Decision:
+    """Decide a batch of guesses against the state loaded for it (see the module docstring)."""
+    verdicts: list[Verdict] = []
+    new_guesses: list[tuple[Attempt, Verdict]] = []
+    messages: list[Message] = []
+    tallies: dict[tuple[str, str], Tally] = {}
+    closings: list[Closing] = []
+    decided: dict[str, Verdict] = {}  # new guesses of this batch, by id
+    won: dict[int, str] = {}  # rounds won in this batch -> the winning guess id
+    scored_before = dict(state.scored_before)
+
+    for item in attempts:
+        rnd = state.rounds.get(item.round_id)
+        if rnd is None or item.room_id != rnd.room_id:
+            verdicts.append(Verdict("unknown_round"))
+            continue
+        if item.guess_id in decided:
+            # No chat: a duplicate is not answered again.
+            verdicts.append(replace(decided[item.guess_id], kind="duplicate", chat_id=None))
+            continue
+        stored = state.recorded.get(item.guess_id)
+        if stored is not None:
+            verdicts.append(
+                _stored(item.guess_id, stored, state.rounds.get(stored.round_id, rnd), won)
+            )
+            continue
+        player = state.players.get(item.player_id)
+        if player is None or player.room_id != rnd.room_id:
+            verdicts.append(Verdict("unknown_player"))
+            continue
+        if (rnd.room_id, item.player_id) in state.banned:
+            verdicts.append(_BANNED)
+            continue
+        # The bot parsed the guess against this round; a set lookup per emoji is all a stale
+        # or forged job costs to catch, so it is not parsed again.
+        if len(item.emojis) != rnd.length or not rnd.palette.issuperset(item.emojis):
+            verdicts.append(Verdict("mismatch"))
+            continue
+
+        if rnd.ended or rnd.id in won:
+            solved = rnd.id in won or rnd.end_reason == SOLVED
+            late_text = (texts.already_solved if solved else texts.already_over)(item.emojis)
+            messages.append(_answer(item, rnd, player, late_text, KIND_LATE))
+            verdict = Verdict("late", round_closed=True, late=True, chat_id=rnd.chat_id)
+        else:
+            fb = feedback(item.emojis, rnd.secret)
+            key = (rnd.id, item.player_id)
+            attempt_no = scored_before[key] = scored_before.get(key, 0) + 1
+            wins = fb.exact == rnd.length
+            points = points_for(attempt_no) if wins else 0
+            tally = tallies.setdefault((rnd.room_id, item.player_id), Tally())
+            tally.guesses += 1
+            tally.points += points
+            result_text = texts.result_line(item.emojis, fb, attempt_no)
+            messages.append(_answer(item, rnd, player, result_text, KIND_RESULT))
+            if wins:
+                won[rnd.id] = item.guess_id
+                closings.append(Closing(rnd.id, item.player_id, item.guess_id))
+                tally.wins += 1
+                tally.best_solve = min(attempt_no, tally.best_solve or attempt_no)
+                # Not a reply: the whole room is told.
+                win_text = texts.win(player.name, rnd.secret, attempt_no, points)
+                messages.append(_answer(item, rnd, player, win_text, KIND_WIN, reply=False))
+            verdict = Verdict(
+                "scored",
+                exact=fb.exact,
+                misplaced=fb.misplaced,
+                attempt_no=attempt_no,
+                won=wins,
+                round_closed=wins,
+                points=points,
+                chat_id=rnd.chat_id,
+            )
+        decided[item.guess_id] = verdict
+        verdicts.append(verdict)
+        new_guesses.append((item, verdict))
+    return Decision(now, verdicts, new_guesses, tallies, closings, messages)
+
+
+def _answer(
+    item: Attempt, rnd: RoundState, player: PlayerState, text: str, kind: str, *, reply: bool = True
+) -> Message:
+    return Message(
+        chat_id=rnd.chat_id,
+        text=text,
+        kind=kind,
+        round_id=rnd.id,
+        reply_to=item.reply_to if reply else None,
+        guess_id=item.guess_id,
+        player_name=player.name,
+    )
+
+
+def _stored(guess_id: str, guess: StoredGuess, rnd: RoundState, won: Mapping[int, str]) -> Verdict:
+    """A guess recorded before this batch, as it was decided then."""
+    winner = won.get(rnd.id, rnd.winning_guess_id)
+    is_winner = winner == guess_id
+    return Verdict(
+        "duplicate",
+        exact=guess.exact,
+        misplaced=guess.misplaced,
+        attempt_no=guess.attempt_no,
+        won=is_winner,
+        round_closed=rnd.ended or rnd.id in won,
+        late=guess.late,
+        points=points_for(guess.attempt_no) if is_winner and guess.attempt_no else 0,
+    )

@@ -1,0 +1,77 @@
+"""Starting and ending rounds: what to draw, and what to tell the room. Pure, no I/O.
+
+The store reads the room's settings, asks `new_round` for the round to open, and writes it with
+its announcement; closing a round without a winner (its time ran out, or an admin ended it), it
+writes the `reveal`. Winning a round is decided with the guesses, in `decide`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from codemojex.game import texts
+from codemojex.game.types import KIND_REVEAL, TIMEOUT, Message
+from codemojex.scoring import draw_palette, draw_secret
+
+
+@dataclass(frozen=True, slots=True)
+class NewRound:
+    """A round to open: it keeps the settings it was drawn with, whatever the room changes."""
+
+    palette: tuple[str, ...]
+    secret: tuple[str, ...]
+    length: int
+    repeats: bool
+    started_at: datetime
+    expires_at: datetime
+    announcement: str  # the message that opens it: palette and rules
+
+
+def new_round(
+    *,
+    length: int,
+    palette: tuple[str, ...] | None,
+    palette_size: int,
+    repeats: bool,
+    timeout_s: int,
+    rng: random.Random,
+    now: datetime,
+) -> NewRound:
+    """A round under a room's settings: its fixed `palette`, or (None) `palette_size` emojis
+    drawn afresh; a secret of `length` of them, without repeats unless `repeats`."""
+    palette = palette or draw_palette(rng, palette_size)
+    secret = draw_secret(rng, palette, length, repeats=repeats)
+    return NewRound(
+        palette=palette,
+        secret=secret,
+        length=length,
+        repeats=repeats,
+        started_at=now,
+        expires_at=now + timedelta(seconds=timeout_s),
+        announcement=texts.round_started(palette, length, timeout_s, repeats=repeats),
+    )
+
+
+def reveal(
+    *,
+    round_id: int,
+    chat_id: int,
+    secret: str,
+    reason: str,
+    started_at: datetime,
+    expires_at: datetime,
+) -> Message:
+    """The message that ends a round without a winner: the secret, and why it ended."""
+    if reason == TIMEOUT:
+        timeout_s = round((expires_at - started_at).total_seconds())
+        text = texts.timed_out(secret, timeout_s)
+    else:
+        text = texts.ended_by_admin(secret)
+    return Message(chat_id=chat_id, text=text, kind=KIND_REVEAL, round_id=round_id)
+
+
+def is_due(expires_at: datetime, now: datetime) -> bool:
+    """An open round whose time has run out (the store's query selects the same rounds)."""
+    return expires_at <= now

@@ -1,0 +1,35 @@
+"""The vocabulary the game's decisions are written in: messages to post, their kinds, and why a
+round ended. Shared by `decide` (guesses) and `rounds` (starting and closing rounds)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+# Kinds of message. The sender posts a round announcement on its own (players reply to it) and
+# may fold the others of a busy chat into one message.
+KIND_ROUND: Final = "round"  # a round started: palette and rules
+KIND_RESULT: Final = "result"  # a scored guess: "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)"
+KIND_WIN: Final = "win"  # the winner and the secret
+KIND_LATE: Final = "late"  # a guess for a round that had already ended
+KIND_REVEAL: Final = "reveal"  # a round ended without a winner: the secret
+
+# Why a round ended.
+SOLVED: Final = "solved"
+TIMEOUT: Final = "timeout"
+ENDROUND: Final = "endround"  # an admin's /endround
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A message to post, decided with the change it tells about (the store writes both in one
+    transaction; the sender posts it later). `player_name`: who a result line is about, so that
+    the sender can name them when it folds several results into one message."""
+
+    chat_id: int
+    text: str
+    kind: str
+    round_id: int | None
+    reply_to: int | None = None
+    guess_id: str | None = None
+    player_name: str | None = None
