@@ -104,13 +104,12 @@ def demo(
 
 
 async def _with_lanes(action: str, room: str | None) -> object:
-    from codemojex.lanes import Lanes
-    from codemojex.runtime import redis_client
+    from codemojex.runtime import make_lanes, redis_client
 
     settings = load_settings()
     redis = redis_client(settings)
     try:
-        lanes = Lanes(redis, queue=settings.queue)
+        lanes = make_lanes(redis, settings)
         if action == "check":
             return await lanes.check()
         if action == "repair":

@@ -93,6 +93,17 @@ def redis_client(settings: Settings) -> AnyRedis:
     return client
 
 
+def make_lanes(redis: AnyRedis, settings: Settings) -> Lanes:
+    """The queue of this deployment, with its retention settings."""
+    return Lanes(
+        redis,
+        queue=settings.queue,
+        dead_max=settings.lanes_dead_max,
+        dead_age_ms=settings.lanes_dead_age_ms,
+        lane_idle_ms=settings.lanes_idle_ms,
+    )
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -112,7 +123,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             redis=redis,
             engine=engine,
             sessionmaker=make_sessionmaker(engine),
-            lanes=Lanes(redis, queue=settings.queue),
+            lanes=make_lanes(redis, settings),
         )
     finally:
         await engine.dispose()

@@ -40,6 +40,11 @@ class Settings(BaseSettings):
     # once: never twice, rarely lost).
     sender_ambiguous: Literal["repost", "assume_sent"] = "repost"
 
+    # Lanes retention: dead jobs kept (count and age), how long an empty lane is remembered.
+    lanes_dead_max: int = Field(default=L.DEAD_MAX_DEFAULT, ge=0, le=L.DEAD_MAX_MAX)
+    lanes_dead_age_ms: int = Field(default=L.DEAD_AGE_MS_DEFAULT, ge=1, le=L.RETENTION_MS_MAX)
+    lanes_idle_ms: int = Field(default=L.LANE_IDLE_MS_DEFAULT, ge=1, le=L.RETENTION_MS_MAX)
+
     # Game defaults for new rooms
     default_ceiling: int = Field(default=L.CEILING_DEFAULT, ge=L.CEILING_MIN, le=L.CEILING_MAX)
     round_timeout_s: int = Field(

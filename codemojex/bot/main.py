@@ -5,8 +5,7 @@ from __future__ import annotations
 from codemojex.bot.app import ALLOWED_UPDATES, build_application, webhook_options
 from codemojex.bot.context import CodemojexApp
 from codemojex.db import make_engine, make_sessionmaker
-from codemojex.lanes import Lanes
-from codemojex.runtime import redis_client
+from codemojex.runtime import make_lanes, redis_client
 from codemojex.settings import Settings
 
 
@@ -17,7 +16,7 @@ def run_bot(settings: Settings) -> None:
     engine = make_engine(settings.database_url)
     application = build_application(
         settings,
-        lanes=Lanes(redis, queue=settings.queue),
+        lanes=make_lanes(redis, settings),
         sessionmaker=make_sessionmaker(engine),
         redis=redis,
     )
