@@ -31,9 +31,15 @@ from telegram.ext import (
     filters,
 )
 
-from codemojex.bot import handlers
 from codemojex.bot.admin import AdminCache
+from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
+from codemojex.bot.player_commands import (
+    PLAYER_COMMANDS,
+    cmd_unknown,
+    on_group_text,
+    on_private_text,
+)
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.bot.replies import ANSWER_POLICY, answer
 from codemojex.game import texts
@@ -109,14 +115,14 @@ def build_application(
 def add_handlers(application: CodemojexApp) -> None:
     # New messages only: an edited message is not a guess and does not re-run a command.
     new = filters.UpdateType.MESSAGE
-    for name, callback in {**handlers.PLAYER_COMMANDS, **handlers.ADMIN_COMMANDS}.items():
+    for name, callback in {**PLAYER_COMMANDS, **ADMIN_COMMANDS}.items():
         application.add_handler(CommandHandler(name, callback, filters=new))
-    application.add_handler(MessageHandler(new & filters.COMMAND, handlers.cmd_unknown))
+    application.add_handler(MessageHandler(new & filters.COMMAND, cmd_unknown))
     application.add_handler(
-        MessageHandler(new & filters.ChatType.GROUPS & filters.TEXT, handlers.on_group_text)
+        MessageHandler(new & filters.ChatType.GROUPS & filters.TEXT, on_group_text)
     )
     application.add_handler(
-        MessageHandler(new & filters.ChatType.PRIVATE & filters.TEXT, handlers.on_private_text)
+        MessageHandler(new & filters.ChatType.PRIVATE & filters.TEXT, on_private_text)
     )
     application.add_handler(
         ChatMemberHandler(on_member_change, ChatMemberHandler.ANY_CHAT_MEMBER), group=1

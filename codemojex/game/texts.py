@@ -7,7 +7,7 @@ so no Markdown/HTML escaping is needed or wanted. Pure: constants and functions,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final, Protocol
 
 from codemojex.scoring import (
     EXACT,
@@ -222,7 +222,44 @@ def player_unbanned(name: str) -> str:
     return f"{name} may play here again."
 
 
+def whole_number_usage(command: str, low: int, high: int) -> str:
+    return f"{command} takes one whole number from {low} to {high}."
+
+
 # --- records ---
+
+
+class Record(Protocol):
+    """A player's record, in one room or summed over all (the store's stats rows fit)."""
+
+    @property
+    def points(self) -> int: ...
+    @property
+    def wins(self) -> int: ...
+    @property
+    def guesses(self) -> int: ...
+    @property
+    def best_solve(self) -> int | None: ...
+
+
+class RecordEverywhere(Record, Protocol):
+    @property
+    def rooms(self) -> int: ...
+
+
+def record_here(name: str, record: Record | None) -> str:
+    """/stats: a player's record in this chat (None: never played here)."""
+    if record is None:
+        return player_stats(name, 0, 0, 0, None)
+    return player_stats(name, record.points, record.wins, record.guesses, record.best_solve)
+
+
+def record_everywhere(name: str, record: RecordEverywhere) -> str:
+    """/me: a player's record summed over every chat they played in."""
+    where = f"in {_plural(record.rooms, 'chat')}"
+    return player_stats(
+        name, record.points, record.wins, record.guesses, record.best_solve, where=where
+    )
 
 
 def player_stats(
@@ -246,3 +283,36 @@ def leaderboard(rows: Sequence[tuple[str, int, int]]) -> str:
         for i, (name, points, wins) in enumerate(rows)
     ]
     return "🏆 Leaderboard\n" + "\n".join(lines)
+
+
+# --- the queue ---
+
+QUEUE_LINES_MAX: Final = 15
+
+
+def queue_view(room_view: dict[str, Any] | None, names: dict[str, str]) -> str:
+    """/queue: the room's lanes from lanes.snapshot, players by name (ids stay internal)."""
+    if room_view is None:
+        return "Nothing queued here yet."
+    ceiling = room_view.get("ceiling")
+    head = (
+        f"Scoring {'paused' if room_view.get('paused') else 'running'} · "
+        f"in flight {room_view.get('in_flight', 0)}/{ceiling if ceiling is not None else '∞'} · "
+        f"waiting {room_view.get('pending', 0)}"
+    )
+    waiting = sorted(
+        ((lane, info) for lane, info in room_view.get("lanes", {}).items() if info["depth"]),
+        key=lambda item: (-int(item[1]["depth"]), item[0]),
+    )
+    lines = [head]
+    for lane, info in waiting[:QUEUE_LINES_MAX]:
+        extras = []
+        if info.get("weight", 1) != 1:
+            extras.append(f"weight {info['weight']}")
+        if info.get("paused"):
+            extras.append("paused")
+        extra = f" ({', '.join(extras)})" if extras else ""
+        lines.append(f"{names.get(lane, 'someone')}: {info['depth']} waiting{extra}")
+    if len(waiting) > QUEUE_LINES_MAX:
+        lines.append(f"… and {len(waiting) - QUEUE_LINES_MAX} more players")
+    return "\n".join(lines)

@@ -9,8 +9,9 @@ from codemojex import ids
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.app import webhook_options
 from codemojex.bot.guesses import looks_like_guess
-from codemojex.bot.handlers import format_queue, parse_bounded_int
+from codemojex.bot.incoming import parse_bounded_int
 from codemojex.bot.replies import ANSWER_POLICY
+from codemojex.game.texts import queue_view as format_queue
 from codemojex.posting.pacer import PacePolicy
 from codemojex.settings import Settings
 from codemojex.standin import StandIn

@@ -1,0 +1,242 @@
+"""The admins' commands: each runs only after the admin gate (chat administrators, this
+chat's anonymous admin, operators), and every attempt, allowed or refused, is audited."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final
+
+from telegram import Update, User
+
+from codemojex.bot.admin import is_admin
+from codemojex.bot.context import CodemojexContext
+from codemojex.bot.incoming import (
+    Handler,
+    Sender,
+    command_text,
+    guarded,
+    parse_bounded_int,
+    sender_of,
+)
+from codemojex.bot.replies import answer
+from codemojex.bot.rooms import display_name, ensure_room, storable
+from codemojex.db import Room, store
+from codemojex.game import texts
+from codemojex.limits import CEILING_MAX, CEILING_MIN, WEIGHT_MAX, WEIGHT_MIN
+from codemojex.scoring import InvalidSettings, parse_settings
+
+LIMIT_RANGE: Final = (CEILING_MIN, CEILING_MAX)
+WEIGHT_RANGE: Final = (WEIGHT_MIN, WEIGHT_MAX)
+AUDIT_ARGS_MAX: Final = 200
+QUEUE_LINES_MAX: Final = texts.QUEUE_LINES_MAX
+
+
+@dataclass(frozen=True, slots=True)
+class AdminCall:
+    who: Sender
+    room: Room
+    actor_tg_id: int
+    args: str
+
+
+async def _admin_gate(update: Update, context: CodemojexContext, action: str) -> AdminCall | None:
+    """Authorise an admin command; the attempt is audited whether allowed or refused."""
+    who = sender_of(update)
+    if who is None:
+        return None
+    if not who.in_group:
+        await answer(context.services, who.message, texts.GROUP_ONLY)
+        return None
+    services = context.services
+    allowed = await is_admin(
+        context.bot, who.message, services.admins, services.settings.operator_ids
+    )
+    actor = who.user.id if who.user is not None else who.chat.id
+    args = command_text(who.message)
+    async with services.sessionmaker() as session:
+        room = await ensure_room(services, session, who.chat)
+        await store.audit(
+            session,
+            room_id=room.id,
+            actor_tg_id=actor,
+            action=action,
+            args=storable(args[:AUDIT_ARGS_MAX]),
+            allowed=allowed,
+        )
+    if not allowed:
+        await answer(context.services, who.message, texts.NOT_ADMIN)
+        return None
+    return AdminCall(who, room, actor, args)
+
+
+def admin_command(
+    action: str,
+) -> Callable[[Callable[[AdminCall, CodemojexContext], Awaitable[None]]], Handler]:
+    def decorate(body: Callable[[AdminCall, CodemojexContext], Awaitable[None]]) -> Handler:
+        @guarded
+        @functools.wraps(body)
+        async def handler(update: Update, context: CodemojexContext) -> None:
+            call = await _admin_gate(update, context, action)
+            if call is not None:
+                await body(call, context)
+
+        return handler
+
+    return decorate
+
+
+@admin_command("pause")
+async def cmd_pause(call: AdminCall, context: CodemojexContext) -> None:
+    await context.services.lanes.pause(call.room.id)
+    await answer(context.services, call.who.message, texts.PAUSED)
+
+
+@admin_command("resume")
+async def cmd_resume(call: AdminCall, context: CodemojexContext) -> None:
+    await context.services.lanes.resume(call.room.id)
+    await answer(context.services, call.who.message, texts.RESUMED)
+
+
+@admin_command("limit")
+async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
+    parsed = parse_bounded_int(call.args, *LIMIT_RANGE, "/limit")
+    if isinstance(parsed, str):
+        await answer(context.services, call.who.message, parsed)
+        return
+    services = context.services
+    # The room row is the record (re-applied to the lanes on the next first sight), so it is
+    # written first; should the lanes call fail, the next guess applies the new ceiling.
+    async with services.sessionmaker() as session:
+        await store.update_room_settings(session, call.room.id, ceiling=parsed)
+    services.ceilings_applied.discard(call.room.id)
+    await services.lanes.limit(call.room.id, parsed)
+    services.ceilings_applied.add(call.room.id)
+    await answer(context.services, call.who.message, texts.limit_set(parsed))
+
+
+async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
+    """The player an admin command replies to; answers when there is none."""
+    replied = call.who.message.reply_to_message
+    user = replied.from_user if replied is not None else None
+    if replied is None or user is None or user.is_bot or replied.sender_chat is not None:
+        await answer(context.services, call.who.message, texts.REPLY_TO_PLAYER)
+        return None
+    return user
+
+
+@admin_command("weight")
+async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
+    parsed = parse_bounded_int(call.args, *WEIGHT_RANGE, "/weight")
+    if isinstance(parsed, str):
+        await answer(context.services, call.who.message, parsed)
+        return
+    user = await _target(call, context)
+    if user is None:
+        return
+    services = context.services
+    async with services.sessionmaker() as session:
+        player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
+    await services.lanes.weight(player.id, parsed)
+    await answer(context.services, call.who.message, texts.weight_set(display_name(user), parsed))
+
+
+@admin_command("ban")
+async def cmd_ban(call: AdminCall, context: CodemojexContext) -> None:
+    user = await _target(call, context)
+    if user is None:
+        return
+    services = context.services
+    async with services.sessionmaker() as session:
+        player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
+        # The ban is recorded first: a guess racing the purge is then refused by the bot.
+        await store.ban(session, call.room.id, player.id, call.actor_tg_id)
+    dropped = await services.lanes.purge(player.id)
+    await answer(
+        context.services, call.who.message, texts.player_banned(display_name(user), dropped)
+    )
+
+
+@admin_command("unban")
+async def cmd_unban(call: AdminCall, context: CodemojexContext) -> None:
+    user = await _target(call, context)
+    if user is None:
+        return
+    services = context.services
+    async with services.sessionmaker() as session:
+        player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
+        await store.unban(session, call.room.id, player.id, call.actor_tg_id)
+    await answer(context.services, call.who.message, texts.player_unbanned(display_name(user)))
+
+
+@admin_command("endround")
+async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
+    async with context.services.sessionmaker() as session:
+        round_ = await store.open_round(session, call.room.id)
+        if round_ is None:
+            await answer(context.services, call.who.message, texts.NO_ROUND)
+            return
+        # The reveal goes through the outbox, like every game post.
+        await store.close_round(session, round_.id, "endround")
+
+
+@admin_command("settings")
+async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
+    """`/settings length=5 palette=🍎🍌🍇🍒🍋🥝 repeats=off` for the next rounds; `/settings`
+    alone shows what the next round will use."""
+    room = call.room
+    if not call.args.strip():
+        shown = texts.settings_shown(room.length, room.palette, repeats=room.repeats)
+        await answer(context.services, call.who.message, shown)
+        return
+    try:
+        wanted = parse_settings(call.args)
+        async with context.services.sessionmaker() as session:
+            # The store refuses what cannot be drawn with the room's other settings (repeats
+            # off and a palette shorter than the length), whichever of them is being changed.
+            room = await store.update_room_settings(
+                session,
+                room.id,
+                length=wanted.length,
+                palette="".join(wanted.palette) if wanted.palette is not None else None,
+                repeats=wanted.repeats,
+            )
+    except InvalidSettings as exc:
+        # Answered outside the session: waiting for a posting slot holds no connection.
+        await answer(context.services, call.who.message, str(exc))
+        return
+    await answer(
+        context.services,
+        call.who.message,
+        texts.settings_changed(room.length, room.palette, repeats=room.repeats),
+    )
+
+
+@admin_command("queue")
+async def cmd_queue(call: AdminCall, context: CodemojexContext) -> None:
+    services = context.services
+    snapshot = await services.lanes.snapshot(call.room.id)
+    room_view = snapshot.get("rooms", {}).get(call.room.id)
+    names: dict[str, str] = {}
+    if room_view is not None:
+        busy = [lane for lane, info in room_view.get("lanes", {}).items() if info["depth"]]
+        async with services.sessionmaker() as session:
+            for lane in busy[: QUEUE_LINES_MAX + 1]:
+                player = await store.get_player(session, lane)
+                if player is not None:
+                    names[lane] = player.display_name
+    await answer(context.services, call.who.message, texts.queue_view(room_view, names))
+
+
+ADMIN_COMMANDS: Final[dict[str, Handler]] = {
+    "pause": cmd_pause,
+    "resume": cmd_resume,
+    "limit": cmd_limit,
+    "weight": cmd_weight,
+    "ban": cmd_ban,
+    "unban": cmd_unban,
+    "endround": cmd_endround,
+    "settings": cmd_settings,
+    "queue": cmd_queue,
+}

@@ -1,0 +1,89 @@
+"""Who sent an update and what they typed, and the guard every handler runs under.
+
+Only new messages reach the handlers (edited messages are not guesses and do not re-run
+commands). Messages without a person behind them (no sender, or posted on behalf of a channel)
+are ignored; an anonymous admin (posting as the group) may run admin commands but not play.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from telegram import Chat, Message, Update, User
+from telegram.constants import ChatType
+
+from codemojex.bot.admin import is_anonymous_admin
+from codemojex.bot.context import CodemojexContext
+from codemojex.bot.replies import answer
+from codemojex.game import texts
+from codemojex.outages import outage_of
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Update, CodemojexContext], Coroutine[Any, Any, None]]
+
+
+def guarded(handler: Handler) -> Handler:
+    """Storage outages (Redis, Postgres) become "try again in a moment" instead of an error
+    report: nothing was half-written (each lanes verb is one script, each store use-case one
+    transaction). Telegram failing is not one of them: that is reported, and apologised for."""
+
+    @functools.wraps(handler)
+    async def wrapper(update: Update, context: CodemojexContext) -> None:
+        try:
+            await handler(update, context)
+        except Exception as exc:
+            if outage_of(exc) not in ("redis", "postgres"):
+                raise  # a bug, or Telegram out (on_error's: an answer would fail too)
+            log.warning("update %s: storage unavailable (%s)", update.update_id, type(exc).__name__)
+            if update.message is not None:
+                # Paced like any answer; unpaced when it is Redis that is down (replies.answer).
+                await answer(context.services, update.message, texts.TRY_AGAIN)
+
+    return wrapper
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    message: Message
+    chat: Chat
+    user: User | None  # None for an anonymous admin
+    in_group: bool
+
+
+def sender_of(update: Update) -> Sender | None:
+    """Who sent this message, or None when nobody we can answer to did."""
+    message = update.message
+    if message is None:
+        return None
+    chat = message.chat
+    in_group = chat.type in (ChatType.GROUP, ChatType.SUPERGROUP)
+    if is_anonymous_admin(message):
+        return Sender(message, chat, None, in_group)
+    user = message.from_user
+    if user is None or message.sender_chat is not None or user.is_bot:
+        return None
+    return Sender(message, chat, user, in_group)
+
+
+def command_text(message: Message) -> str:
+    """Everything after the command word, as typed (spaces inside kept)."""
+    text = message.text or ""
+    parts = text.split(maxsplit=1)
+    return parts[1] if len(parts) > 1 else ""
+
+
+def parse_bounded_int(text: str, low: int, high: int, what: str) -> int | str:
+    """The whole number in `text` within [low, high], or the reason it is not one."""
+    value = text.strip()
+    usage = texts.whole_number_usage(what, low, high)
+    if not value or not value.isascii() or not value.isdigit() or len(value) > len(str(high)):
+        return usage
+    number = int(value)
+    if not low <= number <= high:
+        return usage
+    return number

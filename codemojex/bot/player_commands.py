@@ -1,0 +1,188 @@
+"""The players' commands and the group chatter that may be a guess: thin handlers that call a
+store use-case or the guess intake and answer briefly. Results and round announcements are
+posted by the worker's outbox sender, not from here."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from telegram import Update
+from telegram.constants import ChatType
+
+from codemojex.bot.context import CodemojexContext
+from codemojex.bot.guesses import Source, submit_guess, tell
+from codemojex.bot.incoming import Handler, Sender, command_text, guarded, sender_of
+from codemojex.bot.replies import answer
+from codemojex.bot.rooms import display_name, ensure_room
+from codemojex.db import store
+from codemojex.game import texts
+from codemojex.scoring import DEFAULT_LENGTH
+
+
+@guarded
+async def cmd_help(update: Update, context: CodemojexContext) -> None:
+    who = sender_of(update)
+    if who is not None:
+        await answer(context.services, who.message, texts.HELP)
+
+
+@guarded
+async def cmd_rules(update: Update, context: CodemojexContext) -> None:
+    """The rules with this room's numbers (the open round's, else the next round's)."""
+    who = sender_of(update)
+    if who is None:
+        return
+    services = context.services
+    length, palette, repeats = DEFAULT_LENGTH, None, True
+    timeout_s = services.settings.round_timeout_s
+    if who.in_group:
+        async with services.sessionmaker() as session:
+            room = await ensure_room(services, session, who.chat)
+            round_ = await store.open_round(session, room.id)
+        length, palette, repeats = room.length, room.palette, room.repeats
+        timeout_s = room.round_timeout_s
+        if round_ is not None:
+            length, palette, repeats = round_.length, round_.palette, round_.repeats
+    await answer(
+        context.services,
+        who.message,
+        texts.rules_text(length, palette, timeout_s, repeats=repeats),
+    )
+
+
+async def _group_player(update: Update, context: CodemojexContext) -> Sender | None:
+    """The sender of a group-only player command; answers private chats and anonymous admins."""
+    who = sender_of(update)
+    if who is None:
+        return None
+    if not who.in_group:
+        await answer(context.services, who.message, texts.GROUP_ONLY)
+        return None
+    if who.user is None:
+        await answer(context.services, who.message, texts.ANONYMOUS_PLAYER)
+        return None
+    return who
+
+
+@guarded
+async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
+    who = await _group_player(update, context)
+    if who is None:
+        return
+    services = context.services
+    async with services.sessionmaker() as session:
+        room = await ensure_room(services, session, who.chat)
+        try:
+            # The announcement is written to the outbox with the round: the sender posts it,
+            # paced with every other game post of the chat.
+            await store.start_round(session, room.id, services.rng)
+            return
+        except store.RoundAlreadyOpen:
+            pass
+    # Outside the session: waiting for a posting slot must not hold a database connection.
+    await answer(services, who.message, texts.ROUND_RUNNING)
+
+
+@guarded
+async def cmd_guess(update: Update, context: CodemojexContext) -> None:
+    who = await _group_player(update, context)
+    if who is None or who.user is None:
+        return
+    outcome = await submit_guess(
+        context.services, who.message, who.user, command_text(who.message), Source.COMMAND
+    )
+    await tell(context.services, who.message, outcome)
+
+
+@guarded
+async def on_group_text(update: Update, context: CodemojexContext) -> None:
+    """A plain group message: a guess if it looks like one (see guesses.py), else chat."""
+    who = sender_of(update)
+    if who is None or who.user is None or not who.in_group:
+        return
+    message = who.message
+    replied = message.reply_to_message
+    to_bot = (
+        replied is not None
+        and replied.from_user is not None
+        and replied.from_user.id == context.bot.id
+    )
+    source = Source.REPLY if to_bot else Source.PLAIN
+    outcome = await submit_guess(context.services, message, who.user, message.text or "", source)
+    await tell(context.services, message, outcome)
+
+
+@guarded
+async def on_private_text(update: Update, context: CodemojexContext) -> None:
+    who = sender_of(update)
+    if who is not None and not who.in_group and who.chat.type == ChatType.PRIVATE:
+        await answer(context.services, who.message, texts.PRIVATE_HINT)
+
+
+@guarded
+async def cmd_stats(update: Update, context: CodemojexContext) -> None:
+    who = await _group_player(update, context)
+    if who is None or who.user is None:
+        return
+    services = context.services
+    async with services.sessionmaker() as session:
+        room = await ensure_room(services, session, who.chat)
+        stats = await store.player_stats(session, room.id, who.user.id)
+    await answer(context.services, who.message, texts.record_here(display_name(who.user), stats))
+
+
+@guarded
+async def cmd_top(update: Update, context: CodemojexContext) -> None:
+    who = await _group_player(update, context)
+    if who is None:
+        return
+    services = context.services
+    async with services.sessionmaker() as session:
+        room = await ensure_room(services, session, who.chat)
+        rows = await store.leaderboard(session, room.id, limit=10)
+    await answer(
+        context.services,
+        who.message,
+        texts.leaderboard([(r.display_name, r.points, r.wins) for r in rows]),
+    )
+
+
+@guarded
+async def cmd_me(update: Update, context: CodemojexContext) -> None:
+    who = sender_of(update)
+    if who is None:
+        return
+    if who.user is None:
+        await answer(context.services, who.message, texts.ANONYMOUS_PLAYER)
+        return
+    async with context.services.sessionmaker() as session:
+        stats = await store.global_stats(session, who.user.id)
+    await answer(
+        context.services, who.message, texts.record_everywhere(display_name(who.user), stats)
+    )
+
+
+@guarded
+async def cmd_unknown(update: Update, context: CodemojexContext) -> None:
+    """Commands we do not have: answered in private, and in groups only when addressed to us
+    by name (/foo@ourbot); a bare /foo in a group may be meant for another bot."""
+    who = sender_of(update)
+    if who is None:
+        return
+    text = who.message.text or ""
+    word = text.split(maxsplit=1)[0] if text.strip() else ""
+    _, _, addressed = word.partition("@")
+    if not who.in_group or (addressed and addressed.lower() == context.bot.username.lower()):
+        await answer(context.services, who.message, texts.UNKNOWN_COMMAND)
+
+
+PLAYER_COMMANDS: Final[dict[str, Handler]] = {
+    "newgame": cmd_newgame,
+    "g": cmd_guess,
+    "rules": cmd_rules,
+    "stats": cmd_stats,
+    "top": cmd_top,
+    "help": cmd_help,
+    "start": cmd_help,
+    "me": cmd_me,
+}
