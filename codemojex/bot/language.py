@@ -2,8 +2,8 @@
 
 A group's room has a language (`rooms.language`): the first round takes its starter's (see
 `user_language`), `/settings lang=…` changes it; until then, the bot answers each user in
-theirs. A private chat follows the
-user's Telegram `language_code`. A language without a catalog is English.
+theirs. A private chat follows the user's Telegram `language_code`. A language without a
+catalog is English.
 """
 
 from __future__ import annotations
