@@ -85,6 +85,7 @@ from codemojex.game import texts
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull, Lanes
 from codemojex.limits import GUESS_MAX_ATTEMPTS
+from codemojex.locale import EN
 from codemojex.posting.fold import STANDALONE_KINDS
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
@@ -1214,7 +1215,7 @@ class Soak:
             "outbox_marked_not_posted_examples": examples[:5],
             "posts": len(sent),
             "bot_direct_replies": dict(direct_replies.most_common(8)),
-            "try_again_replies": sum(1 for m in sent.values() if m.text == texts.TRY_AGAIN),
+            "try_again_replies": sum(1 for m in sent.values() if m.text == texts.try_again(EN)),
             "refused_enqueues": dict(self.refused),
             "bot_errors": len(self.bot_errors),
             "bot_error_examples": self.bot_errors[:5],

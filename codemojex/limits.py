@@ -97,3 +97,8 @@ RETENTION_MS_MAX: Final = 10 * 365 * 24 * 3600 * 1000
 # A lane due to be forgotten that still holds work (or whose room has guesses in flight, which
 # may be its own) is looked at again after this long.
 LANE_RECHECK_MS: Final = 60_000
+
+# --- boards (H14a) ---------------------------------------------------------------------------
+
+# /top and /top week show this many players, best first.
+LEADERBOARD_ROWS: Final = 10

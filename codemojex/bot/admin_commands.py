@@ -20,11 +20,13 @@ from codemojex.bot.incoming import (
     parse_bounded_int,
     sender_of,
 )
+from codemojex.bot.language import room_language, user_language
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
 from codemojex.game import texts
 from codemojex.limits import CEILING_MAX, CEILING_MIN, WEIGHT_MAX, WEIGHT_MIN
+from codemojex.locale import Lang
 from codemojex.scoring import InvalidSettings, parse_settings
 
 LIMIT_RANGE: Final = (CEILING_MIN, CEILING_MAX)
@@ -39,6 +41,7 @@ class AdminCall:
     room: Room
     actor_tg_id: int
     args: str
+    lang: Lang  # the chat's, to answer in
 
 
 async def _admin_gate(update: Update, context: CodemojexContext, action: str) -> AdminCall | None:
@@ -47,7 +50,7 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
     if who is None:
         return None
     if not who.in_group:
-        await answer(context.services, who.message, texts.GROUP_ONLY)
+        await answer(context.services, who.message, texts.group_only(user_language(who.user)))
         return None
     services = context.services
     allowed = await is_admin(
@@ -65,10 +68,11 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
             args=storable(args[:AUDIT_ARGS_MAX]),
             allowed=allowed,
         )
+    lang = room_language(room, who.user)
     if not allowed:
-        await answer(context.services, who.message, texts.NOT_ADMIN)
+        await answer(context.services, who.message, texts.not_admin(lang))
         return None
-    return AdminCall(who, room, actor, args)
+    return AdminCall(who, room, actor, args, lang)
 
 
 def admin_command(
@@ -90,18 +94,18 @@ def admin_command(
 @admin_command("pause")
 async def cmd_pause(call: AdminCall, context: CodemojexContext) -> None:
     await context.services.lanes.pause(call.room.id)
-    await answer(context.services, call.who.message, texts.PAUSED)
+    await answer(context.services, call.who.message, texts.paused(call.lang))
 
 
 @admin_command("resume")
 async def cmd_resume(call: AdminCall, context: CodemojexContext) -> None:
     await context.services.lanes.resume(call.room.id)
-    await answer(context.services, call.who.message, texts.RESUMED)
+    await answer(context.services, call.who.message, texts.resumed(call.lang))
 
 
 @admin_command("limit")
 async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
-    parsed = parse_bounded_int(call.args, *LIMIT_RANGE, "/limit")
+    parsed = parse_bounded_int(call.args, *LIMIT_RANGE, "/limit", call.lang)
     if isinstance(parsed, str):
         await answer(context.services, call.who.message, parsed)
         return
@@ -113,7 +117,7 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
     services.ceilings_applied.discard(call.room.id)
     await services.lanes.limit(call.room.id, parsed)
     services.ceilings_applied.add(call.room.id)
-    await answer(context.services, call.who.message, texts.limit_set(parsed))
+    await answer(context.services, call.who.message, texts.limit_set(call.lang, parsed))
 
 
 async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
@@ -121,14 +125,14 @@ async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
     replied = call.who.message.reply_to_message
     user = replied.from_user if replied is not None else None
     if replied is None or user is None or user.is_bot or replied.sender_chat is not None:
-        await answer(context.services, call.who.message, texts.REPLY_TO_PLAYER)
+        await answer(context.services, call.who.message, texts.reply_to_player(call.lang))
         return None
     return user
 
 
 @admin_command("weight")
 async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
-    parsed = parse_bounded_int(call.args, *WEIGHT_RANGE, "/weight")
+    parsed = parse_bounded_int(call.args, *WEIGHT_RANGE, "/weight", call.lang)
     if isinstance(parsed, str):
         await answer(context.services, call.who.message, parsed)
         return
@@ -139,7 +143,8 @@ async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
     async with services.sessionmaker() as session:
         player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
     await services.lanes.weight(player.id, parsed)
-    await answer(context.services, call.who.message, texts.weight_set(display_name(user), parsed))
+    shown = texts.weight_set(call.lang, display_name(user), parsed)
+    await answer(context.services, call.who.message, shown)
 
 
 @admin_command("ban")
@@ -154,7 +159,9 @@ async def cmd_ban(call: AdminCall, context: CodemojexContext) -> None:
         await store.ban(session, call.room.id, player.id, call.actor_tg_id)
     dropped = await services.lanes.purge(player.id)
     await answer(
-        context.services, call.who.message, texts.player_banned(display_name(user), dropped)
+        context.services,
+        call.who.message,
+        texts.player_banned(call.lang, display_name(user), dropped),
     )
 
 
@@ -167,7 +174,8 @@ async def cmd_unban(call: AdminCall, context: CodemojexContext) -> None:
     async with services.sessionmaker() as session:
         player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
         await store.unban(session, call.room.id, player.id, call.actor_tg_id)
-    await answer(context.services, call.who.message, texts.player_unbanned(display_name(user)))
+    shown = texts.player_unbanned(call.lang, display_name(user))
+    await answer(context.services, call.who.message, shown)
 
 
 @admin_command("endround")
@@ -175,7 +183,7 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
     async with context.services.sessionmaker() as session:
         round_ = await store.open_round(session, call.room.id)
         if round_ is None:
-            await answer(context.services, call.who.message, texts.NO_ROUND)
+            await answer(context.services, call.who.message, texts.no_round(call.lang))
             return
         # The reveal goes through the outbox, like every game post.
         await store.close_round(session, round_.id, "endround")
@@ -183,11 +191,11 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
 
 @admin_command("settings")
 async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
-    """`/settings length=5 palette=🍎🍌🍇🍒🍋🥝 repeats=off` for the next rounds; `/settings`
-    alone shows what the next round will use."""
+    """`/settings length=5 palette=🍎🍌🍇🍒🍋🥝 repeats=off lang=ru` for the next rounds (the
+    language at once); `/settings` alone shows what the next round will use."""
     room = call.room
     if not call.args.strip():
-        shown = texts.settings_shown(room.length, room.palette, repeats=room.repeats)
+        shown = texts.settings_shown(call.lang, room.length, room.palette, repeats=room.repeats)
         await answer(context.services, call.who.message, shown)
         return
     try:
@@ -201,16 +209,16 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
                 length=wanted.length,
                 palette="".join(wanted.palette) if wanted.palette is not None else None,
                 repeats=wanted.repeats,
+                language=wanted.language,
             )
     except InvalidSettings as exc:
         # Answered outside the session: waiting for a posting slot holds no connection.
-        await answer(context.services, call.who.message, str(exc))
+        await answer(context.services, call.who.message, texts.settings_refused(call.lang, exc))
         return
-    await answer(
-        context.services,
-        call.who.message,
-        texts.settings_changed(room.length, room.palette, repeats=room.repeats),
-    )
+    # In the chat's language as it is now: a new one answers in itself.
+    lang = room_language(room, call.who.user)
+    changed = texts.settings_changed(lang, room.length, room.palette, repeats=room.repeats)
+    await answer(context.services, call.who.message, changed)
 
 
 @admin_command("queue")
@@ -226,7 +234,7 @@ async def cmd_queue(call: AdminCall, context: CodemojexContext) -> None:
                 player = await store.get_player(session, lane)
                 if player is not None:
                     names[lane] = player.display_name
-    await answer(context.services, call.who.message, texts.queue_view(room_view, names))
+    await answer(context.services, call.who.message, texts.queue_view(call.lang, room_view, names))
 
 
 ADMIN_COMMANDS: Final[dict[str, Handler]] = {

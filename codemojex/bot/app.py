@@ -7,6 +7,7 @@ inside an event loop somebody else owns (the tests and the demo).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,8 +17,10 @@ from urllib.parse import urlsplit
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import (
     BotCommand,
+    BotCommandScope,
     BotCommandScopeAllChatAdministrators,
-    BotCommandScopeDefault,
+    BotCommandScopeAllGroupChats,
+    BotCommandScopeAllPrivateChats,
     Update,
 )
 from telegram.error import Forbidden, RetryAfter
@@ -34,6 +37,7 @@ from telegram.ext import (
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
+from codemojex.bot.language import user_language
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
     cmd_unknown,
@@ -44,6 +48,7 @@ from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.bot.replies import ANSWER_POLICY, answer
 from codemojex.game import texts
 from codemojex.lanes import Lanes
+from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.posting.flags import FloodNotices
 from codemojex.posting.pacer import Pacer
 from codemojex.redistypes import AnyRedis
@@ -136,12 +141,34 @@ async def on_member_change(update: Update, context: CodemojexContext) -> None:
         context.services.admins.forget(update.effective_chat.id)
 
 
+def command_menus(lang: Lang) -> list[tuple[BotCommandScope, list[BotCommand]]]:
+    """The menus of one language, per scope: the players' commands in every group chat, the
+    same plus the admins' for chat administrators (a scope's list replaces, never adds to, a
+    wider one), and /me /help /rules in private chats."""
+    players = [BotCommand(name, text) for name, text in texts.player_commands(lang)]
+    admins = players + [BotCommand(name, text) for name, text in texts.admin_commands(lang)]
+    private = [BotCommand(name, text) for name, text in texts.private_commands(lang)]
+    return [
+        (BotCommandScopeAllGroupChats(), players),
+        (BotCommandScopeAllChatAdministrators(), admins),
+        (BotCommandScopeAllPrivateChats(), private),
+    ]
+
+
 async def register_commands(application: CodemojexApp) -> None:
+    """Every menu in every shipped language: Telegram shows a user the list of their
+    `language_code` (two letters), else the one without a language, which is English. The
+    default scope is left alone: these three cover every chat the bot is in."""
     bot = application.bot
-    players = [BotCommand(name, text) for name, text in texts.PLAYER_COMMANDS]
-    admins = players + [BotCommand(name, text) for name, text in texts.ADMIN_COMMANDS]
-    await bot.set_my_commands(players, scope=BotCommandScopeDefault())
-    await bot.set_my_commands(admins, scope=BotCommandScopeAllChatAdministrators())
+    await asyncio.gather(
+        *(
+            bot.set_my_commands(
+                commands, scope=scope, language_code=None if lang == EN else menu_code(lang)
+            )
+            for lang in LANGUAGES
+            for scope, commands in command_menus(lang)
+        )
+    )
 
 
 async def on_error(update: object, context: CodemojexContext) -> None:
@@ -154,7 +181,8 @@ async def on_error(update: object, context: CodemojexContext) -> None:
         return  # Telegram refuses to take messages from us there now: an apology would fail too
     if isinstance(update, Update) and update.effective_message is not None:
         try:
-            await answer(context.services, update.effective_message, texts.WENT_WRONG)
+            lang = user_language(update.effective_user)
+            await answer(context.services, update.effective_message, texts.went_wrong(lang))
         except Exception:  # the apology is best effort; Telegram may be what failed
             log.warning("update %s: could not tell the user", update_id)
 

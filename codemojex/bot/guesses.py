@@ -26,6 +26,7 @@ from telegram import Message, User
 
 from codemojex import limits
 from codemojex.bot.context import BotServices
+from codemojex.bot.language import room_language
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import apply_ceiling, display_name, ensure_room, room_title
 from codemojex.db import store
@@ -95,15 +96,16 @@ async def submit_guess(
             assert ctx is not None  # ensure_room just made sure of it
         room = ctx.room
         await apply_ceiling(services, room)
+        lang = room_language(room, user)
         round_ = ctx.open_round
         if round_ is None:
-            return GuessAnswer("no_round", texts.NO_ROUND if explicit else None)
+            return GuessAnswer("no_round", texts.no_round(lang) if explicit else None)
         try:
             emojis = parse_guess(text, round_.palette_emojis, round_.length)
         except InvalidGuess as exc:
-            return GuessAnswer("invalid", str(exc))
+            return GuessAnswer("invalid", texts.guess_refused(lang, exc))
         if ctx.banned:
-            return GuessAnswer("banned", texts.BANNED)
+            return GuessAnswer("banned", texts.banned(lang))
         name = display_name(user)
         player = ctx.player
         if player is None or (name and player.display_name != name):
@@ -124,12 +126,12 @@ async def submit_guess(
         first = await services.flood.first_of_episode(player.id)
         if not first:
             return GuessAnswer("flood")
-        return GuessAnswer("flood", texts.SLOW_DOWN, notice="flood", lane=player.id)
+        return GuessAnswer("flood", texts.slow_down(lang), notice="flood", lane=player.id)
     # A paused room keeps guesses; say why no result comes (once per player per episode).
     paused = await services.lanes.is_paused(room.id)
     if paused and await services.flood.first_of_episode(player.id, "paused"):
         return GuessAnswer(
-            "enqueued", texts.SCORING_PAUSED_NOTE, job_id, notice="paused", lane=player.id
+            "enqueued", texts.scoring_paused_note(lang), job_id, notice="paused", lane=player.id
         )
     return GuessAnswer("enqueued", None, job_id)
 

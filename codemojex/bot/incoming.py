@@ -18,8 +18,10 @@ from telegram.constants import ChatType
 
 from codemojex.bot.admin import is_anonymous_admin
 from codemojex.bot.context import CodemojexContext
+from codemojex.bot.language import user_language
 from codemojex.bot.replies import answer
 from codemojex.game import texts
+from codemojex.locale import Lang
 from codemojex.outages import outage_of
 
 log = logging.getLogger(__name__)
@@ -42,7 +44,9 @@ def guarded(handler: Handler) -> Handler:
             log.warning("update %s: storage unavailable (%s)", update.update_id, type(exc).__name__)
             if update.message is not None:
                 # Paced like any answer; unpaced when it is Redis that is down (replies.answer).
-                await answer(context.services, update.message, texts.TRY_AGAIN)
+                # In the user's language: the room's cannot be read now.
+                lang = user_language(update.effective_user)
+                await answer(context.services, update.message, texts.try_again(lang))
 
     return wrapper
 
@@ -77,10 +81,10 @@ def command_text(message: Message) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def parse_bounded_int(text: str, low: int, high: int, what: str) -> int | str:
-    """The whole number in `text` within [low, high], or the reason it is not one."""
+def parse_bounded_int(text: str, low: int, high: int, what: str, lang: Lang) -> int | str:
+    """The whole number in `text` within [low, high], or the reason it is not one (in `lang`)."""
     value = text.strip()
-    usage = texts.whole_number_usage(what, low, high)
+    usage = texts.whole_number_usage(lang, what, low, high)
     if not value or not value.isascii() or not value.isdigit() or len(value) > len(str(high)):
         return usage
     number = int(value)

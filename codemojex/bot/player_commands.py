@@ -12,18 +12,23 @@ from telegram.constants import ChatType
 from codemojex.bot.context import CodemojexContext
 from codemojex.bot.guesses import Source, submit_guess, tell
 from codemojex.bot.incoming import Handler, Sender, command_text, guarded, sender_of
+from codemojex.bot.language import chat_language, room_language, user_language
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, ensure_room
 from codemojex.db import store
 from codemojex.game import texts
+from codemojex.limits import LEADERBOARD_ROWS
 from codemojex.scoring import DEFAULT_LENGTH
+
+TOP_WEEK: Final = "week"  # /top week: this week's board
 
 
 @guarded
 async def cmd_help(update: Update, context: CodemojexContext) -> None:
     who = sender_of(update)
     if who is not None:
-        await answer(context.services, who.message, texts.HELP)
+        lang = await chat_language(context.services, who)
+        await answer(context.services, who.message, texts.help_text(lang))
 
 
 @guarded
@@ -35,18 +40,20 @@ async def cmd_rules(update: Update, context: CodemojexContext) -> None:
     services = context.services
     length, palette, repeats = DEFAULT_LENGTH, None, True
     timeout_s = services.settings.round_timeout_s
+    lang = user_language(who.user)
     if who.in_group:
         async with services.sessionmaker() as session:
             room = await ensure_room(services, session, who.chat)
             round_ = await store.open_round(session, room.id)
         length, palette, repeats = room.length, room.palette, room.repeats
         timeout_s = room.round_timeout_s
+        lang = room_language(room, who.user)
         if round_ is not None:
             length, palette, repeats = round_.length, round_.palette, round_.repeats
     await answer(
         context.services,
         who.message,
-        texts.rules_text(length, palette, timeout_s, repeats=repeats),
+        texts.rules_text(lang, length, palette, timeout_s, repeats=repeats),
     )
 
 
@@ -56,10 +63,11 @@ async def _group_player(update: Update, context: CodemojexContext) -> Sender | N
     if who is None:
         return None
     if not who.in_group:
-        await answer(context.services, who.message, texts.GROUP_ONLY)
+        await answer(context.services, who.message, texts.group_only(user_language(who.user)))
         return None
     if who.user is None:
-        await answer(context.services, who.message, texts.ANONYMOUS_PLAYER)
+        lang = await chat_language(context.services, who)
+        await answer(context.services, who.message, texts.anonymous_player(lang))
         return None
     return who
 
@@ -74,13 +82,15 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
         room = await ensure_room(services, session, who.chat)
         try:
             # The announcement is written to the outbox with the round: the sender posts it,
-            # paced with every other game post of the chat.
-            await store.start_round(session, room.id, services.rng)
+            # paced with every other game post of the chat. A room's first round takes its
+            # starter's language.
+            starter = user_language(who.user)
+            await store.start_round(session, room.id, services.rng, language=starter)
             return
         except store.RoundAlreadyOpen:
             pass
     # Outside the session: waiting for a posting slot must not hold a database connection.
-    await answer(services, who.message, texts.ROUND_RUNNING)
+    await answer(services, who.message, texts.round_running(room_language(room, who.user)))
 
 
 @guarded
@@ -116,7 +126,7 @@ async def on_group_text(update: Update, context: CodemojexContext) -> None:
 async def on_private_text(update: Update, context: CodemojexContext) -> None:
     who = sender_of(update)
     if who is not None and not who.in_group and who.chat.type == ChatType.PRIVATE:
-        await answer(context.services, who.message, texts.PRIVATE_HINT)
+        await answer(context.services, who.message, texts.private_hint(user_language(who.user)))
 
 
 @guarded
@@ -128,23 +138,35 @@ async def cmd_stats(update: Update, context: CodemojexContext) -> None:
     async with services.sessionmaker() as session:
         room = await ensure_room(services, session, who.chat)
         stats = await store.player_stats(session, room.id, who.user.id)
-    await answer(context.services, who.message, texts.record_here(display_name(who.user), stats))
+    lang = room_language(room, who.user)
+    await answer(
+        context.services, who.message, texts.record_here(lang, display_name(who.user), stats)
+    )
 
 
 @guarded
 async def cmd_top(update: Update, context: CodemojexContext) -> None:
+    """/top: the chat's leaderboard of all time; /top week: this week's (since Monday 00:00
+    UTC)."""
     who = await _group_player(update, context)
     if who is None:
         return
     services = context.services
+    which = command_text(who.message).strip().lower()
     async with services.sessionmaker() as session:
         room = await ensure_room(services, session, who.chat)
-        rows = await store.leaderboard(session, room.id, limit=10)
-    await answer(
-        context.services,
-        who.message,
-        texts.leaderboard([(r.display_name, r.points, r.wins) for r in rows]),
-    )
+        lang = room_language(room, who.user)
+        if which not in ("", TOP_WEEK):
+            board = texts.top_usage(lang)
+        elif which == TOP_WEEK:
+            week = await store.weekly_board(session, room.id, limit=LEADERBOARD_ROWS)
+            board = texts.leaderboard(
+                lang, [(r.display_name, r.points, r.wins) for r in week], week=True
+            )
+        else:
+            rows = await store.leaderboard(session, room.id, limit=LEADERBOARD_ROWS)
+            board = texts.leaderboard(lang, [(r.display_name, r.points, r.wins) for r in rows])
+    await answer(context.services, who.message, board)
 
 
 @guarded
@@ -152,13 +174,14 @@ async def cmd_me(update: Update, context: CodemojexContext) -> None:
     who = sender_of(update)
     if who is None:
         return
+    lang = await chat_language(context.services, who)
     if who.user is None:
-        await answer(context.services, who.message, texts.ANONYMOUS_PLAYER)
+        await answer(context.services, who.message, texts.anonymous_player(lang))
         return
     async with context.services.sessionmaker() as session:
         stats = await store.global_stats(session, who.user.id)
     await answer(
-        context.services, who.message, texts.record_everywhere(display_name(who.user), stats)
+        context.services, who.message, texts.record_everywhere(lang, display_name(who.user), stats)
     )
 
 
@@ -173,7 +196,8 @@ async def cmd_unknown(update: Update, context: CodemojexContext) -> None:
     word = text.split(maxsplit=1)[0] if text.strip() else ""
     _, _, addressed = word.partition("@")
     if not who.in_group or (addressed and addressed.lower() == context.bot.username.lower()):
-        await answer(context.services, who.message, texts.UNKNOWN_COMMAND)
+        lang = await chat_language(context.services, who)
+        await answer(context.services, who.message, texts.unknown_command(lang))
 
 
 PLAYER_COMMANDS: Final[dict[str, Handler]] = {

@@ -108,6 +108,9 @@ class Room(Base):
     # False: no emoji twice in a secret (/settings repeats=off); the store then keeps the
     # palette at least `length` emojis long.
     repeats: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    # The language of everything posted here (a `codemojex.locale` language: "ru", "pt_BR").
+    # None until chosen: the first round takes its starter's (/settings lang=… changes it).
+    language: Mapped[str | None] = mapped_column(String(16), default=None)
     ceiling: Mapped[int] = mapped_column(Integer)
     round_timeout_s: Mapped[int] = mapped_column(Integer)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -154,6 +157,14 @@ class Round(Base):
             "expires_at",
             postgresql_where=text("ended_at IS NULL"),
             sqlite_where=text("ended_at IS NULL"),
+        ),
+        # A room's won rounds by when they were won: this week's board (store.weekly_board).
+        Index(
+            "ix_rounds_won",
+            "room_id",
+            "ended_at",
+            postgresql_where=text("winning_guess_id IS NOT NULL"),
+            sqlite_where=text("winning_guess_id IS NOT NULL"),
         ),
     )
 

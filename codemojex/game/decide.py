@@ -35,6 +35,7 @@ from typing import Final, Literal
 
 from codemojex.game import texts
 from codemojex.game.types import KIND_LATE, KIND_RESULT, KIND_WIN, SOLVED, Message
+from codemojex.locale import Lang
 from codemojex.scoring import feedback, points_for
 
 # --- what the store loads ---------------------------------------------------------------------
@@ -65,6 +66,7 @@ class RoundState:
     ended: bool
     end_reason: str | None
     winning_guess_id: str | None
+    language: Lang  # the room's: every text about the round is written in it
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +211,9 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
 
         if rnd.ended or rnd.id in won:
             solved = rnd.id in won or rnd.end_reason == SOLVED
-            late_text = (texts.already_solved if solved else texts.already_over)(item.emojis)
+            late_text = (texts.already_solved if solved else texts.already_over)(
+                rnd.language, item.emojis
+            )
             messages.append(_answer(item, rnd, player, late_text, KIND_LATE))
             verdict = Verdict("late", round_closed=True, late=True, chat_id=rnd.chat_id)
         else:
@@ -221,7 +225,7 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
             tally = tallies.setdefault((rnd.room_id, item.player_id), Tally())
             tally.guesses += 1
             tally.points += points
-            result_text = texts.result_line(item.emojis, fb, attempt_no)
+            result_text = texts.result_line(rnd.language, item.emojis, fb, attempt_no)
             messages.append(_answer(item, rnd, player, result_text, KIND_RESULT))
             if wins:
                 won[rnd.id] = item.guess_id
@@ -229,7 +233,7 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
                 tally.wins += 1
                 tally.best_solve = min(attempt_no, tally.best_solve or attempt_no)
                 # Not a reply: the whole room is told.
-                win_text = texts.win(player.name, rnd.secret, attempt_no, points)
+                win_text = texts.win(rnd.language, player.name, rnd.secret, attempt_no, points)
                 messages.append(_answer(item, rnd, player, win_text, KIND_WIN, reply=False))
             verdict = Verdict(
                 "scored",

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from codemojex.game import texts
 from codemojex.game.types import KIND_REVEAL, TIMEOUT, Message
+from codemojex.locale import Lang
 from codemojex.scoring import draw_palette, draw_secret
 
 
@@ -38,9 +39,11 @@ def new_round(
     timeout_s: int,
     rng: random.Random,
     now: datetime,
+    language: Lang,
 ) -> NewRound:
     """A round under a room's settings: its fixed `palette`, or (None) `palette_size` emojis
-    drawn afresh; a secret of `length` of them, without repeats unless `repeats`."""
+    drawn afresh; a secret of `length` of them, without repeats unless `repeats`. The
+    announcement is in the room's `language`."""
     palette = palette or draw_palette(rng, palette_size)
     secret = draw_secret(rng, palette, length, repeats=repeats)
     return NewRound(
@@ -50,7 +53,7 @@ def new_round(
         repeats=repeats,
         started_at=now,
         expires_at=now + timedelta(seconds=timeout_s),
-        announcement=texts.round_started(palette, length, timeout_s, repeats=repeats),
+        announcement=texts.round_started(language, palette, length, timeout_s, repeats=repeats),
     )
 
 
@@ -62,13 +65,15 @@ def reveal(
     reason: str,
     started_at: datetime,
     expires_at: datetime,
+    language: Lang,
 ) -> Message:
-    """The message that ends a round without a winner: the secret, and why it ended."""
+    """The message that ends a round without a winner: the secret, and why it ended, in the
+    room's `language`."""
     if reason == TIMEOUT:
         timeout_s = round((expires_at - started_at).total_seconds())
-        text = texts.timed_out(secret, timeout_s)
+        text = texts.timed_out(language, secret, timeout_s)
     else:
-        text = texts.ended_by_admin(secret)
+        text = texts.ended_by_admin(language, secret)
     return Message(chat_id=chat_id, text=text, kind=KIND_REVEAL, round_id=round_id)
 
 

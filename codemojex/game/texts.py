@@ -1,7 +1,19 @@
-"""Everything the bot and the worker say to players, in one place, as docs/game.md describes it.
+"""Everything the bot and the worker say to players and admins, in one place, in every language
+the bot speaks, as docs/game.md shows them.
 
-Plain text (send without parse_mode): names and emojis typed by players are embedded as is,
-so no Markdown/HTML escaping is needed or wanted. Pure: constants and functions, no I/O.
+Every text is a function whose first argument is the reader's language (`lang`, one of
+`codemojex.locale.LANGUAGES`: a group's setting, or a private reader's `language_code`). The
+English strings here are the gettext message ids; `codemojex/locale/<lang>/LC_MESSAGES/
+codemojex.po` translates them. After changing a text, run `make i18n` (Babel extracts the
+template, merges it into every catalog and compiles them) and translate what it marks new.
+
+Writing a text: whole sentences, each one call (`_` or, when it counts something, `_n`, so
+that every language gets its plural forms right), placeholders as `%(name)s` (python-format:
+the tests check every translation keeps them); emojis, command names and setting names are
+the same in every language. Pure: no state but the catalogs, each read once on first use.
+
+Plain text (sent without parse_mode): names and emojis typed by players are embedded as is,
+so no Markdown/HTML escaping is needed or wanted.
 """
 
 from __future__ import annotations
@@ -9,90 +21,198 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
+from codemojex.locale import LANGUAGES, NAMES, Lang, tag, translation
 from codemojex.scoring import (
     EXACT,
+    MAX_LENGTH,
+    MAX_PALETTE,
+    MIN_LENGTH,
+    MIN_PALETTE,
     MISPLACED,
     MISS,
     Feedback,
+    InvalidGuess,
+    InvalidSettings,
     points_for,
     render_result,
     split_emojis,
 )
 
-# --- commands (also for setMyCommands) ----------------------------------------------------------
 
-PLAYER_COMMANDS: Final[tuple[tuple[str, str], ...]] = (
-    ("newgame", "Start a round"),
-    ("g", "Guess: /g 🍎🍌🍇🍒"),
-    ("rules", "How a round works"),
-    ("stats", "Your record in this chat"),
-    ("top", "This chat's leaderboard"),
-    ("me", "Your record in all chats"),
-    ("help", "Commands"),
-)
-ADMIN_COMMANDS: Final[tuple[tuple[str, str], ...]] = (
-    ("pause", "Pause scoring here (guesses kept)"),
-    ("resume", "Resume scoring"),
-    ("limit", "Guesses scored at once here: /limit 2"),
-    ("weight", "Reply to a player: their share per turn"),
-    ("ban", "Reply to a player: ban from the game"),
-    ("unban", "Reply to a player: lift the ban"),
-    ("endround", "End the round and reveal the code"),
-    ("settings", "Next rounds: /settings length=5 palette=🍎🍌🍇🍒🍋🥝 repeats=off"),
-    ("queue", "Guesses waiting here, per player"),
-)
+def _(lang: Lang, message: str, **params: object) -> str:
+    """`message` in `lang`, its placeholders filled from `params`."""
+    text = translation(lang).gettext(message)
+    return text % params if params else text
+
+
+def _n(lang: Lang, singular: str, plural: str, n: int, **params: object) -> str:
+    """The form of a counted message that `n` takes in `lang`; `%(n)s` is the count."""
+    return translation(lang).ngettext(singular, plural, n) % {"n": n, **params}
+
+
+# --- commands (also the menus of setMyCommands) -------------------------------------------------
+
+
+def player_commands(lang: Lang) -> tuple[tuple[str, str], ...]:
+    """Every player's commands in a group chat: (name, description)."""
+    return (
+        ("newgame", _(lang, "Start a round")),
+        ("g", _(lang, "Guess: /g 🍎🍌🍇🍒")),
+        ("rules", _(lang, "How a round works")),
+        ("stats", _(lang, "Your record in this chat")),
+        ("top", _(lang, "Leaderboard: /top all time, /top week this week")),
+        ("me", _(lang, "Your record in all chats")),
+        ("help", _(lang, "Commands")),
+    )
+
+
+def admin_commands(lang: Lang) -> tuple[tuple[str, str], ...]:
+    """The commands chat administrators have besides the players'."""
+    return (
+        ("pause", _(lang, "Pause scoring here (guesses kept)")),
+        ("resume", _(lang, "Resume scoring")),
+        ("limit", _(lang, "Guesses scored at once here: /limit 2")),
+        ("weight", _(lang, "Reply to a player: their share per turn")),
+        ("ban", _(lang, "Reply to a player: ban from the game")),
+        ("unban", _(lang, "Reply to a player: lift the ban")),
+        ("endround", _(lang, "End the round and reveal the code")),
+        ("settings", _(lang, "Next rounds: length, palette, repeats; the chat's language")),
+        ("queue", _(lang, "Guesses waiting here, per player")),
+    )
+
+
+def private_commands(lang: Lang) -> tuple[tuple[str, str], ...]:
+    """The menu of a private chat with the bot (the game itself is played in groups)."""
+    names = {"me", "help", "rules"}
+    return tuple(item for item in player_commands(lang) if item[0] in names)
+
 
 SETTINGS_EXAMPLE: Final = "/settings length=5 palette=🍎🍌🍇🍒🍋🥝 repeats=off"
 
-HELP: Final = (
-    "Codemojex: crack the secret emoji code.\n"
-    "/newgame start a round\n"
-    "/g 🍎🍌🍇🍒 guess (or just send the emojis, or reply to the round)\n"
-    "/rules how a round works · /stats your record · /top leaderboard · /me all chats\n"
-    "Admins: /pause /resume /limit N /weight N /ban /unban /endround "
-    "/settings length=5 palette=🍎🍌🍇🍒🍋🥝 /queue"
-)
 
-PEGS_LEGEND: Final = (
-    f"{EXACT} right emoji, right place · {MISPLACED} right emoji, wrong place · {MISS} the rest"
-)
-POINTS_RULE: Final = (
-    f"First to get all {EXACT} wins {points_for(1)} points, "
-    f"{points_for(1) - points_for(2)} fewer per extra attempt (at least {points_for(10**6)})."
-)
+def help_text(lang: Lang) -> str:
+    """What /help (and /start) answers."""
+    return "\n".join(
+        (
+            _(lang, "Codemojex: crack the secret emoji code."),
+            _(lang, "/newgame start a round"),
+            _(lang, "/g 🍎🍌🍇🍒 guess (or just send the emojis, or reply to the round)"),
+            _(
+                lang,
+                "/rules how a round works · /stats your record · /top leaderboard "
+                "(/top week: this week) · /me all chats",
+            ),
+            _(
+                lang,
+                "Admins: /pause /resume /limit N /weight N /ban /unban /endround "
+                "/settings length=5 palette=🍎🍌🍇🍒🍋🥝 /queue",
+            ),
+        )
+    )
+
+
+def _pegs_legend(lang: Lang) -> str:
+    return _(
+        lang,
+        "%(exact)s right emoji, right place · %(misplaced)s right emoji, wrong place · "
+        "%(miss)s the rest",
+        exact=EXACT,
+        misplaced=MISPLACED,
+        miss=MISS,
+    )
+
+
+def _points_rule(lang: Lang) -> str:
+    best = points_for(1)
+    return _n(
+        lang,
+        "First to get all %(exact)s wins %(n)s point, %(step)s fewer per extra attempt "
+        "(at least %(least)s).",
+        "First to get all %(exact)s wins %(n)s points, %(step)s fewer per extra attempt "
+        "(at least %(least)s).",
+        best,
+        exact=EXACT,
+        step=best - points_for(2),
+        least=points_for(10**6),
+    )
+
 
 # --- short answers ---
 
-GROUP_ONLY: Final = "That works in a group: add me to a group chat and use it there."
-PRIVATE_HINT: Final = "Codemojex is played in group chats. Add me to one and send /newgame. /help"
-UNKNOWN_COMMAND: Final = "I don't know that command. /help lists mine."
-NO_ROUND: Final = "No round running. /newgame starts one."
-ROUND_RUNNING: Final = "A round is already running: guess with /g or send the emojis."
-BANNED: Final = "You are banned from this chat's games."
-SLOW_DOWN: Final = "Slow down: your earlier guesses are still being scored."
-TRY_AGAIN: Final = "The game is busy; try again in a moment."
-WENT_WRONG: Final = "Something went wrong, try again."
-NOT_ADMIN: Final = "Only this chat's admins can do that."
-REPLY_TO_PLAYER: Final = "Reply to a message of the player you mean."
-ANONYMOUS_PLAYER: Final = "Post as yourself to play."
-PAUSED: Final = "Scoring paused here; guesses are kept. /resume"
-RESUMED: Final = "Scoring resumed."
-SCORING_PAUSED_NOTE: Final = "Scoring is paused here: your guess waits until /resume."
+
+def group_only(lang: Lang) -> str:
+    return _(lang, "That works in a group: add me to a group chat and use it there.")
 
 
-def _plural(n: int, word: str) -> str:
-    if n == 1:
-        return f"{n} {word}"
-    return f"{n} {word}es" if word.endswith("s") else f"{n} {word}s"
+def private_hint(lang: Lang) -> str:
+    return _(lang, "Codemojex is played in group chats. Add me to one and send /newgame. /help")
 
 
-def duration(seconds: int) -> str:
-    """600 -> "10 minutes", 90 -> "90 seconds", 7200 -> "2 hours"."""
+def unknown_command(lang: Lang) -> str:
+    return _(lang, "I don't know that command. /help lists mine.")
+
+
+def no_round(lang: Lang) -> str:
+    return _(lang, "No round running. /newgame starts one.")
+
+
+def round_running(lang: Lang) -> str:
+    return _(lang, "A round is already running: guess with /g or send the emojis.")
+
+
+def banned(lang: Lang) -> str:
+    return _(lang, "You are banned from this chat's games.")
+
+
+def slow_down(lang: Lang) -> str:
+    return _(lang, "Slow down: your earlier guesses are still being scored.")
+
+
+def try_again(lang: Lang) -> str:
+    return _(lang, "The game is busy; try again in a moment.")
+
+
+def went_wrong(lang: Lang) -> str:
+    return _(lang, "Something went wrong, try again.")
+
+
+def not_admin(lang: Lang) -> str:
+    return _(lang, "Only this chat's admins can do that.")
+
+
+def reply_to_player(lang: Lang) -> str:
+    return _(lang, "Reply to a message of the player you mean.")
+
+
+def anonymous_player(lang: Lang) -> str:
+    return _(lang, "Post as yourself to play.")
+
+
+def paused(lang: Lang) -> str:
+    return _(lang, "Scoring paused here; guesses are kept. /resume")
+
+
+def resumed(lang: Lang) -> str:
+    return _(lang, "Scoring resumed.")
+
+
+def scoring_paused_note(lang: Lang) -> str:
+    return _(lang, "Scoring is paused here: your guess waits until /resume.")
+
+
+def duration(lang: Lang, seconds: int) -> str:
+    """600 -> "10 minutes", 90 -> "90 seconds", 7200 -> "2 hours".
+
+    A length of time on its own, as a subject would be: the sentences that show it take it as
+    it is, so translations word them around it (in parentheses, after a colon)."""
     if seconds >= 3600 and seconds % 3600 == 0:
-        return _plural(seconds // 3600, "hour")
+        # Translators: a length of time on its own (see "No winner within %(duration)s").
+        return _n(lang, "%(n)s hour", "%(n)s hours", seconds // 3600)
     if seconds >= 60 and seconds % 60 == 0:
-        return _plural(seconds // 60, "minute")
-    return _plural(seconds, "second")
+        # Translators: a length of time on its own (see "No winner within %(duration)s").
+        return _n(lang, "%(n)s minute", "%(n)s minutes", seconds // 60)
+    # Translators: a length of time on its own (see "No winner within %(duration)s").
+    return _n(lang, "%(n)s second", "%(n)s seconds", seconds)
 
 
 def _spaced(emojis: str | Sequence[str]) -> str:
@@ -107,47 +227,88 @@ def _joined(emojis: str | Sequence[str]) -> str:
 
 
 def rules_text(
-    length: int, palette: str | Sequence[str] | None, timeout_s: int, *, repeats: bool = True
+    lang: Lang,
+    length: int,
+    palette: str | Sequence[str] | None,
+    timeout_s: int,
+    *,
+    repeats: bool = True,
 ) -> str:
     """/rules for a room: its length, palette (None = drawn fresh each round) and timeout."""
+    code = _n(
+        lang, "Crack a secret code of %(n)s emoji.", "Crack a secret code of %(n)s emojis.", length
+    )
     pal = (
-        f"Palette: {_spaced(palette)}"
+        _(lang, "Palette: %(palette)s", palette=_spaced(palette))
         if palette
-        else "Palette: a fresh set of emojis each round, shown when it starts."
+        else _(lang, "Palette: a fresh set of emojis each round, shown when it starts.")
     )
-    rep = "Emojis may repeat in the code." if repeats else "No emoji repeats in the code."
-    return (
-        f"Crack a secret code of {length} emojis. {pal}\n"
-        f"Guess by sending {length} palette emojis: as a message, as a reply to the round, "
-        f"or /g 🍎🍌🍇🍒. {rep}\n"
-        f"{PEGS_LEGEND}\n"
-        f"{POINTS_RULE}\n"
-        f"No winner within {duration(timeout_s)}? The code is revealed."
+    how = _n(
+        lang,
+        "Guess by sending %(n)s palette emoji: as a message, as a reply to the round, "
+        "or /g 🍎🍌🍇🍒.",
+        "Guess by sending %(n)s palette emojis: as a message, as a reply to the round, "
+        "or /g 🍎🍌🍇🍒.",
+        length,
     )
+    rep = (
+        _(lang, "Emojis may repeat in the code.")
+        if repeats
+        else _(lang, "No emoji repeats in the code.")
+    )
+    clock = _(
+        lang,
+        "No winner within %(duration)s? The code is revealed.",
+        duration=duration(lang, timeout_s),
+    )
+    return f"{code} {pal}\n{how} {rep}\n{_pegs_legend(lang)}\n{_points_rule(lang)}\n{clock}"
 
 
 def round_started(
-    palette: str | Sequence[str], length: int, timeout_s: int, *, repeats: bool = True
+    lang: Lang,
+    palette: str | Sequence[str],
+    length: int,
+    timeout_s: int,
+    *,
+    repeats: bool = True,
 ) -> str:
     """The announcement of a new round; players may reply to it with their guesses."""
-    rep = "emojis may repeat" if repeats else "no emoji repeats"
-    return (
-        f"🎯 New round! Crack the secret code of {length} emojis ({rep}).\n"
-        f"Palette: {_spaced(palette)}\n"
-        f"Send {length} palette emojis, reply to this message, or use /g.\n"
-        f"{PEGS_LEGEND}\n"
-        f"{duration(timeout_s)} on the clock. {POINTS_RULE}"
+    if repeats:
+        head = _n(
+            lang,
+            "🎯 New round! Crack the secret code of %(n)s emoji (emojis may repeat).",
+            "🎯 New round! Crack the secret code of %(n)s emojis (emojis may repeat).",
+            length,
+        )
+    else:
+        head = _n(
+            lang,
+            "🎯 New round! Crack the secret code of %(n)s emoji (no emoji repeats).",
+            "🎯 New round! Crack the secret code of %(n)s emojis (no emoji repeats).",
+            length,
+        )
+    send = _n(
+        lang,
+        "Send %(n)s palette emoji, reply to this message, or use /g.",
+        "Send %(n)s palette emojis, reply to this message, or use /g.",
+        length,
     )
+    pal = _(lang, "Palette: %(palette)s", palette=_spaced(palette))
+    clock = _(lang, "%(duration)s on the clock.", duration=duration(lang, timeout_s))
+    return f"{head}\n{pal}\n{send}\n{_pegs_legend(lang)}\n{clock} {_points_rule(lang)}"
 
 
-def result_line(guess: str | Sequence[str], fb: Feedback, attempt_no: int) -> str:
+def result_line(lang: Lang, guess: str | Sequence[str], fb: Feedback, attempt_no: int) -> str:
     """A scored guess, posted as a reply: "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)"."""
-    return f"{render_result(guess, fb)}  (attempt {attempt_no})"
+    # Translators: the number of the player's attempt in this round ("attempt no. 3").
+    return _(lang, "%(result)s  (attempt %(n)s)", result=render_result(guess, fb), n=attempt_no)
 
 
-def result_for(name: str, guess: str | Sequence[str], fb: Feedback, attempt_no: int) -> str:
+def result_for(
+    lang: Lang, name: str, guess: str | Sequence[str], fb: Feedback, attempt_no: int
+) -> str:
     """A scored guess inside a combined message, where it is not a reply: named."""
-    return f"{name}: {result_line(guess, fb, attempt_no)}"
+    return f"{name}: {result_line(lang, guess, fb, attempt_no)}"
 
 
 def results_digest(lines: Sequence[str]) -> str:
@@ -155,75 +316,313 @@ def results_digest(lines: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def win(name: str, secret: str | Sequence[str], attempt_no: int, points: int) -> str:
-    return (
-        f"🏆 {name} cracked the code {_joined(secret)} in {_plural(attempt_no, 'attempt')}! "
-        f"+{points} points. /newgame for another round."
+def win(lang: Lang, name: str, secret: str | Sequence[str], attempt_no: int, points: int) -> str:
+    cracked = _n(
+        lang,
+        "🏆 %(name)s cracked the code %(secret)s in %(n)s attempt!",
+        "🏆 %(name)s cracked the code %(secret)s in %(n)s attempts!",
+        attempt_no,
+        name=name,
+        secret=_joined(secret),
     )
+    booked = _n(
+        lang,
+        "+%(n)s point. /newgame for another round.",
+        "+%(n)s points. /newgame for another round.",
+        points,
+    )
+    return f"{cracked} {booked}"
 
 
-def already_solved(guess: str | Sequence[str]) -> str:
+def already_solved(lang: Lang, guess: str | Sequence[str]) -> str:
     """A guess scored after the round was won: it earns nothing."""
-    return f"{_joined(guess)}: too late, this round is already solved. /newgame"
-
-
-def already_over(guess: str | Sequence[str]) -> str:
-    """A guess scored after the round timed out or was ended."""
-    return f"{_joined(guess)}: too late, this round is over. /newgame"
-
-
-def timed_out(secret: str | Sequence[str], timeout_s: int) -> str:
-    return (
-        f"⏰ Time's up: nobody cracked it in {duration(timeout_s)}. "
-        f"The code was {_joined(secret)}. /newgame"
+    return _(
+        lang, "%(guess)s: too late, this round is already solved. /newgame", guess=_joined(guess)
     )
 
 
-def ended_by_admin(secret: str | Sequence[str]) -> str:
-    return f"🛑 Round ended by an admin. The code was {_joined(secret)}. /newgame"
+def already_over(lang: Lang, guess: str | Sequence[str]) -> str:
+    """A guess scored after the round timed out or was ended."""
+    return _(lang, "%(guess)s: too late, this round is over. /newgame", guess=_joined(guess))
+
+
+def timed_out(lang: Lang, secret: str | Sequence[str], timeout_s: int) -> str:
+    return _(
+        lang,
+        "⏰ Time's up: nobody cracked it in %(duration)s. The code was %(secret)s. /newgame",
+        duration=duration(lang, timeout_s),
+        secret=_joined(secret),
+    )
+
+
+def ended_by_admin(lang: Lang, secret: str | Sequence[str]) -> str:
+    return _(
+        lang,
+        "🛑 Round ended by an admin. The code was %(secret)s. /newgame",
+        secret=_joined(secret),
+    )
+
+
+# --- refusals ---
+
+# At most this many offending emojis are named in a refusal.
+OFFENDERS_SHOWN: Final = 5
+
+
+def guess_refused(lang: Lang, exc: InvalidGuess) -> str:
+    """Why a message is not a guess of this round, to the player who sent it."""
+    pal = "".join(exc.palette)
+    if exc.kind == "not_in_palette":
+        odd = exc.offenders
+        named = "".join(odd[:OFFENDERS_SHOWN]) + ("…" if len(odd) > OFFENDERS_SHOWN else "")
+        return _(
+            lang,
+            "Not in this round's palette: %(emojis)s. Pick from %(palette)s.",
+            emojis=named,
+            palette=pal,
+        )
+    if exc.kind == "empty":
+        return _n(
+            lang,
+            "Empty guess: send %(n)s emoji from %(palette)s.",
+            "Empty guess: send %(n)s emojis from %(palette)s.",
+            exc.length,
+            palette=pal,
+        )
+    if exc.kind == "not_emoji":
+        return _n(
+            lang,
+            "That's not a guess: send %(n)s emoji from %(palette)s.",
+            "That's not a guess: send %(n)s emojis from %(palette)s.",
+            exc.length,
+            palette=pal,
+        )
+    if exc.kind == "too_short":
+        return _n(
+            lang,
+            "Too short: %(n)s emoji, this round needs %(length)s.",
+            "Too short: %(n)s emojis, this round needs %(length)s.",
+            exc.count or 0,
+            length=exc.length,
+        )
+    if exc.count is not None:
+        return _n(
+            lang,
+            "Too long: %(n)s emoji, this round needs %(length)s.",
+            "Too long: %(n)s emojis, this round needs %(length)s.",
+            exc.count,
+            length=exc.length,
+        )
+    if exc.more_than is not None:
+        return _n(
+            lang,
+            "Too long: more than %(n)s emoji, this round needs %(length)s.",
+            "Too long: more than %(n)s emojis, this round needs %(length)s.",
+            exc.more_than,
+            length=exc.length,
+        )
+    return _n(
+        lang,
+        "Too long: this round needs %(n)s emoji.",
+        "Too long: this round needs %(n)s emojis.",
+        exc.length,
+    )
+
+
+def _languages_listed() -> str:
+    return ", ".join(_language_named(code) for code in LANGUAGES)
+
+
+def settings_refused(lang: Lang, exc: InvalidSettings) -> str:
+    """Why `/settings …` changed nothing, to the admin who typed it."""
+    kind = exc.kind
+    if kind == "empty":
+        return _(lang, "Nothing to change. Try: %(example)s", example=SETTINGS_EXAMPLE)
+    if kind == "unknown_setting":
+        if exc.name is None:
+            return _(
+                lang,
+                "Settings are name=value pairs of length, palette, repeats and lang, "
+                "e.g. %(example)s",
+                example=SETTINGS_EXAMPLE,
+            )
+        return _(
+            lang,
+            "Unknown setting %(name)s: only length, palette, repeats and lang can be set, "
+            "e.g. %(example)s",
+            name=exc.name,
+            example=SETTINGS_EXAMPLE,
+        )
+    if kind == "repeated_setting":
+        return _(lang, "%(name)s is given twice.", name=exc.name)
+    if kind == "length_not_number":
+        return _(
+            lang,
+            "Length is a whole number from %(low)s to %(high)s, e.g. length=5.",
+            low=MIN_LENGTH,
+            high=MAX_LENGTH,
+        )
+    if kind == "length_range":
+        return _(
+            lang,
+            "Length must be from %(low)s to %(high)s, not %(value)s.",
+            low=MIN_LENGTH,
+            high=MAX_LENGTH,
+            value=exc.value,
+        )
+    if kind == "palette_not_emoji":
+        return _(
+            lang, "A palette is emojis only (spaces between them are fine), e.g. 🍎🍌🍇🍒🍋🥝."
+        )
+    if kind == "palette_duplicate":
+        return _(
+            lang,
+            "Each emoji may be in the palette only once: %(emoji)s is repeated.",
+            emoji=exc.emoji,
+        )
+    if kind == "palette_count":
+        if exc.count is None:
+            return _(
+                lang,
+                "A palette needs %(low)s to %(high)s different emojis; that has more.",
+                low=MIN_PALETTE,
+                high=MAX_PALETTE,
+            )
+        return _(
+            lang,
+            "A palette needs %(low)s to %(high)s different emojis; that has %(count)s.",
+            low=MIN_PALETTE,
+            high=MAX_PALETTE,
+            count=exc.count,
+        )
+    if kind == "repeats_value":
+        return _(lang, "Repeats is on or off (yes/no and true/false work too), e.g. repeats=off.")
+    if kind == "repeats_palette":
+        return _n(
+            lang,
+            "With repeats off, the palette needs at least as many emojis as the code: "
+            "%(n)s emoji is too few for a code of %(length)s.",
+            "With repeats off, the palette needs at least as many emojis as the code: "
+            "%(n)s emojis are too few for a code of %(length)s.",
+            exc.count or 0,
+            length=exc.length,
+        )
+    # lang_unknown
+    if exc.value is None:
+        return _(
+            lang,
+            "Unknown language: lang= takes one of %(languages)s.",
+            languages=_languages_listed(),
+        )
+    return _(
+        lang,
+        "Unknown language %(code)s: lang= takes one of %(languages)s.",
+        code=exc.value,
+        languages=_languages_listed(),
+    )
 
 
 # --- admin answers ---
 
 
-def _settings(length: int, palette: str | Sequence[str] | None, repeats: bool) -> str:
-    pal = _spaced(palette) if palette else "drawn fresh each round"
-    return f"length {length}, palette {pal}, repeats {'on' if repeats else 'off'}"
+def _settings(
+    lang: Lang, length: int, palette: str | Sequence[str] | None, repeats: bool, language: Lang
+) -> str:
+    parts = (
+        _(lang, "length %(length)s", length=length),
+        _(lang, "palette %(palette)s", palette=_spaced(palette))
+        if palette
+        else _(lang, "palette drawn fresh each round"),
+        _(lang, "repeats on") if repeats else _(lang, "repeats off"),
+        _(lang, "language %(language)s", language=_language_named(language)),
+    )
+    return ", ".join(parts)
+
+
+def _language_named(language: Lang) -> str:
+    return f"{NAMES[language]} ({tag(language)})"
 
 
 def settings_changed(
-    length: int, palette: str | Sequence[str] | None, *, repeats: bool = True
+    lang: Lang,
+    length: int,
+    palette: str | Sequence[str] | None,
+    *,
+    repeats: bool = True,
+    language: Lang | None = None,
 ) -> str:
-    return f"Settings saved for the next round: {_settings(length, palette, repeats)}."
+    """The answer to `/settings …` that changed something (in the chat's language afterwards)."""
+    shown = _settings(lang, length, palette, repeats, language or lang)
+    return _(lang, "Settings saved for the next round: %(settings)s.", settings=shown)
 
 
-def settings_shown(length: int, palette: str | Sequence[str] | None, *, repeats: bool) -> str:
+def settings_shown(
+    lang: Lang,
+    length: int,
+    palette: str | Sequence[str] | None,
+    *,
+    repeats: bool,
+    language: Lang | None = None,
+) -> str:
     """/settings with nothing to change: what the next round will use, and how to change it."""
-    return (
-        f"Settings for the next round: {_settings(length, palette, repeats)}.\n"
-        f"Change them with e.g. {SETTINGS_EXAMPLE}"
+    shown = _settings(lang, length, palette, repeats, language or lang)
+    return "\n".join(
+        (
+            _(lang, "Settings for the next round: %(settings)s.", settings=shown),
+            _(lang, "Change them with e.g. %(example)s", example=SETTINGS_EXAMPLE),
+            _(
+                lang,
+                "Languages (lang=…): %(languages)s",
+                languages=", ".join(tag(code) for code in LANGUAGES),
+            ),
+        )
     )
 
 
-def limit_set(n: int) -> str:
-    return f"At most {_plural(n, 'guess')} from this chat scored at once."
+def limit_set(lang: Lang, n: int) -> str:
+    return _n(
+        lang,
+        "At most %(n)s guess from this chat scored at once.",
+        "At most %(n)s guesses from this chat scored at once.",
+        n,
+    )
 
 
-def weight_set(name: str, n: int) -> str:
-    return f"{name} now gets {_plural(n, 'guess')} per turn."
+def weight_set(lang: Lang, name: str, n: int) -> str:
+    return _n(
+        lang,
+        "%(name)s now gets %(n)s guess per turn.",
+        "%(name)s now gets %(n)s guesses per turn.",
+        n,
+        name=name,
+    )
 
 
-def player_banned(name: str, dropped: int) -> str:
-    waiting = f" {_plural(dropped, 'pending guess')} dropped." if dropped else ""
-    return f"{name} is banned from this chat's games.{waiting}"
+def player_banned(lang: Lang, name: str, dropped: int) -> str:
+    text = _(lang, "%(name)s is banned from this chat's games.", name=name)
+    if not dropped:
+        return text
+    waiting = _n(lang, "%(n)s pending guess dropped.", "%(n)s pending guesses dropped.", dropped)
+    return f"{text} {waiting}"
 
 
-def player_unbanned(name: str) -> str:
-    return f"{name} may play here again."
+def player_unbanned(lang: Lang, name: str) -> str:
+    return _(lang, "%(name)s may play here again.", name=name)
 
 
-def whole_number_usage(command: str, low: int, high: int) -> str:
-    return f"{command} takes one whole number from {low} to {high}."
+def whole_number_usage(lang: Lang, command: str, low: int, high: int) -> str:
+    return _(
+        lang,
+        "%(command)s takes one whole number from %(low)s to %(high)s.",
+        command=command,
+        low=low,
+        high=high,
+    )
+
+
+def top_usage(lang: Lang) -> str:
+    """/top with an argument it does not know."""
+    return _(lang, "/top shows the leaderboard of all time, /top week this week's.")
 
 
 # --- records ---
@@ -247,42 +646,88 @@ class RecordEverywhere(Record, Protocol):
     def rooms(self) -> int: ...
 
 
-def record_here(name: str, record: Record | None) -> str:
+def record_here(lang: Lang, name: str, record: Record | None) -> str:
     """/stats: a player's record in this chat (None: never played here)."""
     if record is None:
-        return player_stats(name, 0, 0, 0, None)
-    return player_stats(name, record.points, record.wins, record.guesses, record.best_solve)
+        return player_stats(lang, name, 0, 0, 0, None)
+    return player_stats(lang, name, record.points, record.wins, record.guesses, record.best_solve)
 
 
-def record_everywhere(name: str, record: RecordEverywhere) -> str:
+def record_everywhere(lang: Lang, name: str, record: RecordEverywhere) -> str:
     """/me: a player's record summed over every chat they played in."""
-    where = f"in {_plural(record.rooms, 'chat')}"
     return player_stats(
-        name, record.points, record.wins, record.guesses, record.best_solve, where=where
+        lang,
+        name,
+        record.points,
+        record.wins,
+        record.guesses,
+        record.best_solve,
+        rooms=record.rooms,
     )
 
 
 def player_stats(
-    name: str, points: int, wins: int, guesses: int, best_solve: int | None, *, where: str = "here"
+    lang: Lang,
+    name: str,
+    points: int,
+    wins: int,
+    guesses: int,
+    best_solve: int | None,
+    *,
+    rooms: int | None = None,
 ) -> str:
-    best = f", best solve in {_plural(best_solve, 'attempt')}" if best_solve else ""
-    return (
-        f"{name} {where}: {_plural(points, 'point')}, {_plural(wins, 'win')}, "
-        f"{_plural(guesses, 'guess')}{best}."
+    """A record in one chat ("here"), or in `rooms` chats."""
+    parts = [
+        _n(lang, "%(n)s point", "%(n)s points", points),
+        _n(lang, "%(n)s win", "%(n)s wins", wins),
+        _n(lang, "%(n)s guess", "%(n)s guesses", guesses),
+    ]
+    if best_solve:
+        parts.append(
+            _n(lang, "best solve in %(n)s attempt", "best solve in %(n)s attempts", best_solve)
+        )
+    record = ", ".join(parts)
+    if rooms is None:
+        return _(lang, "%(name)s here: %(record)s.", name=name, record=record)
+    return _n(
+        lang,
+        "%(name)s in %(n)s chat: %(record)s.",
+        "%(name)s in %(n)s chats: %(record)s.",
+        rooms,
+        name=name,
+        record=record,
     )
 
 
-def leaderboard(rows: Sequence[tuple[str, int, int]]) -> str:
-    """Rows of (name, points, wins), best first."""
+MEDALS: Final = ("🥇", "🥈", "🥉")
+
+
+def leaderboard(lang: Lang, rows: Sequence[tuple[str, int, int]], *, week: bool = False) -> str:
+    """/top (all time) or /top week (since Monday 00:00 UTC): rows of (name, points, wins),
+    best first."""
     if not rows:
-        return "No points yet. /newgame and be the first!"
-    medals = ("🥇", "🥈", "🥉")
+        if week:
+            return _(lang, "No points this week yet. /newgame and be the first!")
+        return _(lang, "No points yet. /newgame and be the first!")
     lines = [
-        f"{medals[i] if i < len(medals) else f'{i + 1}.'} {name}: {points} pts, "
-        f"{_plural(wins, 'win')}"
-        for i, (name, points, wins) in enumerate(rows)
+        _(lang, "🏆 This week's leaderboard (since Monday 00:00 UTC)")
+        if week
+        else _(lang, "🏆 Leaderboard")
     ]
-    return "🏆 Leaderboard\n" + "\n".join(lines)
+    for i, (name, points, wins) in enumerate(rows):
+        rank = MEDALS[i] if i < len(MEDALS) else f"{i + 1}."
+        lines.append(
+            _n(
+                lang,
+                "%(rank)s %(name)s: %(points)s pts, %(n)s win",
+                "%(rank)s %(name)s: %(points)s pts, %(n)s wins",
+                wins,
+                rank=rank,
+                name=name,
+                points=points,
+            )
+        )
+    return "\n".join(lines)
 
 
 # --- the queue ---
@@ -290,16 +735,28 @@ def leaderboard(rows: Sequence[tuple[str, int, int]]) -> str:
 QUEUE_LINES_MAX: Final = 15
 
 
-def queue_view(room_view: dict[str, Any] | None, names: dict[str, str]) -> str:
+def queue_view(lang: Lang, room_view: dict[str, Any] | None, names: dict[str, str]) -> str:
     """/queue: the room's lanes from lanes.snapshot, players by name (ids stay internal)."""
     if room_view is None:
-        return "Nothing queued here yet."
+        return _(lang, "Nothing queued here yet.")
     ceiling = room_view.get("ceiling")
-    head = (
-        f"Scoring {'paused' if room_view.get('paused') else 'running'} · "
-        f"in flight {room_view.get('in_flight', 0)}/{ceiling if ceiling is not None else '∞'} · "
-        f"waiting {room_view.get('pending', 0)}"
-    )
+    numbers = {
+        "in_flight": room_view.get("in_flight", 0),
+        "ceiling": ceiling if ceiling is not None else "∞",
+        "pending": room_view.get("pending", 0),
+    }
+    if room_view.get("paused"):
+        head = _(
+            lang,
+            "Scoring paused · in flight %(in_flight)s/%(ceiling)s · waiting %(pending)s",
+            **numbers,
+        )
+    else:
+        head = _(
+            lang,
+            "Scoring running · in flight %(in_flight)s/%(ceiling)s · waiting %(pending)s",
+            **numbers,
+        )
     waiting = sorted(
         ((lane, info) for lane, info in room_view.get("lanes", {}).items() if info["depth"]),
         key=lambda item: (-int(item[1]["depth"]), item[0]),
@@ -308,11 +765,13 @@ def queue_view(room_view: dict[str, Any] | None, names: dict[str, str]) -> str:
     for lane, info in waiting[:QUEUE_LINES_MAX]:
         extras = []
         if info.get("weight", 1) != 1:
-            extras.append(f"weight {info['weight']}")
+            extras.append(_(lang, "weight %(n)s", n=info["weight"]))
         if info.get("paused"):
-            extras.append("paused")
-        extra = f" ({', '.join(extras)})" if extras else ""
-        lines.append(f"{names.get(lane, 'someone')}: {info['depth']} waiting{extra}")
+            extras.append(_(lang, "paused"))
+        name = names.get(lane) or _(lang, "someone")
+        line = _(lang, "%(name)s: %(n)s waiting", name=name, n=info["depth"])
+        lines.append(f"{line} ({', '.join(extras)})" if extras else line)
     if len(waiting) > QUEUE_LINES_MAX:
-        lines.append(f"… and {len(waiting) - QUEUE_LINES_MAX} more players")
+        more = len(waiting) - QUEUE_LINES_MAX
+        lines.append(_n(lang, "… and %(n)s more player", "… and %(n)s more players", more))
     return "\n".join(lines)

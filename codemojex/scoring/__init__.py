@@ -2,7 +2,8 @@
 
 Guesses and palettes are tuples of emojis (grapheme clusters, each in the
 palette's own spelling); stored as strings they are split back with
-`split_emojis`. Refusals carry the player-facing reason as str(exc).
+`split_emojis`. Refusals carry a kind and the numbers behind it; the words a
+player reads are rendered by `codemojex.game.texts` in the player's language.
 """
 
 from codemojex.scoring.emoji import DRAW_POOL, EMOJI_POOL, split_emojis
@@ -16,6 +17,7 @@ from codemojex.scoring.room_settings import (
     SETTING_NAMES,
     SettingsUpdate,
     check_repeats,
+    parse_language,
     parse_length,
     parse_palette,
     parse_repeats,
@@ -60,6 +62,7 @@ __all__ = [
     "draw_secret",
     "feedback",
     "parse_guess",
+    "parse_language",
     "parse_length",
     "parse_palette",
     "parse_repeats",

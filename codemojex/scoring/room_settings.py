@@ -1,5 +1,5 @@
 """Validating the room settings an admin types: `/settings length=5 palette=🍎🍌🍇🍒🍋🥝`,
-`/settings repeats=off`."""
+`/settings repeats=off`, `/settings lang=ru`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import regex
 
-from codemojex import limits
+from codemojex import limits, locale
 from codemojex.scoring.emoji import canonical, clusters, is_emoji, key
 from codemojex.scoring.errors import InvalidSettings
 
@@ -21,8 +21,8 @@ _MAX_SETTINGS_CHARS = 1024
 
 _KEY_RE = regex.compile(r"(?<!\S)([A-Za-z_]+)[ \t]*=")
 _NAME_RE = regex.compile(r"[a-z_]{1,20}")
-_EXAMPLE = "/settings length=5 palette=🍎🍌🍇🍒🍋🥝"
-SETTING_NAMES = ("length", "palette", "repeats")
+_LANG_RE = regex.compile(r"[A-Za-z_-]{1,20}")
+SETTING_NAMES = ("length", "palette", "repeats", "lang")
 _ON = frozenset({"on", "yes", "true"})
 _OFF = frozenset({"off", "no", "false"})
 
@@ -31,33 +31,22 @@ def parse_palette(text: str) -> tuple[str, ...]:
     """4..10 distinct emojis, spaces between them allowed, in their fully-qualified
     spelling (❤ becomes ❤️). Raises `InvalidSettings` with the reason."""
     if len(text) > _MAX_SETTINGS_CHARS:
-        raise InvalidSettings("palette_count", _count_reason(None))
+        raise InvalidSettings("palette_count")
     out: list[str] = []
     seen: set[str] = set()
     for cluster in clusters(text):
         if not is_emoji(cluster):
-            raise InvalidSettings(
-                "palette_not_emoji",
-                "A palette is emojis only (spaces between them are fine), e.g. 🍎🍌🍇🍒🍋🥝.",
-            )
+            raise InvalidSettings("palette_not_emoji")
         k = key(cluster)
         if k in seen:
-            raise InvalidSettings(
-                "palette_duplicate",
-                f"Each emoji may be in the palette only once: {canonical(cluster)} is repeated.",
-            )
+            raise InvalidSettings("palette_duplicate", emoji=canonical(cluster))
         seen.add(k)
         out.append(canonical(cluster))
         if len(out) > MAX_PALETTE:
-            raise InvalidSettings("palette_count", _count_reason(None))
+            raise InvalidSettings("palette_count")
     if len(out) < MIN_PALETTE:
-        raise InvalidSettings("palette_count", _count_reason(len(out)))
+        raise InvalidSettings("palette_count", count=len(out))
     return tuple(out)
-
-
-def _count_reason(n: int | None) -> str:
-    has = "more than that" if n is None else f"that has {n}"
-    return f"A palette needs {MIN_PALETTE} to {MAX_PALETTE} different emojis; {has}."
 
 
 def parse_length(value: str | int) -> int:
@@ -65,15 +54,10 @@ def parse_length(value: str | int) -> int:
     if isinstance(value, str):
         text = value.strip()
         if not (text.isascii() and text.isdigit() and len(text) <= 3):
-            raise InvalidSettings(
-                "length_not_number",
-                f"Length is a whole number from {MIN_LENGTH} to {MAX_LENGTH}, e.g. length=5.",
-            )
+            raise InvalidSettings("length_not_number")
         value = int(text)
     if not MIN_LENGTH <= value <= MAX_LENGTH:
-        raise InvalidSettings(
-            "length_range", f"Length must be from {MIN_LENGTH} to {MAX_LENGTH}, not {value}."
-        )
+        raise InvalidSettings("length_range", value=value)
     return value
 
 
@@ -87,20 +71,24 @@ def parse_repeats(value: str | bool) -> bool:
         return True
     if word in _OFF:
         return False
-    raise InvalidSettings(
-        "repeats_value", "Repeats is on or off (yes/no and true/false work too), e.g. repeats=off."
-    )
+    raise InvalidSettings("repeats_value")
 
 
 def check_repeats(length: int, palette_size: int, repeats: bool) -> None:
     """A secret without repeats needs a palette at least as long as the code. Raises
     `InvalidSettings` with the reason when the combination cannot be drawn."""
     if not repeats and palette_size < length:
-        raise InvalidSettings(
-            "repeats_palette",
-            f"With repeats off, the palette needs at least as many emojis as the code: "
-            f"{palette_size} emojis are too few for a code of {length}.",
-        )
+        raise InvalidSettings("repeats_palette", count=palette_size, length=length)
+
+
+def parse_language(value: str) -> locale.Lang:
+    """A shipped language from what an admin typed ("ru", "pt-br", "PT_BR", "es-419"). Raises
+    `InvalidSettings` (kind "lang_unknown", the code if it can be shown) otherwise."""
+    found = locale.match(value)
+    if found is None:
+        word = value.strip()
+        raise InvalidSettings("lang_unknown", value=word if _LANG_RE.fullmatch(word) else None)
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,38 +98,36 @@ class SettingsUpdate:
     length: int | None = None
     palette: tuple[str, ...] | None = None
     repeats: bool | None = None
+    language: locale.Lang | None = None
 
 
 def parse_settings(text: str) -> SettingsUpdate:
-    """Parse the arguments of `/settings`: `length=N`, `palette=<emojis>` and/or
-    `repeats=on|off`, any order; a palette may contain spaces. Raises `InvalidSettings` with
+    """Parse the arguments of `/settings`: `length=N`, `palette=<emojis>`, `repeats=on|off`
+    and/or `lang=<code>`, any order; a palette may contain spaces. Raises `InvalidSettings` with
     the reason (also for repeats=off with a given palette shorter than a given length; the
     store checks the combination with the room's current settings)."""
     if len(text) > _MAX_SETTINGS_CHARS:
-        raise InvalidSettings("palette_count", _count_reason(None))
+        raise InvalidSettings("palette_count")
     found = list(_KEY_RE.finditer(text))
     if not found or text[: found[0].start()].strip():
         if not text.strip():
-            raise InvalidSettings("empty", f"Nothing to change. Try: {_EXAMPLE}")
-        raise InvalidSettings("unknown_setting", f"Settings are name=value pairs, e.g. {_EXAMPLE}")
+            raise InvalidSettings("empty")
+        raise InvalidSettings("unknown_setting")
     values: dict[str, str] = {}
     for i, m in enumerate(found):
         name = m.group(1).lower()
         end = found[i + 1].start() if i + 1 < len(found) else len(text)
         if name not in SETTING_NAMES:
-            shown = f" {name}" if _NAME_RE.fullmatch(name) else ""
-            raise InvalidSettings(
-                "unknown_setting",
-                f"Unknown setting{shown}: only length, palette and repeats can be set, "
-                f"e.g. {_EXAMPLE}",
-            )
+            shown = name if _NAME_RE.fullmatch(name) else None
+            raise InvalidSettings("unknown_setting", name=shown)
         if name in values:
-            raise InvalidSettings("repeated_setting", f"{name} is given twice.")
+            raise InvalidSettings("repeated_setting", name=name)
         values[name] = text[m.end() : end]
     update = SettingsUpdate(
         length=parse_length(values["length"]) if "length" in values else None,
         palette=parse_palette(values["palette"]) if "palette" in values else None,
         repeats=parse_repeats(values["repeats"]) if "repeats" in values else None,
+        language=parse_language(values["lang"]) if "lang" in values else None,
     )
     if update.repeats is False and update.length is not None and update.palette is not None:
         check_repeats(update.length, len(update.palette), update.repeats)

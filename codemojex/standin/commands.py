@@ -1,7 +1,8 @@
 """The bot's command menu: setMyCommands / getMyCommands / deleteMyCommands, per scope.
 
 Telegram keeps one list per (scope, language_code) and checks each command's name and
-description; the stand-in does the same so tests can read back what the bot registered.
+description, and that a language code is a two-letter ISO 639-1 one ("pt", never "pt-br");
+the stand-in does the same so tests can read back what the bot registered.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from codemojex.standin.model import JSON, Params, bad
 
 _COMMAND_NAME_RE = re.compile(r"[a-z0-9_]{1,32}")
+_LANGUAGE_CODE_RE = re.compile(r"[a-z]{2}")
 
 
 def _scope_key(scope: Any) -> str:
@@ -23,7 +25,10 @@ def _scope_key(scope: Any) -> str:
 
 
 def _key(params: Params) -> tuple[str, str]:
-    return _scope_key(params.get_json("scope")), params.get_str("language_code") or ""
+    language = params.get_str("language_code") or ""
+    if language and not _LANGUAGE_CODE_RE.fullmatch(language):
+        raise bad("invalid language code specified")
+    return _scope_key(params.get_json("scope")), language
 
 
 class Commands:

@@ -31,6 +31,7 @@ from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, store, upgrade
 from codemojex.game import texts
 from codemojex.lanes import Lanes
+from codemojex.locale import EN
 from codemojex.posting.pacer import PacePolicy, Pacer, Window
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
@@ -264,7 +265,7 @@ async def flood_gets_one_slow_down(world: World) -> None:
     await world.settle()
     assert await world.queued() - before == MAX_DEPTH + 1
     notices = [m for mid in flood for m in world.replies_to(chat, mid)]
-    assert notices == [texts.SLOW_DOWN]
+    assert notices == [texts.slow_down(EN)]
     assert world.replies_to(chat, other) == []
 
 
@@ -279,8 +280,10 @@ async def paused_room_notes_once_per_player(world: World) -> None:
     bob = world.standin.send_text(chat, BOB, valid_guess(rnd))
     await world.settle()
     assert await world.queued() - before == 4
-    assert [t for mid in alice for t in world.replies_to(chat, mid)] == [texts.SCORING_PAUSED_NOTE]
-    assert world.replies_to(chat, bob) == [texts.SCORING_PAUSED_NOTE]
+    assert [t for mid in alice for t in world.replies_to(chat, mid)] == [
+        texts.scoring_paused_note(EN)
+    ]
+    assert world.replies_to(chat, bob) == [texts.scoring_paused_note(EN)]
     world.standin.send_text(chat, ADMIN, "/resume")
     await world.settle()
     after = world.standin.send_text(chat, BOB, valid_guess(rnd, 1))

@@ -10,6 +10,7 @@ import pytest
 
 from codemojex.db import Room, store
 from codemojex.game import texts
+from codemojex.locale import EN
 from tests.bot.conftest import (
     ADMIN,
     ALICE,
@@ -137,7 +138,7 @@ async def test_admin_commands(world: World, case: Case, actor: str) -> None:
     else:
         done = await case.effect(world, room)
     assert done is allowed, answers
-    assert (texts.NOT_ADMIN in answers) is not allowed
+    assert (texts.not_admin(EN) in answers) is not allowed
     assert await world.audits(case.action, allowed=allowed) == 1
     assert await world.audits(case.action, allowed=not allowed) == 0
 
@@ -147,17 +148,17 @@ async def test_promotion_takes_effect_at_once(world: World) -> None:
     chat = world.new_group()
     first = world.standin.send_text(chat, BOB, "/pause")
     await world.settle()
-    assert world.replies_to(chat, first) == [texts.NOT_ADMIN]
+    assert world.replies_to(chat, first) == [texts.not_admin(EN)]
     world.standin.set_admins(chat, [ADMIN, BOB])
     await world.settle()  # the chat_member update and Bob's command are handled concurrently
     second = world.standin.send_text(chat, BOB, "/pause")
     await world.settle()
-    assert world.replies_to(chat, second) == [texts.PAUSED]
+    assert world.replies_to(chat, second) == [texts.paused(EN)]
     world.standin.set_admins(chat, [ADMIN])
     await world.settle()
     third = world.standin.send_text(chat, BOB, "/resume")
     await world.settle()
-    assert world.replies_to(chat, third) == [texts.NOT_ADMIN]
+    assert world.replies_to(chat, third) == [texts.not_admin(EN)]
 
 
 @pytest.mark.parametrize(
@@ -216,15 +217,15 @@ async def test_ban_is_per_room(world: World) -> None:
     assert await world.queued() == 3
     ban = world.standin.send_text(first, ADMIN, "/ban", reply_to=pending[0])
     await world.settle()
-    assert world.replies_to(first, ban) == [texts.player_banned("Alice", 3)]
+    assert world.replies_to(first, ban) == [texts.player_banned(EN, "Alice", 3)]
     assert await world.queued() == 0
 
     refused = world.standin.send_text(first, ALICE, valid_guess(rnd1))
     refused_g = world.standin.send_text(first, ALICE, f"/g {valid_guess(rnd1)}")
     elsewhere = world.standin.send_text(second, ALICE, valid_guess(rnd2))
     await world.settle()
-    assert world.replies_to(first, refused) == [texts.BANNED]
-    assert world.replies_to(first, refused_g) == [texts.BANNED]
+    assert world.replies_to(first, refused) == [texts.banned(EN)]
+    assert world.replies_to(first, refused_g) == [texts.banned(EN)]
     assert world.replies_to(second, elsewhere) == []
     assert await world.queued() == 1
 
@@ -232,7 +233,7 @@ async def test_ban_is_per_room(world: World) -> None:
     await world.settle()
     again = world.standin.send_text(first, ALICE, valid_guess(rnd1))
     await world.settle()
-    assert world.replies_to(first, unban) == [texts.player_unbanned("Alice")]
+    assert world.replies_to(first, unban) == [texts.player_unbanned(EN, "Alice")]
     assert world.replies_to(first, again) == []
     assert await world.queued() == 2
 
@@ -245,8 +246,8 @@ async def test_reply_commands_need_a_player_to_reply_to(world: World) -> None:
     (rules,) = [m for m in world.said(chat) if m.reply_to_message_id == bot_msg]
     at_bot = world.standin.send_text(chat, ADMIN, "/weight 2", reply_to=rules.message_id)
     await world.settle()
-    assert world.replies_to(chat, asked) == [texts.REPLY_TO_PLAYER]
-    assert world.replies_to(chat, at_bot) == [texts.REPLY_TO_PLAYER]
+    assert world.replies_to(chat, asked) == [texts.reply_to_player(EN)]
+    assert world.replies_to(chat, at_bot) == [texts.reply_to_player(EN)]
 
 
 async def test_queue_shows_depths_by_name_without_ids_or_secret(world: World) -> None:
@@ -273,7 +274,7 @@ async def test_limit_reaches_the_lanes_and_the_room(world: World) -> None:
     chat = world.new_group()
     asked = world.standin.send_text(chat, ADMIN, "/limit 5")
     await world.settle()
-    assert world.replies_to(chat, asked) == [texts.limit_set(5)]
+    assert world.replies_to(chat, asked) == [texts.limit_set(EN, 5)]
     room = await room_of(world, chat)
     assert room.ceiling == 5
     assert (await _room_view(world, room))["ceiling"] == 5

@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from codemojex.game import texts
+from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from tests.bot.conftest import ALICE, BOB, E2E, World, seed_round, valid_guess
 
 pytestmark = E2E
@@ -33,7 +34,7 @@ async def test_group_commands_in_private_get_a_clear_answer(world: World) -> Non
         world.standin.send_private(ALICE, text)
     await world.settle()
     # Answers in private chats are not quoted; the bot answers in order, one each.
-    assert [m.text for m in world.said(ALICE)] == [texts.GROUP_ONLY] * len(GROUP_ONLY)
+    assert [m.text for m in world.said(ALICE)] == [texts.group_only(EN)] * len(GROUP_ONLY)
     assert await world.audits("pause") == 0
     assert await world.queued() == 0
 
@@ -44,12 +45,12 @@ async def test_help_rules_me_and_chatter_in_private(world: World) -> None:
     await world.settle()
     texts_in_order = [m.text for m in world.said(BOB)]
     assert len(texts_in_order) == 6
-    assert texts_in_order[0] == texts.HELP
+    assert texts_in_order[0] == texts.help_text(EN)
     assert "Crack a secret code" in texts_in_order[1]
     assert texts_in_order[2].startswith("Bob in 0 chats")
-    assert texts_in_order[3] == texts.HELP
-    assert texts_in_order[4] == texts.PRIVATE_HINT
-    assert texts_in_order[5] == texts.UNKNOWN_COMMAND
+    assert texts_in_order[3] == texts.help_text(EN)
+    assert texts_in_order[4] == texts.private_hint(EN)
+    assert texts_in_order[5] == texts.unknown_command(EN)
 
 
 async def test_unknown_commands_in_groups_only_when_addressed(world: World) -> None:
@@ -62,8 +63,8 @@ async def test_unknown_commands_in_groups_only_when_addressed(world: World) -> N
     await world.settle()
     assert world.replies_to(chat, bare) == []
     assert world.replies_to(chat, other_bot) == []
-    assert world.replies_to(chat, ours) == [texts.UNKNOWN_COMMAND]
-    assert world.replies_to(chat, ours_known) == [texts.HELP]
+    assert world.replies_to(chat, ours) == [texts.unknown_command(EN)]
+    assert world.replies_to(chat, ours_known) == [texts.help_text(EN)]
     assert world.replies_to(chat, theirs_known) == []
 
 
@@ -114,18 +115,28 @@ async def test_anonymous_admin_cannot_play(world: World) -> None:
     asked = world.standin.send_as_anonymous_admin(chat, f"/g {valid_guess(rnd)}")
     plain = world.standin.send_as_anonymous_admin(chat, valid_guess(rnd))
     await world.settle()
-    assert world.replies_to(chat, asked) == [texts.ANONYMOUS_PLAYER]
+    assert world.replies_to(chat, asked) == [texts.anonymous_player(EN)]
     assert world.replies_to(chat, plain) == []
     assert await world.queued() == 0
 
 
-async def test_post_init_registered_the_command_lists(world: World) -> None:
-    players = world.standin.registered_commands({"type": "default"})
-    admins = world.standin.registered_commands({"type": "all_chat_administrators"})
-    assert [c["command"] for c in players] == [name for name, _ in texts.PLAYER_COMMANDS]
-    assert [c["command"] for c in admins] == [
-        name for name, _ in texts.PLAYER_COMMANDS + texts.ADMIN_COMMANDS
-    ]
+@pytest.mark.parametrize("lang", LANGUAGES)
+async def test_post_init_registered_the_command_lists(world: World, lang: Lang) -> None:
+    """Per scope, in every shipped language (its two-letter code) and, for every other
+    language, in English (no language code)."""
+    code = "" if lang == EN else menu_code(lang)
+
+    def menu(scope: str) -> list[tuple[str, str]]:
+        found = world.standin.registered_commands({"type": scope}, code)
+        return [(c["command"], c["description"]) for c in found]
+
+    players = list(texts.player_commands(lang))
+    assert menu("all_group_chats") == players
+    assert menu("all_chat_administrators") == players + list(texts.admin_commands(lang))
+    assert menu("all_private_chats") == list(texts.private_commands(lang))
+    assert [name for name, _ in menu("all_private_chats")] == ["rules", "me", "help"]
+    if lang != EN:  # described in the language itself
+        assert menu("all_group_chats") != list(texts.player_commands(EN))
 
 
 async def test_an_unexpected_failure_is_apologised_for_and_logged_without_text(
@@ -136,7 +147,7 @@ async def test_an_unexpected_failure_is_apologised_for_and_logged_without_text(
     asked = world.standin.send_text(chat, BOB, "/limit 3 private-words")
     with caplog.at_level(logging.ERROR, logger="codemojex.bot"):
         await world.settle()
-    assert world.replies_to(chat, asked) == [texts.WENT_WRONG]
+    assert world.replies_to(chat, asked) == [texts.went_wrong(EN)]
     assert [type(e).__name__ for e in world.errors] == ["NetworkError"]
     world.errors.clear()  # expected here; every other test asserts there were none
     assert any(r.getMessage().startswith("update ") for r in caplog.records)

@@ -12,6 +12,7 @@ import pytest_asyncio
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 
 from codemojex.game import texts
+from codemojex.locale import EN
 from codemojex.runtime import GatedRedisCluster
 from tests.bot.conftest import (
     ALICE,
@@ -66,7 +67,7 @@ async def test_a_guess_while_the_queues_slot_migrates_is_refused_cleanly(world: 
     try:
         refused = world.standin.send_text(chat, ALICE, valid_guess(rnd))
         await world.settle()
-        assert world.replies_to(chat, refused) == [texts.TRY_AGAIN]
+        assert world.replies_to(chat, refused) == [texts.try_again(EN)]
     finally:
         await setslot(source, "STABLE")
         await setslot(target, "STABLE")

@@ -8,6 +8,7 @@ from telegram import Update
 
 from codemojex.game import texts
 from codemojex.jobs import GuessJob
+from codemojex.locale import EN
 from codemojex.scoring import EMOJI_POOL
 from tests.bot.conftest import (
     ADMIN,
@@ -218,7 +219,7 @@ async def test_no_round_running(world: World) -> None:
     asked = world.standin.send_text(chat, ALICE, "/g 🍎🍌🍇🍒")
     plain = world.standin.send_text(chat, ALICE, "🍎🍌🍇🍒")
     await world.settle()
-    assert world.replies_to(chat, asked) == [texts.NO_ROUND]
+    assert world.replies_to(chat, asked) == [texts.no_round(EN)]
     assert world.replies_to(chat, plain) == []
     assert await world.queued() == 0
 
@@ -228,7 +229,7 @@ async def test_second_newgame_is_refused_while_a_round_runs(world: World) -> Non
     await start_round(world, chat)
     again = world.standin.send_text(chat, BOB, "/newgame")
     await world.settle()
-    assert world.replies_to(chat, again) == [texts.ROUND_RUNNING]
+    assert world.replies_to(chat, again) == [texts.round_running(EN)]
 
 
 async def test_a_flood_gets_one_slow_down_and_does_not_block_others(world: World) -> None:

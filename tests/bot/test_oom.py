@@ -18,6 +18,7 @@ from redis.exceptions import OutOfMemoryError
 
 from codemojex.game import texts
 from codemojex.jobs import GuessJob
+from codemojex.locale import EN
 from tests.bot.conftest import ALICE, BOB, World, bot_world, seed_round, valid_guess
 from tests.support import free_port
 
@@ -68,7 +69,7 @@ async def test_a_full_redis_refuses_new_guesses_and_keeps_queued_ones(world: Wor
         await world.redis.set("probe", b"1")
     refused = world.standin.send_text(chat, BOB, valid_guess(rnd))
     await world.settle()
-    assert world.replies_to(chat, refused) == [texts.TRY_AGAIN]
+    assert world.replies_to(chat, refused) == [texts.try_again(EN)]
 
     await world.redis.config_set("maxmemory", "0")
     assert await world.queued() == 2

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 
 from codemojex.db import Guess, Player
 from codemojex.game import texts
+from codemojex.locale import EN
 from tests.bot.conftest import ADMIN, ALICE, World, bot_world, seed_round, valid_guess
 from tests.conftest import REDIS_URL
 from tests.support import free_port, wipe_tables
@@ -53,7 +54,7 @@ async def test_guesses_and_commands_ask_to_try_again(world: World, bot_queue: st
     ]
     await world.settle()
     for mid in asked:
-        assert world.replies_to(chat, mid) == [texts.TRY_AGAIN]
+        assert world.replies_to(chat, mid) == [texts.try_again(EN)]
 
     async with world.sessionmaker() as session:
         assert (await session.execute(select(func.count()).select_from(Guess))).scalar() == 0
@@ -83,6 +84,6 @@ async def test_database_down_asks_to_try_again(world_without_postgres: World) ->
     helped = world.standin.send_text(chat, ALICE, "/help")
     await world.settle()
     for mid in asked:
-        assert world.replies_to(chat, mid) == [texts.TRY_AGAIN]
-    assert world.replies_to(chat, helped) == [texts.HELP]
+        assert world.replies_to(chat, mid) == [texts.try_again(EN)]
+    assert world.replies_to(chat, helped) == [texts.help_text(EN)]
     assert world.errors == []

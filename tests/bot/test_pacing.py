@@ -10,6 +10,7 @@ import pytest
 
 from codemojex.bot.replies import ANSWER_POLICY
 from codemojex.game import texts
+from codemojex.locale import EN
 from codemojex.posting.pacer import Pacer
 from tests.bot.conftest import (
     ALICE,
@@ -71,6 +72,6 @@ async def test_a_notice_that_could_not_be_sent_is_not_spent(paced: World) -> Non
     told = world.standin.send_text(chat, ALICE, valid_guess(rnd))
     again = world.standin.send_text(chat, ALICE, valid_guess(rnd))
     await world.settle()
-    assert world.replies_to(chat, told) == [texts.SLOW_DOWN]
+    assert world.replies_to(chat, told) == [texts.slow_down(EN)]
     assert world.replies_to(chat, again) == []
     assert await world.queued() == MAX_DEPTH

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from codemojex.game import texts
+from codemojex.locale import EN
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
 
@@ -44,8 +45,8 @@ async def test_bot_process_answers_and_stops_cleanly_on_sigterm(
         try:
             standin.send_private(ALICE, "/help")
             said = await standin.wait_for_sent_count(1, chat_id=ALICE, timeout=60)
-            assert said[0].text == texts.HELP
-            assert standin.registered_commands({"type": "default"})  # post_init ran
+            assert said[0].text == texts.help_text(EN)
+            assert standin.registered_commands({"type": "all_group_chats"})  # post_init ran
         finally:
             if process.returncode is None:
                 process.send_signal(signal.SIGTERM)

@@ -7,6 +7,7 @@ from sqlalchemy import select
 
 from codemojex.db import AuditLog, Outbox, Room, store
 from codemojex.game import texts
+from codemojex.locale import EN
 from tests.bot.conftest import (
     ADMIN,
     ALICE,
@@ -63,9 +64,10 @@ async def test_repeats_off_applies_to_the_next_round_and_is_audited(world: World
     assert running.repeats is True
 
     answer = await _ask(world, chat, ADMIN, "/settings repeats=off")
-    assert answer == texts.settings_changed(4, None, repeats=False)
+    assert answer == texts.settings_changed(EN, 4, None, repeats=False)
     assert answer == (
-        "Settings saved for the next round: length 4, palette drawn fresh each round, repeats off."
+        "Settings saved for the next round: length 4, palette drawn fresh each round, repeats off, "
+        "language English (en)."
     )
     assert (await room_of(world, chat)).repeats is False
     assert await _audited(world, room) == [(ADMIN, "repeats=off", True)]
@@ -84,11 +86,11 @@ async def test_repeats_off_applies_to_the_next_round_and_is_audited(world: World
     assert "(no emoji repeats)" in await _announcement(world, following.id)
     rules = await _ask(world, chat, BOB, "/rules")
     assert "No emoji repeats in the code." in rules
-    assert rules == texts.rules_text(4, following.palette, 600, repeats=False)
+    assert rules == texts.rules_text(EN, 4, following.palette, 600, repeats=False)
 
     # And back on.
     assert await _ask(world, chat, ADMIN, "/settings repeats=on") == texts.settings_changed(
-        4, None, repeats=True
+        EN, 4, None, repeats=True
     )
     assert (await room_of(world, chat)).repeats is True
 
@@ -112,7 +114,7 @@ async def test_repeats_values(world: World, text: str, repeats: bool) -> None:
     answer = await _ask(world, chat, ADMIN, text)
     after = await room_of(world, chat)
     assert after.repeats is repeats
-    assert answer == texts.settings_changed(after.length, None, repeats=repeats)
+    assert answer == texts.settings_changed(EN, after.length, None, repeats=repeats)
 
 
 @pytest.mark.parametrize(
@@ -162,8 +164,8 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_changes(
 async def test_non_admins_cannot_change_or_see_repeats(world: World) -> None:
     chat = world.new_group()
     room, _ = await seed_round(world, chat)
-    assert await _ask(world, chat, BOB, "/settings repeats=off") == texts.NOT_ADMIN
-    assert await _ask(world, chat, ALICE, "/settings") == texts.NOT_ADMIN
+    assert await _ask(world, chat, BOB, "/settings repeats=off") == texts.not_admin(EN)
+    assert await _ask(world, chat, ALICE, "/settings") == texts.not_admin(EN)
     assert (await room_of(world, chat)).repeats is True
     assert await _audited(world, room) == [
         (BOB, "repeats=off", False),
@@ -175,14 +177,16 @@ async def test_settings_alone_shows_the_current_settings(world: World) -> None:
     chat = world.new_group()
     room, _ = await seed_round(world, chat)
     shown = await _ask(world, chat, ADMIN, "/settings")
-    assert shown == texts.settings_shown(4, None, repeats=True)
+    assert shown == texts.settings_shown(EN, 4, None, repeats=True)
     assert shown.startswith(
-        "Settings for the next round: length 4, palette drawn fresh each round, repeats on."
+        "Settings for the next round: length 4, palette drawn fresh each round, repeats on, "
+        "language English (en)."
     )
     await _ask(world, chat, ADMIN, "/settings repeats=no length=5 palette=🍎🍌🍇🍒🍋")
     shown = await _ask(world, chat, OPERATOR, "/settings   ")
     assert shown.splitlines()[0] == (
-        "Settings for the next round: length 5, palette 🍎 🍌 🍇 🍒 🍋, repeats off."
+        "Settings for the next round: length 5, palette 🍎 🍌 🍇 🍒 🍋, repeats off, "
+        "language English (en)."
     )
     assert _settings(await room_of(world, chat)) == (5, "🍎🍌🍇🍒🍋", False, 2)
     assert [args for _, args, _ in await _audited(world, room)] == [

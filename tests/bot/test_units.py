@@ -12,6 +12,7 @@ from codemojex.bot.guesses import looks_like_guess
 from codemojex.bot.incoming import parse_bounded_int
 from codemojex.bot.replies import ANSWER_POLICY
 from codemojex.game.texts import queue_view as format_queue
+from codemojex.locale import EN
 from codemojex.posting.pacer import PacePolicy
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
@@ -22,7 +23,7 @@ from codemojex.standin import StandIn
     [("1", 1), ("1000", 1000), (" 42 ", 42), ("007", 7)],
 )
 def test_bounded_int_accepts(text: str, expected: int) -> None:
-    assert parse_bounded_int(text, 1, 1000, "/limit") == expected
+    assert parse_bounded_int(text, 1, 1000, "/limit", EN) == expected
 
 
 @pytest.mark.parametrize(
@@ -43,7 +44,7 @@ def test_bounded_int_accepts(text: str, expected: int) -> None:
     ],
 )
 def test_bounded_int_refuses(text: str) -> None:
-    answer = parse_bounded_int(text, 1, 1000, "/limit")
+    answer = parse_bounded_int(text, 1, 1000, "/limit", EN)
     assert answer == "/limit takes one whole number from 1 to 1000."
 
 
@@ -93,14 +94,14 @@ def test_queue_text_names_players_and_hides_ids() -> None:
             carol: {"depth": 0, "weight": 1, "paused": False},
         },
     }
-    text = format_queue(view, {alice: "Alice", bob: "Bob"})
+    text = format_queue(EN, view, {alice: "Alice", bob: "Bob"})
     assert text.splitlines() == [
         "Scoring paused · in flight 1/2 · waiting 5",
         "Bob: 4 waiting (weight 3)",
         "Alice: 1 waiting",
     ]
     assert "PLR" not in text
-    assert format_queue(None, {}) == "Nothing queued here yet."
+    assert format_queue(EN, None, {}) == "Nothing queued here yet."
 
 
 async def test_admin_cache_asks_once_per_ttl_and_forgets_on_request() -> None:

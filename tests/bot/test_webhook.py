@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest_asyncio
 
 from codemojex.game import texts
+from codemojex.locale import EN
 from tests.bot.conftest import BOB, E2E, World, bot_world
 from tests.support import free_port
 
@@ -54,7 +55,7 @@ async def test_requests_without_the_secret_token_are_refused(world: World) -> No
     # The stand-in delivers like Telegram, with the secret header: answered.
     standin.send_private(BOB, "/help")
     said = await standin.wait_for_sent_count(1, chat_id=BOB)
-    assert said[-1].text == texts.HELP
+    assert said[-1].text == texts.help_text(EN)
 
     assert await standin.post_update_to_webhook(url, _private_help(901)) == 403
     assert (

@@ -14,6 +14,7 @@ from codemojex import scoring
 from codemojex.db import Outbox, Room, store
 from codemojex.game import texts
 from codemojex.game.types import ENDROUND, KIND_ROUND
+from codemojex.locale import EN
 from codemojex.scoring.emoji import key
 from tests.db.helpers import new_room
 
@@ -103,7 +104,7 @@ async def test_a_round_keeps_the_repeats_it_started_with(
     following = await store.start_round(session, room.id, rng)
     assert following.repeats is False
     assert texts.round_started(
-        following.palette_emojis, following.length, 600, repeats=False
+        EN, following.palette_emojis, following.length, 600, repeats=False
     ) in list((await session.execute(select(Outbox.text))).scalars())
     back = await store.update_room_settings(session, room.id, repeats="ON")
     assert back.repeats is True
@@ -125,7 +126,7 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
         with pytest.raises(scoring.InvalidSettings) as info:
             await store.update_room_settings(session, room.id, **kwargs)  # type: ignore[arg-type]
         assert info.value.kind == "repeats_palette"
-        assert str(info.value) == TOO_FEW
+        assert texts.settings_refused(EN, info.value) == TOO_FEW
         assert await _settings(session, room.id) == before
     assert (await store.get_room(session, room.id)).ceiling == 2  # type: ignore[union-attr]
 
@@ -134,13 +135,13 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
     assert await _settings(session, room.id) == (4, "🍎🍌🍇🍒", False)
     with pytest.raises(scoring.InvalidSettings) as info:
         await store.update_room_settings(session, room.id, length=5)
-    assert str(info.value) == TOO_FEW
+    assert texts.settings_refused(EN, info.value) == TOO_FEW
     assert await _settings(session, room.id) == (4, "🍎🍌🍇🍒", False)
     # ... and with a code of 5 over five emojis, a palette of four is refused.
     await store.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒🍋")
     with pytest.raises(scoring.InvalidSettings) as info:
         await store.update_room_settings(session, room.id, palette="🍎 🍌 🍇 🍒")
-    assert str(info.value) == TOO_FEW
+    assert texts.settings_refused(EN, info.value) == TOO_FEW
     # All three at once, too.
     with pytest.raises(scoring.InvalidSettings) as info:
         await store.update_room_settings(

@@ -35,6 +35,7 @@ from codemojex.db import Guess, Outbox, Round, make_engine, make_sessionmaker, s
 from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.lanes.keys import Keys
+from codemojex.locale import EN
 from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
 from codemojex.worker.service import WorkerStats, make_bot, run_worker
@@ -100,7 +101,7 @@ def result_text(guess: Sequence[str], secret: Sequence[str], attempt_no: int) ->
     """What the game must answer for `guess` against `secret`, computed independently of the
     worker: the pegs from the rules, the line from the shared texts."""
     fb = scoring.feedback(tuple(guess), tuple(secret))
-    return texts.result_line(tuple(guess), fb, attempt_no)
+    return texts.result_line(EN, tuple(guess), fb, attempt_no)
 
 
 def times_posted(sent: Sequence[SentMessage], row: Outbox) -> int:

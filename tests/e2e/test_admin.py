@@ -7,6 +7,7 @@ from sqlalchemy import select
 
 from codemojex.db import AuditLog, Ban, Guess, Room, Round
 from codemojex.game import texts
+from codemojex.locale import EN
 from tests.e2e.harness import (
     ADMIN,
     ALICE,
@@ -39,7 +40,7 @@ async def test_only_admins_anonymous_admins_and_operators_run_admin_commands(
             say(chat, ALICE, "/settings length=5"),
         ]
         for mid in refused:
-            assert await stack.reply_to(chat, mid) == texts.NOT_ADMIN
+            assert await stack.reply_to(chat, mid) == texts.not_admin(EN)
         # ... and nothing changed.
         view = (await stack.lanes.snapshot(room))["rooms"][room]
         assert view["paused"] is False and view["ceiling"] == 2
@@ -53,14 +54,14 @@ async def test_only_admins_anonymous_admins_and_operators_run_admin_commands(
 
         # The chat's administrator can.
         mid = say(chat, ADMIN, "/limit 3")
-        assert await stack.reply_to(chat, mid) == texts.limit_set(3)
+        assert await stack.reply_to(chat, mid) == texts.limit_set(EN, 3)
         view = (await stack.lanes.snapshot(room))["rooms"][room]
         assert view["ceiling"] == 3
         assert (await stack.scalar(select(Room.ceiling).where(Room.id == room))) == 3
 
         # An anonymous admin (posting as the group) can: the room's scoring stops.
         mid = stack.standin.send_as_anonymous_admin(chat, "/pause")
-        assert await stack.reply_to(chat, mid) == texts.PAUSED
+        assert await stack.reply_to(chat, mid) == texts.paused(EN)
         waiting = say(chat, DAVE, guess)
         await stack.settle()
         view = (await stack.lanes.snapshot(room))["rooms"][room]
@@ -71,12 +72,12 @@ async def test_only_admins_anonymous_admins_and_operators_run_admin_commands(
         # guess is scored and answered.
         assert OPERATOR in stack.settings.operator_ids
         mid = say(chat, OPERATOR, "/resume")
-        assert await stack.reply_to(chat, mid) == texts.RESUMED
+        assert await stack.reply_to(chat, mid) == texts.resumed(EN)
         await stack.result(chat, waiting, "Dave", guess)
         assert await stack.guess_count() == 1
 
         mid = say(chat, OPERATOR, "/endround")
-        reveal = texts.ended_by_admin(rnd.secret_emojis)
+        reveal = texts.ended_by_admin(EN, rnd.secret_emojis)
         await stack.standin.wait_for_sent(lambda m: m.text == reveal, 15, chat_id=chat)
 
         async def closed() -> bool:

@@ -17,6 +17,7 @@ from sqlalchemy import select
 
 from codemojex.db import Guess, LeaderboardEntry, Player
 from codemojex.game import texts
+from codemojex.locale import EN
 from tests.e2e.harness import ADMIN, Stack, WorkerProcess, eventually, times_posted
 
 PLAYERS = 8
@@ -41,7 +42,7 @@ async def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     room = await stack.room_id(chat)
     # Long batches: the room may have 30 guesses in flight, each player 12 per turn.
     mid = say(chat, ADMIN, "/limit 30")
-    assert await stack.reply_to(chat, mid) == texts.limit_set(30)
+    assert await stack.reply_to(chat, mid) == texts.limit_set(EN, 30)
 
     codes = [
         tuple(palette[(n // len(palette) ** i) % len(palette)] for i in range(rnd.length))
@@ -57,7 +58,7 @@ async def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     await stack.settle()
     for user, message_id in firsts.items():
         mid = say(chat, ADMIN, "/weight 12", reply_to=message_id)
-        assert await stack.reply_to(chat, mid) == texts.weight_set(names[user], 12)
+        assert await stack.reply_to(chat, mid) == texts.weight_set(EN, names[user], 12)
     await stack.settle()
     enqueued = await stack.pending_job_ids(room)
     assert len(enqueued) == PLAYERS * PER_PLAYER

@@ -7,6 +7,7 @@ from sqlalchemy import select
 from codemojex import scoring
 from codemojex.db import Guess, LeaderboardEntry, Player, Round
 from codemojex.game import texts
+from codemojex.locale import EN
 from codemojex.standin import SentMessage
 from tests.e2e.harness import (
     ALICE,
@@ -82,14 +83,14 @@ async def test_a_round_is_played_won_and_booked(stack: Stack) -> None:
 
         # Bob cracks it on his second attempt (a reply to the round): 100 - 10 = 90 points.
         await play(BOB, "Bob", secret, "reply", 2)
-        win = texts.win("Bob", secret, 2, scoring.points_for(2))
+        win = texts.win(EN, "Bob", secret, 2, scoring.points_for(2))
         await stack.standin.wait_for_sent(lambda m: win in m.text, 15, chat_id=chat)
         assert result_text(secret, secret, 2).endswith("(attempt 2)")
         assert "🟢" * len(secret) in result_text(secret, secret, 2)
 
         # The round is closed: a late /g is told so and changes nothing.
         late = stack.standin.send_text(chat, ALICE, f"/g {''.join(secret)}")
-        assert await stack.reply_to(chat, late) == texts.NO_ROUND
+        assert await stack.reply_to(chat, late) == texts.no_round(EN)
         # A late plain message is chat now: ignored, not enqueued.
         stack.standin.send_text(chat, DAVE, "".join(secret))
 
@@ -165,7 +166,7 @@ async def test_records_are_kept_per_chat_and_me_adds_them_up(stack: Stack) -> No
                 mid = stack.standin.send_text(chat, user, guess)
                 await stack.result(chat, mid, name, guess)
             bobs = sum(1 for user, _, _ in moves if user == BOB)
-            await posted(stack, chat, texts.win("Bob", secret, bobs, points))
+            await posted(stack, chat, texts.win(EN, "Bob", secret, bobs, points))
 
         here_first = "Bob here: 100 points, 1 win, 1 guess, best solve in 1 attempt."
         here_second = "Bob here: 90 points, 1 win, 2 guesses, best solve in 2 attempts."

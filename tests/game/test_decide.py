@@ -21,6 +21,7 @@ from codemojex.game.decide import (
     decide,
 )
 from codemojex.game.types import KIND_LATE, KIND_RESULT, KIND_WIN, SOLVED, TIMEOUT
+from codemojex.locale import EN, Lang
 from codemojex.scoring import feedback, points_for
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -29,6 +30,7 @@ SECRET = ("🍎", "🍌", "🍇", "🍒")
 MISS = ("🍋", "🍌", "🍇", "🍒")  # three exact, not a win
 ROOM_A, ROOM_B = "ROMa", "ROMb"
 ANN, BOB, CAT, EVE = "PLRann", "PLRbob", "PLRcat", "PLReve"  # Eve is banned in room A
+RU = Lang("ru")  # room B's language: a batch's texts are each in their own room's
 
 
 def rnd(
@@ -49,6 +51,7 @@ def rnd(
         ended=ended,
         end_reason=end_reason,
         winning_guess_id=winning_guess_id,
+        language=EN if room_id == ROOM_A else RU,
     )
 
 
@@ -103,7 +106,7 @@ def test_a_scored_guess_gets_its_pegs_a_row_a_tally_and_a_reply() -> None:
         7,
         "g1",
     )
-    assert message.text == texts.result_line(MISS, fb, 1)
+    assert message.text == texts.result_line(EN, MISS, fb, 1)
     assert message.player_name == "Ann" and message.round_id == 1
 
 
@@ -119,7 +122,7 @@ def test_a_win_earns_the_points_of_its_attempt_and_closes_the_round() -> None:
     assert result.kind == KIND_RESULT and result.reply_to == 7
     # The win is announced to the room, not as a reply.
     assert win.kind == KIND_WIN and win.reply_to is None and win.guess_id == "g1"
-    assert win.text == texts.win("Ann", SECRET, 3, 80)
+    assert win.text == texts.win(EN, "Ann", SECRET, 3, 80)
     assert before == {(1, ANN): 2}  # the loaded state is not changed
 
 
@@ -137,8 +140,8 @@ def test_a_late_guess_earns_nothing_and_is_told_why() -> None:
         (True, None, None)
     ] * 2
     assert [(m.kind, m.text) for m in decision.messages] == [
-        (KIND_LATE, texts.already_solved(SECRET)),
-        (KIND_LATE, texts.already_over(SECRET)),
+        (KIND_LATE, texts.already_solved(EN, SECRET)),
+        (KIND_LATE, texts.already_over(RU, SECRET)),
     ]
 
 
@@ -152,7 +155,7 @@ def test_after_a_win_the_rest_of_the_batch_is_late() -> None:
     assert decision.verdicts[0].won and not decision.verdicts[1].won
     assert decision.closings == [Closing(1, BOB, "g1")]
     assert [m.kind for m in decision.messages] == [KIND_RESULT, KIND_WIN, KIND_LATE, KIND_LATE]
-    assert decision.messages[2].text == texts.already_solved(SECRET)
+    assert decision.messages[2].text == texts.already_solved(EN, SECRET)
     assert (ROOM_A, ANN) not in decision.tallies
 
 

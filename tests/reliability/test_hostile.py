@@ -20,6 +20,7 @@ from sqlalchemy import func, select
 
 from codemojex.db import AuditLog, Ban, Guess, Player, Round
 from codemojex.game import texts
+from codemojex.locale import EN
 from codemojex.scoring import EMOJI_POOL, InvalidGuess, parse_guess
 from codemojex.standin import GROUP_ANONYMOUS_BOT_ID
 from tests.bot.conftest import ADMIN, ALICE, BOB, E2E, MAX_DEPTH, World, seed_round, valid_guess
@@ -273,7 +274,7 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
         said = world.replies_to(chat, mid)
         assert len(said) == 1 and 0 < len(said[0]) < ANSWER_MAX, (text, said)
         if not text.startswith("/g"):
-            assert said == [texts.NOT_ADMIN], (text, said)
+            assert said == [texts.not_admin(EN)], (text, said)
     # (the stand-in does not know message 980001, so the refusal is not posted as a reply)
     assert (
         await world.scalar(
@@ -289,7 +290,7 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
         assert len(said) == 1 and 0 < len(said[0]) < ANSWER_MAX, (text, said)
     # In a private chat the answer is not quoted: count them.
     in_private = [m.text for m in world.said(ALICE)]
-    assert in_private == [texts.GROUP_ONLY] * len(private), in_private
+    assert in_private == [texts.group_only(EN)] * len(private), in_private
     secret = "".join(rnd.secret_emojis)
     assert not any(secret in m.text for m in world.said(chat))
 

@@ -1,9 +1,12 @@
-"""parse_guess: what counts as a guess, and the reason given when it does not."""
+"""parse_guess: what counts as a guess, and the reason given when it does not (as the player
+reads it in English: codemojex.game.texts.guess_refused)."""
 
 from __future__ import annotations
 
 import pytest
 
+from codemojex.game.texts import guess_refused
+from codemojex.locale import EN
 from codemojex.scoring import (
     DEFAULT_PALETTE,
     EMOJI_POOL,
@@ -126,42 +129,42 @@ def test_too_short() -> None:
     err = refusal("🍎🍌🍇")
     assert err.kind == "too_short"
     assert err.count == 3
-    assert str(err) == "Too short: 3 emojis, this round needs 4."
-    assert str(refusal("🍎")) == "Too short: 1 emoji, this round needs 4."
+    assert guess_refused(EN, err) == "Too short: 3 emojis, this round needs 4."
+    assert guess_refused(EN, refusal("🍎")) == "Too short: 1 emoji, this round needs 4."
 
 
 def test_too_long() -> None:
     err = refusal("🍎🍌🍇🍒🍋")
     assert err.kind == "too_long"
     assert err.count == 5
-    assert str(err) == "Too long: 5 emojis, this round needs 4."
+    assert guess_refused(EN, err) == "Too long: 5 emojis, this round needs 4."
 
 
 def test_not_in_palette_names_the_strangers_once_each() -> None:
     err = refusal("🦄🍎🦄🐉")
     assert err.kind == "not_in_palette"
     assert err.offenders == ("🦄", "🐉")
-    assert str(err) == "Not in this round's palette: 🦄🐉. Pick from 🍎🍌🍇🍒🍋🥝."
+    assert guess_refused(EN, err) == "Not in this round's palette: 🦄🐉. Pick from 🍎🍌🍇🍒🍋🥝."
 
 
 def test_not_in_palette_names_at_most_five() -> None:
     err = refusal("🐶🐱🐭🐰🦊🐻", length=6)
     assert len(err.offenders) == 6
-    assert str(err).startswith("Not in this round's palette: 🐶🐱🐭🐰🦊…")
+    assert guess_refused(EN, err).startswith("Not in this round's palette: 🐶🐱🐭🐰🦊…")
 
 
 @pytest.mark.parametrize("text", ["hello", "🍎🍌🍇 x", "1234", "🍎🍌🍇🍒!", "abcd", "🍎🍌🍇🍒 :)"])
 def test_not_emoji(text: str) -> None:
     err = refusal(text)
     assert err.kind == "not_emoji"
-    assert str(err) == "That's not a guess: send 4 emojis from 🍎🍌🍇🍒🍋🥝."
+    assert guess_refused(EN, err) == "That's not a guess: send 4 emojis from 🍎🍌🍇🍒🍋🥝."
 
 
 @pytest.mark.parametrize("text", ["", " ", "\n\t ", "\u200e\u200f", "\ufe0f", "\u200d"])
 def test_empty(text: str) -> None:
     err = refusal(text)
     assert err.kind == "empty"
-    assert str(err) == "Empty guess: send 4 emojis from 🍎🍌🍇🍒🍋🥝."
+    assert guess_refused(EN, err) == "Empty guess: send 4 emojis from 🍎🍌🍇🍒🍋🥝."
 
 
 def test_chatter_with_emojis_is_not_emoji_before_length() -> None:
@@ -199,8 +202,8 @@ def test_hostile_input_only_ever_refused_or_parsed(text: str) -> None:
     try:
         got = parse_guess(text, P, 4)
     except InvalidGuess as err:
-        assert str(err)
-        assert len(str(err)) < 200
+        assert guess_refused(EN, err)
+        assert len(guess_refused(EN, err)) < 200
     else:
         assert len(got) == 4
         assert set(got) <= set(P)
@@ -230,7 +233,7 @@ def test_floods_are_refused_without_echoing_them() -> None:
     err = refusal("🍎" * 1000)
     assert err.kind == "too_long"
     assert err.count is None
-    assert str(err) == "Too long: more than 32 emojis, this round needs 4."
+    assert guess_refused(EN, err) == "Too long: more than 32 emojis, this round needs 4."
     huge = refusal("🦄" * 1000)
     assert huge.kind == "too_long"
     assert refusal("x" * 100_000).kind == "too_long"
@@ -239,7 +242,7 @@ def test_floods_are_refused_without_echoing_them() -> None:
 def test_long_cluster_is_refused_not_echoed() -> None:
     err = refusal("🍎" + "\u200d🍎" * 100)
     assert err.kind == "not_emoji"
-    assert "\u200d" not in str(err)
+    assert "\u200d" not in guess_refused(EN, err)
 
 
 def test_programmer_errors_are_not_invalid_guess() -> None:

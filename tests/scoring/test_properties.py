@@ -7,6 +7,8 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
+from codemojex.game.texts import guess_refused, settings_refused
+from codemojex.locale import EN
 from codemojex.scoring import (
     EMOJI_POOL,
     MAX_LENGTH,
@@ -106,6 +108,7 @@ def test_parse_guess_only_refuses_or_returns_palette_emojis(
     except InvalidGuess as err:
         assert err.kind in ("empty", "not_emoji", "too_long", "too_short", "not_in_palette")
         assert str(err)
+        assert guess_refused(EN, err)  # every refusal can be told
     else:
         assert len(got) == length
         assert set(got) <= set(palette)
@@ -118,6 +121,7 @@ def test_parse_palette_and_settings_only_refuse(text: str) -> None:
             parse(text)
         except InvalidSettings as err:
             assert str(err)
+            assert settings_refused(EN, err)
 
 
 whitespace = st.text(alphabet=" \t\n\u200e\u200b\ufeff\u3000", max_size=3)

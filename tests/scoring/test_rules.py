@@ -6,6 +6,8 @@ import random
 
 import pytest
 
+from codemojex.game.texts import settings_refused
+from codemojex.locale import EN, Lang
 from codemojex.scoring import (
     DEFAULT_LENGTH,
     DEFAULT_PALETTE,
@@ -200,12 +202,16 @@ def test_parse_palette_refusals(text: str, kind: str) -> None:
 
 
 def test_palette_refusal_reasons() -> None:
-    with pytest.raises(
-        InvalidSettings, match=r"^A palette needs 4 to 10 different emojis; that has 3\.$"
-    ):
+    with pytest.raises(InvalidSettings) as few:
         parse_palette("🍎🍌🍇")
-    with pytest.raises(InvalidSettings, match="🍎 is repeated"):
+    assert (few.value.kind, few.value.count) == ("palette_count", 3)
+    assert settings_refused(EN, few.value) == (
+        "A palette needs 4 to 10 different emojis; that has 3."
+    )
+    with pytest.raises(InvalidSettings) as twice:
         parse_palette("🍎🍌🍇🍎")
+    assert twice.value.emoji == "🍎"
+    assert "🍎 is repeated" in settings_refused(EN, twice.value)
 
 
 @pytest.mark.parametrize(("value", "length"), [("3", 3), (" 6 ", 6), (4, 4), ("5", 5)])
@@ -260,7 +266,7 @@ def test_parse_repeats_refusals(value: str) -> None:
     with pytest.raises(InvalidSettings) as info:
         parse_repeats(value)
     assert info.value.kind == "repeats_value"
-    assert str(info.value) == (
+    assert settings_refused(EN, info.value) == (
         "Repeats is on or off (yes/no and true/false work too), e.g. repeats=off."
     )
 
@@ -272,7 +278,8 @@ def test_check_repeats() -> None:
     with pytest.raises(InvalidSettings) as info:
         check_repeats(5, 4, False)
     assert info.value.kind == "repeats_palette"
-    assert str(info.value) == (
+    assert (info.value.count, info.value.length) == (4, 5)
+    assert settings_refused(EN, info.value) == (
         "With repeats off, the palette needs at least as many emojis as the code: "
         "4 emojis are too few for a code of 5."
     )
@@ -319,3 +326,27 @@ def test_parse_settings_refusals(text: str, kind: str) -> None:
         parse_settings(text)
     assert info.value.kind == kind
     assert str(info.value)
+    assert settings_refused(EN, info.value)
+
+
+@pytest.mark.parametrize(
+    ("typed", "lang"),
+    [("ru", "ru"), ("RU", "ru"), ("pt-br", "pt_BR"), ("pt_BR", "pt_BR"), ("pt", "pt_BR"),
+     ("es-419", "es"), (" uk ", "uk"), ("id", "id"), ("en-GB", "en")],
+)  # fmt: skip
+def test_parse_settings_language(typed: str, lang: str) -> None:
+    assert parse_settings(f"lang={typed}") == SettingsUpdate(language=Lang(lang))
+    assert parse_settings(f"repeats=off lang={typed} length=5").language == lang
+
+
+@pytest.mark.parametrize(
+    ("typed", "shown"),
+    [("de", "de"), ("klingon", "klingon"), ("", None), ("🍎", None), ("x" * 30, None)],
+)
+def test_parse_settings_unknown_language(typed: str, shown: str | None) -> None:
+    with pytest.raises(InvalidSettings) as info:
+        parse_settings(f"lang={typed}")
+    assert (info.value.kind, info.value.value) == ("lang_unknown", shown)
+    said = settings_refused(EN, info.value)
+    assert said.startswith(f"Unknown language {shown}:" if shown else "Unknown language:")
+    assert "Русский (ru)" in said and "Português (Brasil) (pt-br)" in said

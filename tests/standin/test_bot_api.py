@@ -11,6 +11,7 @@ import pytest
 from telegram import (
     Bot,
     BotCommand,
+    BotCommandScopeAllPrivateChats,
     ChatMemberAdministrator,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
@@ -193,6 +194,21 @@ async def test_commands_round_trip(bot: Bot, standin: StandIn) -> None:
         await bot.set_my_commands([BotCommand("New-Game", "bad name")])
     assert await bot.delete_my_commands()
     assert await bot.get_my_commands() == ()
+
+
+async def test_commands_per_language_take_two_letter_codes(bot: Bot, standin: StandIn) -> None:
+    scope = BotCommandScopeAllPrivateChats()
+    assert await bot.set_my_commands([BotCommand("help", "Команды")], scope, "ru")
+    assert await bot.set_my_commands([BotCommand("help", "Commands")], scope)
+    ru = await bot.get_my_commands(scope, "ru")
+    assert [c.description for c in ru] == ["Команды"]
+    assert standin.registered_commands({"type": "all_private_chats"}, "ru") == [
+        {"command": "help", "description": "Команды"}
+    ]
+    assert [c.description for c in await bot.get_my_commands(scope)] == ["Commands"]
+    for code in ("pt-br", "pt_BR", "RU", "rus"):  # Telegram takes ISO 639-1 codes only
+        with pytest.raises(BadRequest, match=r"(?i)invalid language code"):
+            await bot.set_my_commands([BotCommand("help", "Ajuda")], scope, code)
 
 
 async def test_edit_and_delete(bot: Bot, standin: StandIn) -> None:

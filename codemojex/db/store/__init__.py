@@ -44,9 +44,12 @@ from codemojex.db.store.stats import (
     GlobalStats,
     LeaderRow,
     PlayerStats,
+    WeekRow,
     global_stats,
     leaderboard,
     player_stats,
+    week_start,
+    weekly_board,
 )
 
 __all__ = [
@@ -59,6 +62,7 @@ __all__ = [
     "StoreError",
     "UnknownPlayer",
     "UnknownRoom",
+    "WeekRow",
     "audit",
     "ban",
     "chats_with_unsent",
@@ -84,5 +88,7 @@ __all__ = [
     "start_round",
     "unban",
     "update_room_settings",
+    "week_start",
+    "weekly_board",
     "write_messages",
 ]

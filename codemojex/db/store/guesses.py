@@ -47,6 +47,7 @@ from codemojex.game.decide import (
     decide,
 )
 from codemojex.game.types import SOLVED
+from codemojex.locale import resolve
 
 
 async def record_guesses(
@@ -92,6 +93,7 @@ async def load_batch(session: AsyncSession, attempts: Sequence[Attempt]) -> Batc
             Round.ended_at,
             Round.end_reason,
             Round.winning_guess_id,
+            Room.language,
         )
         .join(Room, Room.id == Round.room_id)
         .where(Round.id.in_(round_ids))
@@ -109,6 +111,7 @@ async def load_batch(session: AsyncSession, attempts: Sequence[Attempt]) -> Batc
             ended=r.ended_at is not None,
             end_reason=r.end_reason,
             winning_guess_id=r.winning_guess_id,
+            language=resolve(r.language),
         )
         for r in locked
     }

@@ -143,23 +143,25 @@ async def update_room_settings(
     length: int | str | None = None,
     palette: str | Sequence[str] | None = None,
     repeats: bool | str | None = None,
+    language: str | None = None,
     ceiling: int | None = None,
     round_timeout_s: int | None = None,
     random_palette: bool = False,
 ) -> Room:
     """Change a room's settings for its next rounds (the open round keeps its own).
 
-    Everything is validated before anything is written: length, palette (distinct emojis) and
-    repeats (a bool, or on/off as typed) by codemojex.scoring (raising
-    `scoring.InvalidSettings`), the ceiling and round timeout against codemojex.limits here
-    (raising `InvalidCeiling`). `random_palette=True` goes back to a fresh random palette per
-    round. The settings as they would be afterwards must be drawable: with repeats off, the
-    palette (or the size of the palette drawn per round) must be at least the length, whichever
-    of them is being changed; otherwise `scoring.InvalidSettings` (kind "repeats_palette") and
-    nothing changes.
+    Everything is validated before anything is written: length, palette (distinct emojis),
+    repeats (a bool, or on/off as typed) and language (a shipped one, as typed: "ru", "pt-br")
+    by codemojex.scoring (raising `scoring.InvalidSettings`), the ceiling and round timeout
+    against codemojex.limits here (raising `InvalidCeiling`). `random_palette=True` goes back
+    to a fresh random palette per round. The settings as they would be afterwards must be
+    drawable: with repeats off, the palette (or the size of the palette drawn per round) must
+    be at least the length, whichever of them is being changed; otherwise
+    `scoring.InvalidSettings` (kind "repeats_palette") and nothing changes.
     """
     new_length = scoring.parse_length(length) if length is not None else None
     new_repeats = scoring.parse_repeats(repeats) if repeats is not None else None
+    new_language = scoring.parse_language(language) if language is not None else None
     new_palette: tuple[str, ...] | None = None
     if palette is not None:
         text = palette if isinstance(palette, str) else " ".join(palette)
@@ -206,6 +208,8 @@ async def update_room_settings(
         room.length = new_length
     if new_repeats is not None:
         room.repeats = new_repeats
+    if new_language is not None:
+        room.language = new_language
     if random_palette:
         room.palette = None
     if new_palette is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -20,6 +20,7 @@ from codemojex.db.store.errors import RoundAlreadyOpen, StoreError, UnknownRoom
 from codemojex.db.store.outbox import write_messages
 from codemojex.game import rounds
 from codemojex.game.types import KIND_ROUND, TIMEOUT, Message
+from codemojex.locale import Lang, resolve
 
 
 async def open_round(session: AsyncSession, room_id: str) -> Round | None:
@@ -34,11 +35,20 @@ async def open_round(session: AsyncSession, room_id: str) -> Round | None:
 
 
 async def start_round(
-    session: AsyncSession, room_id: str, rng: random.Random, *, now: datetime | None = None
+    session: AsyncSession,
+    room_id: str,
+    rng: random.Random,
+    *,
+    now: datetime | None = None,
+    language: Lang | None = None,
 ) -> Round:
     """Open a round drawn by `rng` under the room's settings (length, palette, repeats: the
-    round keeps them), and queue its announcement. Raises `RoundAlreadyOpen` when the room has
-    one: the partial unique index decides, so two concurrent calls open exactly one round."""
+    round keeps them), and queue its announcement in the room's language. Raises
+    `RoundAlreadyOpen` when the room has one: the partial unique index decides, so two
+    concurrent calls open exactly one round.
+
+    `language` is the starter's: a room that has none chosen yet adopts it (its first round
+    decides); a room with one keeps it."""
     now = now or utcnow()
     try:
         room = (
@@ -51,6 +61,7 @@ async def start_round(
         existing = await _open_round_id(session, room_id)
         if existing is not None:
             raise RoundAlreadyOpen(room_id, existing)
+        room_language = await _adopt_language(session, room, language)
         new = rounds.new_round(
             length=room.length,
             palette=room.palette_emojis,
@@ -59,6 +70,7 @@ async def start_round(
             timeout_s=room.round_timeout_s,
             rng=rng,
             now=now,
+            language=room_language,
         )
         rnd = Round(
             room_id=room.id,
@@ -86,6 +98,20 @@ async def start_round(
     except BaseException:
         await session.rollback()
         raise
+
+
+async def _adopt_language(session: AsyncSession, room: Room, language: Lang | None) -> Lang:
+    """The room's language; a room without one takes `language` (only if still without one
+    when written: an admin's concurrent /settings lang=… wins)."""
+    if room.language is None and language is not None:
+        await session.execute(
+            update(Room)
+            .where(Room.id == room.id, Room.language.is_(None))
+            .values(language=language)
+        )
+        stmt = select(Room.language).where(Room.id == room.id)
+        room.language = (await session.execute(stmt)).scalar_one()
+    return resolve(room.language)
 
 
 async def _open_round_id(session: AsyncSession, room_id: str) -> int | None:
@@ -155,12 +181,13 @@ async def _locked_round(session: AsyncSession, round_id: int) -> Round | None:
 async def _close_with_reveal(session: AsyncSession, rnd: Round, now: datetime, reason: str) -> None:
     rnd.ended_at = now
     rnd.end_reason = reason
-    chat_id = (
-        await session.execute(select(Room.chat_id).where(Room.id == rnd.room_id))
-    ).scalar_one()
+    chat_id, language = (
+        await session.execute(select(Room.chat_id, Room.language).where(Room.id == rnd.room_id))
+    ).one()
     message = rounds.reveal(
         round_id=rnd.id,
         chat_id=int(chat_id),
+        language=resolve(language),
         secret=rnd.secret,
         reason=reason,
         started_at=rnd.started_at,

@@ -1,14 +1,18 @@
-"""Records: a room's leaderboard, a player's record in a room, a user's over every room."""
+"""Records: a room's leaderboard (all time, and this week's), a player's record in a room, a
+user's over every room."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex.db.models import LeaderboardEntry, Player
+from codemojex.db.models import Guess, LeaderboardEntry, Player, Round, utcnow
+from codemojex.scoring import points_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,3 +165,76 @@ async def global_stats(session: AsyncSession, tg_user_id: int) -> GlobalStats:
         guesses=int(guesses),
         best_solve=None if best is None else int(best),
     )
+
+
+# --- this week's board ---------------------------------------------------------------------------
+
+WEEK: Final = timedelta(days=7)
+
+
+def week_start(now: datetime) -> datetime:
+    """Monday 00:00 UTC of the week `now` is in: where this week's board begins."""
+    day = now.astimezone(UTC)
+    return datetime(day.year, day.month, day.day, tzinfo=UTC) - timedelta(days=day.weekday())
+
+
+@dataclass(frozen=True, slots=True)
+class WeekRow:
+    rank: int
+    player_id: str
+    display_name: str
+    points: int
+    wins: int
+    best_solve: int  # fewest attempts of the week's wins
+
+
+async def weekly_board(
+    session: AsyncSession, room_id: str, *, now: datetime | None = None, limit: int = 10
+) -> list[WeekRow]:
+    """The room's best players of this week (since Monday 00:00 UTC): the points of the rounds
+    each won since then, best first (points, then wins, then best solve).
+
+    Read from what a win already stored (the round's winning guess and its attempt number, the
+    points being `points_for` of it), through the partial index of won rounds: nothing is
+    written for it, and the cost is one row per round won this week."""
+    since = week_start(now or utcnow())
+    won = (
+        await session.execute(
+            select(Guess.player_id, Guess.attempt_no, func.count())
+            .select_from(Round)
+            .join(Guess, Guess.id == Round.winning_guess_id)
+            .where(
+                Round.room_id == room_id,
+                Round.winning_guess_id.is_not(None),  # the index's predicate
+                Round.ended_at >= since,
+                Round.ended_at < since + WEEK,
+            )
+            .group_by(Guess.player_id, Guess.attempt_no)
+        )
+    ).all()
+    points: dict[str, int] = defaultdict(int)
+    wins: dict[str, int] = defaultdict(int)
+    best: dict[str, int] = {}
+    for player_id, attempt_no, count in won:
+        if attempt_no is None:  # a winning guess is always scored; a late one has no number
+            continue
+        points[player_id] += points_for(attempt_no) * count
+        wins[player_id] += count
+        best[player_id] = min(attempt_no, best.get(player_id, attempt_no))
+    ranked = sorted(points, key=lambda p: (-points[p], -wins[p], best[p], p))[: max(0, limit)]
+    names: dict[str, str] = {}
+    if ranked:
+        stmt = select(Player.id, Player.display_name).where(Player.id.in_(ranked))
+        names = {pid: name for pid, name in (await session.execute(stmt)).all()}
+    await session.commit()
+    return [
+        WeekRow(
+            rank=i,
+            player_id=p,
+            display_name=names.get(p, ""),
+            points=points[p],
+            wins=wins[p],
+            best_solve=best[p],
+        )
+        for i, p in enumerate(ranked, start=1)
+    ]
