@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from telegram import Bot
 
 from codemojex import ids
+from codemojex.bot import guesses
 from codemojex.bot.admin import AdminCache
-from codemojex.bot.app import webhook_options
-from codemojex.bot.guesses import looks_like_guess
+from codemojex.bot.guesses import MAX_PLAIN_EMOJIS, looks_like_guess
 from codemojex.bot.incoming import parse_bounded_int
 from codemojex.bot.replies import ANSWER_POLICY
+from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.game.texts import queue_view as format_queue
 from codemojex.posting.pacer import PacePolicy
+from codemojex.scoring.emoji import clusters
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 
@@ -47,15 +51,31 @@ def test_bounded_int_refuses(text: str) -> None:
     assert answer == "/limit takes one whole number from 1 to 1000."
 
 
-def test_webhook_mode_requires_a_secret() -> None:
-    with pytest.raises(ValueError, match="SECRET"):
-        webhook_options(Settings(token="1:x", webhook_url="https://example.org/hook"))
-    options = webhook_options(
-        Settings(token="1:x", webhook_url="https://example.org/tg/hook", webhook_secret="abc")
+STRONG = "A" * 31 + "_"
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [None, "", "abc", "s3cret-Token_for-tests", "A" * 31, "A" * 257, "A" * 31 + "!", "Ä" * 32],
+)
+def test_webhook_mode_refuses_a_missing_or_weak_secret(secret: str | None) -> None:
+    settings = Settings(token="1:x", webhook_url="https://example.org/hook", webhook_secret=secret)
+    with pytest.raises(WeakWebhook, match="32 to 256 characters of A-Z a-z 0-9 _ -") as refused:
+        webhook_config(settings)
+    assert secret is None or len(secret) < 3 or secret not in str(refused.value)
+
+
+def test_webhook_config_of_a_strong_secret() -> None:
+    with pytest.raises(WeakWebhook, match="CODEMOJEX_WEBHOOK_URL"):
+        webhook_config(Settings(token="1:x", webhook_secret=STRONG))
+    config = webhook_config(
+        Settings(token="1:x", webhook_url="https://example.org/tg/hook/", webhook_secret=STRONG)
     )
-    assert options["url_path"] == "tg/hook"
-    assert options["secret_token"] == "abc"
-    assert "chat_member" in options["allowed_updates"]
+    assert (config.path, config.secret, config.body_max) == ("/tg/hook", STRONG, 2 * 1024 * 1024)
+    assert STRONG not in repr(config)
+    assert webhook_config(
+        Settings(token="1:x", webhook_url="https://e.org/h", webhook_secret="-" * 256)
+    )
 
 
 @pytest.mark.parametrize(
@@ -65,7 +85,10 @@ def test_webhook_mode_requires_a_secret() -> None:
         ("🍎 🍌 🍇 🍒", True),
         ("\u200e🍎🍌\u200b🍇", True),
         ("👍🏽🇫🇷👨‍👩‍👧", True),
-        ("🍎" * 40, True),
+        ("🍎" * 6, True),
+        ("🍎 " * 6, True),
+        ("🍎" * 7, False),  # more than the longest code: an emoji wall, not a guess
+        ("🍎" * 40, False),
         ("👍", False),
         ("😂😂", False),
         ("🍎🍌🍇 lol", False),
@@ -78,6 +101,27 @@ def test_webhook_mode_requires_a_secret() -> None:
 )
 def test_the_plain_message_rule(text: str, guess: bool) -> None:
     assert looks_like_guess(text) is guess
+
+
+def test_the_plain_message_rule_reads_a_bounded_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """4,096 regional indicators (2,048 flags, the longest such message Telegram carries) are
+    decided from the first MAX_PLAIN_EMOJIS + 1 grapheme clusters, not split whole."""
+    pulled = 0
+
+    def counted(text: str) -> Iterator[str]:
+        nonlocal pulled
+        for cluster in clusters(text):
+            pulled += 1
+            yield cluster
+
+    monkeypatch.setattr(guesses, "clusters", counted)
+    for wall in ("\U0001f1eb" * 4096, "🍎 " * 2048, "🇫🇷" * 7 + "x" * 4000):
+        pulled = 0
+        assert looks_like_guess(wall) is False
+        assert pulled <= MAX_PLAIN_EMOJIS + 1
+    pulled = 0
+    assert looks_like_guess("🇫🇷🇫🇷🇫🇷") is True
+    assert pulled == 3
 
 
 def test_queue_text_names_players_and_hides_ids() -> None:
