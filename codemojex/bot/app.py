@@ -131,9 +131,10 @@ def add_handlers(application: CodemojexApp) -> None:
 
 
 async def on_member_change(update: Update, context: CodemojexContext) -> None:
-    """Someone was promoted, demoted, joined or left: ask Telegram again next time."""
-    if update.effective_chat is not None:
-        context.services.admins.forget(update.effective_chat.id)
+    """Someone was promoted or demoted: ask Telegram again next time (not on a join or leave)."""
+    change = update.chat_member or update.my_chat_member
+    if change is not None:
+        context.services.admins.note(change)
 
 
 async def register_commands(application: CodemojexApp) -> None:

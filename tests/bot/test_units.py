@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
-from telegram import Bot
+from pydantic import ValidationError
+from telegram import Bot, Chat, Message, User
 
 from codemojex import ids
 from codemojex.bot import guesses
-from codemojex.bot.admin import AdminCache
+from codemojex.bot.admin import AdminCache, is_admin
 from codemojex.bot.guesses import MAX_PLAIN_EMOJIS, looks_like_guess
 from codemojex.bot.incoming import parse_bounded_int
 from codemojex.bot.replies import ANSWER_POLICY
@@ -18,7 +20,7 @@ from codemojex.game.texts import queue_view as format_queue
 from codemojex.posting.pacer import PacePolicy
 from codemojex.scoring.emoji import clusters
 from codemojex.settings import Settings
-from codemojex.standin import StandIn
+from codemojex.standin import CHANNEL_BOT_ID, GROUP_ANONYMOUS_BOT_ID, StandIn
 
 
 @pytest.mark.parametrize(
@@ -166,6 +168,70 @@ async def test_admin_cache_asks_once_per_ttl_and_forgets_on_request() -> None:
             cache.forget(-5)
             assert await cache.admins(bot, -5) == {1, 2}
             assert standin.calls["getChatAdministrators"] == 3
+
+
+def test_the_admin_cache_ttl_is_capped() -> None:
+    assert Settings(admin_cache_ttl_s=600).admin_cache_ttl_s == 600
+    with pytest.raises(ValidationError):
+        Settings(admin_cache_ttl_s=601)
+    with pytest.raises(ValueError):
+        AdminCache(ttl_s=3600)
+
+
+GROUP, OTHER_GROUP, CHANNEL = -100123, -100456, -100789
+OWNER, ADMIN, MEMBER, OPERATOR = 11, 12, 13, 14
+
+
+def _message(user: int | None, sender_chat: Chat | None = None) -> Message:
+    people = {OWNER: "Owner", ADMIN: "Admin", MEMBER: "Member", OPERATOR: "Olga"}
+    if user is not None:
+        from_user = User(user, people[user], is_bot=False)
+    elif sender_chat is not None and sender_chat.type == Chat.CHANNEL:
+        from_user = User(CHANNEL_BOT_ID, "Channel", is_bot=True)
+    else:
+        from_user = User(GROUP_ANONYMOUS_BOT_ID, "Group", is_bot=True)
+    return Message(
+        1,
+        datetime.now(UTC),
+        Chat(GROUP, Chat.SUPERGROUP, title="g"),
+        from_user=from_user,
+        sender_chat=sender_chat,
+    )
+
+
+@pytest.mark.parametrize(
+    ("who", "allowed"),
+    [
+        ("creator", True),
+        ("administrator", True),
+        ("this chat's anonymous admin", True),
+        ("operator", True),
+        ("another chat's anonymous admin", False),
+        ("a channel posting in the chat", False),
+        ("member", False),
+        ("operator posting as a channel", False),
+    ],
+)
+async def test_is_admin(who: str, allowed: bool) -> None:
+    message = {
+        "creator": _message(OWNER),
+        "administrator": _message(ADMIN),
+        "this chat's anonymous admin": _message(None, Chat(GROUP, Chat.SUPERGROUP, title="g")),
+        "operator": _message(OPERATOR),
+        "another chat's anonymous admin": _message(
+            None, Chat(OTHER_GROUP, Chat.SUPERGROUP, title="other")
+        ),
+        "a channel posting in the chat": _message(None, Chat(CHANNEL, Chat.CHANNEL, title="c")),
+        "member": _message(MEMBER),
+        "operator posting as a channel": _message(OPERATOR, Chat(CHANNEL, Chat.CHANNEL, title="c")),
+    }[who]
+    async with StandIn() as standin:
+        for user, name in ((OWNER, "Owner"), (ADMIN, "Admin"), (MEMBER, "Member")):
+            standin.add_user(user, name)
+        standin.add_group(GROUP, "g", admins=[ADMIN], owner=OWNER, members=[MEMBER])
+        standin.add_group(OTHER_GROUP, "other", admins=[MEMBER], owner=MEMBER)
+        async with Bot(standin.token, base_url=standin.base_url) as bot:
+            assert await is_admin(bot, message, AdminCache(), [OPERATOR]) is allowed
 
 
 def test_answers_share_the_senders_windows() -> None:
