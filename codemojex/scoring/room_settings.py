@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import regex
 
 from codemojex import limits
-from codemojex.scoring.emoji import canonical, clusters, is_emoji, key
+from codemojex.scoring.emoji import clusters, key, rgi
 from codemojex.scoring.errors import InvalidSettings
 
 # The scoring names of limits.py's numbers (many callers use them).
@@ -28,26 +28,28 @@ _OFF = frozenset({"off", "no", "false"})
 
 
 def parse_palette(text: str) -> tuple[str, ...]:
-    """4..10 distinct emojis, spaces between them allowed, in their fully-qualified
-    spelling (❤ becomes ❤️). Raises `InvalidSettings` with the reason."""
+    """4..10 distinct RGI emojis (Unicode's recommended set: no look-alike flags made of tag
+    characters), spaces between them allowed, in their fully-qualified spelling (❤ becomes
+    ❤️). Raises `InvalidSettings` with the reason."""
     if len(text) > _MAX_SETTINGS_CHARS:
         raise InvalidSettings("palette_count", _count_reason(None))
     out: list[str] = []
     seen: set[str] = set()
     for cluster in clusters(text):
-        if not is_emoji(cluster):
+        spelled = rgi(cluster)
+        if spelled is None:
             raise InvalidSettings(
                 "palette_not_emoji",
                 "A palette is emojis only (spaces between them are fine), e.g. 🍎🍌🍇🍒🍋🥝.",
             )
-        k = key(cluster)
+        k = key(spelled)
         if k in seen:
             raise InvalidSettings(
                 "palette_duplicate",
-                f"Each emoji may be in the palette only once: {canonical(cluster)} is repeated.",
+                f"Each emoji may be in the palette only once: {spelled} is repeated.",
             )
         seen.add(k)
-        out.append(canonical(cluster))
+        out.append(spelled)
         if len(out) > MAX_PALETTE:
             raise InvalidSettings("palette_count", _count_reason(None))
     if len(out) < MIN_PALETTE:
