@@ -2,8 +2,8 @@
 
 A file named `.env` in the working directory is read too (variables set in the environment
 win over it): `codemojex` started from a directory holding someone else's `.env` takes its
-settings, token included. Run it from a directory of its own (the systemd units use
-EnvironmentFile= and no working directory with a .env).
+settings, token included. Run it from a directory of its own (systemd starts the units in
+deploy/ in /, with EnvironmentFile=).
 
 Defaults and ranges come from codemojex/limits.py (the why of each number is there)."""
 
