@@ -100,7 +100,7 @@ async def audit_refused(
         .where(
             AuditLog.room_id == room_id,
             AuditLog.actor_tg_id == actor_tg_id,
-            AuditLog.allowed.is_(False),
+            ~AuditLog.allowed,  # as the partial index says it (IS false would not use it)
             AuditLog.at >= now - window,
         )
         .limit(most)
@@ -117,12 +117,16 @@ async def audit_refused(
 
 
 async def trim_audit(session: AsyncSession, before: datetime, batch: int) -> int:
-    """Delete up to `batch` audit rows older than `before`, oldest first (ix_audit_log_at);
-    the number deleted. Safe to run from several workers at once."""
+    """Delete up to `batch` audit rows older than `before`, oldest first; the number deleted.
+    Two index walks: the ids from ix_audit_log_at, then the rows by primary key (a DELETE with
+    the subquery inside plans as a scan of the whole table on Postgres). Safe to run from
+    several workers at once."""
     oldest = select(AuditLog.id).where(AuditLog.at < before).order_by(AuditLog.at).limit(batch)
-    result = await session.execute(
-        delete(AuditLog).where(AuditLog.id.in_(oldest.scalar_subquery()))
-    )
+    doomed = list((await session.execute(oldest)).scalars())
+    if not doomed:
+        await session.commit()
+        return 0
+    result = await session.execute(delete(AuditLog).where(AuditLog.id.in_(doomed)))
     await session.commit()
     return int(getattr(result, "rowcount", 0) or 0)
 
