@@ -206,10 +206,14 @@ async def running(
         try:
             yield application
         finally:
+            # First no new updates (Telegram delivers them again later), then the queued ones
+            # are handled by application.stop().
+            if server is not None:
+                await server.stop()
             if updater.running:
                 await updater.stop()
             await application.stop()
     finally:
         if server is not None:
-            await server.stop()
+            await server.stop()  # again after a failed start: cleanup() is idempotent
         await application.shutdown()
