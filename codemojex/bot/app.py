@@ -84,7 +84,7 @@ def build_application(
     redis: AnyRedis,
     **overrides: Any,
 ) -> CodemojexApp:
-    """The bot, ready for `run_polling`/`run_webhook` or `running`.
+    """The bot, ready for `running` (polling, or our webhook server).
 
     `overrides` are BotServices fields (rng, max_depth, admins, flood, pacer, reply_wait_s) for
     tests and the demo. The pacer's namespace is the queue name, as for the worker's sender.
