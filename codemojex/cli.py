@@ -13,6 +13,7 @@ import sys
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 from codemojex.settings import Settings, load_settings
 
@@ -30,6 +31,15 @@ def _logging(verbose: bool) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
+def _settings() -> Settings:
+    """The settings, or exit 2 saying which one is wrong (no traceback)."""
+    try:
+        return load_settings()
+    except ValidationError as exc:
+        typer.echo(f"invalid settings: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 def _require_shared_redis(settings: Settings, what: str) -> None:
     if not settings.redis_url:
         typer.echo(
@@ -45,7 +55,7 @@ def migrate() -> None:
     """Bring the database (CODEMOJEX_DATABASE_URL) to the latest schema."""
     from codemojex.db import upgrade
 
-    settings = load_settings()
+    settings = _settings()
     upgrade(settings.database_url)
     typer.echo("database is at the latest revision")
 
@@ -54,21 +64,25 @@ def migrate() -> None:
 def bot(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     """Run the Telegram bot (polling, or webhook when CODEMOJEX_WEBHOOK_URL is set)."""
     _logging(verbose)
-    settings = load_settings()
+    settings = _settings()
     _require_shared_redis(settings, "the bot")
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN to the bot's token", err=True)
         raise typer.Exit(2)
-    from codemojex.bot.main import run_bot
+    from codemojex.bot.main import StartRefused, run_bot
 
-    run_bot(settings)
+    try:
+        run_bot(settings)
+    except StartRefused as exc:
+        typer.echo(f"codemojex bot: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()
 def worker(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     """Run the ScoreWorker pool, the outbox sender and the round timer."""
     _logging(verbose)
-    settings = load_settings()
+    settings = _settings()
     _require_shared_redis(settings, "the worker")
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN: the worker posts results as the bot", err=True)
@@ -90,7 +104,15 @@ def demo(
     seed: Annotated[int, typer.Option(help="seed for the simulated players")] = 7,
 ) -> None:
     """Play real rounds through the real bot and worker on embedded defaults, then summarise."""
-    from codemojex.demo import DemoPlan, run_demo
+    try:
+        from codemojex.demo import DemoPlan, run_demo
+    except ModuleNotFoundError as exc:  # fakeredis, rich: the demo extra
+        typer.echo(
+            f"the demo needs the demo extra ({exc.name} is missing): "
+            "pip install -e '.[demo]' (make demo does it)",
+            err=True,
+        )
+        raise typer.Exit(2) from None
 
     plan = DemoPlan(
         quiet_rooms=rooms,
@@ -100,13 +122,13 @@ def demo(
         seconds=seconds,
         seed=seed,
     )
-    sys.exit(asyncio.run(run_demo(load_settings(), plan)))
+    sys.exit(asyncio.run(run_demo(_settings(), plan)))
 
 
 async def _with_lanes(action: str, room: str | None) -> object:
     from codemojex.runtime import make_lanes, redis_client
 
-    settings = load_settings()
+    settings = _settings()
     redis = redis_client(settings)
     try:
         lanes = make_lanes(redis, settings)
@@ -122,7 +144,7 @@ async def _with_lanes(action: str, room: str | None) -> object:
 @lanes_app.command("check")
 def lanes_check() -> None:
     """List every violated invariant of the lanes keyspace (exit 1 when there is any)."""
-    settings = load_settings()
+    settings = _settings()
     _require_shared_redis(settings, "lanes check")
     faults = asyncio.run(_with_lanes("check", None))
     assert isinstance(faults, list)
@@ -135,7 +157,7 @@ def lanes_check() -> None:
 @lanes_app.command("repair")
 def lanes_repair() -> None:
     """Recompute in-flight counts from the leases and rebuild both rings; print what changed."""
-    settings = load_settings()
+    settings = _settings()
     _require_shared_redis(settings, "lanes repair")
     fixes = asyncio.run(_with_lanes("repair", None))
     assert isinstance(fixes, list)
@@ -149,7 +171,7 @@ def lanes_snapshot(
     room: Annotated[str | None, typer.Option(help="one room (ROM…)")] = None,
 ) -> None:
     """Depths, in-flight counts, ceilings, weights, ring order and pauses, as JSON."""
-    settings = load_settings()
+    settings = _settings()
     _require_shared_redis(settings, "lanes snapshot")
     typer.echo(json.dumps(asyncio.run(_with_lanes("snapshot", room)), indent=2, default=str))
 

@@ -61,6 +61,9 @@ ROUND_TIMEOUT_S_DEFAULT: Final = 600
 
 # How long a chat's administrator list is trusted before Telegram is asked again.
 ADMIN_CACHE_TTL_S_DEFAULT: Final = 300.0
+# At most this long: a demoted admin keeps acting until then where the bot is not an admin
+# itself (Telegram sends chat_member updates only to bots that are; docs/game.md).
+ADMIN_CACHE_TTL_S_MAX: Final = 600.0
 # Updates handled at once (in order per sender); keep below the database pool size.
 BOT_CONCURRENCY_DEFAULT: Final = 16
 
@@ -102,3 +105,27 @@ LANE_RECHECK_MS: Final = 60_000
 
 # /top and /top week show this many players, best first.
 LEADERBOARD_ROWS: Final = 10
+
+
+# --- hardening: webhook, refused admin attempts, audit retention ------------------------------
+
+# The webhook's secret header: Telegram allows 1-256 of A-Z a-z 0-9 _ -; we start only with 32
+# or more (a guessable secret lets anyone inject updates as any user, admins included).
+WEBHOOK_SECRET_MIN: Final = 32
+WEBHOOK_SECRET_MAX: Final = 256
+# Bodies over this are refused before they are read. An update is a few KB (a message is at
+# most 4,096 characters, with the message it replies to); 2 MiB leaves room for any of them.
+WEBHOOK_BODY_MAX: Final = 2 * 1024 * 1024
+
+# Refused admin attempts audited (and answered) per user per chat per window; past that they
+# are dropped unanswered, so a spammer cannot fill the audit table or the chat's posting pace.
+REFUSED_ADMIN_MAX: Final = 5
+REFUSED_ADMIN_WINDOW_S: Final = 600
+
+# Audit rows are kept this long, then deleted by the workers' round timer, a bounded batch at a
+# time: a full batch is followed by the next one on the next tick, otherwise the next look is
+# AUDIT_TRIM_EVERY_S later.
+AUDIT_KEEP_DAYS_DEFAULT: Final = 90
+AUDIT_KEEP_DAYS_MAX: Final = 3650
+AUDIT_TRIM_BATCH: Final = 1000
+AUDIT_TRIM_EVERY_S: Final = 60.0

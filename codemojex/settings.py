@@ -1,10 +1,17 @@
 """Configuration from the environment (prefix CODEMOJEX_), read when asked, never at import.
 
+A file named `.env` in the working directory is read too (variables set in the environment
+win over it): `codemojex` started from a directory holding someone else's `.env` takes its
+settings, token included. Run it from a directory of its own (systemd starts the units in
+deploy/ in /, with EnvironmentFile=).
+
 Defaults and ranges come from codemojex/limits.py (the why of each number is there)."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -53,9 +60,29 @@ class Settings(BaseSettings):
 
     # Bot: guesses a player may have waiting before "slow down"; how long admin lists are cached
     max_depth: int = Field(default=L.DEPTH_DEFAULT, ge=1, le=L.DEPTH_MAX)
-    admin_cache_ttl_s: float = Field(default=L.ADMIN_CACHE_TTL_S_DEFAULT, gt=0)
+    admin_cache_ttl_s: float = Field(
+        default=L.ADMIN_CACHE_TTL_S_DEFAULT, gt=0, le=L.ADMIN_CACHE_TTL_S_MAX
+    )
     # Updates handled at once (in order per sender); keep below the database pool size
     bot_concurrency: int = Field(default=L.BOT_CONCURRENCY_DEFAULT, ge=1, le=1024)
+
+    # Hardening: how long the audit log of admin commands is kept (the workers trim it)
+    audit_keep_days: int = Field(default=L.AUDIT_KEEP_DAYS_DEFAULT, ge=1, le=L.AUDIT_KEEP_DAYS_MAX)
+
+    @field_validator("bot_api_base_url", "bot_api_base_file_url")
+    @classmethod
+    def _https_unless_loopback(cls, value: str) -> str:
+        """The token travels in every Bot API URL: over https, or plain http to this machine
+        only (a Bot API server of your own on loopback, the stand-in)."""
+        parts = urlsplit(value)
+        if parts.scheme == "https" and parts.hostname:
+            return value
+        if parts.scheme == "http" and _is_loopback(parts.hostname):
+            return value
+        raise ValueError(
+            "the Bot API URL must be https:// (plain http:// only to 127.0.0.1, ::1 or "
+            "localhost): the bot's token is part of every request"
+        )
 
     @field_validator("operator_ids", mode="before")
     @classmethod
@@ -65,6 +92,17 @@ class Settings(BaseSettings):
         if isinstance(value, int):
             return [value]
         return value
+
+
+def _is_loopback(host: str | None) -> bool:
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def load_settings() -> Settings:

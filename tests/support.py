@@ -1,9 +1,14 @@
-"""Helpers the tests share, defined once: free ports, a queue's keys (dump and drop), table
-wipes and guess builders. Fixtures stay in the conftest files; these are plain functions."""
+"""Helpers the tests share, defined once: free ports, `codemojex` as a process of this
+checkout, a queue's keys (dump and drop), table wipes and guess builders. Fixtures stay in the
+conftest files; these are plain functions."""
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
@@ -22,6 +27,27 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+# --- processes ------------------------------------------------------------------------------
+
+# The checkout these tests belong to (the one under test).
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def codemojex_command(*args: str) -> list[str]:
+    """`codemojex ARGS` as a process of the checkout under test: this interpreter running the
+    CLI module, never an entry point that happens to sit beside it (which may belong to another
+    install). Start it with `checkout_env`, which puts this checkout first on the path."""
+    return [sys.executable, "-m", "codemojex.cli", *args]
+
+
+def checkout_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`base` (default: this environment) with this checkout first on PYTHONPATH."""
+    env = dict(os.environ if base is None else base)
+    rest = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + rest if rest else "")
+    return env
 
 
 # --- Redis ----------------------------------------------------------------------------------

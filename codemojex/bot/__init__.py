@@ -1,6 +1,6 @@
 """The Telegram bot: validates guesses and enqueues them into the player's lane."""
 
-from codemojex.bot.app import build_application, running, webhook_options
+from codemojex.bot.app import build_application, running
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext
 
 __all__ = [
@@ -9,5 +9,4 @@ __all__ = [
     "CodemojexContext",
     "build_application",
     "running",
-    "webhook_options",
 ]

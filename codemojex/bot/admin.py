@@ -5,17 +5,31 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection
 
-from telegram import Bot, Message
+from telegram import Bot, ChatMemberUpdated, Message
+from telegram.constants import ChatMemberStatus
+
+from codemojex.limits import ADMIN_CACHE_TTL_S_DEFAULT, ADMIN_CACHE_TTL_S_MAX
+
+_ADMIN_STATUSES = frozenset({ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
 
 
 class AdminCache:
     """Administrator ids per chat, asked of Telegram at most once per TTL per chat.
 
-    Chat-member updates call `forget` so a promotion or demotion counts at once; the TTL
-    covers the updates Telegram does not send (bots see chat_member only when asked).
+    A chat-member update that makes or unmakes an admin or owner calls `forget`, so a
+    promotion or demotion counts at once; joins and leaves keep the list (asking again on each
+    would cost a getChatAdministrators per join in a big group). The TTL, at most
+    ADMIN_CACHE_TTL_S_MAX, covers the updates Telegram does not send: bots get chat_member
+    updates only where they are administrators themselves (docs/game.md).
     """
 
-    def __init__(self, ttl_s: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        ttl_s: float = ADMIN_CACHE_TTL_S_DEFAULT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not 0 < ttl_s <= ADMIN_CACHE_TTL_S_MAX:
+            raise ValueError(f"the admin cache TTL is 0 < ttl <= {ADMIN_CACHE_TTL_S_MAX} s")
         self._ttl_s = ttl_s
         self._clock = clock
         self._entries: dict[int, tuple[float, frozenset[int]]] = {}
@@ -32,6 +46,15 @@ class AdminCache:
 
     def forget(self, chat_id: int) -> None:
         self._entries.pop(chat_id, None)
+
+    def note(self, change: ChatMemberUpdated) -> bool:
+        """Forget the chat's list when `change` makes or unmakes an admin or owner (a change of
+        an admin's rights included); True if it did."""
+        statuses = {change.old_chat_member.status, change.new_chat_member.status}
+        if statuses.isdisjoint(_ADMIN_STATUSES):
+            return False
+        self.forget(change.chat.id)
+        return True
 
 
 def is_anonymous_admin(message: Message) -> bool:

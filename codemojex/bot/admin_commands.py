@@ -1,11 +1,14 @@
 """The admins' commands: each runs only after the admin gate (chat administrators, this
-chat's anonymous admin, operators), and every attempt, allowed or refused, is audited."""
+chat's anonymous admin, operators). Every allowed attempt is audited; refused ones are audited
+and answered up to REFUSED_ADMIN_MAX per user per chat per REFUSED_ADMIN_WINDOW_S, and dropped
+silently past that."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Final
 
 from telegram import Update, User
@@ -25,13 +28,21 @@ from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
 from codemojex.game import texts
-from codemojex.limits import CEILING_MAX, CEILING_MIN, WEIGHT_MAX, WEIGHT_MIN
+from codemojex.limits import (
+    CEILING_MAX,
+    CEILING_MIN,
+    REFUSED_ADMIN_MAX,
+    REFUSED_ADMIN_WINDOW_S,
+    WEIGHT_MAX,
+    WEIGHT_MIN,
+)
 from codemojex.locale import Lang
 from codemojex.scoring import InvalidSettings, parse_settings
 
 LIMIT_RANGE: Final = (CEILING_MIN, CEILING_MAX)
 WEIGHT_RANGE: Final = (WEIGHT_MIN, WEIGHT_MAX)
 AUDIT_ARGS_MAX: Final = 200
+REFUSED_ADMIN_WINDOW: Final = timedelta(seconds=REFUSED_ADMIN_WINDOW_S)
 QUEUE_LINES_MAX: Final = texts.QUEUE_LINES_MAX
 
 
@@ -45,7 +56,8 @@ class AdminCall:
 
 
 async def _admin_gate(update: Update, context: CodemojexContext, action: str) -> AdminCall | None:
-    """Authorise an admin command; the attempt is audited whether allowed or refused."""
+    """Authorise an admin command; the attempt is audited whether allowed or refused (refused
+    ones up to the limit)."""
     who = sender_of(update)
     if who is None:
         return None
@@ -58,21 +70,33 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
     )
     actor = who.user.id if who.user is not None else who.chat.id
     args = command_text(who.message)
+    stored = storable(args[:AUDIT_ARGS_MAX])
     async with services.sessionmaker() as session:
         room = await ensure_room(services, session, who.chat)
-        await store.audit(
+        if allowed:
+            await store.audit(
+                session,
+                room_id=room.id,
+                actor_tg_id=actor,
+                action=action,
+                args=stored,
+                allowed=True,
+            )
+            return AdminCall(who, room, actor, args, room_language(room, who.user))
+        # Past REFUSED_ADMIN_MAX in the window: neither a row nor an answer, so a spammer fills
+        # neither the audit log nor the chat's posting pace.
+        counted = await store.audit_refused(
             session,
             room_id=room.id,
             actor_tg_id=actor,
             action=action,
-            args=storable(args[:AUDIT_ARGS_MAX]),
-            allowed=allowed,
+            args=stored,
+            most=REFUSED_ADMIN_MAX,
+            window=REFUSED_ADMIN_WINDOW,
         )
-    lang = room_language(room, who.user)
-    if not allowed:
-        await answer(context.services, who.message, texts.not_admin(lang))
-        return None
-    return AdminCall(who, room, actor, args, lang)
+    if counted:
+        await answer(context.services, who.message, texts.not_admin(room_language(room, who.user)))
+    return None
 
 
 def admin_command(

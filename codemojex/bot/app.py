@@ -1,8 +1,8 @@
 """The python-telegram-bot Application of Codemojex: handlers, command list, error handler.
 
-`build_application` wires the parts; `run_bot` (codemojex.bot.main) runs it with polling, or
-with a webhook guarded by a secret token when settings.webhook_url is set; `running` runs it
-inside an event loop somebody else owns (the tests and the demo).
+`build_application` wires the parts; `running` runs it inside the caller's event loop, with
+polling, or with our own webhook server (codemojex.bot.webhook) when asked; `run_bot`
+(codemojex.bot.main) is the process around it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import (
@@ -46,6 +45,7 @@ from codemojex.bot.player_commands import (
 )
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.bot.replies import ANSWER_POLICY, answer
+from codemojex.bot.webhook import WebhookServer, webhook_config
 from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
@@ -89,7 +89,7 @@ def build_application(
     redis: AnyRedis,
     **overrides: Any,
 ) -> CodemojexApp:
-    """The bot, ready for `run_polling`/`run_webhook` or `running`.
+    """The bot, ready for `running` (polling, or our webhook server).
 
     `overrides` are BotServices fields (rng, max_depth, admins, flood, pacer, reply_wait_s) for
     tests and the demo. The pacer's namespace is the queue name, as for the worker's sender.
@@ -136,9 +136,10 @@ def add_handlers(application: CodemojexApp) -> None:
 
 
 async def on_member_change(update: Update, context: CodemojexContext) -> None:
-    """Someone was promoted, demoted, joined or left: ask Telegram again next time."""
-    if update.effective_chat is not None:
-        context.services.admins.forget(update.effective_chat.id)
+    """Someone was promoted or demoted: ask Telegram again next time (not on a join or leave)."""
+    change = update.chat_member or update.my_chat_member
+    if change is not None:
+        context.services.admins.note(change)
 
 
 def command_menus(lang: Lang) -> list[tuple[BotCommandScope, list[BotCommand]]]:
@@ -190,22 +191,6 @@ async def on_error(update: object, context: CodemojexContext) -> None:
 # Running --------------------------------------------------------------------------------
 
 
-def webhook_options(settings: Settings) -> dict[str, Any]:
-    """Arguments of run_webhook/start_webhook; the secret token is mandatory."""
-    if not settings.webhook_url:
-        raise ValueError("webhook mode needs CODEMOJEX_WEBHOOK_URL")
-    if settings.webhook_secret is None or not settings.webhook_secret.get_secret_value():
-        raise ValueError("webhook mode needs CODEMOJEX_WEBHOOK_SECRET (1-256 of A-Z a-z 0-9 _ -)")
-    return {
-        "listen": settings.webhook_listen,
-        "port": settings.webhook_port,
-        "url_path": urlsplit(settings.webhook_url).path.lstrip("/"),
-        "webhook_url": settings.webhook_url,
-        "secret_token": settings.webhook_secret.get_secret_value(),
-        "allowed_updates": ALLOWED_UPDATES,
-    }
-
-
 @asynccontextmanager
 async def running(
     application: CodemojexApp,
@@ -214,26 +199,49 @@ async def running(
     poll_timeout: int = 10,
     poll_interval: float = 0.0,
 ) -> AsyncIterator[CodemojexApp]:
-    """Run the bot inside the caller's event loop (what run_polling does, minus the loop)."""
+    """Run the bot inside the caller's event loop (what run_polling does, minus the loop).
+
+    With `webhook`, the webhook settings are checked (a strong secret) before anything starts,
+    and Telegram is told the URL and the secret once the server listens. The first Bot API
+    call (getMe) raises telegram.error.InvalidToken, whose message holds the token, when
+    Telegram rejects it: codemojex.bot.main turns that into a message without it."""
+    settings = application.bot_data.settings
+    server = None
+    if webhook:
+        config = webhook_config(settings)
+        server = WebhookServer(config, application.bot, application.update_queue)
     await application.initialize()
     if application.post_init is not None:
         await application.post_init(application)
     updater = application.updater
     assert updater is not None
-    settings = application.bot_data.settings
-    if webhook:
-        await updater.start_webhook(**webhook_options(settings))
-    else:
-        await updater.start_polling(
-            timeout=poll_timeout,
-            poll_interval=poll_interval,
-            allowed_updates=ALLOWED_UPDATES,
-            drop_pending_updates=False,
-        )
-    await application.start()
     try:
-        yield application
+        if server is not None:
+            await server.start()
+            await application.bot.set_webhook(
+                server.config.url,
+                secret_token=server.config.secret,
+                allowed_updates=ALLOWED_UPDATES,
+            )
+        else:
+            await updater.start_polling(
+                timeout=poll_timeout,
+                poll_interval=poll_interval,
+                allowed_updates=ALLOWED_UPDATES,
+                drop_pending_updates=False,
+            )
+        await application.start()
+        try:
+            yield application
+        finally:
+            # First no new updates (Telegram delivers them again later), then the queued ones
+            # are handled by application.stop().
+            if server is not None:
+                await server.stop()
+            if updater.running:
+                await updater.stop()
+            await application.stop()
     finally:
-        await updater.stop()
-        await application.stop()
+        if server is not None:
+            await server.stop()  # again after a failed start: cleanup() is idempotent
         await application.shutdown()

@@ -6,9 +6,10 @@ Which messages are guess attempts (the rule, documented in the README of the bot
 * A reply to one of the bot's own messages (the round announcement, a result) while a round
   is open always is: replying to the bot is addressing it.
 * Any other plain group message is one only when it is made of emojis alone (spaces and
-  invisible marks between them allowed) and has at least `MIN_PLAIN_EMOJIS` (3, the shortest
-  code) of them. Words, a lone 👍 or a 😂😂 are chat: ignored, never answered, and they cost
-  no storage round trip. Without an open round, plain messages are ignored too.
+  invisible marks between them allowed) and has from `MIN_PLAIN_EMOJIS` (3, the shortest
+  code) to `MAX_PLAIN_EMOJIS` (6, the longest) of them. Words, a lone 👍, a 😂😂 or a wall of
+  emojis are chat: ignored, never answered, and they cost no storage round trip. Without an
+  open round, plain messages are ignored too.
 
 Validation happens before anything is written to Redis: an invalid guess gets a short reason
 and is never enqueued. The enqueue carries a dedupe key built from the chat and message ids,
@@ -34,13 +35,17 @@ from codemojex.game import texts
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull
 from codemojex.posting.flags import Notice
-from codemojex.scoring import MAX_GUESS_CHARS, MIN_LENGTH, InvalidGuess, parse_guess
+from codemojex.scoring import MAX_GUESS_CHARS, MAX_LENGTH, MIN_LENGTH, InvalidGuess, parse_guess
 from codemojex.scoring.emoji import clusters, is_emoji
 
 log = logging.getLogger(__name__)
 
-# Fewer emojis than the shortest code in a plain message is a reaction, not a guess.
+# Fewer emojis than the shortest code in a plain message is a reaction, not a guess; more than
+# the longest code is an emoji wall. The scan stops there, so the work per message is bounded
+# whatever its length (splitting a run of flags into graphemes costs the square of its length:
+# 80 ms for the 4,096 regional indicators of one message, all of it blocking the event loop).
 MIN_PLAIN_EMOJIS = MIN_LENGTH
+MAX_PLAIN_EMOJIS = MAX_LENGTH
 
 
 class Source(Enum):
@@ -67,12 +72,14 @@ class GuessAnswer:
 
 
 def looks_like_guess(text: str) -> bool:
-    """The plain-message rule: emojis alone (separators allowed), at least MIN_PLAIN_EMOJIS.
+    """The plain-message rule: emojis alone (separators allowed), MIN_PLAIN_EMOJIS to
+    MAX_PLAIN_EMOJIS of them.
 
-    Decided before any storage is touched, so group chatter costs no database round trip."""
+    Decided before any storage is touched, so group chatter costs no database round trip, and
+    from at most MAX_PLAIN_EMOJIS + 1 grapheme clusters, so no message costs more than that."""
     count = 0
     for cluster in clusters(text[: MAX_GUESS_CHARS + 1]):
-        if not is_emoji(cluster):
+        if not is_emoji(cluster) or count == MAX_PLAIN_EMOJIS:
             return False
         count += 1
     return count >= MIN_PLAIN_EMOJIS

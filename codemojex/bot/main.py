@@ -2,31 +2,58 @@
 
 from __future__ import annotations
 
-from codemojex.bot.app import ALLOWED_UPDATES, build_application, webhook_options
-from codemojex.bot.context import CodemojexApp
+import asyncio
+import signal
+
+from telegram.error import InvalidToken
+
+from codemojex.bot.app import build_application, running
+from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.runtime import make_lanes, redis_client
 from codemojex.settings import Settings
 
+TOKEN_REJECTED = (
+    "the token was rejected by Telegram: check CODEMOJEX_TOKEN (a revoked or mistyped token; "
+    "@BotFather shows the current one)"
+)
+
+
+class StartRefused(Exception):
+    """The bot cannot start with these settings; str() says why, without any secret."""
+
 
 def run_bot(settings: Settings) -> None:
-    """Run until SIGINT/SIGTERM. python-telegram-bot owns the event loop here; the Redis client
-    and the engine connect lazily inside it and are closed by post_shutdown."""
+    """Run until SIGINT/SIGTERM. StartRefused when the settings cannot work: a weak webhook
+    secret (before anything is started) or a token Telegram rejects (python-telegram-bot's
+    InvalidToken names the token, so it is replaced by a message that does not)."""
+    if settings.webhook_url:
+        try:
+            webhook_config(settings)
+        except WeakWebhook as exc:
+            raise StartRefused(str(exc)) from None
+    try:
+        asyncio.run(_serve(settings))
+    except InvalidToken:
+        raise StartRefused(TOKEN_REJECTED) from None
+
+
+async def _serve(settings: Settings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     redis = redis_client(settings)
     engine = make_engine(settings.database_url)
-    application = build_application(
-        settings,
-        lanes=make_lanes(redis, settings),
-        sessionmaker=make_sessionmaker(engine),
-        redis=redis,
-    )
-
-    async def close_storage(_: CodemojexApp) -> None:
+    try:
+        application = build_application(
+            settings,
+            lanes=make_lanes(redis, settings),
+            sessionmaker=make_sessionmaker(engine),
+            redis=redis,
+        )
+        async with running(application, webhook=bool(settings.webhook_url)):
+            await stop.wait()
+    finally:
         await engine.dispose()
         await redis.aclose()
-
-    application.post_shutdown = close_storage
-    if settings.webhook_url:
-        application.run_webhook(**webhook_options(settings))
-    else:
-        application.run_polling(allowed_updates=ALLOWED_UPDATES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import regex
 from sqlalchemy.ext.asyncio import AsyncSession
 from telegram import Chat, User
 
@@ -10,6 +11,11 @@ from codemojex.db import Room, store
 
 NAME_MAX = 64
 
+# The Unicode bidi controls (embeddings, overrides, isolates, marks: U+061C, U+200E-F,
+# U+202A-E, U+2066-9). In a name they would reorder the rest of the line it is shown in:
+# "Eve\u202egnp.exe" shows as "Eveexe.png" and turns the result after it around.
+_BIDI_CONTROLS = regex.compile(r"\p{Bidi_Control}+")
+
 
 def storable(text: str) -> str:
     """User text as Postgres can store it: text columns refuse NUL, and UTF-8 has no lone
@@ -17,9 +23,16 @@ def storable(text: str) -> str:
     return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
 
 
+def shown(text: str) -> str:
+    """User text as it may be shown to others: storable, without bidi controls, whitespace
+    runs (newlines included) as one space."""
+    return " ".join(_BIDI_CONTROLS.sub("", storable(text)).split())
+
+
 def display_name(user: User) -> str:
-    name = " ".join(user.full_name.split()) or (user.username or "") or f"player {user.id}"
-    return storable(name[:NAME_MAX])
+    """How a player is named in every text (results, wins, leaderboards, /queue, answers)."""
+    name = shown(user.full_name) or shown(user.username or "") or f"player {user.id}"
+    return name[:NAME_MAX]
 
 
 async def ensure_room(services: BotServices, session: AsyncSession, chat: Chat) -> Room:
@@ -37,7 +50,7 @@ async def ensure_room(services: BotServices, session: AsyncSession, chat: Chat) 
 
 
 def room_title(chat: Chat) -> str:
-    return storable((chat.title or "")[:255])
+    return shown(chat.title or "")[:255]
 
 
 async def apply_ceiling(services: BotServices, room: Room) -> None:

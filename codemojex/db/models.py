@@ -271,9 +271,23 @@ class Ban(Base):
 
 
 class AuditLog(Base):
-    """Every admin action, allowed or refused."""
+    """Every admin action, allowed or refused (refused ones rate-limited per user and chat),
+    kept for CODEMOJEX_AUDIT_KEEP_DAYS."""
 
     __tablename__ = "audit_log"
+    __table_args__ = (
+        # The retention trim: the oldest rows first, a batch at a time.
+        Index("ix_audit_log_at", "at"),
+        # The refused-attempt limit: one user's recent refusals in one room.
+        Index(
+            "ix_audit_log_refused",
+            "room_id",
+            "actor_tg_id",
+            "at",
+            postgresql_where=text("NOT allowed"),
+            sqlite_where=text("NOT allowed"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     room_id: Mapped[str | None] = mapped_column(

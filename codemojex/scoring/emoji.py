@@ -9,8 +9,10 @@ zero-width spaces around what they type, and multi-code-point emojis
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
+import emoji as unicode_emoji
 import regex
 
 # The emojis rooms' palettes come from. Distinct by `key()`, each a single grapheme
@@ -78,6 +80,32 @@ def is_emoji(cluster: str) -> bool:
     if len(cluster) > MAX_CLUSTER_CODEPOINTS:
         return False
     return _EMOJI_RE.fullmatch(key(cluster)) is not None
+
+
+@functools.cache
+def _rgi_by_key() -> dict[str, str]:
+    """Every RGI emoji in its fully-qualified spelling, by `key()`.
+
+    From the `emoji` package's copy of Unicode's emoji-test data (EMOJI_DATA, regenerated for
+    each Unicode Emoji release, with each sequence's status): the fully-qualified sequences are
+    the Recommended For General Interchange set. Components (a lone skin tone or hair style)
+    are not emoji on their own, and minimally- or unqualified spellings map to the same key.
+    (unicodedata2 has no emoji sequences, only code point properties.)"""
+    qualified = unicode_emoji.STATUS["fully_qualified"]
+    return {
+        key(sequence): sequence
+        for sequence, data in unicode_emoji.EMOJI_DATA.items()
+        if data["status"] == qualified
+    }
+
+
+def rgi(cluster: str) -> str | None:
+    """The fully-qualified spelling of `cluster` when it is an RGI emoji (❤ gives ❤️), else
+    None: a well-formed sequence Unicode does not recommend (a 🏴 with arbitrary tag letters,
+    an unpaired regional indicator, a ZWJ sequence nobody draws) is not one."""
+    if len(cluster) > MAX_CLUSTER_CODEPOINTS:
+        return None
+    return _rgi_by_key().get(key(cluster))
 
 
 def clusters(text: str) -> Iterator[str]:

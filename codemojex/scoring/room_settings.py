@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import regex
 
 from codemojex import limits, locale
-from codemojex.scoring.emoji import canonical, clusters, is_emoji, key
+from codemojex.scoring.emoji import clusters, key, rgi
 from codemojex.scoring.errors import InvalidSettings
 
 # The scoring names of limits.py's numbers (many callers use them).
@@ -28,20 +28,22 @@ _OFF = frozenset({"off", "no", "false"})
 
 
 def parse_palette(text: str) -> tuple[str, ...]:
-    """4..10 distinct emojis, spaces between them allowed, in their fully-qualified
-    spelling (❤ becomes ❤️). Raises `InvalidSettings` with the reason."""
+    """4..10 distinct RGI emojis (Unicode's recommended set: no look-alike flags made of tag
+    characters), spaces between them allowed, in their fully-qualified spelling (❤ becomes
+    ❤️). Raises `InvalidSettings` with the reason."""
     if len(text) > _MAX_SETTINGS_CHARS:
         raise InvalidSettings("palette_count")
     out: list[str] = []
     seen: set[str] = set()
     for cluster in clusters(text):
-        if not is_emoji(cluster):
+        spelled = rgi(cluster)
+        if spelled is None:
             raise InvalidSettings("palette_not_emoji")
-        k = key(cluster)
+        k = key(spelled)
         if k in seen:
-            raise InvalidSettings("palette_duplicate", emoji=canonical(cluster))
+            raise InvalidSettings("palette_duplicate", emoji=spelled)
         seen.add(k)
-        out.append(canonical(cluster))
+        out.append(spelled)
         if len(out) > MAX_PALETTE:
             raise InvalidSettings("palette_count")
     if len(out) < MIN_PALETTE:

@@ -27,6 +27,7 @@ from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.worker.botapi import make_bot
+from codemojex.worker.retention import AuditTrim
 from codemojex.worker.score import ScoreStats, ScoreWorker
 
 __all__ = ["WorkerStats", "expire_rounds_once", "make_bot", "run_worker"]
@@ -42,12 +43,14 @@ class WorkerStats:
     sender: SenderStats = field(default_factory=SenderStats)
     pool: PoolStats = field(default_factory=PoolStats)
     rounds_expired: int = 0
+    audit_trimmed: int = 0
 
     def as_dict(self) -> dict[str, int]:
         out = {f"pool_{k}": v for k, v in self.pool.as_dict().items()}
         out |= {f"score_{k}": v for k, v in self.score.as_dict().items()}
         out |= {f"sent_{k}": v for k, v in self.sender.as_dict().items()}
         out["rounds_expired"] = self.rounds_expired
+        out["audit_trimmed"] = self.audit_trimmed
         return out
 
 
@@ -71,10 +74,12 @@ async def _round_timer(
     stats: WorkerStats,
     stop: asyncio.Event,
     every_s: float,
+    trim: AuditTrim,
 ) -> None:
     while not stop.is_set():
         try:
             stats.rounds_expired += await expire_rounds_once(sessionmaker, sender)
+            stats.audit_trimmed += await trim.tick(sessionmaker)
         except Exception as exc:
             if not is_outage(exc):
                 log.exception("round timer failed")
@@ -155,7 +160,10 @@ async def run_worker(
     pool_task = asyncio.create_task(pool.run(), name="worker:pool")
     sender_task = asyncio.create_task(sender.run(sender_stop), name="worker:sender")
     timer_task = asyncio.create_task(
-        _round_timer(sessionmaker, sender, stats, sender_stop, timer_s), name="worker:timer"
+        _round_timer(
+            sessionmaker, sender, stats, sender_stop, timer_s, AuditTrim(settings.audit_keep_days)
+        ),
+        name="worker:timer",
     )
     tasks = [pool_task, sender_task, timer_task]
     stopper = asyncio.create_task(stop_event.wait())

@@ -5,7 +5,7 @@ room and time, that `/top week` reads instead of scanning a room's rounds.
 Plain ADD/DROP COLUMN and CREATE/DROP INDEX on both dialects (no batch table rebuild).
 
 Revision ID: 0005_room_language
-Revises: 0002
+Revises: 0004_hardening
 Create Date: 2026-12-01 13:00:00
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005_room_language"
-down_revision: str | Sequence[str] | None = "0002"
+down_revision: str | Sequence[str] | None = "0004_hardening"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

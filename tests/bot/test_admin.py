@@ -7,14 +7,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import regex
 
 from codemojex.db import Room, store
 from codemojex.game import texts
+from codemojex.limits import REFUSED_ADMIN_MAX
 from codemojex.locale import EN
 from tests.bot.conftest import (
     ADMIN,
     ALICE,
     BOB,
+    DAVE,
     E2E,
     OPERATOR,
     World,
@@ -159,6 +162,90 @@ async def test_promotion_takes_effect_at_once(world: World) -> None:
     third = world.standin.send_text(chat, BOB, "/resume")
     await world.settle()
     assert world.replies_to(chat, third) == [texts.not_admin(EN)]
+
+
+async def test_a_spammer_is_answered_and_audited_only_up_to_the_limit(world: World) -> None:
+    chat = world.new_group()
+    spam = [
+        world.standin.send_text(chat, BOB, f"/pause {i}") for i in range(REFUSED_ADMIN_MAX + 15)
+    ]
+    await world.settle()
+    answers = [text for mid in spam for text in world.replies_to(chat, mid)]
+    assert answers == [texts.not_admin(EN)] * REFUSED_ADMIN_MAX
+    assert await world.audits("pause", allowed=False) == REFUSED_ADMIN_MAX
+    # Another player is still answered, and an admin still acts and is audited.
+    alice = world.standin.send_text(chat, ALICE, "/pause")
+    admin = world.standin.send_text(chat, ADMIN, "/pause")
+    await world.settle()
+    assert world.replies_to(chat, alice) == [texts.not_admin(EN)]
+    assert world.replies_to(chat, admin) == [texts.paused(EN)]
+    assert await world.audits("pause", allowed=False) == REFUSED_ADMIN_MAX + 1
+    assert await world.audits("pause", allowed=True) == 1
+
+
+async def test_answers_name_players_without_bidi_controls(world: World) -> None:
+    """/queue, /weight, /stats and /me (results, wins and /top: tests/e2e/test_names.py)."""
+    eve, shown = 1077, "Evegnp.exe"
+    world.standin.add_user(eve, "Eve\u202egnp.exe", last_name="\u2067\u200f")
+    chat = world.new_group()
+    _, rnd = await seed_round(world, chat)
+    await world.lanes.pause((await room_of(world, chat)).id)
+    mids = [world.standin.send_text(chat, eve, valid_guess(rnd, i)) for i in range(2)]
+    await world.settle()
+    asked = {
+        "queue": world.standin.send_text(chat, ADMIN, "/queue"),
+        "weight": world.standin.send_text(chat, ADMIN, "/weight 2", reply_to=mids[0]),
+        "stats": world.standin.send_text(chat, eve, "/stats"),
+        "me": world.standin.send_text(chat, eve, "/me"),
+    }
+    await world.settle()
+    said = {what: world.replies_to(chat, mid) for what, mid in asked.items()}
+    assert f"{shown}: 2 waiting" in said["queue"][0]
+    assert said["weight"] == [texts.weight_set(EN, shown, 2)]
+    assert said["stats"][0].startswith(f"{shown} here: ")
+    assert said["me"][0].startswith(f"{shown} in 0 chats: ")
+    bidi = regex.compile(r"\p{Bidi_Control}")
+    assert [m.text for m in world.said(chat) if bidi.search(m.text)] == []
+
+
+def _member_change(chat: int, user: int, old: str, new: str) -> dict[str, Any]:
+    person = {"id": user, "is_bot": False, "first_name": f"user {user}"}
+    return {
+        "chat_member": {
+            "chat": {"id": chat, "type": "supergroup", "title": f"room {chat}"},
+            "from": person,
+            "date": 1_700_000_000,
+            "old_chat_member": {"user": person, "status": old, "until_date": 0},
+            "new_chat_member": {"user": person, "status": new, "until_date": 0},
+        }
+    }
+
+
+async def test_joins_and_leaves_keep_the_cached_admin_list(world: World) -> None:
+    """Only a change that makes or unmakes an admin costs a getChatAdministrators."""
+    chat = world.new_group()
+    asked = world.standin.send_text(chat, ADMIN, "/pause")
+    await world.settle()
+    assert world.replies_to(chat, asked) == [texts.paused(EN)]
+    calls = world.standin.calls["getChatAdministrators"]
+    for user, old, new in [
+        (DAVE, "left", "member"),
+        (ALICE, "member", "left"),
+        (DAVE, "member", "kicked"),
+    ]:
+        world.standin.push_raw_update(_member_change(chat, user, old, new))
+    await world.settle()
+    asked = world.standin.send_text(chat, ADMIN, "/resume")
+    await world.settle()
+    assert world.replies_to(chat, asked) == [texts.resumed(EN)]
+    assert world.standin.calls["getChatAdministrators"] == calls
+    # A promotion does cost one: the list changed.
+    world.standin.set_admins(chat, [ADMIN, BOB])
+    await world.settle()
+    asked = world.standin.send_text(chat, BOB, "/pause")
+    await world.settle()
+    assert world.replies_to(chat, asked) == [texts.paused(EN)]
+    assert world.standin.calls["getChatAdministrators"] == calls + 1
 
 
 @pytest.mark.parametrize(

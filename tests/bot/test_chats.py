@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 
 from codemojex.game import texts
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
-from tests.bot.conftest import ALICE, BOB, E2E, World, seed_round, valid_guess
+from tests.bot.conftest import ALICE, BOB, E2E, World, room_of, seed_round, valid_guess
 
 pytestmark = E2E
 
@@ -68,25 +69,45 @@ async def test_unknown_commands_in_groups_only_when_addressed(world: World) -> N
     assert world.replies_to(chat, theirs_known) == []
 
 
+def _typed(message: dict[str, Any]) -> dict[str, Any]:
+    """`message` as Telegram delivers a typed command: with its bot_command entity, without
+    which python-telegram-bot routes nothing to a CommandHandler."""
+    text = message.get("text", "")
+    if text.startswith("/"):
+        word = text.split(maxsplit=1)[0]
+        message = {
+            **message,
+            "entities": [{"type": "bot_command", "offset": 0, "length": len(word)}],
+        }
+    return message
+
+
 async def test_updates_without_a_sender_are_ignored(world: World) -> None:
+    """Real commands (with their entities) that nobody we can answer to sent: no sender, a
+    channel posting in the group, a channel post, an edit. The admin gate sees none of them."""
     chat = world.new_group()
     _, rnd = await seed_round(world, chat)
     group = {"id": chat, "type": "supergroup", "title": "room"}
     channel = {"id": -1_009_999_999_999, "type": "channel", "title": "a channel"}
+    channel_bot = {"id": 136817688, "is_bot": True, "first_name": "Channel"}
     base = {"date": 1_700_000_000, "chat": group}
     raw = [
         {"message": {**base, "message_id": 9001, "text": valid_guess(rnd)}},
-        {"message": {**base, "message_id": 9002, "text": f"/g {valid_guess(rnd)}"}},
-        {"message": {**base, "message_id": 9003, "text": "/pause"}},
-        {"message": {**base, "message_id": 9004, "text": "/newgame"}},
+        {"message": _typed({**base, "message_id": 9002, "text": f"/g {valid_guess(rnd)}"})},
+        {"message": _typed({**base, "message_id": 9003, "text": "/pause"})},
+        {"message": _typed({**base, "message_id": 9004, "text": "/newgame"})},
+        {"message": _typed({**base, "message_id": 9010, "text": "/pause@codemojex_bot"})},
         {
-            "message": {
-                **base,
-                "message_id": 9005,
-                "text": "/pause",
-                "sender_chat": channel,
-                "from": {"id": 136817688, "is_bot": True, "first_name": "Channel"},
-            }
+            "message": _typed(
+                {**base, "message_id": 9005, "text": "/pause", "sender_chat": channel}
+                | {"from": channel_bot}
+            )
+        },
+        {
+            "message": _typed(
+                {**base, "message_id": 9011, "text": "/limit 9", "sender_chat": channel}
+                | {"from": channel_bot}
+            )
         },
         {
             "message": {
@@ -94,12 +115,17 @@ async def test_updates_without_a_sender_are_ignored(world: World) -> None:
                 "message_id": 9006,
                 "text": valid_guess(rnd),
                 "sender_chat": channel,
-                "from": {"id": 136817688, "is_bot": True, "first_name": "Channel"},
+                "from": channel_bot,
             }
         },
-        {"channel_post": {**base, "chat": channel, "message_id": 9007, "text": "/pause"}},
+        {"channel_post": _typed({**base, "chat": channel, "message_id": 9007, "text": "/pause"})},
         {"message": {**base, "message_id": 9008}},  # no text at all
-        {"edited_message": {**base, "message_id": 9009, "text": "/pause", "edit_date": 1}},
+        {
+            "edited_message": _typed(
+                {**base, "message_id": 9009, "text": "/pause", "edit_date": 1}
+                | {"from": {"id": ALICE, "is_bot": False, "first_name": "Alice"}}
+            )
+        },
     ]
     for update in raw:
         world.standin.push_raw_update(update)
@@ -107,6 +133,10 @@ async def test_updates_without_a_sender_are_ignored(world: World) -> None:
     assert world.said(chat) == []
     assert await world.queued() == 0
     assert await world.audits("pause") == 0
+    assert await world.audits("limit") == 0
+    room = await room_of(world, chat)
+    assert not (await world.lanes.snapshot(room.id))["rooms"].get(room.id, {}).get("paused")
+    assert room.ceiling == 2
 
 
 async def test_anonymous_admin_cannot_play(world: World) -> None:

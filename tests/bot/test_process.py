@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 
 import pytest
 
@@ -13,6 +12,7 @@ from codemojex.game import texts
 from codemojex.locale import EN
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
+from tests.support import checkout_env, codemojex_command
 
 ALICE = 1001
 
@@ -34,11 +34,8 @@ async def test_bot_process_answers_and_stops_cleanly_on_sigterm(
         }
         env.pop("CODEMOJEX_WEBHOOK_URL", None)
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            "from codemojex.cli import main; main()",
-            "bot",
-            env=env,
+            *codemojex_command("bot"),
+            env=checkout_env(env),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )

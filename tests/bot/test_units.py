@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
 import pytest
-from telegram import Bot
+from pydantic import ValidationError
+from telegram import Bot, Chat, Message, User
 
 from codemojex import ids
-from codemojex.bot.admin import AdminCache
-from codemojex.bot.app import webhook_options
-from codemojex.bot.guesses import looks_like_guess
+from codemojex.bot import guesses
+from codemojex.bot.admin import AdminCache, is_admin
+from codemojex.bot.guesses import MAX_PLAIN_EMOJIS, looks_like_guess
 from codemojex.bot.incoming import parse_bounded_int
 from codemojex.bot.replies import ANSWER_POLICY
+from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.game.texts import queue_view as format_queue
 from codemojex.locale import EN
 from codemojex.posting.pacer import PacePolicy
+from codemojex.scoring.emoji import clusters
 from codemojex.settings import Settings
-from codemojex.standin import StandIn
+from codemojex.standin import CHANNEL_BOT_ID, GROUP_ANONYMOUS_BOT_ID, StandIn
 
 
 @pytest.mark.parametrize(
@@ -48,15 +54,31 @@ def test_bounded_int_refuses(text: str) -> None:
     assert answer == "/limit takes one whole number from 1 to 1000."
 
 
-def test_webhook_mode_requires_a_secret() -> None:
-    with pytest.raises(ValueError, match="SECRET"):
-        webhook_options(Settings(token="1:x", webhook_url="https://example.org/hook"))
-    options = webhook_options(
-        Settings(token="1:x", webhook_url="https://example.org/tg/hook", webhook_secret="abc")
+STRONG = "A" * 31 + "_"
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [None, "", "abc", "s3cret-Token_for-tests", "A" * 31, "A" * 257, "A" * 31 + "!", "Ä" * 32],
+)
+def test_webhook_mode_refuses_a_missing_or_weak_secret(secret: str | None) -> None:
+    settings = Settings(token="1:x", webhook_url="https://example.org/hook", webhook_secret=secret)
+    with pytest.raises(WeakWebhook, match="32 to 256 characters of A-Z a-z 0-9 _ -") as refused:
+        webhook_config(settings)
+    assert secret is None or len(secret) < 3 or secret not in str(refused.value)
+
+
+def test_webhook_config_of_a_strong_secret() -> None:
+    with pytest.raises(WeakWebhook, match="CODEMOJEX_WEBHOOK_URL"):
+        webhook_config(Settings(token="1:x", webhook_secret=STRONG))
+    config = webhook_config(
+        Settings(token="1:x", webhook_url="https://example.org/tg/hook/", webhook_secret=STRONG)
     )
-    assert options["url_path"] == "tg/hook"
-    assert options["secret_token"] == "abc"
-    assert "chat_member" in options["allowed_updates"]
+    assert (config.path, config.secret, config.body_max) == ("/tg/hook", STRONG, 2 * 1024 * 1024)
+    assert STRONG not in repr(config)
+    assert webhook_config(
+        Settings(token="1:x", webhook_url="https://e.org/h", webhook_secret="-" * 256)
+    )
 
 
 @pytest.mark.parametrize(
@@ -66,7 +88,10 @@ def test_webhook_mode_requires_a_secret() -> None:
         ("🍎 🍌 🍇 🍒", True),
         ("\u200e🍎🍌\u200b🍇", True),
         ("👍🏽🇫🇷👨‍👩‍👧", True),
-        ("🍎" * 40, True),
+        ("🍎" * 6, True),
+        ("🍎 " * 6, True),
+        ("🍎" * 7, False),  # more than the longest code: an emoji wall, not a guess
+        ("🍎" * 40, False),
         ("👍", False),
         ("😂😂", False),
         ("🍎🍌🍇 lol", False),
@@ -79,6 +104,27 @@ def test_webhook_mode_requires_a_secret() -> None:
 )
 def test_the_plain_message_rule(text: str, guess: bool) -> None:
     assert looks_like_guess(text) is guess
+
+
+def test_the_plain_message_rule_reads_a_bounded_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """4,096 regional indicators (2,048 flags, the longest such message Telegram carries) are
+    decided from the first MAX_PLAIN_EMOJIS + 1 grapheme clusters, not split whole."""
+    pulled = 0
+
+    def counted(text: str) -> Iterator[str]:
+        nonlocal pulled
+        for cluster in clusters(text):
+            pulled += 1
+            yield cluster
+
+    monkeypatch.setattr(guesses, "clusters", counted)
+    for wall in ("\U0001f1eb" * 4096, "🍎 " * 2048, "🇫🇷" * 7 + "x" * 4000):
+        pulled = 0
+        assert looks_like_guess(wall) is False
+        assert pulled <= MAX_PLAIN_EMOJIS + 1
+    pulled = 0
+    assert looks_like_guess("🇫🇷🇫🇷🇫🇷") is True
+    assert pulled == 3
 
 
 def test_queue_text_names_players_and_hides_ids() -> None:
@@ -123,6 +169,70 @@ async def test_admin_cache_asks_once_per_ttl_and_forgets_on_request() -> None:
             cache.forget(-5)
             assert await cache.admins(bot, -5) == {1, 2}
             assert standin.calls["getChatAdministrators"] == 3
+
+
+def test_the_admin_cache_ttl_is_capped() -> None:
+    assert Settings(admin_cache_ttl_s=600).admin_cache_ttl_s == 600
+    with pytest.raises(ValidationError):
+        Settings(admin_cache_ttl_s=601)
+    with pytest.raises(ValueError):
+        AdminCache(ttl_s=3600)
+
+
+GROUP, OTHER_GROUP, CHANNEL = -100123, -100456, -100789
+OWNER, ADMIN, MEMBER, OPERATOR = 11, 12, 13, 14
+
+
+def _message(user: int | None, sender_chat: Chat | None = None) -> Message:
+    people = {OWNER: "Owner", ADMIN: "Admin", MEMBER: "Member", OPERATOR: "Olga"}
+    if user is not None:
+        from_user = User(user, people[user], is_bot=False)
+    elif sender_chat is not None and sender_chat.type == Chat.CHANNEL:
+        from_user = User(CHANNEL_BOT_ID, "Channel", is_bot=True)
+    else:
+        from_user = User(GROUP_ANONYMOUS_BOT_ID, "Group", is_bot=True)
+    return Message(
+        1,
+        datetime.now(UTC),
+        Chat(GROUP, Chat.SUPERGROUP, title="g"),
+        from_user=from_user,
+        sender_chat=sender_chat,
+    )
+
+
+@pytest.mark.parametrize(
+    ("who", "allowed"),
+    [
+        ("creator", True),
+        ("administrator", True),
+        ("this chat's anonymous admin", True),
+        ("operator", True),
+        ("another chat's anonymous admin", False),
+        ("a channel posting in the chat", False),
+        ("member", False),
+        ("operator posting as a channel", False),
+    ],
+)
+async def test_is_admin(who: str, allowed: bool) -> None:
+    message = {
+        "creator": _message(OWNER),
+        "administrator": _message(ADMIN),
+        "this chat's anonymous admin": _message(None, Chat(GROUP, Chat.SUPERGROUP, title="g")),
+        "operator": _message(OPERATOR),
+        "another chat's anonymous admin": _message(
+            None, Chat(OTHER_GROUP, Chat.SUPERGROUP, title="other")
+        ),
+        "a channel posting in the chat": _message(None, Chat(CHANNEL, Chat.CHANNEL, title="c")),
+        "member": _message(MEMBER),
+        "operator posting as a channel": _message(OPERATOR, Chat(CHANNEL, Chat.CHANNEL, title="c")),
+    }[who]
+    async with StandIn() as standin:
+        for user, name in ((OWNER, "Owner"), (ADMIN, "Admin"), (MEMBER, "Member")):
+            standin.add_user(user, name)
+        standin.add_group(GROUP, "g", admins=[ADMIN], owner=OWNER, members=[MEMBER])
+        standin.add_group(OTHER_GROUP, "other", admins=[MEMBER], owner=MEMBER)
+        async with Bot(standin.token, base_url=standin.base_url) as bot:
+            assert await is_admin(bot, message, AdminCache(), [OPERATOR]) is allowed
 
 
 def test_answers_share_the_senders_windows() -> None:

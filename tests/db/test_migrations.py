@@ -147,3 +147,34 @@ def test_repeats_migration_on_postgres(pg_database_url: str) -> None:
         _repeats_migration_keeps_existing_rows(f"{pg_database_url.rsplit('/', 1)[0]}/{name}")
     finally:
         asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+# --- 0004: hardening --------------------------------------------------------------------------
+
+
+def test_stored_names_lose_their_bidi_controls_on_sqlite(tmp_path: Path) -> None:
+    """Names the bot stored before it stripped bidi controls are cleaned by the migration."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'names.db'}"
+    upgrade(url, "0002")
+    player = (
+        "INSERT INTO players (id, room_id, tg_user_id, display_name, created) "
+        "VALUES ('{id}', 'ROM01', {tg}, '{name}', :t)"
+    )
+    asyncio.run(
+        _sql(
+            url,
+            _ROOM_0001,
+            player.format(id="PLR01", tg=1, name="Eve\u202egnp.exe"),
+            player.format(id="PLR02", tg=2, name="\u2067\u200f"),
+            player.format(id="PLR03", tg=3, name="Ann \u2068B\u2069 C"),
+            player.format(id="PLR04", tg=4, name="plain"),
+        )
+    )
+    upgrade(url)
+    rows = asyncio.run(_sql(url, "SELECT id, display_name FROM players ORDER BY id"))
+    assert [tuple(row) for row in rows] == [
+        ("PLR01", "Evegnp.exe"),
+        ("PLR02", "player 2"),
+        ("PLR03", "Ann B C"),
+        ("PLR04", "plain"),
+    ]

@@ -18,7 +18,6 @@ import contextlib
 import os
 import re
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
 from codemojex.worker.service import WorkerStats, make_bot, run_worker
 from tests.conftest import REDIS_URL
+from tests.support import checkout_env, codemojex_command
 
 T = TypeVar("T")
 
@@ -342,12 +342,8 @@ async def in_process_worker(stack: Stack, **options: Any) -> AsyncIterator[Worke
 
 
 def worker_command() -> list[str]:
-    """`codemojex worker` as an operator runs it: the installed entry point next to this
-    interpreter, else the same CLI through the interpreter."""
-    entry = Path(sys.executable).parent / "codemojex"
-    if entry.exists():
-        return [str(entry), "worker"]
-    return [sys.executable, "-m", "codemojex.cli", "worker"]
+    """`codemojex worker` of the checkout under test (with `checkout_env`)."""
+    return codemojex_command("worker")
 
 
 class WorkerProcess:
@@ -363,7 +359,7 @@ class WorkerProcess:
         self._log = self.log_path.open("ab")
         self.proc = await asyncio.create_subprocess_exec(
             *worker_command(),
-            env=self.env,
+            env=checkout_env(self.env),
             cwd=str(ROOT),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=self._log,

@@ -251,7 +251,15 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
             )
         }
     )
-    garbage = {world.standin.send_text(chat, BOB, text): text for text in COMMAND_GARBAGE}
+    # Each from a player of its own: one player's refused attempts are answered only up to
+    # REFUSED_ADMIN_MAX per window (tests/bot/test_admin.py), and every item is checked here.
+    players = range(3_100, 3_100 + len(COMMAND_GARBAGE))
+    for user_id in players:
+        world.standin.add_user(user_id, f"Player {user_id}")
+    garbage = {
+        world.standin.send_text(chat, user_id, text): text
+        for user_id, text in zip(players, COMMAND_GARBAGE, strict=True)
+    }
     admin_garbage = {
         world.standin.send_text(chat, ADMIN, text): text
         for text in COMMAND_GARBAGE

@@ -11,7 +11,6 @@ import logging
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from sqlalchemy import select
 from codemojex.db import Round, upgrade
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ADMIN, ALICE, BOB, DAVE, in_process_worker
-from tests.support import dump
+from tests.support import checkout_env, codemojex_command, dump
 
 FORMAT = logging.Formatter("%(name)s %(levelname)s %(message)s")
 
@@ -75,11 +74,10 @@ def test_demo_output_never_shows_the_secret_of_an_open_round(tmp_path: Path) -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEMOJEX_")}
     env["CODEMOJEX_DATABASE_URL"] = f"sqlite+aiosqlite:///{db}"
     env["COLUMNS"] = "120"
-    exe = Path(sys.executable).parent / "codemojex"
     args = ["--seconds", "15", "--rooms", "2", "--players", "2", "--flood-players", "2"]
     done = subprocess.run(
-        [str(exe), "demo", *args, "--seed", "3"],
-        env=env,
+        codemojex_command("demo", *args, "--seed", "3"),
+        env=checkout_env(env),
         cwd=tmp_path,
         capture_output=True,
         timeout=240,

@@ -29,7 +29,7 @@ from codemojex.scoring import (
     render_result,
     split_emojis,
 )
-from codemojex.scoring.emoji import is_emoji, key
+from codemojex.scoring.emoji import is_emoji, key, rgi
 
 
 def t(s: str) -> tuple[str, ...]:
@@ -171,6 +171,24 @@ def test_draw_secret_from_stored_string_and_system_random() -> None:
 # --- palette and settings ---------------------------------------------------------------------
 
 
+def _tag_flag(letters: str) -> str:
+    """🏴 followed by the tag characters of `letters` and CANCEL TAG: how England (gbeng),
+    Scotland and Wales are spelled, and how any invisible text can be made to look like one."""
+    return "\U0001f3f4" + "".join(chr(0xE0000 + ord(c)) for c in letters) + "\U000e007f"
+
+
+def test_parse_palette_accepts_rgi_emoji_only_in_their_qualified_spelling() -> None:
+    england, scotland, wales = _tag_flag("gbeng"), _tag_flag("gbsct"), _tag_flag("gbwls")
+    assert parse_palette(england + scotland + wales + "🍎") == (england, scotland, wales, "🍎")
+    assert parse_palette("🏳‍🌈 👁‍🗨 🧑🏽‍🚀 🇺🇦") == (
+        "🏳️‍🌈",
+        "👁️‍🗨️",
+        "🧑🏽‍🚀",
+        "🇺🇦",
+    )
+    assert all(rgi(e) == e for e in EMOJI_POOL)
+
+
 def test_parse_palette_accepts_spaces_and_qualifies_bare_symbols() -> None:
     assert parse_palette("🍎 🍌 🍇 🍒") == ("🍎", "🍌", "🍇", "🍒")
     assert parse_palette("\u2764 \u2600 3\u20e3 🍎") == ("❤️", "☀️", "3️⃣", "🍎")
@@ -192,6 +210,14 @@ def test_parse_palette_accepts_spaces_and_qualifies_bare_symbols() -> None:
         ("🍎🍌🍇🇫", "palette_not_emoji"),
         ("🍎🍌🍇🏽", "palette_not_emoji"),  # a skin tone on grapes
         ("🏽🍎🍌🍇", "palette_not_emoji"),  # a lone skin tone
+        # well-formed but not RGI: a black flag with arbitrary tag letters (shown as a plain
+        # black flag, or as identical flags, carrying invisible text), a pair of regional
+        # indicators that is no country, a ZWJ sequence nobody draws
+        ("🍎🍌🍇" + _tag_flag("ustx"), "palette_not_emoji"),
+        ("🍎🍌🍇" + _tag_flag("gbeng") + _tag_flag("gbenh"), "palette_not_emoji"),
+        ("🍎🍌🍇" + _tag_flag("hello there"), "palette_not_emoji"),
+        ("🍎🍌🍇🇽🇽", "palette_not_emoji"),  # XX: no such flag
+        ("🍎🍌🍇🍎‍🍌", "palette_not_emoji"),
     ],
 )
 def test_parse_palette_refusals(text: str, kind: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 from telegram import Bot
 
 from codemojex.standin import StandIn
-from tests.support import free_port
+from tests.support import checkout_env, free_port
 
 
 async def call(session: aiohttp.ClientSession, url: str, action: str, **kwargs: Any) -> Any:
@@ -49,6 +49,7 @@ async def test_standalone_process_serves_a_bot() -> None:
         "codemojex.standin",
         "--port",
         str(port),
+        env=checkout_env(),
         stdout=asyncio.subprocess.PIPE,
     )
     try:

@@ -1,16 +1,18 @@
-"""Bans (per room) and the audit log of admin actions."""
+"""Bans (per room) and the audit log of admin actions: written, rate-limited for refused
+attempts, trimmed by age."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex.db.models import AuditLog, Ban, Player
+from codemojex.db.models import AuditLog, Ban, Player, utcnow
 from codemojex.db.store.errors import UnknownPlayer
 
 
@@ -71,13 +73,75 @@ async def audit(
     allowed: bool,
 ) -> AuditLog:
     """Write one admin action (allowed or refused) to the audit log."""
-    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, sort_keys=True)
-    row = AuditLog(
-        room_id=room_id, actor_tg_id=actor_tg_id, action=action[:32], args=text, allowed=allowed
-    )
+    row = _row(room_id, actor_tg_id, action, args, allowed)
     session.add(row)
     await session.commit()
     return row
+
+
+async def audit_refused(
+    session: AsyncSession,
+    *,
+    room_id: str,
+    actor_tg_id: int,
+    action: str,
+    args: str | Mapping[str, Any] = "",
+    most: int,
+    window: timedelta,
+) -> bool:
+    """Write a refused admin attempt, unless this user already has `most` refused attempts in
+    this room within `window` (then nothing is written). True if written.
+
+    One index range (ix_audit_log_refused), read at most `most` rows deep. Two attempts of one
+    user at the same instant could both pass; the bot handles one sender's updates in order."""
+    now = utcnow()
+    recent = (
+        select(AuditLog.id)
+        .where(
+            AuditLog.room_id == room_id,
+            AuditLog.actor_tg_id == actor_tg_id,
+            ~AuditLog.allowed,  # as the partial index says it (IS false would not use it)
+            AuditLog.at >= now - window,
+        )
+        .limit(most)
+        .subquery()
+    )
+    if (await session.execute(select(func.count()).select_from(recent))).scalar_one() >= most:
+        await session.commit()
+        return False
+    row = _row(room_id, actor_tg_id, action, args, allowed=False)
+    row.at = now
+    session.add(row)
+    await session.commit()
+    return True
+
+
+async def trim_audit(session: AsyncSession, before: datetime, batch: int) -> int:
+    """Delete up to `batch` audit rows older than `before`, oldest first; the number deleted.
+    Two index walks: the ids from ix_audit_log_at, then the rows by primary key (a DELETE with
+    the subquery inside plans as a scan of the whole table on Postgres). Safe to run from
+    several workers at once."""
+    oldest = select(AuditLog.id).where(AuditLog.at < before).order_by(AuditLog.at).limit(batch)
+    doomed = list((await session.execute(oldest)).scalars())
+    if not doomed:
+        await session.commit()
+        return 0
+    result = await session.execute(delete(AuditLog).where(AuditLog.id.in_(doomed)))
+    await session.commit()
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def _row(
+    room_id: str | None,
+    actor_tg_id: int | None,
+    action: str,
+    args: str | Mapping[str, Any],
+    allowed: bool,
+) -> AuditLog:
+    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, sort_keys=True)
+    return AuditLog(
+        room_id=room_id, actor_tg_id=actor_tg_id, action=action[:32], args=text, allowed=allowed
+    )
 
 
 async def _player_banned(session: AsyncSession, room_id: str, player_id: str) -> bool:

@@ -1,0 +1,130 @@
+"""The bot's webhook: the HTTP server Telegram POSTs updates to when CODEMOJEX_WEBHOOK_URL is set.
+
+A small aiohttp server of our own, fed into the Application's update queue as
+python-telegram-bot's custom-webhook example does, instead of PTB's tornado server, which
+reads a body of up to 100 MB into memory before it looks at the secret header. Each check
+here comes before the work the next one costs:
+
+1. the path and the method (aiohttp's router: 404, 405);
+2. the secret header (`X-Telegram-Bot-Api-Secret-Token`), compared in constant time: 403,
+   with the body unread and the connection closed;
+3. the declared length over `WEBHOOK_BODY_MAX`: 413, unread; a body sent without a length is
+   read up to the cap and refused past it (aiohttp's `client_max_size`);
+4. JSON into an `Update`: 400 for anything else;
+5. the update is queued for the handlers: 200.
+
+The secret itself must be strong to start at all (`webhook_config`): 32 to 256 characters of
+Telegram's set `A-Z a-z 0-9 _ -`. A reverse proxy in front (TLS, its own body limit) is shown
+in deploy/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from telegram import Bot, Update
+
+from codemojex.limits import WEBHOOK_BODY_MAX, WEBHOOK_SECRET_MAX, WEBHOOK_SECRET_MIN
+from codemojex.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
+_SECRET_RE: Final = re.compile(rf"[A-Za-z0-9_-]{{{WEBHOOK_SECRET_MIN},{WEBHOOK_SECRET_MAX}}}")
+SECRET_RULE: Final = (
+    f"CODEMOJEX_WEBHOOK_SECRET must be {WEBHOOK_SECRET_MIN} to {WEBHOOK_SECRET_MAX} characters "
+    "of A-Z a-z 0-9 _ - (e.g. the output of: python3 -c 'import secrets; "
+    "print(secrets.token_urlsafe(32))')"
+)
+
+
+class WeakWebhook(ValueError):
+    """The webhook settings are missing or too weak to start with; str() says which rule."""
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookConfig:
+    url: str  # what Telegram is told to POST to (setWebhook)
+    path: str  # the path this server answers on
+    secret: str = ""
+    listen: str = "127.0.0.1"
+    port: int = 8443
+    body_max: int = WEBHOOK_BODY_MAX
+
+    def __repr__(self) -> str:  # never the secret
+        return f"WebhookConfig(url={self.url!r}, listen={self.listen!r}, port={self.port!r})"
+
+
+def webhook_config(settings: Settings) -> WebhookConfig:
+    """The webhook this bot serves; WeakWebhook when there is no URL or no strong secret."""
+    if not settings.webhook_url:
+        raise WeakWebhook("webhook mode needs CODEMOJEX_WEBHOOK_URL")
+    secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
+    if not _SECRET_RE.fullmatch(secret):
+        raise WeakWebhook(SECRET_RULE)
+    return WebhookConfig(
+        url=settings.webhook_url,
+        path="/" + urlsplit(settings.webhook_url).path.strip("/"),
+        secret=secret,
+        listen=settings.webhook_listen,
+        port=settings.webhook_port,
+    )
+
+
+class WebhookServer:
+    """Serves `config.path` on `config.listen:config.port`; accepted updates go to `queue`."""
+
+    def __init__(self, config: WebhookConfig, bot: Bot, queue: asyncio.Queue[Any]) -> None:
+        self.config = config
+        self._bot = bot
+        self._queue = queue
+        self._secret = config.secret.encode()
+        app = web.Application(client_max_size=config.body_max)
+        app.router.add_post(config.path, self._receive)
+        # No access log: one line per update is noise, and the path is all it would say.
+        self._runner = web.AppRunner(app, access_log=None)
+
+    async def start(self) -> None:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.config.listen, self.config.port)
+        await site.start()
+        log.info("webhook listening on %s:%d", self.config.listen, self.config.port)
+
+    async def stop(self) -> None:
+        await self._runner.cleanup()
+
+    async def _receive(self, request: web.Request) -> web.StreamResponse:
+        given = request.headers.get(SECRET_HEADER, "").encode("utf-8", "replace")
+        if not hmac.compare_digest(given, self._secret):
+            return _refused(403)
+        if request.content_length is not None and request.content_length > self.config.body_max:
+            return _refused(413)
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _refused(413)
+        try:
+            data = json.loads(body)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            update = Update.de_json(data, self._bot)
+        except Exception:  # anything that is not an update's JSON
+            log.warning("webhook: a request with the right secret was not an update")
+            return web.Response(status=400)
+        await self._queue.put(update)
+        return web.Response()
+
+
+def _refused(status: int) -> web.Response:
+    """An answer that leaves the body unread: the connection is closed rather than drained."""
+    response = web.Response(status=status)
+    response.force_close()
+    return response

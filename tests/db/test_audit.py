@@ -1,0 +1,100 @@
+"""The audit log does not grow without bound: refused attempts are rate-limited per user and
+room, and rows past their keep time are trimmed by the workers, a bounded batch at a time."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from codemojex.db import AuditLog, store
+from codemojex.db.models import utcnow
+from codemojex.worker.retention import AuditTrim
+
+WINDOW = timedelta(minutes=10)
+
+
+async def _room(session: AsyncSession, chat_id: int) -> str:
+    room = await store.ensure_room(session, chat_id, "r", default_ceiling=2, round_timeout_s=600)
+    return room.id
+
+
+async def _count(sessions: async_sessionmaker[AsyncSession], **where: object) -> int:
+    stmt = select(func.count()).select_from(AuditLog).filter_by(**where)
+    async with sessions() as session:
+        return int((await session.execute(stmt)).scalar_one())
+
+
+async def test_refused_attempts_are_written_up_to_the_limit_per_user_and_room(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    async with sessions() as session:
+        room, other = await _room(session, -1), await _room(session, -2)
+
+        async def refuse(room_id: str, user: int) -> bool:
+            return await store.audit_refused(
+                session,
+                room_id=room_id,
+                actor_tg_id=user,
+                action="pause",
+                most=3,
+                window=WINDOW,
+            )
+
+        assert [await refuse(room, 7) for _ in range(10)] == [True] * 3 + [False] * 7
+        assert await refuse(room, 8)  # another user
+        assert await refuse(other, 7)  # another room
+        # Allowed actions are never limited.
+        for _ in range(5):
+            await store.audit(session, room_id=room, actor_tg_id=7, action="pause", allowed=True)
+    assert await _count(sessions, room_id=room, actor_tg_id=7, allowed=False) == 3
+    assert await _count(sessions, room_id=room, actor_tg_id=7, allowed=True) == 5
+
+    # Once the window has passed the oldest, the user is heard again.
+    async with sessions() as session:
+        first = (
+            await session.execute(
+                select(AuditLog.id).where(AuditLog.actor_tg_id == 7).order_by(AuditLog.id)
+            )
+        ).scalar()
+        old = utcnow() - WINDOW - timedelta(seconds=1)
+        await session.execute(update(AuditLog).where(AuditLog.id == first).values(at=old))
+        await session.commit()
+        assert await refuse(room, 7)
+        assert not await refuse(room, 7)
+
+
+async def test_rows_past_their_keep_time_are_trimmed_in_batches(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    now = utcnow()
+    async with sessions() as session:
+        room = await _room(session, -3)
+        for i in range(25):
+            row = await store.audit(
+                session, room_id=room, actor_tg_id=i, action="ban", allowed=i % 2 == 0
+            )
+            # 10 recent rows; 15 from 31 to 45 days ago
+            age = timedelta(days=31 + i) if i < 15 else timedelta(hours=i)
+            await session.execute(
+                update(AuditLog).where(AuditLog.id == row.id).values(at=now - age)
+            )
+        await session.commit()
+
+    clock = [1000.0]
+    trim = AuditTrim(30, batch=6, every_s=60, clock=lambda: clock[0])
+    assert await trim.tick(sessions) == 6  # a full batch: the next is due at once
+    assert await trim.tick(sessions) == 6
+    assert await trim.tick(sessions) == 3  # the last of the backlog: next look in 60 s
+    assert await trim.tick(sessions) == 0
+    clock[0] += 59
+    assert await trim.tick(sessions) == 0
+    assert await _count(sessions) == 10
+    async with sessions() as session:
+        oldest = (await session.execute(select(func.min(AuditLog.at)))).scalar_one()
+    assert oldest > now - timedelta(days=30)
+    # Past the pause it looks again (and finds nothing left to trim).
+    clock[0] += 2
+    assert await trim.tick(sessions) == 0
+    assert await _count(sessions) == 10
