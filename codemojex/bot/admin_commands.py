@@ -25,6 +25,7 @@ from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
 from codemojex.game import texts
 from codemojex.limits import CEILING_MAX, CEILING_MIN, WEIGHT_MAX, WEIGHT_MIN
+from codemojex.ops import metrics
 from codemojex.scoring import InvalidSettings, parse_settings
 
 LIMIT_RANGE: Final = (CEILING_MIN, CEILING_MAX)
@@ -179,6 +180,7 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
             return
         # The reveal goes through the outbox, like every game post.
         await store.close_round(session, round_.id, "endround")
+        metrics.EVENTS.rounds_ended += 1
 
 
 @admin_command("settings")

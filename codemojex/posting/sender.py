@@ -86,6 +86,7 @@ from telegram.error import (
 )
 
 from codemojex.db import Outbox, store
+from codemojex.ops import metrics
 from codemojex.outages import is_outage, retry_after_ms
 from codemojex.posting import scripts
 from codemojex.posting.fold import MAX_MESSAGE, OutMessage, fold
@@ -463,6 +464,7 @@ class OutboxSender:
                 await self._release_rows([r for r in rows if r.id not in sent_ids | set(dead)])
                 return True
             sent_ids.update(msg.row_ids)
+            metrics.posted(msg, rows)  # codemojex_posts_total, result_post_delay_seconds
             # A long row's next piece needs a slot of its own.
             if msg is not to_send[-1]:
                 grant = await self._acquire(
