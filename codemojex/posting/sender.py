@@ -87,7 +87,7 @@ from telegram.error import (
 
 from codemojex.db import Outbox, store
 from codemojex.ops import metrics
-from codemojex.outages import is_outage, retry_after_ms
+from codemojex.outages import OUTAGES, is_outage, retry_after_ms
 from codemojex.posting import scripts
 from codemojex.posting.fold import MAX_MESSAGE, OutMessage, fold
 from codemojex.posting.keys import Keys
@@ -220,11 +220,12 @@ class OutboxSender:
                     try:
                         async with self._sessionmaker() as session:
                             chats |= set(await store.chats_with_unsent(session))
+                        OUTAGES.ok("postgres")
                     except Exception as exc:
                         if not is_outage(exc):
                             raise
                         self.stats.errors += 1
-                        log.warning("outbox scan failed (%s); retrying", type(exc).__name__)
+                        OUTAGES.failed(exc, "the outbox sender")
                     next_scan = time.monotonic() + self._poll_s
                 now = time.monotonic()
                 for chat_id in sorted(chats):
@@ -270,11 +271,7 @@ class OutboxSender:
         except Exception as exc:
             self.stats.errors += 1
             if is_outage(exc):
-                log.warning(
-                    "sender for chat %d: Redis or database unavailable (%s); retrying",
-                    chat_id,
-                    type(exc).__name__,
-                )
+                OUTAGES.failed(exc, "the outbox sender")
             else:
                 log.exception("sender for chat %d failed; it will be retried", chat_id)
             await asyncio.sleep(1.0)
