@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import redis.asyncio as aioredis
+from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
 from codemojex import ids
@@ -40,22 +41,21 @@ def with_port(settings: Settings, **extra: Any) -> Settings:
 
 async def test_metrics_move_as_a_round_is_played(ops_database_url: str, queue_name: str) -> None:
     async with open_stack(ops_database_url, queue_name) as stack:
-        parts = {
-            "redis": stack.redis,
-            "engine": stack.engine,
-            "sessionmaker": stack.sessionmaker,
-            "lanes": stack.lanes,
-        }
-        bot = ProcessOps(
-            "bot",
-            with_port(stack.settings),
-            collectors=[BotCollector(stack.app.bot_data.guess_outcomes)],
-            **parts,
-        )
-        async with in_process_worker(stack) as stats, serving(bot) as bot_port:
-            worker = ProcessOps(
-                "worker", with_port(stack.settings), collectors=[WorkerCollector(stats)], **parts
+
+        def ops(kind: str, collector: Collector) -> ProcessOps:
+            return ProcessOps(
+                kind,
+                with_port(stack.settings),
+                redis=stack.redis,
+                engine=stack.engine,
+                sessionmaker=stack.sessionmaker,
+                lanes=stack.lanes,
+                collectors=[collector],
             )
+
+        bot = ops("bot", BotCollector(stack.app.bot_data.guess_outcomes))
+        async with in_process_worker(stack) as stats, serving(bot) as bot_port:
+            worker = ops("worker", WorkerCollector(stats))
             async with serving(worker) as worker_port:
                 chat = stack.new_group()
                 ann, rnd = await stack.new_round(chat)
