@@ -23,7 +23,7 @@ const charts = {};
 
 function chartFor(el, name, data) {
   const opts = {
-    width: el.clientWidth || 320, height: 150, legend: { show: true },
+    width: el.clientWidth || 320, height: 150, legend: { live: false },
     scales: { x: { time: true } },
     series: [{}, ...SERIES[name].map(([key, stroke]) => ({ label: key, stroke, width: 1.5 }))],
     axes: [{}, { size: 50 }],
