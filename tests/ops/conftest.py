@@ -31,6 +31,16 @@ async def scrape(port: int) -> Series:
     }
 
 
+async def exported(port: int) -> set[str]:
+    """Every family and sample name /metrics declares (a family may have no sample yet)."""
+    async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/metrics") as r:
+        text = await r.text()
+    names: set[str] = set()
+    for family in text_string_to_metric_families(text):
+        names |= {family.name, *(s.name for s in family.samples)}
+    return names
+
+
 def value(series: Series, name: str, **labels: str) -> float:
     return series.get((name, tuple(sorted(labels.items()))), 0.0)
 

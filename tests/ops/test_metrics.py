@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -21,7 +23,7 @@ from codemojex.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ALICE, BOB, eventually, in_process_worker
-from tests.ops.conftest import families, moved, scrape, value
+from tests.ops.conftest import exported, families, moved, scrape, value
 from tests.support import drop_keys, free_port, wrong_guess
 
 
@@ -33,6 +35,9 @@ async def serving(ops: ProcessOps) -> AsyncIterator[int]:
         yield ops.port
     finally:
         await ops.stop()
+
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
 def with_port(settings: Settings, **extra: Any) -> Settings:
@@ -77,6 +82,7 @@ async def test_metrics_move_as_a_round_is_played(ops_database_url: str, queue_na
                 await eventually(scored, timeout=20, what="4 guesses recorded")
                 rows = await stack.all_posted()
                 after_bot, after = await scrape(bot_port), await scrape(worker_port)
+                names = await exported(bot_port) | await exported(worker_port)
     sent = sum(1 for row in rows if row.sent_at is not None) - sent_before
     assert moved(before_bot, after_bot, "codemojex_guesses_total", outcome="accepted") == 4
     assert moved(before_bot, after_bot, "codemojex_guesses_total", outcome="refused_invalid") == 0
@@ -96,6 +102,12 @@ async def test_metrics_move_as_a_round_is_played(ops_database_url: str, queue_na
     assert value(after, "codemojex_outbox_pending") == 0
     assert ("codemojex_queue_oldest_pending_age_seconds", ()) in after
     assert value(after, "codemojex_outages_total", component="redis") >= 0
+    # every name the Grafana dashboard and the alerts use is one the processes export
+    for path in ("grafana/codemojex-dashboard.json", "prometheus/codemojex-alerts.yml"):
+        used = set(re.findall(r"codemojex_[a-z_]+", (DEPLOY / path).read_text()))
+        assert used, path
+        for name in used:
+            assert {name, name + "_bucket", name + "_total"} & names, (path, name)
 
 
 async def _fill(lanes: Lanes, rooms: int) -> None:
