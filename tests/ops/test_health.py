@@ -38,6 +38,18 @@ def worker_env(database_url: str, redis_url: str, queue: str, **extra: str) -> d
     return env
 
 
+async def stopped_after(proc: WorkerProcess, line: str) -> list[str]:
+    """Wait for `line` in the worker's log, stop it (SIGTERM), and its WARNING lines."""
+
+    async def told() -> bool:
+        return line in proc.output()
+
+    await eventually(told, timeout=30, what=f"{line!r} in the log")
+    proc.signal(signal.SIGTERM)
+    assert await proc.wait(30) == 0
+    return [ln for ln in proc.output().splitlines() if " WARNING " in ln]
+
+
 def via(url: str, port: int) -> str:
     return make_url(url).set(host="127.0.0.1", port=port).render_as_string(hide_password=False)
 
@@ -91,17 +103,10 @@ async def test_readyz_follows_postgres_and_an_outage_is_two_lines(
         await asyncio.sleep(3)  # the round timer and the sender fail several times meanwhile
         await proxy.start()
         await eventually(lambda: ready_is(200), timeout=30, what="ready again")
-
-        async def told_back() -> bool:
-            return "postgres back after" in proc.output()
-
-        await eventually(told_back, timeout=15, what="the outage's end in the log")
-        proc.signal(signal.SIGTERM)
-        assert await proc.wait(30) == 0
+        warnings = await stopped_after(proc, "postgres back after")
     finally:
         await proc.ensure_gone()
         await proxy.stop()
-    warnings = [ln for ln in proc.output().splitlines() if " WARNING " in ln]
     assert len([ln for ln in warnings if "postgres unavailable" in ln]) == 1, warnings
     assert len([ln for ln in warnings if "postgres back after" in ln]) == 1, warnings
     assert len(warnings) == 2, warnings
@@ -137,17 +142,10 @@ async def test_a_redis_outage_is_two_lines_however_many_consumers_retry(
         _, body = await status(port, "/readyz")
         assert "redis" in body["problems"]  # type: ignore[operator]
         await proxy.start()
-
-        async def told_back() -> bool:
-            return "redis back after" in proc.output()
-
-        await eventually(told_back, timeout=30, what="the outage's end in the log")
-        proc.signal(signal.SIGTERM)
-        assert await proc.wait(30) == 0
+        warnings = await stopped_after(proc, "redis back after")
     finally:
         await proc.ensure_gone()
         await proxy.stop()
-    warnings = [ln for ln in proc.output().splitlines() if " WARNING " in ln]
     assert [("unavailable" in ln, "back after" in ln) for ln in warnings] == [
         (True, False),
         (False, True),

@@ -72,11 +72,7 @@ async def rooms_page(
             ids = await rooms_by_title(
                 session, (title, last_id) if cursor else None, rows + 1, descending=descending
             )
-        if len(ids) > rows:
-            ids = ids[:rows]
-        else:
-            ids.append("")  # no next page
-        more = ids.pop() != ""
+        more, ids = len(ids) > rows, ids[:rows]
         prev_cursor = "" if cursor else None  # a keyset pages forward; back is to the start
     else:
         offset = int(cursor) if cursor.isdigit() else 0
