@@ -52,13 +52,15 @@ async def test_stats_count_jobs_and_rooms_by_state(env: Env) -> None:
 async def test_the_oldest_pending_job_is_the_lowest_head(env: Env) -> None:
     r1, r2, a, b = room(), room(), lane(), lane()
     old = await env.lanes.enqueue(r1, a, b"1")
-    await env.lanes.enqueue(r2, b, b"2")
+    await env.client.hset(env.keys.job(old), "enqueued_ms", 1000)  # apart from the next
+    second = await env.lanes.enqueue(r2, b, b"2")
     await env.lanes.enqueue(r1, a, b"3")
-    t_old = int(await env.client.hget(env.keys.job(old), "enqueued_ms") or 0)
-    assert (await env.lanes.stats()).oldest_ms == t_old
+    t_second = int(await env.client.hget(env.keys.job(second), "enqueued_ms") or 0)
+    assert (await env.lanes.stats()).oldest_ms == 1000
     job = await env.lanes.claim(30_000)  # the room ring serves r1's head first
     assert job is not None and job.id == old
-    assert (await env.lanes.stats()).oldest_ms != t_old
+    assert (await env.lanes.stats()).oldest_ms == t_second  # lane b's head, not a's next
+    t_old = 1000
     await env.expire(job.id)
     assert await env.lanes.reap() == 1  # back at its seq: the oldest again
     assert (await env.lanes.stats()).oldest_ms == t_old
