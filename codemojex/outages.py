@@ -152,6 +152,11 @@ class OutageLog:
         self.started: Counter[Component] = Counter()  # codemojex_outages_total
         self._probes: set[asyncio.Task[None]] = set()
 
+    def reset(self) -> None:
+        """Forget every outage (tests: each starts with none open)."""
+        self._open.clear()
+        self._probes.clear()
+
     def is_open(self, component: Component) -> bool:
         return component in self._open
 

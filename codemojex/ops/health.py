@@ -63,7 +63,8 @@ async def wait_for_schema(engine: AsyncEngine) -> str | None:
             problem = await schema_problem(engine)
         except Exception as exc:
             if OUTAGES.failed(exc, "the start-up schema check") is None:
-                return f"cannot read the database's schema: {type(exc).__name__}: {exc}"
+                first = str(exc).splitlines()[0] if str(exc) else ""
+                return f"cannot read the database's schema: {type(exc).__name__}: {first}"
             attempts += 1
             await asyncio.sleep(max(0.2, backoff_ms(attempts) / 1000))
             continue

@@ -13,8 +13,8 @@ import logging
 import os
 import socket
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -26,6 +26,9 @@ from codemojex.ops.health import readiness
 from codemojex.ops.metrics import INSTRUMENTS
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
+
+if TYPE_CHECKING:  # aiohttp is imported only when a metrics port is set: a faster start
+    from aiohttp import web
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,8 @@ class ProcessOps:
     async def start(self) -> None:
         self._tasks.append(asyncio.create_task(self.publisher.run(self._stop), name="ops:fleet"))
         if self.settings.metrics_port is not None:
+            from aiohttp import web
+
             self._runner = web.AppRunner(self.app(), access_log=None)
             await self._runner.setup()
             site = web.TCPSite(self._runner, self.settings.metrics_host, self.settings.metrics_port)
@@ -82,6 +87,8 @@ class ProcessOps:
             await self._runner.cleanup()
 
     def app(self) -> web.Application:
+        from aiohttp import web
+
         app = web.Application()
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/healthz", self._healthz)
@@ -89,14 +96,20 @@ class ProcessOps:
         return app
 
     async def _metrics(self, _: web.Request) -> web.Response:
+        from aiohttp import web
+
         await self.shared.refresh()
         body = generate_latest(self.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def _healthz(self, _: web.Request) -> web.Response:
+        from aiohttp import web
+
         return web.json_response({"status": "ok"})
 
     async def _readyz(self, _: web.Request) -> web.Response:
+        from aiohttp import web
+
         problems = await readiness(self.redis, self.engine)
         status = 200 if not problems else 503
         return web.json_response({"ready": not problems, "problems": problems}, status=status)
