@@ -157,12 +157,23 @@ async def enqueue_backlog(queue: str, rooms: list[RoomSetup], guesses: int, ceil
 
 
 def _worker_proc(queue: str, url: str, concurrency: int, ready: Any, go: Any, stop: Any,
-                 results: Any) -> None:  # fmt: skip
-    results.put(asyncio.run(_worker_main(queue, url, concurrency, ready, go, stop)))
+                 results: Any, metrics: bool = False) -> None:  # fmt: skip
+    results.put(asyncio.run(_worker_main(queue, url, concurrency, ready, go, stop, metrics)))
+
+
+async def _scrape_every_second(port: int) -> None:
+    """A Prometheus 15 times as eager as its default: /metrics once a second."""
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http:
+        while True:
+            async with http.get(f"http://127.0.0.1:{port}/metrics") as r:
+                await r.read()
+            await asyncio.sleep(1.0)
 
 
 async def _worker_main(
-    queue: str, url: str, concurrency: int, ready: Any, go: Any, stop: Any
+    queue: str, url: str, concurrency: int, ready: Any, go: Any, stop: Any, metrics: bool = False
 ) -> dict[str, Any]:
     from codemojex.db import make_engine, make_sessionmaker
     from codemojex.lanes import Lanes
@@ -175,14 +186,34 @@ async def _worker_main(
         lanes = Lanes(client, queue=queue)
         worker = ScoreWorker(make_sessionmaker(engine))
         pool = ConsumerPool(lanes, worker, concurrency=concurrency, lease_ms=LEASE_MS)
+        ops, scraper = None, None
+        if metrics:  # what `codemojex worker` runs with CODEMOJEX_METRICS_PORT set
+            from codemojex.db import make_sessionmaker as sessions
+            from codemojex.ops.collect import WorkerCollector
+            from codemojex.ops.server import ProcessOps
+            from codemojex.settings import Settings
+            from codemojex.worker.service import WorkerStats
+
+            settings = Settings(queue=queue, database_url=url, metrics_port=_free_port())
+            stats = WorkerStats(score=worker.stats, pool=pool.stats)
+            ops = ProcessOps("worker", settings, redis=client, engine=engine,
+                             sessionmaker=sessions(engine), lanes=lanes,
+                             collectors=[WorkerCollector(stats)])  # fmt: skip
+            await ops.start()
         async with engine.connect():  # open one connection before the clock starts
             pass
         ready.wait()
         await asyncio.to_thread(go.wait)
         runner = asyncio.create_task(pool.run())
+        if ops is not None and ops.port is not None:
+            scraper = asyncio.create_task(_scrape_every_second(ops.port))
         await asyncio.to_thread(stop.wait)
         pool.stop()
         await asyncio.wait_for(runner, 60)
+        if scraper is not None:
+            scraper.cancel()
+        if ops is not None:
+            await ops.stop()
         waits = sorted(worker.stats.wait_ms)
         return {
             "score": worker.stats.as_dict(),
@@ -192,6 +223,14 @@ async def _worker_main(
     finally:
         await engine.dispose()
         await client.aclose()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 async def _count_guesses(conn: Any) -> int:
@@ -206,6 +245,7 @@ async def run_pipeline(
     ceiling: int,
     bg: float,
     max_s: float = 300.0,
+    metrics: bool = False,
 ) -> dict[str, Any]:
     """One timed run; it stops at `max_s` even if the backlog is not drained (guesses/s is
     then recorded / max_s, and `recorded` < `guesses` says so)."""
@@ -236,7 +276,7 @@ async def run_pipeline(
         procs = [
             ctx.Process(
                 target=_worker_proc,
-                args=(queue, url, topology.consumers, ready, go, stop, results),
+                args=(queue, url, topology.consumers, ready, go, stop, results, metrics),
                 daemon=True,
             )
             for _ in range(topology.procs)
@@ -276,6 +316,7 @@ async def run_pipeline(
     batches = sum(o["pool"].get("batches", 0) for o in outs)
     return {
         "topology": topology.label,
+        "metrics": metrics,
         "consumers": topology.total,
         "rooms": rooms,
         "players_per_room": players,
@@ -307,23 +348,30 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 async def _main(
     quick: bool, rooms: int | None, players: int, guesses: int | None, configs: str | None,
-    ceiling: int, out: str | None,
+    ceiling: int, out: str | None, metrics: bool = False, compare_metrics: int = 0,
 ) -> None:  # fmt: skip
     rooms = rooms or (200 if quick else 1000)
     guesses = guesses or (2_000 if quick else 10_000)
     configs = configs if configs is not None else "2x8,2x32"
     bg = 0.2 if quick else 1.0
     runs = []
+    # --compare-metrics N: each topology N times off, on, off, on, ... (the machine is noisy:
+    # alternating spreads its moods over both sides)
+    sides = [False, True] * compare_metrics if compare_metrics else [metrics]
     for label in [c.strip() for c in configs.split(",") if c.strip()]:
         topo = Topology.parse(label)
-        runs.append(
-            await run_pipeline(topo, rooms, players, guesses, ceiling, bg, 40.0 if quick else 300.0)
-        )
+        for side in sides:
+            runs.append(
+                await run_pipeline(
+                    topo, rooms, players, guesses, ceiling, bg, 40.0 if quick else 300.0, side
+                )
+            )
     print_table(
         f"end to end: enqueue → wclaim → score → Postgres (+ outbox row) → ack_many, "
         f"{rooms:,} rooms, ceiling {ceiling}",
         (
             "consumers",
+            "metrics",
             "guesses",
             "guesses/s",
             "guesses/batch",
@@ -337,6 +385,7 @@ async def _main(
         (
             [
                 r["topology"],
+                "on" if r["metrics"] else "off",
                 r["recorded"],
                 r["guesses_per_s"],
                 r["guesses_per_batch"],
@@ -350,6 +399,18 @@ async def _main(
             for r in runs
         ),
     )
+    if compare_metrics:
+        for label in {r["topology"] for r in runs}:
+            rates = {
+                side: sorted(r["guesses_per_s"] for r in runs
+                             if r["topology"] == label and r["metrics"] is side)
+                for side in (False, True)
+            }  # fmt: skip
+            off, on = (percentile(rates[side], 50) for side in (False, True))
+            console.print(
+                f"{label}: metrics off {rates[False]} / on {rates[True]} guesses/s; "
+                f"median on/off = {on / off:.3f}"
+            )
     path = write_results(
         out or ("pipeline-quick" if quick else "pipeline"),
         {
@@ -372,8 +433,16 @@ def main(
     configs: Annotated[str | None, typer.Option(help="worker processes x consumers")] = None,
     ceiling: Annotated[int, typer.Option(help="every room's ceiling")] = 2,
     out: Annotated[str | None, typer.Option(help="bench/results/NAME.json")] = None,
+    metrics: Annotated[
+        bool, typer.Option(help="each worker serves /metrics, scraped every second")
+    ] = False,
+    compare_metrics: Annotated[
+        int, typer.Option(help="N alternating runs with metrics off and on, side by side")
+    ] = 0,
 ) -> None:
-    asyncio.run(_main(quick, rooms, players, guesses, configs, ceiling, out))
+    asyncio.run(
+        _main(quick, rooms, players, guesses, configs, ceiling, out, metrics, compare_metrics)
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The one command line: `codemojex bot | worker | migrate | demo | lanes check|repair|snapshot`.
+"""The one command line: `codemojex bot | worker | ops | migrate | demo | lanes …`.
 
 Every setting comes from the environment (CODEMOJEX_*, see codemojex/settings.py); flags here
 only choose what to run.
@@ -29,6 +29,10 @@ def _logging(verbose: bool) -> None:
     )
     # httpx logs every Bot API call at INFO; that is noise for an operator.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    # Alembic says which dialect it found at every schema check (start-up, /readyz).
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    # aiohttp logs every request of /metrics, /readyz and the ops page's refreshes.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
 
 def _settings() -> Settings:
@@ -47,6 +51,25 @@ def _require_shared_redis(settings: Settings, what: str) -> None:
             "(the in-process stand-in is for `codemojex demo` only).",
             err=True,
         )
+        raise typer.Exit(2)
+
+
+def _require_schema(settings: Settings) -> None:
+    """Bot and worker start only on a database at the latest schema: else one line and exit
+    2 (a database that is down is waited for: one line when that starts, one when it ends)."""
+    from codemojex.db import make_engine
+    from codemojex.ops.health import wait_for_schema
+
+    async def check() -> str | None:
+        engine = make_engine(settings.database_url)
+        try:
+            return await wait_for_schema(engine)
+        finally:
+            await engine.dispose()
+
+    problem = asyncio.run(check())
+    if problem is not None:
+        typer.echo(problem, err=True)
         raise typer.Exit(2)
 
 
@@ -69,6 +92,7 @@ def bot(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> No
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN to the bot's token", err=True)
         raise typer.Exit(2)
+    _require_schema(settings)
     from codemojex.bot.main import StartRefused, run_bot
 
     try:
@@ -87,9 +111,26 @@ def worker(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) ->
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN: the worker posts results as the bot", err=True)
         raise typer.Exit(2)
+    _require_schema(settings)
     from codemojex.worker.main import main as worker_main
 
     asyncio.run(worker_main(settings))
+
+
+@app.command()
+def ops(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    """Serve the operator page (CODEMOJEX_OPS_HOST:CODEMOJEX_OPS_PORT, login with
+    CODEMOJEX_OPS_TOKEN): charts, rooms, dead guesses, pause/resume, ceilings."""
+    _logging(verbose)
+    settings = load_settings()
+    _require_shared_redis(settings, "the ops page")
+    if settings.ops_token is None or not settings.ops_token.get_secret_value():
+        typer.echo("set CODEMOJEX_OPS_TOKEN: the ops page lets whoever has it steer", err=True)
+        raise typer.Exit(2)
+    _require_schema(settings)
+    from codemojex.ops.page.main import run_ops
+
+    asyncio.run(run_ops(settings))
 
 
 @app.command()

@@ -129,3 +129,23 @@ AUDIT_KEEP_DAYS_DEFAULT: Final = 90
 AUDIT_KEEP_DAYS_MAX: Final = 3650
 AUDIT_TRIM_BATCH: Final = 1000
 AUDIT_TRIM_EVERY_S: Final = 60.0
+
+
+# --- operators: metrics, health, the ops page (codemojex/ops) --------------------------------
+
+# Per-room series only for the rooms with the deepest queues: cardinality stays bounded.
+METRICS_TOP_ROOMS_DEFAULT: Final = 20
+METRICS_TOP_ROOMS_MAX: Final = 1000
+# The queue's numbers are read once per this long per process, however often it is scraped.
+METRICS_CACHE_S: Final = 1.0
+# Every process publishes its counters for the ops page this often; a process silent for
+# FLEET_STALE_S is taken for gone.
+FLEET_PUBLISH_S: Final = 5.0
+FLEET_STALE_S: Final = 30.0
+# The ops page's charts: one sample every OPS_SAMPLE_S, OPS_HISTORY_S of them kept in memory.
+OPS_SAMPLE_S: Final = 5.0
+OPS_HISTORY_S: Final = 15 * 60
+# Rows of the ops page's tables per page (a bounded page: never a scan of every room).
+OPS_PAGE_ROWS: Final = 25
+# An ops session (the login cookie) lasts this long.
+OPS_SESSION_S: Final = 12 * 3600

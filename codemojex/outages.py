@@ -4,12 +4,21 @@ An outage is a failure that goes away by itself: Redis, Postgres or Telegram dow
 unreachable, too slow, failing over, or a transaction that lost a race. Every component asks
 `outage_of`: the bot answers "try again", the worker hands a batch back, the sender and the
 consumer loop wait. Anything else is a bug and is reported with its traceback.
+
+What an operator reads of an outage is `OUTAGES` (an `OutageLog`): one line when it starts,
+one when it ends (how long, how many attempts failed), and `codemojex_outages_total` between.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
+import time
 import warnings
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final, Literal
 
@@ -119,3 +128,102 @@ def retry_after_ms(exc: RetryAfter) -> int:
         value = exc.retry_after
     seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
     return max(1, int(seconds * 1000))
+
+
+# --- what an operator reads of an outage --------------------------------------------------
+
+log = logging.getLogger("codemojex.outages")
+
+
+@dataclass
+class _Episode:
+    since: float  # time.monotonic() of the first failure
+    attempts: int  # failures seen while it lasts (every consumer's, every retry's)
+
+
+class OutageLog:
+    """The outages of one process, by component. The first failure of an outage logs one
+    warning; the failures after it are only counted; the first success after it (`ok`, or
+    the probe given with the failure) logs one line saying how long it lasted and how many
+    attempts failed. 608 consumers' retries in 20 s are two lines this way, not 608."""
+
+    def __init__(self) -> None:
+        self._open: dict[Component, _Episode] = {}
+        self.started: Counter[Component] = Counter()  # codemojex_outages_total
+        self._probes: set[asyncio.Task[None]] = set()
+
+    def reset(self) -> None:
+        """Forget every outage (tests: each starts with none open)."""
+        self._open.clear()
+        self._probes.clear()
+
+    def is_open(self, component: Component) -> bool:
+        return component in self._open
+
+    def failed(
+        self,
+        exc: BaseException,
+        where: str,
+        probe: Callable[[], Awaitable[object]] | None = None,
+    ) -> Component | None:
+        """Book a failure: its component when it is an outage (None for a bug, which the
+        caller reports). A caller that cannot tell when the component is back (the bot: its
+        next update may not touch it) gives a `probe`, retried with the backoff until it
+        succeeds, which ends the outage."""
+        component = outage_of(exc)
+        if component is None:
+            return None
+        episode = self._open.get(component)
+        if episode is not None:
+            episode.attempts += 1
+            return component
+        self._open[component] = _Episode(time.monotonic(), 1)
+        self.started[component] += 1
+        log.warning("%s unavailable (%s, in %s); waiting for it", component, _name(exc), where)
+        if probe is not None:
+            task = asyncio.get_running_loop().create_task(self._probe(component, probe))
+            self._probes.add(task)
+            task.add_done_callback(self._probes.discard)
+        return component
+
+    def ok(self, *components: Component) -> None:
+        """These components just answered: an outage of theirs is over. Costs a dict lookup
+        when none is open (the consumer loop calls it after every claim)."""
+        if not self._open:
+            return
+        for component in components:
+            episode = self._open.pop(component, None)
+            if episode is not None:
+                log.warning(
+                    "%s back after %.1f s (%d failed attempts)",
+                    component,
+                    time.monotonic() - episode.since,
+                    episode.attempts,
+                )
+
+    async def _probe(self, component: Component, probe: Callable[[], Awaitable[object]]) -> None:
+        attempts = 0
+        while self.is_open(component):
+            attempts += 1
+            await asyncio.sleep(max(0.2, backoff_ms(attempts) / 1000))
+            try:
+                await probe()
+            except Exception as exc:
+                if outage_of(exc) is None:
+                    log.error("probing %s failed", component, exc_info=exc)
+                    return
+                episode = self._open.get(component)
+                if episode is not None:
+                    episode.attempts += 1
+                continue
+            self.ok(component)
+
+
+def _name(exc: BaseException) -> str:
+    """The exception's type, and its cause's (asyncpg's OSError under SQLAlchemy's)."""
+    cause = exc.__cause__
+    return type(exc).__name__ + (f" <- {type(cause).__name__}" if cause is not None else "")
+
+
+# The process's outages: every component books its failures here.
+OUTAGES: Final = OutageLog()

@@ -66,6 +66,19 @@ class Settings(BaseSettings):
     # Updates handled at once (in order per sender); keep below the database pool size
     bot_concurrency: int = Field(default=L.BOT_CONCURRENCY_DEFAULT, ge=1, le=1024)
 
+    # Operators (codemojex/ops): /metrics, /healthz and /readyz of this process on
+    # metrics_host:metrics_port (off without a port; give each process its own); per-room
+    # series for the deepest rooms only. `codemojex ops` serves the operator page on
+    # ops_host:ops_port to whoever has ops_token (it refuses to start without one).
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    metrics_host: str = "127.0.0.1"
+    metrics_top_rooms: int = Field(
+        default=L.METRICS_TOP_ROOMS_DEFAULT, ge=0, le=L.METRICS_TOP_ROOMS_MAX
+    )
+    ops_port: int = Field(default=8080, ge=1, le=65535)
+    ops_host: str = "127.0.0.1"
+    ops_token: SecretStr | None = None
+
     # Hardening: how long the audit log of admin commands is kept (the workers trim it)
     audit_keep_days: int = Field(default=L.AUDIT_KEEP_DAYS_DEFAULT, ge=1, le=L.AUDIT_KEEP_DAYS_MAX)
 

@@ -21,6 +21,7 @@ import redis.asyncio as aioredis
 from hypothesis import HealthCheck, settings
 from redis.asyncio.cluster import RedisCluster
 
+from codemojex.outages import OUTAGES
 from codemojex.redistypes import AnyRedis
 from codemojex.runtime import GatedRedisCluster
 from tests import redis_cluster
@@ -36,6 +37,13 @@ REDIS_URL = os.environ.get("CODEMOJEX_TEST_REDIS_URL", "redis://127.0.0.1:6379/0
 PG_ADMIN_URL = os.environ.get(
     "CODEMOJEX_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_outage_open() -> None:
+    """OUTAGES is process-wide: an outage a test left open would swallow the next test's
+    first line about it."""
+    OUTAGES.reset()
 
 
 @pytest.fixture

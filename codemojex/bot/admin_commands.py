@@ -37,6 +37,7 @@ from codemojex.limits import (
     WEIGHT_MIN,
 )
 from codemojex.locale import Lang
+from codemojex.ops import metrics
 from codemojex.scoring import InvalidSettings, parse_settings
 
 LIMIT_RANGE: Final = (CEILING_MIN, CEILING_MAX)
@@ -211,6 +212,7 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
             return
         # The reveal goes through the outbox, like every game post.
         await store.close_round(session, round_.id, "endround")
+        metrics.EVENTS.rounds_ended += 1
 
 
 @admin_command("settings")

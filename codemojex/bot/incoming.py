@@ -22,7 +22,8 @@ from codemojex.bot.language import user_language
 from codemojex.bot.replies import answer
 from codemojex.game import texts
 from codemojex.locale import Lang
-from codemojex.outages import outage_of
+from codemojex.ops.health import probe_of
+from codemojex.outages import OUTAGES, outage_of
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +40,15 @@ def guarded(handler: Handler) -> Handler:
         try:
             await handler(update, context)
         except Exception as exc:
-            if outage_of(exc) not in ("redis", "postgres"):
+            component = outage_of(exc)
+            if component not in ("redis", "postgres"):
                 raise  # a bug, or Telegram out (on_error's: an answer would fail too)
-            log.warning("update %s: storage unavailable (%s)", update.update_id, type(exc).__name__)
+            # One line when the outage starts; a probe tells when it ends (the next update
+            # may not touch the component at all).
+            services = context.services
+            OUTAGES.failed(
+                exc, "the bot", probe_of(component, services.redis, services.sessionmaker)
+            )
             if update.message is not None:
                 # Paced like any answer; unpaced when it is Redis that is down (replies.answer).
                 # In the user's language: the room's cannot be read now.

@@ -10,6 +10,8 @@ from telegram.error import InvalidToken
 from codemojex.bot.app import build_application, running
 from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.db import make_engine, make_sessionmaker
+from codemojex.ops.collect import BotCollector
+from codemojex.ops.server import ProcessOps
 from codemojex.runtime import make_lanes, redis_client
 from codemojex.settings import Settings
 
@@ -45,15 +47,27 @@ async def _serve(settings: Settings) -> None:
         loop.add_signal_handler(sig, stop.set)
     redis = redis_client(settings)
     engine = make_engine(settings.database_url)
+    lanes = make_lanes(redis, settings)
+    sessionmaker = make_sessionmaker(engine)
     try:
         application = build_application(
+            settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis
+        )
+        ops = ProcessOps(
+            "bot",
             settings,
-            lanes=make_lanes(redis, settings),
-            sessionmaker=make_sessionmaker(engine),
             redis=redis,
+            engine=engine,
+            sessionmaker=sessionmaker,
+            lanes=lanes,
+            collectors=[BotCollector(application.bot_data.guess_outcomes)],
         )
         async with running(application, webhook=bool(settings.webhook_url)):
-            await stop.wait()
+            await ops.start()
+            try:
+                await stop.wait()
+            finally:
+                await ops.stop()
     finally:
         await engine.dispose()
         await redis.aclose()

@@ -96,6 +96,8 @@ class Room(Base):
     """A Telegram group chat, with the settings its next rounds are drawn with."""
 
     __tablename__ = "rooms"
+    # The ops page lists rooms in title order, a page at a time (db/store/ops.py).
+    __table_args__ = (Index("ix_rooms_title_id", "title", "id"),)
 
     id: Mapped[str] = mapped_column(String(ID_LEN), primary_key=True, default=_mint_room)
     chat_id: Mapped[int] = mapped_column(BigInteger, unique=True)

@@ -12,8 +12,9 @@ retry this pool scheduled comes due (it sleeps until the earlier of its next tic
 earliest such deadline), so a retry shorter than the interval is not held until the next
 tick; promote's wake reaches the parked consumers. `stop()` (or SIGTERM once
 `install_signal_handlers()` was called) stops claiming, lets the batches in hand finish,
-acks them, and `run()` returns. A Redis call of the loop that fails is waited out: a
-warning when it is an outage (`outages.is_outage`), the traceback when it is a bug.
+acks them, and `run()` returns. A Redis call of the loop that fails is waited out: an
+outage is booked in `outages.OUTAGES` (one line when it starts, one when a claim succeeds
+again, however many consumers retry meanwhile), a bug is logged with its traceback.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from codemojex.limits import (
     CONCURRENCY_DEFAULT,
     LEASE_MS_DEFAULT,
 )
-from codemojex.outages import backoff_ms, is_outage
+from codemojex.outages import OUTAGES, backoff_ms, is_outage
 
 log = logging.getLogger("codemojex.lanes.consumer")
 
@@ -43,12 +44,10 @@ Handler = Callable[[list[Job]], Awaitable[None]]
 
 
 def _failed(what: str, exc: Exception, **extra: object) -> None:
-    """A Redis call of the loop failed. An outage is a warning: the loop waits and tries
-    again. Anything else is a bug, logged with its traceback; the loop carries on too (the
-    leases of what it held expire, nothing is lost)."""
-    if is_outage(exc):
-        log.warning("%s failed: %s", what, exc, extra=extra)
-    else:
+    """A Redis call of the loop failed. An outage is booked (the loop waits and tries again).
+    Anything else is a bug, logged with its traceback; the loop carries on too (the leases
+    of what it held expire, nothing is lost)."""
+    if OUTAGES.failed(exc, f"the consumer loop ({what})") is None:
         log.error("%s failed", what, exc_info=exc, extra=extra)
 
 
@@ -197,6 +196,7 @@ class ConsumerPool:
                 done = []
                 await self._sleep(1.0)
                 continue
+            OUTAGES.ok("redis")
             self._count_acks(done, acked)
             done = []
             if not jobs:

@@ -13,6 +13,7 @@ from codemojex import ids, limits
 from codemojex.lanes import keys as K
 from codemojex.lanes.errors import LaneError, LaneFull
 from codemojex.lanes.scripts import source
+from codemojex.lanes.views import DeadJob, QueueStats, RoomQueue
 from codemojex.limits import (
     CEILING_MAX,
     CEILING_MIN,
@@ -61,6 +62,10 @@ def _park_cap_s(client: AnyRedis) -> float:
     else:
         timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
     return float("inf") if timeout is None else max(0.1, float(timeout) - 1.0)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _token(job: Job) -> tuple[str, int]:
@@ -352,6 +357,51 @@ class Lanes:
                 for r, paused, ceiling, in_flight, lane_ring, lanes in rooms
             },
         }
+
+    # -- operators (docs/lanes.md, "What operators read") ---------------------------------
+
+    async def stats(self, top: int = 0) -> QueueStats:
+        """The queue's totals and the `top` deepest rooms, from the books: no walk over
+        rooms or jobs, so the metrics may ask every scrape."""
+        return QueueStats.parse(await self._call("stats", _int(top, "top", 0, 1000)))
+
+    async def rooms(self, rooms: list[str]) -> list[RoomQueue]:
+        """Pending, in flight, ceiling, pause, oldest wait and last enqueue of these rooms
+        (a page of them: each costs its lanes with work)."""
+        checked = [K.check_room(room) for room in rooms]
+        if not checked:
+            return []
+        return [RoomQueue.parse(row) for row in await self._call("rooms", *checked)]
+
+    async def rooms_by(
+        self, book: str, offset: int, count: int, *, descending: bool = True
+    ) -> tuple[int, list[tuple[str, int]]]:
+        """A page of the rooms ranked in a book: "depth" (pending jobs; rooms with none are
+        not in it) or "activity" (last enqueue in ms): (rooms in the book, [(room, value)]).
+        O(log n + count): Redis finds a rank in a sorted set without walking it."""
+        key = {"depth": self.keys.rdepth, "activity": self.keys.rseen}[book]
+        start = _int(offset, "offset", 0, 2**31)
+        stop = start + _int(count, "count", 1, 1000) - 1
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.zcard(key)
+            if descending:
+                pipe.zrevrange(key, start, stop, withscores=True)
+            else:
+                pipe.zrange(key, start, stop, withscores=True)
+            total, rows = await pipe.execute()
+        return int(total), [(_text(room), int(score)) for room, score in rows]
+
+    async def dead(self, offset: int = 0, count: int = 50) -> tuple[int, list[DeadJob]]:
+        """A page of the dead jobs, latest deaths first: (dead jobs in all, the page)."""
+        total, rows = await self._call(
+            "dead", _int(offset, "offset", 0, 2**31), _int(count, "count", 1, 1000)
+        )
+        return int(total), [DeadJob.parse(row) for row in rows]
+
+    async def requeue(self, job_id: str) -> bool:
+        """A dead job back into its lane, its attempts allowance given again; False when it
+        is not (any more) a dead job."""
+        return bool(await self._call("requeue", K.check_job(job_id)))
 
     async def check(self, *, deep: bool = True) -> list[str]:
         """Every violated invariant, read from the raw keys; [] when the queue is sound.

@@ -37,6 +37,10 @@ SINGLE: Final = (
     "wake",
     "lseen",
     "ldelayed",
+    "npending",
+    "rdepth",
+    "lhead",
+    "rseen",
 )
 
 
@@ -143,6 +147,29 @@ class Keys:
     def ldelayed(self) -> str:
         """Extra key: lane -> how many of its jobs wait in `delayed` (absent when none)."""
         return self.prefix + "ldelayed"
+
+    @property
+    def npending(self) -> str:
+        """Operators' book: how many jobs are pending in all (absent at 0)."""
+        return self.prefix + "npending"
+
+    @property
+    def rdepth(self) -> str:
+        """Operators' book: room -> its pending jobs (zset; rooms with none are absent), so
+        the deepest rooms are a ZREVRANGE away."""
+        return self.prefix + "rdepth"
+
+    @property
+    def lhead(self) -> str:
+        """Operators' book: lane -> the seq of its oldest pending job (zset; lanes with none
+        are absent), so the oldest pending job of the queue is its first member's head."""
+        return self.prefix + "lhead"
+
+    @property
+    def rseen(self) -> str:
+        """Operators' book: room -> its last enqueue in ms (zset), forgotten with the lanes'
+        idle time: the ops page's "last activity"."""
+        return self.prefix + "rseen"
 
     def job(self, job_id: str) -> str:
         return f"{self.prefix}job:{check_job(job_id)}"

@@ -34,6 +34,10 @@ VERBS: Final = (
     "snapshot",
     "check",
     "repair",
+    "stats",
+    "rooms",
+    "dead",
+    "requeue",
 )
 
 # Shared Lua prepended to a verb's file (Redis scripts cannot include one another).

@@ -86,7 +86,8 @@ from telegram.error import (
 )
 
 from codemojex.db import Outbox, store
-from codemojex.outages import is_outage, retry_after_ms
+from codemojex.ops import metrics
+from codemojex.outages import OUTAGES, is_outage, retry_after_ms
 from codemojex.posting import scripts
 from codemojex.posting.fold import MAX_MESSAGE, OutMessage, fold
 from codemojex.posting.keys import Keys
@@ -219,11 +220,12 @@ class OutboxSender:
                     try:
                         async with self._sessionmaker() as session:
                             chats |= set(await store.chats_with_unsent(session))
+                        OUTAGES.ok("postgres")
                     except Exception as exc:
                         if not is_outage(exc):
                             raise
                         self.stats.errors += 1
-                        log.warning("outbox scan failed (%s); retrying", type(exc).__name__)
+                        OUTAGES.failed(exc, "the outbox sender")
                     next_scan = time.monotonic() + self._poll_s
                 now = time.monotonic()
                 for chat_id in sorted(chats):
@@ -269,11 +271,7 @@ class OutboxSender:
         except Exception as exc:
             self.stats.errors += 1
             if is_outage(exc):
-                log.warning(
-                    "sender for chat %d: Redis or database unavailable (%s); retrying",
-                    chat_id,
-                    type(exc).__name__,
-                )
+                OUTAGES.failed(exc, "the outbox sender")
             else:
                 log.exception("sender for chat %d failed; it will be retried", chat_id)
             await asyncio.sleep(1.0)
@@ -463,6 +461,7 @@ class OutboxSender:
                 await self._release_rows([r for r in rows if r.id not in sent_ids | set(dead)])
                 return True
             sent_ids.update(msg.row_ids)
+            metrics.posted(msg, rows)  # codemojex_posts_total, result_post_delay_seconds
             # A long row's next piece needs a slot of its own.
             if msg is not to_send[-1]:
                 grant = await self._acquire(

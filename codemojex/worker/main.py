@@ -6,6 +6,8 @@ import asyncio
 import logging
 import signal
 
+from codemojex.ops.collect import WorkerCollector
+from codemojex.ops.server import ProcessOps
 from codemojex.runtime import open_runtime
 from codemojex.settings import Settings
 from codemojex.worker.service import WorkerStats, make_bot, run_worker
@@ -31,14 +33,29 @@ async def main(settings: Settings) -> WorkerStats:
                 settings.concurrency,
                 settings.lease_ms,
             )
-            stats = await run_worker(
+            stats = WorkerStats()
+            ops = ProcessOps(
+                "worker",
                 settings,
-                lanes=rt.lanes,
-                sessionmaker=rt.sessionmaker,
-                bot=bot,
                 redis=rt.redis,
-                stop_event=stop,
+                engine=rt.engine,
+                sessionmaker=rt.sessionmaker,
+                lanes=rt.lanes,
+                collectors=[WorkerCollector(stats)],
             )
+            await ops.start()
+            try:
+                await run_worker(
+                    settings,
+                    lanes=rt.lanes,
+                    sessionmaker=rt.sessionmaker,
+                    bot=bot,
+                    redis=rt.redis,
+                    stop_event=stop,
+                    stats=stats,
+                )
+            finally:
+                await ops.stop()
             log.info("worker stopped: %s", stats.as_dict())
             return stats
     finally:

@@ -45,7 +45,8 @@ from codemojex.db import store
 from codemojex.game.decide import Attempt, Verdict
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Job, Retry
-from codemojex.outages import backoff_ms, is_outage
+from codemojex.ops import metrics
+from codemojex.outages import OUTAGES, backoff_ms, is_outage
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,7 @@ class ScoreWorker:
         self._flush_lock = asyncio.Lock()
 
     async def __call__(self, jobs: Sequence[Job]) -> None:
+        claimed_ms = int(time.time() * 1000)  # the pool calls us right after the claim
         self.stats.batches += 1
         decoded = [
             (job, guess)
@@ -128,7 +130,7 @@ class ScoreWorker:
         answered = {
             chat
             for (job, _), verdict in zip(decoded, verdicts, strict=True)
-            if (chat := self._count(job, verdict)) is not None
+            if (chat := self._count(job, verdict, claimed_ms)) is not None
         }
         if self._on_recorded is not None:
             for chat in answered:
@@ -142,15 +144,18 @@ class ScoreWorker:
         pause = 0.1
         while True:
             try:
-                return await self._record(attempts)
+                verdicts = await self._record(attempts)
+                OUTAGES.ok("postgres")
+                return verdicts
             except Exception as exc:
-                if not is_outage(exc):
+                # one line when the outage starts, one when a flush succeeds again
+                if OUTAGES.failed(exc, "the score worker") is None:
                     raise
                 if time.monotonic() + pause > deadline:
                     self.stats.retries += 1
                     # At least 1 ms: a zero delay would be no back-off at all.
                     delay = max(1, backoff_ms(max(job.attempts for job in jobs)))
-                    log.warning(
+                    log.debug(
                         "database unavailable (%s); batch of %d for lane %s back in %d ms",
                         type(exc).__name__,
                         len(jobs),
@@ -222,7 +227,7 @@ class ScoreWorker:
         self.stats.flushes += 1
         return verdicts
 
-    def _count(self, job: Job, verdict: Verdict) -> int | None:
+    def _count(self, job: Job, verdict: Verdict, claimed_ms: int) -> int | None:
         """Book one guess's verdict; the chat it was answered in, if it was."""
         if verdict.refused:
             # Nothing was written; delivering it again would change nothing.
@@ -241,6 +246,7 @@ class ScoreWorker:
         elif verdict.late:
             self.stats.late += 1
         self.stats.wait_ms.append(max(0, int(time.time() * 1000) - job.enqueued_ms))
+        metrics.guess_scored(job.enqueued_ms, claimed_ms)
         return verdict.chat_id
 
     def _decode(self, job: Job) -> GuessJob | None:

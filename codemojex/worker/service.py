@@ -22,7 +22,7 @@ from codemojex.db import store
 from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
-from codemojex.outages import is_outage
+from codemojex.outages import OUTAGES, is_outage
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
@@ -80,11 +80,10 @@ async def _round_timer(
         try:
             stats.rounds_expired += await expire_rounds_once(sessionmaker, sender)
             stats.audit_trimmed += await trim.tick(sessionmaker)
+            OUTAGES.ok("postgres")
         except Exception as exc:
-            if not is_outage(exc):
+            if OUTAGES.failed(exc, "the round timer") is None:
                 log.exception("round timer failed")
-            else:
-                log.warning("round timer: database unavailable (%s)", type(exc).__name__)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every_s)
 

@@ -71,6 +71,11 @@ async def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     try:
         await first.start()
 
+        async def up() -> bool:  # it checks the schema first: let it start unfrozen
+            return "worker up" in first.output()
+
+        await eventually(up, timeout=60, what="the worker up")
+
         async def mid_batch() -> set[str]:
             """Guesses recorded whose batch is still in hand (committed, not yet acked), with
             some of the backlog not recorded yet. The worker records the batches in hand in

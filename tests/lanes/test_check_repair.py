@@ -87,6 +87,10 @@ async def job_lost_its_place(env: Env, w: World) -> list[str]:
     await env.client.zrem(env.keys.pending(w.a1), w.pending_a1[0])
     return [
         f"job {w.pending_a1[0]} has a job hash but is in no lane, active, delayed or dead",
+        # the operators' books still count it
+        "npending is 3 but 2 jobs are pending",
+        f"rdepth of room {w.a} is 2 but should be 1",
+        f"lhead of lane {w.a1} is 3 but should be 4",
     ]
 
 
@@ -250,13 +254,10 @@ async def test_a_stuck_ceiling_is_released_by_repair(env: Env) -> None:
 async def test_shallow_check_reads_only_what_the_books_reach(env: Env) -> None:
     w = await build(env)
     await gactive_off_by_one(env, w)
-    await job_lost_its_place(env, w)
+    orphan, *books = await job_lost_its_place(env, w)
     shallow = await env.lanes.check(deep=False)
     deep = await env.lanes.check()
-    assert shallow == [f"gactive of room {w.a} is 2 but the room has 1 jobs in active"]
-    assert sorted(deep) == sorted(
-        [
-            *shallow,
-            f"job {w.pending_a1[0]} has a job hash but is in no lane, active, delayed or dead",
-        ]
-    )
+    # the books see the job gone from its lane; only the deep check finds its hash
+    assert shallow == sorted([f"gactive of room {w.a} is 2 but the room has 1 jobs in active",
+                              *books])  # fmt: skip
+    assert sorted(deep) == sorted([*shallow, orphan])

@@ -160,6 +160,7 @@ async def test_a_consumer_pool_drains_a_queue_on_a_cluster(
         "seq",
         "lroom",
         "lseen",
+        "rseen",
         "glimit",
         "gweight",
         "wake",

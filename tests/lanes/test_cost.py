@@ -2,8 +2,9 @@
 maintenance: reap, promote, retain) scans a ring or a list of lanes.
 
 Every Redis command a hot verb can run (its own file plus every helper of _common.lua it
-reaches) is listed; none may be LPOS, LRANGE, SCAN, KEYS, HGETALL or SMEMBERS, and every
-LREM must be `LREM key -1 x` (it stops at the tail, where the LMOVE just put x).
+reaches) is listed; none may be LPOS, LRANGE, SCAN, KEYS, HGETALL or SMEMBERS, every
+LREM must be `LREM key -1 x` (it stops at the tail, where the LMOVE just put x) and every
+ZRANGE must read one head (`ZRANGE key, 0, 0`: O(log n), the operators' books).
 """
 
 from __future__ import annotations
@@ -52,11 +53,34 @@ def test_hot_verbs_never_scan(verb: str) -> None:
     text = reachable(_read(verb), helpers())
     calls = CALL.findall(text)
     assert calls, "the pattern must see the script's commands"
-    names = {name for name, _ in calls}
+    names = {name for name, args in calls if not _reads_a_head(name, args)}
     assert not names & SCANNING, f"{verb} may scan: {sorted(names & SCANNING)}"
     for name, args in calls:
         if name == "LREM":
             assert args.split(",")[2].strip() == "-1", f"{verb}: LREM{args} may scan"
+
+
+def _reads_a_head(name: str, args: str) -> bool:
+    """`ZRANGE key, 0, 0[, 'WITHSCORES']`: the first member only."""
+    parts = [a.strip() for a in args.split(",")]
+    return name == "ZRANGE" and parts[2:4] == ["0", "0"]
+
+
+def test_stats_reads_only_the_books() -> None:
+    """The metrics call stats every scrape: it may read whole only gactive (a room per busy
+    consumer at most) and the paused set (what admins paused), never a ring or the rooms."""
+    calls = CALL.findall(reachable(_read("stats"), helpers()))
+    assert calls
+    for name, args in calls:
+        key = args.split(",")[1].strip() if "," in args else args.strip()
+        if name in ("HGETALL", "SMEMBERS"):
+            assert key in ("GACTIVE", "PAUSED"), f"stats: {name}{args}"
+        elif name == "ZRANGE":
+            assert _reads_a_head(name, args), f"stats: {name}{args}"
+        elif name == "ZREVRANGE":
+            assert "top - 1" in args, f"stats: {name}{args} must be bounded by ARGV"
+        else:
+            assert name not in SCANNING | {"ZRANGEBYSCORE", "SSCAN", "HSCAN"}, name
 
 
 def test_the_helpers_that_scan_are_only_reached_by_admin_verbs() -> None:

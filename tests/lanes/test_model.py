@@ -325,6 +325,19 @@ class Model:
             del self.lroom[lane]
         return gone
 
+    def requeue(self, jid: str) -> bool | type[Exception]:
+        """A dead job back into its lane at its seq, its allowance of attempts given again."""
+        job = self.jobs.get(jid)
+        if job is None or jid not in self.dead:
+            return False
+        if self.lroom.get(job.lane, job.room) != job.room:
+            return LaneError
+        self.dead.discard(jid)
+        self.bind(job.lane, job.room)
+        job.max_attempts += job.attempts
+        self.add_pending(job)
+        return True
+
     def purge(self, lane: str) -> int:
         heads = self.pending.get(lane, [])
         if not heads:
@@ -613,6 +626,17 @@ class LanesMachine(RuleBasedStateMachine):
         self.step()
         assert self.run(self.lanes.purge(lane)) == self.model.purge(lane)
 
+    @precondition(lambda self: self.model.dead)
+    @rule(data=st.data())
+    def requeue(self, data: st.DataObject) -> None:
+        self.step()
+        jid = data.draw(st.sampled_from(self.model.by_seq(self.model.dead)))
+        try:
+            got: Any = self.run(self.lanes.requeue(jid))
+        except LaneError as exc:
+            got = type(exc)
+        assert got == self.model.requeue(jid)
+
     # -- retention: time passes ---------------------------------------------------------------
 
     @precondition(lambda self: self.model.dead)
@@ -697,6 +721,9 @@ class LanesMachine(RuleBasedStateMachine):
             pipe.exists(k.qpaused)
             pipe.llen(k.wake)
             pipe.get(k.seq)
+            pipe.get(k.npending)
+            pipe.zrange(k.rdepth, 0, -1, withscores=True)
+            pipe.zrange(k.lhead, 0, -1, withscores=True)
             jids = sorted(m.jobs)
             for jid in jids:
                 pipe.hmget(k.job(jid), "state", "attempts", "lane")
@@ -737,6 +764,16 @@ class LanesMachine(RuleBasedStateMachine):
         assert got.pop(0) == m.wake
         seq = got.pop(0)
         assert int(seq or 0) == m.seq
+        # the operators' books: pending in all, per room, and each lane's head seq
+        npending, rdepth, lhead = got.pop(0), got.pop(0), got.pop(0)
+        waiting = {ln: q for ln, q in m.pending.items() if q}
+        depth: dict[str, int] = {}
+        for q in waiting.values():
+            for _, jid in q:
+                depth[m.jobs[jid].room] = depth.get(m.jobs[jid].room, 0) + 1
+        assert int(npending or 0) == sum(depth.values())
+        assert {s(r): int(n) for r, n in rdepth} == depth
+        assert {s(ln): int(h) for ln, h in lhead} == {ln: q[0][0] for ln, q in waiting.items()}
         for jid in sorted(m.jobs):
             job = m.jobs[jid]
             state, attempts, lane = got.pop(0)

@@ -71,6 +71,11 @@ async def test_enqueue_writes_the_documented_keys(env: Env) -> None:
         f"r:{r}:ring": [ln],
         "ring": [r],
         "wake": ["1"],
+        # the operators' books: pending in all, per room, each lane's head; last enqueue
+        "npending": "1",
+        "rdepth": [(r, 1)],
+        "lhead": [(ln, 1)],
+        "rseen": [(r, ANY)],
     }
     # a second job of the same lane changes no ring and pushes no wake
     j2 = await env.lanes.enqueue(r, ln, b"p2", max_attempts=3)
@@ -78,6 +83,7 @@ async def test_enqueue_writes_the_documented_keys(env: Env) -> None:
     assert d[f"g:{ln}:pending"] == [(jid, 1), (j2, 2)]
     assert d[f"job:{j2}"] == jobh("p2", r, ln, 2, max_attempts=3)
     assert d["ring"] == [r] and d[f"r:{r}:ring"] == [ln] and d["wake"] == ["1"]
+    assert (d["npending"], d["rdepth"], d["lhead"]) == ("2", [(r, 2)], [(ln, 1)])
     assert await env.lanes.check() == []
 
 
@@ -109,6 +115,7 @@ async def test_claim_then_ack_leaves_only_the_books(env: Env) -> None:
         "lseen": [(ln, ANY)],
         f"r:{r}:lanes": {ln},
         "wake": ["1"],
+        "rseen": [(r, ANY)],
     }
     assert await env.lanes.claim(30_000) is None
     assert await env.lanes.ack(job) is True
@@ -118,6 +125,7 @@ async def test_claim_then_ack_leaves_only_the_books(env: Env) -> None:
         "lseen": [(ln, ANY)],
         f"r:{r}:lanes": {ln},
         "wake": ["1"],
+        "rseen": [(r, ANY)],
     }
     assert await env.lanes.ack(job) is False
     assert await env.lanes.check() == []
@@ -220,7 +228,8 @@ async def test_weight_clamps_by_depth_and_by_headroom(env: Env) -> None:
         "lseen": [(ln, ANY)],
         f"r:{r}:lanes": {ln},
         "wake": ["1"],
-    }  # the lane, emptied, left both rings
+        "rseen": [(r, ANY)],
+    }  # the lane, emptied, left both rings (and the books of pending jobs)
     assert await env.lanes.ack_many(batch) == 3
 
     await env.lanes.limit(r, 4)
@@ -344,6 +353,7 @@ async def test_reap_to_dead_when_attempts_are_spent(env: Env) -> None:
         "lseen": [(ln, ANY)],
         f"r:{r}:lanes": {ln},
         "wake": ["1"],
+        "rseen": [(r, ANY)],
     }
     assert await env.lanes.reap() == 0
     assert await env.lanes.check() == []
@@ -367,6 +377,10 @@ async def test_reaped_job_goes_back_at_its_original_seq(env: Env) -> None:
         f"r:{r}:ring": [ln],
         "ring": [r],
         "wake": ANY,
+        "npending": "2",
+        "rdepth": [(r, 2)],
+        "lhead": [(ln, 1)],  # back at the head: the reaped job is the older
+        "rseen": [(r, ANY)],
     }
     got = await env.lanes.claim(30_000)
     assert got is not None and got.id == j1 and got.attempts == 2
@@ -713,6 +727,10 @@ async def test_dedupe_window_ends(env: Env) -> None:
         f"r:{r}:ring": [ln],
         "ring": [r],
         "wake": ["1"],
+        "npending": "2",
+        "rdepth": [(r, 2)],
+        "lhead": [(ln, 1)],
+        "rseen": [(r, ANY)],
     }
 
 

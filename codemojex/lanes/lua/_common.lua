@@ -25,6 +25,10 @@ local DEAD = P .. 'dead'
 local WAKE = P .. 'wake'
 local LSEEN = P .. 'lseen'
 local LDELAYED = P .. 'ldelayed'
+local RDEPTH = P .. 'rdepth'
+local LHEAD = P .. 'lhead'
+local NPENDING = P .. 'npending'
+local RSEEN = P .. 'rseen'
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -66,6 +70,29 @@ local function ring_room(room)
   wake()
 end
 
+-- The operators' books (stats, rooms; lanes.md "What operators read"), kept wherever jobs
+-- enter or leave a pending zset, so that reading them never walks the rooms: `npending` (all
+-- pending jobs; absent at 0), `rdepth` (room -> its pending jobs, rooms with none absent)
+-- and `lhead` (lane -> the seq of its head, i.e. its oldest pending job). O(log n) each.
+local function pending_changed(room, n)
+  if redis.call('INCRBY', NPENDING, n) <= 0 then redis.call('DEL', NPENDING) end
+  if tonumber(redis.call('ZINCRBY', RDEPTH, n, room)) <= 0 then
+    redis.call('ZREM', RDEPTH, room)
+  end
+end
+
+-- `lane` lost its head (claimed, moved): read the new one. Returns whether it has one.
+local function head_changed(lane)
+  local pk = pending_key(lane)
+  local head = redis.call('ZRANGE', pk, 0, 0, 'WITHSCORES')
+  if #head == 0 then
+    redis.call('ZREM', LHEAD, lane)
+    return false
+  end
+  redis.call('ZADD', LHEAD, head[2], lane)
+  return true
+end
+
 -- A job was just ZADDed to `lane`'s pending zset (which now holds `depth` jobs). If the
 -- lane was empty it became serviceable, and if it was the room's first serviceable lane,
 -- the room may have become serviceable too; a paused lane is held off the ring instead
@@ -87,6 +114,16 @@ local function lane_join(room, lane)
   end
 end
 
+-- Put job `id` into `lane`'s pending zset at `seq` (enqueue, requeue, reassign): the books
+-- (an older job than the head, a requeued one, becomes the head: ZADD LT), then the rings.
+local function pend(room, lane, id, seq)
+  local pk = pending_key(lane)
+  redis.call('ZADD', pk, seq, id)
+  pending_changed(room, 1)
+  redis.call('ZADD', LHEAD, 'LT', seq, lane)
+  lane_filled(room, lane, redis.call('ZCARD', pk))
+end
+
 -- Bind a lane to its room for as long as the lanes remember it (enqueue, reassign).
 local function bind(room, lane)
   redis.call('HSET', LROOM, lane, room)
@@ -102,9 +139,7 @@ end
 -- Put a job back into its lane at its original seq (reap, promote).
 local function requeue(id, jk, room, lane, seq)
   redis.call('HSET', jk, 'state', 'pending')
-  local pk = pending_key(lane)
-  redis.call('ZADD', pk, seq, id)
-  lane_filled(room, lane, redis.call('ZCARD', pk))
+  pend(room, lane, id, seq)
 end
 
 -- `n` of `room`'s jobs left `active`: give back their permits. Only a room that was held
@@ -214,11 +249,22 @@ local function serve(lease_ms, weighted)
     redis.call('ZADD', ACTIVE, unpack(leased))
     act = redis.call('HINCRBY', GACTIVE, room, #leased / 2)
   end
+  -- fewer heads than asked for means the lane is empty now, without asking it; otherwise
+  -- reading its new head (for the books) tells
+  local empty
+  if #popped / 2 < k then
+    empty = true
+    redis.call('ZREM', LHEAD, lane)
+  elseif #popped > 0 then
+    empty = not head_changed(lane)
+  else
+    empty = redis.call('ZCARD', pk) == 0
+  end
+  if #popped > 0 then pending_changed(room, -#popped / 2) end
   -- Lane and room were just moved to the tails, so these LREMs stop at once: O(1). The
   -- room was on the ring, so it is not paused: it stays iff below its ceiling with a lane.
   local room_stays = not lim or act < lim
-  -- fewer heads than asked for means the lane is empty now, without asking it
-  if #popped / 2 < k or redis.call('ZCARD', pk) == 0 then
+  if empty then
     redis.call('LREM', rr, -1, lane)
     if room_stays and redis.call('LLEN', rr) == 0 then room_stays = false end
   end

@@ -196,6 +196,29 @@ for room in pairs(S.rooms) do
   end
 end
 
+-- the operators' books: npending, rdepth and lhead agree with the pending zsets
+local depth, heads, total = books(S)
+local stored = tonumber(redis.call('GET', NPENDING) or '0')
+if stored ~= total then
+  say('npending is ' .. stored .. ' but ' .. total .. ' jobs are pending')
+end
+for _, book in ipairs({{RDEPTH, 'room', depth}, {LHEAD, 'lane', heads}}) do
+  local key, what, want = book[1], book[2], book[3]
+  local have = zset_table(key)
+  for x, v in pairs(want) do
+    if have[x] ~= v then
+      say(string.sub(key, #P + 1) .. ' of ' .. what .. ' ' .. x .. ' is ' .. tostring(have[x]) ..
+        ' but should be ' .. v)
+    end
+  end
+  for x, v in pairs(have) do
+    if not want[x] then
+      say(string.sub(key, #P + 1) .. ' of ' .. what .. ' ' .. x .. ' is ' .. v ..
+        ' but it has no pending job')
+    end
+  end
+end
+
 local wakes = redis.call('LLEN', WAKE)
 if wakes > 64 then say('the wake list holds ' .. wakes .. ' tokens (cap 64)') end
 table.sort(bad)

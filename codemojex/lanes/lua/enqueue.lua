@@ -1,6 +1,6 @@
 -- enqueue: admit a job into its lane; ring the lane / room on a false -> true transition.
 -- A lane the lanes do not know (new, or forgotten by retain) is bound to the room; the
--- lane's entry in `lseen` becomes now (its last enqueue).
+-- lane's entry in `lseen` and the room's in `rseen` become now (their last enqueue).
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
@@ -46,7 +46,7 @@ redis.call('ZADD', LSEEN, now, lane)
 local seq = redis.call('INCR', SEQ)
 redis.call('HSET', jk, 'payload', ARGV[4], 'room', room, 'lane', lane, 'seq', seq,
   'attempts', 0, 'max_attempts', ARGV[5], 'state', 'pending', 'enqueued_ms', now)
-redis.call('ZADD', pk, seq, id)
-lane_filled(room, lane, redis.call('ZCARD', pk))
+pend(room, lane, id, seq)
+redis.call('ZADD', RSEEN, now, room)
 if ddk then redis.call('SET', ddk, id, 'PX', ARGV[8]) end
 return {id, 1}

@@ -21,5 +21,9 @@ for _, id in ipairs(ids) do
   end
 end
 redis.call('DEL', pk)
-if room then lane_emptied(room, lane) end
+redis.call('ZREM', LHEAD, lane)
+if room then
+  pending_changed(room, -#ids)
+  lane_emptied(room, lane)
+end
 return n

@@ -22,9 +22,8 @@ if not bound then bind(room, target) end
 redis.call('ZADD', LSEEN, now_ms(), target)
 local pk = pending_key(lane)
 redis.call('ZREM', pk, id)
-if redis.call('ZCARD', pk) == 0 then lane_emptied(room, lane) end
+pending_changed(room, -1)
+if not head_changed(lane) then lane_emptied(room, lane) end
 redis.call('HSET', jk, 'lane', target)
-local tk = pending_key(target)
-redis.call('ZADD', tk, f[4], id)
-lane_filled(room, target, redis.call('ZCARD', tk))
+pend(room, target, id, f[4])
 return 1

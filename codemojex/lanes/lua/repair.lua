@@ -3,7 +3,8 @@
 -- of every job that has one, recomputes every room's gactive from the leases in `active`
 -- and every lane's ldelayed from `delayed`, rebuilds both rings from the lanes (keeps the
 -- order, drops duplicates and what is not serviceable, appends what is missing) and the
--- rooms' held sets, and puts every bound lane (only those) in lseen. No job is lost. Admin
+-- rooms' held sets, puts every bound lane (only those) in lseen, and rewrites the operators'
+-- books (npending, rdepth, lhead) from the pending zsets. No job is lost. Admin
 -- verb: it reads the whole queue, atomically.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
@@ -158,6 +159,32 @@ recount(LDELAYED, 'lane', sorted_keys(lanes), delayed)
 local counts = count_jobs(S2, 'active', 'room')
 for room in pairs(counts) do S.rooms[room] = true end
 recount(GACTIVE, 'room', sorted_keys(S.rooms), counts)
+
+-- the operators' books from the pending zsets
+local depth, heads, total = books(S2)
+for _, book in ipairs({{RDEPTH, 'room', depth}, {LHEAD, 'lane', heads}}) do
+  local key, what, want = book[1], book[2], book[3]
+  local have = zset_table(key)
+  for _, x in ipairs(sorted_keys(want)) do
+    if have[x] ~= want[x] then
+      redis.call('ZADD', key, want[x], x)
+      did(string.sub(key, #P + 1) .. ' of ' .. what .. ' ' .. x .. ': ' .. tostring(have[x]) ..
+        ' -> ' .. want[x])
+    end
+  end
+  for _, x in ipairs(sorted_keys(have)) do
+    if not want[x] then
+      redis.call('ZREM', key, x)
+      did('removed ' .. what .. ' ' .. x .. ' from ' .. string.sub(key, #P + 1) ..
+        ': it has no pending job')
+    end
+  end
+end
+local stored = tonumber(redis.call('GET', NPENDING) or '0')
+if stored ~= total then
+  if total > 0 then redis.call('SET', NPENDING, total) else redis.call('DEL', NPENDING) end
+  did('npending: ' .. stored .. ' -> ' .. total)
+end
 
 -- rebuild a ring: keep the order, drop duplicates and what `keep` refuses, append missing
 local function rebuild(key, what, owner, keep, candidates)

@@ -2,7 +2,7 @@
 -- beyond the cap (the oldest first) or older than the age go, with their hashes; lanes
 -- whose last enqueue is older than the idle time and that hold no job (none pending,
 -- delayed or, as their room has none, in flight) are forgotten: their lroom entry, room
--- listing and lseen entry go. An admin's weight or pause on a lane is kept (it applies again
+-- listing and lseen entry go, and a room's `rseen` entry after the same idle time. An admin's weight or pause on a lane is kept (it applies again
 -- when the lane comes back). A lane that still holds work is looked at again later.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
@@ -60,4 +60,7 @@ for _, lane in ipairs(due) do
     forgotten = forgotten + 1
   end
 end
+-- a room's last enqueue (`rseen`, shown to operators) is forgotten after the same idle time
+local stale = redis.call('ZRANGEBYSCORE', RSEEN, '-inf', '(' .. (now - idle), 'LIMIT', 0, batch)
+if #stale > 0 then redis.call('ZREM', RSEEN, unpack(stale)) end
 return {trimmed, forgotten}

@@ -1,0 +1,246 @@
+"""Collectors: the components' stats objects and the queue's books as Prometheus series.
+
+They run at scrape time and only read memory: `Shared.refresh()` (awaited by the /metrics
+handler and the fleet publisher before they collect) fetches the queue's numbers with one
+`stats` script call and the outbox backlog with one count, at most once per
+METRICS_CACHE_S however often the process is scraped. Per-room series are for the deepest
+`top_rooms` rooms only, so a deployment with 100,000 rooms exports top_rooms x 2 of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Protocol
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from codemojex.db.store.ops import outbox_backlog
+from codemojex.lanes import Lanes
+from codemojex.lanes.views import QueueStats
+from codemojex.limits import METRICS_CACHE_S
+from codemojex.ops.metrics import EVENTS
+from codemojex.outages import OUTAGES, Component
+
+COMPONENTS: tuple[Component, ...] = ("redis", "postgres", "telegram")
+# The bot's outcomes (bot/guesses.py) as codemojex_guesses_total's; "ignored" is chatter.
+BOT_OUTCOMES = {
+    "enqueued": "accepted",
+    "invalid": "refused_invalid",
+    "flood": "refused_full",
+    "banned": "refused_banned",
+    "no_round": "no_round",
+}
+POST_KINDS = ("result", "folded", "reply", "round")
+READ_TIMEOUT_S = 2.0
+
+
+class Shared:
+    """The numbers every process exports alike: the queue's books and the outbox backlog.
+    A failed read leaves its series out of the scrape (an absent series, not a wrong one)."""
+
+    def __init__(
+        self,
+        lanes: Lanes,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        top_rooms: int,
+        ttl_s: float = METRICS_CACHE_S,
+    ) -> None:
+        self.lanes = lanes
+        self.sessionmaker = sessionmaker
+        self.top_rooms = top_rooms
+        self.ttl_s = ttl_s
+        self.stats: QueueStats | None = None
+        self.outbox_pending: int | None = None
+        self._at = float("-inf")
+        self._lock = asyncio.Lock()
+
+    async def refresh(self) -> None:
+        async with self._lock:  # concurrent scrapes share one read
+            if time.monotonic() - self._at < self.ttl_s:
+                return
+            self._at = time.monotonic()
+            stats, backlog = await asyncio.gather(
+                asyncio.wait_for(self.lanes.stats(self.top_rooms), READ_TIMEOUT_S),
+                asyncio.wait_for(self._backlog(), READ_TIMEOUT_S),
+                return_exceptions=True,
+            )
+            self.stats = stats if isinstance(stats, QueueStats) else None
+            self.outbox_pending = backlog if isinstance(backlog, int) else None
+
+    async def _backlog(self) -> int:
+        async with self.sessionmaker() as session:
+            return await outbox_backlog(session)
+
+
+def _labelled(name: str, doc: str, label: str, values: dict[str, float], *, gauge: bool) -> Metric:
+    family = (GaugeMetricFamily if gauge else CounterMetricFamily)(name, doc, labels=[label])
+    for key, value in values.items():
+        family.add_metric([key], value)
+    return family
+
+
+class SharedCollector(Collector):
+    def __init__(self, shared: Shared) -> None:
+        self.shared = shared
+
+    def collect(self) -> Iterator[Metric]:
+        yield _labelled(
+            "codemojex_outages",
+            "Outages seen by this process (one per episode, however many retries).",
+            "component",
+            {c: OUTAGES.started[c] for c in COMPONENTS},
+            gauge=False,
+        )
+        yield _labelled(
+            "codemojex_outage",
+            "1 while this process waits out an outage of the component.",
+            "component",
+            {c: float(OUTAGES.is_open(c)) for c in COMPONENTS},
+            gauge=True,
+        )
+        if self.shared.outbox_pending is not None:
+            yield GaugeMetricFamily(
+                "codemojex_outbox_pending",
+                "Outbox rows (results, announcements) not posted yet.",
+                value=self.shared.outbox_pending,
+            )
+        s = self.shared.stats
+        if s is None:
+            return
+        yield _labelled(
+            "codemojex_queue_jobs",
+            "Guesses in the lanes by state.",
+            "state",
+            {"pending": s.pending, "active": s.active, "delayed": s.delayed, "dead": s.dead},
+            gauge=True,
+        )
+        yield GaugeMetricFamily(
+            "codemojex_queue_oldest_pending_age_seconds",
+            "How long the oldest pending guess has waited (0 when none waits).",
+            value=s.oldest_age_s,
+        )
+        yield GaugeMetricFamily(
+            "codemojex_queue_paused", "1 while the whole queue is paused.", value=s.queue_paused
+        )
+        yield _labelled(
+            "codemojex_rooms",
+            "Rooms: serviceable (guesses waiting, can be served now), at_ceiling (guesses "
+            "waiting, held at their ceiling), paused (paused rooms, with guesses or not).",
+            "state",
+            {"serviceable": s.serviceable, "at_ceiling": s.at_ceiling, "paused": s.paused},
+            gauge=True,
+        )
+        pending = GaugeMetricFamily(
+            "codemojex_room_pending_jobs",
+            "Pending guesses of the rooms with the deepest queues (the top N only).",
+            labels=["room"],
+        )
+        in_flight = GaugeMetricFamily(
+            "codemojex_room_in_flight_jobs",
+            "Guesses in flight of the rooms with the deepest queues (the top N only).",
+            labels=["room"],
+        )
+        for room, depth, active in s.deepest:
+            pending.add_metric([room], depth)
+            in_flight.add_metric([room], active)
+        yield pending
+        yield in_flight
+
+
+class _ScoreStats(Protocol):
+    scored: int
+    duplicates: int
+    won: int
+
+
+class _SenderStats(Protocol):
+    retry_after: int
+
+
+class _WorkerStats(Protocol):
+    """What the collector reads of worker.service.WorkerStats (ops/ sits below the worker:
+    the bot imports it too, and the bot never imports the worker)."""
+
+    @property
+    def score(self) -> _ScoreStats: ...
+    @property
+    def sender(self) -> _SenderStats: ...
+    @property
+    def rounds_expired(self) -> int: ...
+    def as_dict(self) -> dict[str, int]: ...
+
+
+class WorkerCollector(Collector):
+    """The worker's counters (ScoreStats, SenderStats, PoolStats and the round timer's)."""
+
+    def __init__(self, stats: _WorkerStats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        score, sender = self.stats.score, self.stats.sender
+        yield CounterMetricFamily(
+            "codemojex_guesses_scored", "Guesses recorded with a score.", value=score.scored
+        )
+        yield _labelled(
+            "codemojex_guesses",
+            "Guesses by outcome: a worker counts duplicates (a guess delivered again after "
+            "it was recorded), the bot the others.",
+            "outcome",
+            {"duplicate": score.duplicates},
+            gauge=False,
+        )
+        yield _labelled(
+            "codemojex_rounds",
+            "Rounds that ended, by how (the bot counts /endround).",
+            "end",
+            {"won": score.won, "expired": self.stats.rounds_expired},
+            gauge=False,
+        )
+        yield _labelled(
+            "codemojex_posts",
+            "Messages the outbox sender posted, by kind (folded: several results in one).",
+            "kind",
+            {kind: EVENTS.posts[kind] for kind in POST_KINDS},
+            gauge=False,
+        )
+        yield CounterMetricFamily(
+            "codemojex_telegram_retry_after",
+            "RetryAfter (429) answers from Telegram, honoured.",
+            value=sender.retry_after,
+        )
+        yield _labelled(
+            "codemojex_worker_events",
+            "Everything else the worker counts (consumer pool, score worker, sender).",
+            "event",
+            dict(self.stats.as_dict()),
+            gauge=False,
+        )
+
+
+class BotCollector(Collector):
+    """The bot's counters: what became of the guesses it was sent, the rounds ended."""
+
+    def __init__(self, outcomes: Counter[str]) -> None:
+        self.outcomes = outcomes
+
+    def collect(self) -> Iterator[Metric]:
+        yield _labelled(
+            "codemojex_guesses",
+            "Guesses by outcome: the bot counts accepted and refused ones (a worker counts "
+            "duplicates).",
+            "outcome",
+            {ours: self.outcomes[theirs] for theirs, ours in BOT_OUTCOMES.items()},
+            gauge=False,
+        )
+        yield _labelled(
+            "codemojex_rounds",
+            "Rounds that ended, by how (the workers count won and expired).",
+            "end",
+            {"ended": EVENTS.rounds_ended},
+            gauge=False,
+        )

@@ -1,0 +1,141 @@
+"""The operator side of a bot or worker process: /metrics, /healthz and /readyz on
+CODEMOJEX_METRICS_PORT (off without it), the fleet publisher, and the systemd watchdog.
+
+All of it runs in the process's own event loop, so /healthz answering means the loop turns;
+/readyz asks Redis and Postgres (the schema at the head) each time, bounded by a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.registry import Collector
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from codemojex.lanes import Lanes
+from codemojex.ops.collect import Shared, SharedCollector
+from codemojex.ops.fleet import Publisher
+from codemojex.ops.health import readiness
+from codemojex.ops.metrics import INSTRUMENTS
+from codemojex.redistypes import AnyRedis
+from codemojex.settings import Settings
+
+if TYPE_CHECKING:  # aiohttp is imported only when a metrics port is set: a faster start
+    from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+
+class ProcessOps:
+    """Start with `await start()` once the process's clients exist, `await stop()` last."""
+
+    def __init__(
+        self,
+        kind: str,
+        settings: Settings,
+        *,
+        redis: AnyRedis,
+        engine: AsyncEngine,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        lanes: Lanes,
+        collectors: Iterable[Collector],
+    ) -> None:
+        self.settings = settings
+        self.redis = redis
+        self.engine = engine
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.shared = Shared(lanes, sessionmaker, settings.metrics_top_rooms)
+        for collector in (*INSTRUMENTS, SharedCollector(self.shared), *collectors):
+            self.registry.register(collector)
+        self.publisher = Publisher(redis, settings.queue, kind, self.registry)
+        self.port: int | None = None  # the port /metrics is served on, once started
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self.publisher.run(self._stop), name="ops:fleet"))
+        if self.settings.metrics_port is not None:
+            from aiohttp import web
+
+            self._runner = web.AppRunner(self.app(), access_log=None)
+            await self._runner.setup()
+            site = web.TCPSite(self._runner, self.settings.metrics_host, self.settings.metrics_port)
+            await site.start()
+            self.port = self.settings.metrics_port
+            log.info("metrics on http://%s:%d/metrics", self.settings.metrics_host, self.port)
+        watchdog = _watchdog_interval_s()
+        if watchdog is not None:
+            self._tasks.append(asyncio.create_task(self._watchdog(watchdog), name="ops:watchdog"))
+        sd_notify("READY=1")
+
+    async def stop(self) -> None:
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self.publisher.withdraw()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def app(self) -> web.Application:
+        from aiohttp import web
+
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        return app
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        from aiohttp import web
+
+        await self.shared.refresh()
+        body = generate_latest(self.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        from aiohttp import web
+
+        return web.json_response({"status": "ok"})
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        from aiohttp import web
+
+        problems = await readiness(self.redis, self.engine)
+        status = 200 if not problems else 503
+        return web.json_response({"ready": not problems, "problems": problems}, status=status)
+
+    async def _watchdog(self, every_s: float) -> None:
+        # Pinged from the event loop: a loop that hangs stops the pings and systemd restarts
+        # the process.
+        while True:
+            sd_notify("WATCHDOG=1")
+            await asyncio.sleep(every_s)
+
+
+def _watchdog_interval_s() -> float | None:
+    """Half of systemd's WatchdogSec (WATCHDOG_USEC), when systemd watches this process."""
+    usec = os.environ.get("WATCHDOG_USEC")
+    pid = os.environ.get("WATCHDOG_PID")
+    if not usec or (pid and pid != str(os.getpid())):
+        return None
+    return int(usec) / 2_000_000
+
+
+def sd_notify(state: str) -> None:
+    """Tell systemd (Type=notify) `state`; nothing when not run by systemd."""
+    path = os.environ.get("NOTIFY_SOCKET")
+    if not path:
+        return
+    address = "\0" + path[1:] if path.startswith("@") else path
+    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.sendto(state.encode(), address)
