@@ -92,10 +92,11 @@ def bot(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> No
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN to the bot's token", err=True)
         raise typer.Exit(2)
-    _require_schema(settings)
-    from codemojex.bot.main import StartRefused, run_bot
+    from codemojex.bot.main import StartRefused, check_settings, run_bot
 
     try:
+        check_settings(settings)  # before any connection: the settings alone
+        _require_schema(settings)
         run_bot(settings)
     except StartRefused as exc:
         typer.echo(f"codemojex bot: {exc}", err=True)

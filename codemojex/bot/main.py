@@ -25,15 +25,21 @@ class StartRefused(Exception):
     """The bot cannot start with these settings; str() says why, without any secret."""
 
 
-def run_bot(settings: Settings) -> None:
-    """Run until SIGINT/SIGTERM. StartRefused when the settings cannot work: a weak webhook
-    secret (before anything is started) or a token Telegram rejects (python-telegram-bot's
-    InvalidToken names the token, so it is replaced by a message that does not)."""
+def check_settings(settings: Settings) -> None:
+    """StartRefused when the settings alone cannot work (a weak webhook secret): checked
+    before anything is connected to."""
     if settings.webhook_url:
         try:
             webhook_config(settings)
         except WeakWebhook as exc:
             raise StartRefused(str(exc)) from None
+
+
+def run_bot(settings: Settings) -> None:
+    """Run until SIGINT/SIGTERM. StartRefused when the settings cannot work: a weak webhook
+    secret (before anything is started) or a token Telegram rejects (python-telegram-bot's
+    InvalidToken names the token, so it is replaced by a message that does not)."""
+    check_settings(settings)
     try:
         asyncio.run(_serve(settings))
     except InvalidToken:

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from codemojex import cli
+from codemojex.db import upgrade
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
@@ -47,10 +48,10 @@ async def _bot_exits(standin: StandIn, database_url: str, **env: str) -> tuple[i
 @pytest.mark.timeout(120)
 async def test_a_rejected_token_is_one_line_without_the_token(tmp_path: os.PathLike[str]) -> None:
     wrong = "123:Wrong-token_that-must-not-be-printed"
+    url = f"sqlite+aiosqlite:///{tmp_path}/t.db"
+    await asyncio.to_thread(upgrade, url)  # the schema check comes before Telegram's answer
     async with StandIn() as standin:  # answers 401 Unauthorized to any other token
-        code, output = await _bot_exits(
-            standin, f"sqlite+aiosqlite:///{tmp_path}/t.db", CODEMOJEX_TOKEN=wrong
-        )
+        code, output = await _bot_exits(standin, url, CODEMOJEX_TOKEN=wrong)
     assert code == 2, output[-2000:]
     assert "the token was rejected by Telegram" in output
     assert "Wrong-token" not in output and "Traceback" not in output, output[-2000:]
