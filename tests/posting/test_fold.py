@@ -17,6 +17,8 @@ class Row:
     reply_to_message_id: int | None = None
     kind: str = "result"
     player_name: str | None = None
+    thread_id: int | None = None
+    markup: str | None = None
 
 
 def test_quiet_room_replies_to_the_guess() -> None:
