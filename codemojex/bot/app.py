@@ -25,6 +25,7 @@ from telegram import (
 from telegram.error import Forbidden, RetryAfter
 from telegram.ext import (
     ApplicationBuilder,
+    CallbackQueryHandler,
     ChatMemberHandler,
     CommandHandler,
     ContextTypes,
@@ -36,6 +37,7 @@ from telegram.ext import (
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
+from codemojex.bot.drafts import Drafts
 from codemojex.bot.language import user_language
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
@@ -45,8 +47,10 @@ from codemojex.bot.player_commands import (
 )
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.bot.replies import ANSWER_POLICY, answer
+from codemojex.bot.taps import on_tap
 from codemojex.bot.webhook import WebhookServer, webhook_config
 from codemojex.game import texts
+from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.posting.flags import FloodNotices
@@ -57,7 +61,12 @@ from codemojex.settings import Settings
 log = logging.getLogger(__name__)
 
 # Every kind of update we act on; chat_member must be asked for explicitly.
-ALLOWED_UPDATES: list[str] = [Update.MESSAGE, Update.CHAT_MEMBER, Update.MY_CHAT_MEMBER]
+ALLOWED_UPDATES: list[str] = [
+    Update.MESSAGE,
+    Update.CALLBACK_QUERY,
+    Update.CHAT_MEMBER,
+    Update.MY_CHAT_MEMBER,
+]
 
 
 def make_services(
@@ -77,6 +86,7 @@ def make_services(
         admins=overrides.pop("admins", None) or AdminCache(settings.admin_cache_ttl_s),
         flood=overrides.pop("flood", None) or FloodNotices(redis, lanes.queue),
         pacer=overrides.pop("pacer", None) or Pacer(redis, lanes.queue, ANSWER_POLICY),
+        drafts=Drafts(redis, lanes.queue, overrides.pop("tap_rate", None)),
         **overrides,
     )
 
@@ -129,6 +139,8 @@ def add_handlers(application: CodemojexApp) -> None:
     application.add_handler(
         MessageHandler(new & filters.ChatType.PRIVATE & filters.TEXT, on_private_text)
     )
+    # Taps on a round's keyboard: the data names the round (codemojex.game.taps).
+    application.add_handler(CallbackQueryHandler(on_tap, pattern=TAP_PATTERN))
     application.add_handler(
         ChatMemberHandler(on_member_change, ChatMemberHandler.ANY_CHAT_MEMBER), group=1
     )

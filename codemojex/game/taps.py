@@ -28,6 +28,8 @@ CLEAR_LABEL: Final = "✖"
 EMPTY_SLOT: Final = "·"
 
 _DATA = re.compile(r"t([1-9][0-9]{0,18}):([0-9]{1,2}|b|c)")
+# What the bot's callback handler takes: any data of ours (parse_tap checks the rest).
+TAP_PATTERN: Final = re.compile(r"t[0-9]")
 
 Action = int | Literal["b", "c"]
 

@@ -310,9 +310,7 @@ def round_started(
     pal = _(lang, "Palette: %(palette)s", palette=_spaced(palette))
     tap = _(lang, "Or tap the buttons below: the guess goes in when the code is complete.")
     clock = _(lang, "%(duration)s on the clock.", duration=duration(lang, timeout_s))
-    return (
-        f"{head}\n{pal}\n{send} {tap}\n{_pegs_legend(lang)}\n{clock} {_points_rule(lang)}"
-    )
+    return f"{head}\n{pal}\n{send} {tap}\n{_pegs_legend(lang)}\n{clock} {_points_rule(lang)}"
 
 
 def result_line(lang: Lang, guess: str | Sequence[str], fb: Feedback, attempt_no: int) -> str:
