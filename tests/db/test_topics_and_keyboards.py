@@ -81,7 +81,7 @@ async def test_keys_off_points_at_the_announcement_whichever_comes_first(
 
     # Closed before the announcement went out: marking it sent fills the id in.
     rnd2 = await store.start_round(session, room.id, rng)
-    announcement2 = [r for r in await _rows(session) if r.round_id == rnd2.id][0]
+    announcement2 = next(r for r in await _rows(session) if r.round_id == rnd2.id)
     await store.close_round(session, rnd2.id, ENDROUND)
     pending = [r for r in await _rows(session) if r.round_id == rnd2.id]
     assert [(r.kind, r.reply_to_message_id) for r in pending[-1:]] == [(KIND_KEYS_OFF, None)]
