@@ -216,7 +216,9 @@ class Stack:
             )
 
         found = await eventually(answered, timeout=timeout, what=f"the answer to tap {data}")
-        return found["text"]
+        assert found is not None
+        text = found["text"]
+        return None if text is None else str(text)
 
     def buttons(self, chat_id: int, message_id: int) -> list[tuple[str, str]]:
         """(text, callback_data) of the inline buttons under a message, now."""
