@@ -136,11 +136,23 @@ class Stack:
 
     # -- the chat side -------------------------------------------------------------------
 
-    def new_group(self, *, admins: Sequence[int] = (ADMIN,), members: Sequence[int] = ()) -> int:
+    def new_group(
+        self,
+        *,
+        admins: Sequence[int] = (ADMIN,),
+        members: Sequence[int] = (),
+        forum: bool = False,
+        bot_is_admin: bool = False,
+    ) -> int:
         chat_id = self._next_chat
         self._next_chat -= 1
         self.standin.add_group(
-            chat_id, f"room {chat_id}", admins=list(admins), members=[ALICE, BOB, DAVE, *members]
+            chat_id,
+            f"room {chat_id}",
+            admins=list(admins),
+            members=[ALICE, BOB, DAVE, *members],
+            forum=forum,
+            bot_is_admin=bot_is_admin,
         )
         return chat_id
 
