@@ -297,7 +297,8 @@ async def test_forum_topics(bot: Bot, standin: StandIn) -> None:
     assert message.message_thread_id == theirs
     root = message.reply_to_message
     assert root is not None and root.forum_topic_created is not None
-    assert root.forum_topic_created.name == "Alice's" and root.from_user.id == ALICE
+    assert root.forum_topic_created.name == "Alice's"
+    assert root.from_user is not None and root.from_user.id == ALICE
     # The bot posts in a topic by naming it, or by replying to a message in it.
     posted = await bot.send_message(forum, "in ours", message_thread_id=ours)
     assert posted.is_topic_message and posted.message_thread_id == ours
