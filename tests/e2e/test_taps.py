@@ -104,9 +104,21 @@ async def test_taps_build_a_draft_and_send_one_guess_then_the_keyboard_goes(stac
 async def test_banned_and_too_fast_taps_are_refused_and_change_nothing(stack: Stack) -> None:
     chat = stack.new_group()
     keys = Keys(stack.settings.queue)
+    other = stack.new_group()
     async with in_process_worker(stack):
         ann, rnd = await stack.new_round(chat, by=ALICE)
+        _, elsewhere = await stack.new_round(other, by=BOB)
     buttons = stack.buttons(chat, ann.message_id)
+    # A tap rate that a slow test machine cannot slip under: 4 taps a minute.
+    stack.app.bot_data.drafts.rate = TapRate(most=4, window_ms=60_000)
+
+    # Forged data (a client may send any): the round of another chat, a button past the
+    # palette. Trusted no further than it names: refused, no draft anywhere.
+    for forged in (taps.tap_data(elsewhere.id, 0), taps.tap_data(rnd.id, 9)):
+        refused = await stack.tap(chat, ann.message_id, ALICE, forged, stale=True)
+        assert refused == texts.tap_round_over(EN)
+    for round_id in (rnd.id, elsewhere.id):
+        assert await stack.redis.exists(keys.tap_draft(round_id, ALICE)) == 0
 
     # Dave is banned (an admin's /ban in reply to his message): his taps are refused.
     said = stack.standin.send_text(chat, DAVE, "hello")
@@ -116,8 +128,7 @@ async def test_banned_and_too_fast_taps_are_refused_and_change_nothing(stack: St
     assert refused == texts.banned(EN)
     assert await stack.redis.exists(keys.tap_draft(rnd.id, DAVE)) == 0
 
-    # Past the tap rate: refused, the draft as it was.
-    stack.app.bot_data.drafts.rate = TapRate(most=2, window_ms=60_000)
+    # Past the tap rate (Alice's 5th tap; two were above): refused, the draft as it was.
     assert await stack.tap(chat, ann.message_id, ALICE, buttons[0][1]) == ann.palette[0] + "···"
     assert await stack.tap(chat, ann.message_id, ALICE, buttons[1][1]) == (
         ann.palette[0] + ann.palette[1] + "··"
