@@ -195,7 +195,7 @@ async def _quiet_player(
     stop: asyncio.Event,
 ) -> None:
     """Guess a code that still fits every result seen so far; wait for the answer."""
-    styles = itertools.cycle(("plain", "command", "reply", "tap"))
+    styles = itertools.cycle(("plain", "tap", "command", "reply"))
     while not stop.is_set():
         await asyncio.sleep(rng.uniform(*plan.think_s))
         if not room.round_open or not room.candidates:
