@@ -8,6 +8,7 @@ polling, or with our own webhook server (codemojex.bot.webhook) when asked; `run
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -192,6 +193,13 @@ async def on_error(update: object, context: CodemojexContext) -> None:
     )
     if isinstance(context.error, RetryAfter | Forbidden):
         return  # Telegram refuses to take messages from us there now: an apology would fail too
+    if isinstance(update, Update) and update.callback_query is not None:
+        # A tap: the apology is the tapper's toast, not a post under the round message.
+        with contextlib.suppress(Exception):
+            await update.callback_query.answer(
+                texts.went_wrong(user_language(update.effective_user))
+            )
+        return
     if isinstance(update, Update) and update.effective_message is not None:
         try:
             lang = user_language(update.effective_user)

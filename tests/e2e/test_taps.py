@@ -137,3 +137,16 @@ async def test_banned_and_too_fast_taps_are_refused_and_change_nothing(stack: St
     assert too_fast == texts.tap_too_fast(EN)
     assert await stack.redis.get(keys.tap_draft(rnd.id, ALICE)) == b"0,1"
     assert await stack.scalar(select(func.count()).select_from(Guess)) == 0
+
+    # The draft lives in Redis, not in a worker: a worker started anew finds the guess
+    # completed by the next taps, and scores it.
+    stack.app.bot_data.drafts.rate = TapRate()
+    async with in_process_worker(stack):
+        assert await stack.tap(chat, ann.message_id, ALICE, buttons[2][1]) == (
+            "".join(ann.palette[:3]) + "·"
+        )
+        guess = (*ann.palette[:3], ann.palette[0])
+        sent = await stack.tap(chat, ann.message_id, ALICE, buttons[0][1])
+        assert sent == texts.tap_sent(EN, guess)
+        await stack.result(chat, -1, "Alice", "".join(guess))
+    assert await stack.guess_count() == 1
