@@ -43,8 +43,11 @@ async def test_two_topics_of_a_forum_play_their_own_rounds_in_their_own_topics(
             round_l = await store.open_round(session, room_l.id)
         assert round_p is not None and round_l is not None
         assert await stack.scalar(select(func.count()).select_from(Room)) == 2
-        # Each round's keyboard is its own.
-        assert stack.buttons(chat, ann_p.message_id) != stack.buttons(chat, ann_l.message_id)
+        # Each round's keyboard is its own, and a tap finds its topic's round.
+        buttons_p = stack.buttons(chat, ann_p.message_id)
+        assert buttons_p != stack.buttons(chat, ann_l.message_id)
+        label, data = buttons_p[0]
+        assert await stack.tap(chat, ann_p.message_id, ALICE, data) == label + "···"
 
         # A guess in each topic is answered in that topic. (Four posts in the forum, which
         # Telegram paces as one chat: within its five posts per 15 s, so nothing waits.)
