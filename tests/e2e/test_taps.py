@@ -65,6 +65,8 @@ async def test_taps_build_a_draft_and_send_one_guess_then_the_keyboard_goes(stac
         assert await stack.redis.exists(key) == 0
         # The same callback query delivered again changes nothing.
         assert await stack.tap(chat, ann.message_id, ALICE, last_data, query_id=last_qid) is None
+        # A double tap on the last emoji: the second tap begins the next draft, no second guess.
+        assert await stack.tap(chat, ann.message_id, ALICE, last_data) == guess[3] + "···"
         await stack.settle()
         assert await stack.guess_count() == 1
 
