@@ -145,6 +145,11 @@ async def test_banned_and_too_fast_taps_are_refused_and_change_nothing(stack: St
         # round, and a tap on it (a client still showing it) is refused.
         stack.standin.send_text(other, CAROL, "/endround")
         await stack.standin.wait_for_sent(lambda m: "🛑" in m.text, 15, chat_id=other)
+
+        async def keyboard_gone() -> bool:  # an ended round's keyboard goes too
+            return not stack.buttons(other, old_ann.message_id)
+
+        await eventually(keyboard_gone, timeout=15, what="the ended round's keyboard removed")
         stack.standin.send_text(other, BOB, "/newgame")
         new_ann = await stack.standin.wait_for_sent(
             lambda m: m.text.startswith("🎯") and m.message_id > old_ann.message_id,
