@@ -97,6 +97,7 @@ def help_text(lang: Lang) -> str:
             _(lang, "Codemojex: crack the secret emoji code."),
             _(lang, "/newgame start a round"),
             _(lang, "/g 🍎🍌🍇🍒 guess (or just send the emojis, or reply to the round)"),
+            _tap_hint(lang),
             _(
                 lang,
                 "/rules how a round works · /stats your record · /top leaderboard "
@@ -109,6 +110,10 @@ def help_text(lang: Lang) -> str:
             ),
         )
     )
+
+
+def _tap_hint(lang: Lang) -> str:
+    return _(lang, "Or tap the emojis on the round message's buttons.")
 
 
 def _pegs_legend(lang: Lang) -> str:
@@ -265,6 +270,7 @@ def rules_text(
         "or /g 🍎🍌🍇🍒.",
         length,
     )
+    how = f"{how} {_tap_hint(lang)}"
     rep = (
         _(lang, "Emojis may repeat in the code.")
         if repeats
