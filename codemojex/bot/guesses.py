@@ -13,7 +13,9 @@ Which messages are guess attempts (the rule, documented in the README of the bot
 
 Validation happens before anything is written to Redis: an invalid guess gets a short reason
 and is never enqueued. The enqueue carries a dedupe key built from the chat and message ids,
-so an update processed twice makes one guess.
+so an update processed twice makes one guess. A guess tapped on the round message's keyboard
+(bot/taps.py) goes through the same `load_context`, `check_guess` and `enqueue_guess`,
+deduplicated by its callback query id.
 """
 
 from __future__ import annotations
