@@ -105,6 +105,8 @@ class Table_:
             posts = self.standin.sent_messages(room.chat_id)
             for post in posts[room.seen :]:
                 self._read_post(room, post.text, post.reply_to_message_id, post.ts)
+                if post.text.startswith("🎯"):
+                    room.round_msg = post.message_id  # its keyboard is tapped, it replied to
             room.seen = len(posts)
 
     def _read_post(self, room: SimRoom, text: str, reply_to: int | None, ts: float) -> None:
@@ -193,7 +195,7 @@ async def _quiet_player(
     stop: asyncio.Event,
 ) -> None:
     """Guess a code that still fits every result seen so far; wait for the answer."""
-    styles = itertools.cycle(("plain", "command", "reply"))
+    styles = itertools.cycle(("plain", "tap", "command", "reply"))
     while not stop.is_set():
         await asyncio.sleep(rng.uniform(*plan.think_s))
         if not room.round_open or not room.candidates:
@@ -208,6 +210,11 @@ async def _quiet_player(
         style = next(styles)
         if style == "command":
             message_id = standin.send_text(room.chat_id, player.user_id, f"/g {text}")
+        elif style == "tap" and room.round_msg is not None:
+            tapped = await _tap(standin, room, player, guess, rng)
+            if tapped is None:
+                continue
+            message_id = tapped
         elif style == "reply" and room.round_msg is not None:
             message_id = standin.send_text(
                 room.chat_id, player.user_id, " ".join(guess), reply_to=room.round_msg
@@ -217,6 +224,33 @@ async def _quiet_player(
         room.waiting[message_id] = (time.monotonic(), player.name, guess)
         room.sent_wall[message_id] = time.time()
         room.sent += 1
+
+
+_TAPPED = itertools.count(-1, -1)  # a tapped guess has no message: keyed by these instead
+
+
+async def _tap(
+    standin: StandIn,
+    room: SimRoom,
+    player: SimPlayer,
+    guess: tuple[str, ...],
+    rng: random.Random,
+) -> int | None:
+    """Tap the guess on the round message's keyboard, a thumb's pace apart; the key to wait
+    for its (named) result under, or None when the keyboard is gone (the round ended)."""
+    assert room.round_msg is not None
+    message = standin.message(room.chat_id, room.round_msg) or {}
+    rows = message.get("reply_markup", {}).get("inline_keyboard", [])
+    data = {button["text"]: button["callback_data"] for row in rows for button in row}
+    if not all(emoji in data for emoji in guess):
+        return None
+    for emoji in guess:
+        try:
+            standin.press_button(room.chat_id, room.round_msg, player.user_id, data[emoji])
+        except ValueError:  # the keyboard went meanwhile: the round is over
+            return None
+        await asyncio.sleep(rng.uniform(0.15, 0.35))
+    return next(_TAPPED)
 
 
 async def _flood_player(

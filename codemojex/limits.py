@@ -57,6 +57,16 @@ ROUND_TIMEOUT_S_MIN: Final = 30
 ROUND_TIMEOUT_S_MAX: Final = 7 * 24 * 3600
 ROUND_TIMEOUT_S_DEFAULT: Final = 600
 
+# Tap to guess: a player's taps on round keyboards, at most TAP_RATE_MAX per TAP_RATE_WINDOW_MS
+# (in every chat together); past that a tap is refused with a toast and changes nothing. A
+# thumb taps four or five times a second; the limit stops scripted hammering of the bot.
+TAP_RATE_MAX: Final = 8
+TAP_RATE_WINDOW_MS: Final = 2_000
+# A callback query id is seen once (a redelivered update changes no draft twice) for this long.
+TAP_SEEN_S: Final = 3600
+# Emoji buttons per row of a round's keyboard (Telegram allows 8; 5 fit a phone's width).
+TAP_ROW_MAX: Final = 5
+
 # --- the bot --------------------------------------------------------------------------------
 
 # How long a chat's administrator list is trusted before Telegram is asked again.

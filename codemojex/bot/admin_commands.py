@@ -21,6 +21,7 @@ from codemojex.bot.incoming import (
     command_text,
     guarded,
     parse_bounded_int,
+    replied_to,
     sender_of,
 )
 from codemojex.bot.language import room_language, user_language
@@ -73,7 +74,7 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
     args = command_text(who.message)
     stored = storable(args[:AUDIT_ARGS_MAX])
     async with services.sessionmaker() as session:
-        room = await ensure_room(services, session, who.chat)
+        room = await ensure_room(services, session, who.chat, who.thread_id)
         if allowed:
             await store.audit(
                 session,
@@ -147,7 +148,8 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
 
 async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
     """The player an admin command replies to; answers when there is none."""
-    replied = call.who.message.reply_to_message
+    # Not the topic's root: in a forum topic every message "replies" to it (its creator).
+    replied = replied_to(call.who.message)
     user = replied.from_user if replied is not None else None
     if replied is None or user is None or user.is_bot or replied.sender_chat is not None:
         await answer(context.services, call.who.message, texts.reply_to_player(call.lang))

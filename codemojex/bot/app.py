@@ -8,6 +8,7 @@ polling, or with our own webhook server (codemojex.bot.webhook) when asked; `run
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,6 +26,7 @@ from telegram import (
 from telegram.error import Forbidden, RetryAfter
 from telegram.ext import (
     ApplicationBuilder,
+    CallbackQueryHandler,
     ChatMemberHandler,
     CommandHandler,
     ContextTypes,
@@ -36,6 +38,7 @@ from telegram.ext import (
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
+from codemojex.bot.drafts import Drafts
 from codemojex.bot.language import user_language
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
@@ -45,8 +48,10 @@ from codemojex.bot.player_commands import (
 )
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.bot.replies import ANSWER_POLICY, answer
+from codemojex.bot.taps import on_tap
 from codemojex.bot.webhook import WebhookServer, webhook_config
 from codemojex.game import texts
+from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.posting.flags import FloodNotices
@@ -57,7 +62,12 @@ from codemojex.settings import Settings
 log = logging.getLogger(__name__)
 
 # Every kind of update we act on; chat_member must be asked for explicitly.
-ALLOWED_UPDATES: list[str] = [Update.MESSAGE, Update.CHAT_MEMBER, Update.MY_CHAT_MEMBER]
+ALLOWED_UPDATES: list[str] = [
+    Update.MESSAGE,
+    Update.CALLBACK_QUERY,
+    Update.CHAT_MEMBER,
+    Update.MY_CHAT_MEMBER,
+]
 
 
 def make_services(
@@ -77,6 +87,7 @@ def make_services(
         admins=overrides.pop("admins", None) or AdminCache(settings.admin_cache_ttl_s),
         flood=overrides.pop("flood", None) or FloodNotices(redis, lanes.queue),
         pacer=overrides.pop("pacer", None) or Pacer(redis, lanes.queue, ANSWER_POLICY),
+        drafts=Drafts(redis, lanes.queue, overrides.pop("tap_rate", None)),
         **overrides,
     )
 
@@ -129,6 +140,8 @@ def add_handlers(application: CodemojexApp) -> None:
     application.add_handler(
         MessageHandler(new & filters.ChatType.PRIVATE & filters.TEXT, on_private_text)
     )
+    # Taps on a round's keyboard: the data names the round (codemojex.game.taps).
+    application.add_handler(CallbackQueryHandler(on_tap, pattern=TAP_PATTERN))
     application.add_handler(
         ChatMemberHandler(on_member_change, ChatMemberHandler.ANY_CHAT_MEMBER), group=1
     )
@@ -180,6 +193,13 @@ async def on_error(update: object, context: CodemojexContext) -> None:
     )
     if isinstance(context.error, RetryAfter | Forbidden):
         return  # Telegram refuses to take messages from us there now: an apology would fail too
+    if isinstance(update, Update) and update.callback_query is not None:
+        # A tap: the apology is the tapper's toast, not a post under the round message.
+        with contextlib.suppress(Exception):
+            await update.callback_query.answer(
+                texts.went_wrong(user_language(update.effective_user))
+            )
+        return
     if isinstance(update, Update) and update.effective_message is not None:
         try:
             lang = user_language(update.effective_user)

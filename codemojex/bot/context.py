@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram.ext import Application, CallbackContext, ExtBot
 
 from codemojex.bot.admin import AdminCache
+from codemojex.bot.drafts import Drafts
 from codemojex.lanes import Lanes
 from codemojex.limits import DEPTH_DEFAULT, REPLY_WAIT_S_DEFAULT
 from codemojex.posting.flags import FloodNotices
@@ -36,6 +37,8 @@ class BotServices:
     flood: FloodNotices
     # Posting pace shared with the worker's outbox sender (see replies.answer).
     pacer: Pacer
+    # Tap to guess: drafts, tap rate, callback queries seen (bot/taps.py).
+    drafts: Drafts
     # Secrets of new rounds are drawn from this; tests may seed their own.
     rng: random.Random = field(default_factory=random.SystemRandom)
     # Most guesses a player may have waiting in their lane; more is a flood.

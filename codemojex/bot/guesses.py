@@ -13,7 +13,9 @@ Which messages are guess attempts (the rule, documented in the README of the bot
 
 Validation happens before anything is written to Redis: an invalid guess gets a short reason
 and is never enqueued. The enqueue carries a dedupe key built from the chat and message ids,
-so an update processed twice makes one guess.
+so an update processed twice makes one guess. A guess tapped on the round message's keyboard
+(bot/taps.py) goes through the same `load_context`, `check_guess` and `enqueue_guess`,
+deduplicated by its callback query id.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
-from telegram import Message, User
+from sqlalchemy.ext.asyncio import AsyncSession
+from telegram import Chat, Message, User
 
 from codemojex import limits
 from codemojex.bot.context import BotServices
+from codemojex.bot.incoming import topic_of
 from codemojex.bot.language import room_language
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import apply_ceiling, display_name, ensure_room, room_title
@@ -34,6 +38,7 @@ from codemojex.db import store
 from codemojex.game import texts
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull
+from codemojex.locale import Lang
 from codemojex.posting.flags import Notice
 from codemojex.scoring import MAX_GUESS_CHARS, MAX_LENGTH, MIN_LENGTH, InvalidGuess, parse_guess
 from codemojex.scoring.emoji import clusters, is_emoji
@@ -94,51 +99,106 @@ async def submit_guess(
         return GuessAnswer("ignored")
     chat = message.chat
     async with services.sessionmaker() as session:
-        ctx = await store.guess_context(session, chat.id, user.id)
-        title = room_title(chat)
-        if ctx is None or (title and ctx.room.title != title):
-            # First sight of the chat, or a new title: the slow path creates or renames it.
-            await ensure_room(services, session, chat)
-            ctx = await store.guess_context(session, chat.id, user.id)
-            assert ctx is not None  # ensure_room just made sure of it
-        room = ctx.room
-        await apply_ceiling(services, room)
-        lang = room_language(room, user)
-        round_ = ctx.open_round
-        if round_ is None:
-            return GuessAnswer("no_round", texts.no_round(lang) if explicit else None)
-        try:
-            emojis = parse_guess(text, round_.palette_emojis, round_.length)
-        except InvalidGuess as exc:
-            return GuessAnswer("invalid", texts.guess_refused(lang, exc))
-        if ctx.banned:
-            return GuessAnswer("banned", texts.banned(lang))
-        name = display_name(user)
-        player = ctx.player
-        if player is None or (name and player.display_name != name):
-            player = await store.ensure_player(session, room.id, user.id, name)
-        round_id = round_.id
+        ctx = await load_context(services, session, chat, topic_of(message), user)
+        checked = await check_guess(services, session, ctx, user, text, explicit=explicit)
+    if isinstance(checked, GuessAnswer):
+        return checked
+    return await enqueue_guess(
+        services,
+        checked,
+        message_id=message.message_id,
+        dedupe_key=f"{chat.id}:{message.message_id}",
+    )
 
-    job = GuessJob(round_id=round_id, message_id=message.message_id, emojis=emojis)
+
+async def load_context(
+    services: BotServices, session: AsyncSession, chat: Chat, thread_id: int, user: User
+) -> store.GuessContext:
+    """The room of the chat (and forum topic), its open round, the user's player and ban: one
+    query, and the room created (or renamed) on the slow path."""
+    ctx = await store.guess_context(session, chat.id, user.id, thread_id)
+    title = room_title(chat)
+    if ctx is None or (title and ctx.room.title != title):
+        # First sight of the chat, or a new title: the slow path creates or renames it.
+        await ensure_room(services, session, chat, thread_id)
+        ctx = await store.guess_context(session, chat.id, user.id, thread_id)
+        assert ctx is not None  # ensure_room just made sure of it
+    await apply_ceiling(services, ctx.room)
+    return ctx
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A guess that may be enqueued: valid for the open round, from a player not banned."""
+
+    room_id: str
+    player_id: str
+    round_id: int
+    emojis: tuple[str, ...]
+    lang: Lang
+
+
+async def check_guess(
+    services: BotServices,
+    session: AsyncSession,
+    ctx: store.GuessContext,
+    user: User,
+    text: str,
+    *,
+    explicit: bool,
+) -> GuessAnswer | Checked:
+    """Everything a guess must pass before it is written to Redis (typed or tapped alike): an
+    open round, a valid guess, a player who is not banned. The player is created on their
+    first guess."""
+    room = ctx.room
+    lang = room_language(room, user)
+    round_ = ctx.open_round
+    if round_ is None:
+        return GuessAnswer("no_round", texts.no_round(lang) if explicit else None)
+    try:
+        emojis = parse_guess(text, round_.palette_emojis, round_.length)
+    except InvalidGuess as exc:
+        return GuessAnswer("invalid", texts.guess_refused(lang, exc))
+    if ctx.banned:
+        return GuessAnswer("banned", texts.banned(lang))
+    name = display_name(user)
+    player = ctx.player
+    if player is None or (name and player.display_name != name):
+        player = await store.ensure_player(session, room.id, user.id, name)
+    return Checked(room.id, player.id, round_.id, emojis, lang)
+
+
+async def enqueue_guess(
+    services: BotServices, guess: Checked, *, message_id: int, dedupe_key: str
+) -> GuessAnswer:
+    """Into the player's lane, under the room's ceiling, deduplicated by `dedupe_key`;
+    "slow down" (once per episode) when the lane is full. `message_id` is the guess message
+    the result replies to (0: none, a tapped guess)."""
+    lang = guess.lang
+    job = GuessJob(round_id=guess.round_id, message_id=message_id, emojis=guess.emojis)
     try:
         job_id = await services.lanes.enqueue(
-            room.id,
-            player.id,
+            guess.room_id,
+            guess.player_id,
             job.encode(),
             max_attempts=limits.GUESS_MAX_ATTEMPTS,
             max_depth=services.max_depth,
-            dedupe_key=f"{chat.id}:{message.message_id}",
+            dedupe_key=dedupe_key,
         )
     except LaneFull:
-        first = await services.flood.first_of_episode(player.id)
+        first = await services.flood.first_of_episode(guess.player_id)
         if not first:
             return GuessAnswer("flood")
-        return GuessAnswer("flood", texts.slow_down(lang), notice="flood", lane=player.id)
+        return GuessAnswer("flood", texts.slow_down(lang), notice="flood", lane=guess.player_id)
     # A paused room keeps guesses; say why no result comes (once per player per episode).
-    paused = await services.lanes.is_paused(room.id)
-    if paused and await services.flood.first_of_episode(player.id, "paused"):
+    paused = await services.lanes.is_paused(guess.room_id)
+    if paused and await services.flood.first_of_episode(guess.player_id, "paused"):
         return GuessAnswer(
-            "enqueued", texts.scoring_paused_note(lang), job_id, notice="paused", lane=player.id
+            "enqueued",
+            texts.scoring_paused_note(lang),
+            job_id,
+            notice="paused",
+            lane=guess.player_id,
         )
     return GuessAnswer("enqueued", None, job_id)
 

@@ -49,11 +49,13 @@ def guarded(handler: Handler) -> Handler:
             OUTAGES.failed(
                 exc, "the bot", probe_of(component, services.redis, services.sessionmaker)
             )
+            # In the user's language: the room's cannot be read now.
+            lang = user_language(update.effective_user)
             if update.message is not None:
                 # Paced like any answer; unpaced when it is Redis that is down (replies.answer).
-                # In the user's language: the room's cannot be read now.
-                lang = user_language(update.effective_user)
                 await answer(context.services, update.message, texts.try_again(lang))
+            elif update.callback_query is not None:
+                await update.callback_query.answer(texts.try_again(lang))
 
     return wrapper
 
@@ -64,6 +66,27 @@ class Sender:
     chat: Chat
     user: User | None  # None for an anonymous admin
     in_group: bool
+    thread_id: int = 0  # the forum topic the message is in (0: none): with the chat, the room
+
+
+def topic_of(message: Message) -> int:
+    """The forum topic a message is in, 0 for none (a chat without topics, a forum's General
+    topic). Outside forums `message_thread_id` names a thread of replies, which is no room."""
+    if message.is_topic_message and message.message_thread_id:
+        return int(message.message_thread_id)
+    return 0
+
+
+def replied_to(message: Message) -> Message | None:
+    """The message this one replies to, if it really is a reply. In a forum topic every message
+    that replies to nothing comes with the topic's root (the "topic created" service message,
+    from whoever created the topic) as its reply_to_message: that is no reply to anybody."""
+    replied = message.reply_to_message
+    if replied is None or replied.forum_topic_created is not None:
+        return None
+    if message.is_topic_message and replied.message_id == message.message_thread_id:
+        return None
+    return replied
 
 
 def sender_of(update: Update) -> Sender | None:
@@ -74,11 +97,11 @@ def sender_of(update: Update) -> Sender | None:
     chat = message.chat
     in_group = chat.type in (ChatType.GROUP, ChatType.SUPERGROUP)
     if is_anonymous_admin(message):
-        return Sender(message, chat, None, in_group)
+        return Sender(message, chat, None, in_group, topic_of(message))
     user = message.from_user
     if user is None or message.sender_chat is not None or user.is_bot:
         return None
-    return Sender(message, chat, user, in_group)
+    return Sender(message, chat, user, in_group, topic_of(message))
 
 
 def command_text(message: Message) -> str:

@@ -42,7 +42,7 @@ async def chat_language(services: BotServices, who: Sender) -> Lang:
     if who.in_group:
         try:
             async with services.sessionmaker() as session:
-                room = await store.room_by_chat(session, who.chat.id)
+                room = await store.room_by_chat(session, who.chat.id, who.thread_id)
         except Exception as exc:
             if outage_of(exc) != "postgres":
                 raise

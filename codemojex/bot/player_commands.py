@@ -11,7 +11,14 @@ from telegram.constants import ChatType
 
 from codemojex.bot.context import CodemojexContext
 from codemojex.bot.guesses import Source, submit_guess, tell
-from codemojex.bot.incoming import Handler, Sender, command_text, guarded, sender_of
+from codemojex.bot.incoming import (
+    Handler,
+    Sender,
+    command_text,
+    guarded,
+    replied_to,
+    sender_of,
+)
 from codemojex.bot.language import chat_language, room_language, user_language
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, ensure_room
@@ -43,7 +50,7 @@ async def cmd_rules(update: Update, context: CodemojexContext) -> None:
     lang = user_language(who.user)
     if who.in_group:
         async with services.sessionmaker() as session:
-            room = await ensure_room(services, session, who.chat)
+            room = await ensure_room(services, session, who.chat, who.thread_id)
             round_ = await store.open_round(session, room.id)
         length, palette, repeats = room.length, room.palette, room.repeats
         timeout_s = room.round_timeout_s
@@ -79,7 +86,7 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
         return
     services = context.services
     async with services.sessionmaker() as session:
-        room = await ensure_room(services, session, who.chat)
+        room = await ensure_room(services, session, who.chat, who.thread_id)
         try:
             # The announcement is written to the outbox with the round: the sender posts it,
             # paced with every other game post of the chat. A room's first round takes its
@@ -111,7 +118,8 @@ async def on_group_text(update: Update, context: CodemojexContext) -> None:
     if who is None or who.user is None or not who.in_group:
         return
     message = who.message
-    replied = message.reply_to_message
+    # A message in a forum topic whose root the bot posted is no reply to the bot.
+    replied = replied_to(message)
     to_bot = (
         replied is not None
         and replied.from_user is not None
@@ -136,7 +144,7 @@ async def cmd_stats(update: Update, context: CodemojexContext) -> None:
         return
     services = context.services
     async with services.sessionmaker() as session:
-        room = await ensure_room(services, session, who.chat)
+        room = await ensure_room(services, session, who.chat, who.thread_id)
         stats = await store.player_stats(session, room.id, who.user.id)
     lang = room_language(room, who.user)
     await answer(
@@ -154,7 +162,7 @@ async def cmd_top(update: Update, context: CodemojexContext) -> None:
     services = context.services
     which = command_text(who.message).strip().lower()
     async with services.sessionmaker() as session:
-        room = await ensure_room(services, session, who.chat)
+        room = await ensure_room(services, session, who.chat, who.thread_id)
         lang = room_language(room, who.user)
         if which not in ("", TOP_WEEK):
             board = texts.top_usage(lang)

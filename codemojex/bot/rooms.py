@@ -35,15 +35,19 @@ def display_name(user: User) -> str:
     return name[:NAME_MAX]
 
 
-async def ensure_room(services: BotServices, session: AsyncSession, chat: Chat) -> Room:
-    """The chat's room, created on first sight; its ceiling is (re)applied to the lanes once
-    per process, so every room has one, even after Redis lost its data."""
+async def ensure_room(
+    services: BotServices, session: AsyncSession, chat: Chat, thread_id: int = 0
+) -> Room:
+    """The room of the chat (of its forum topic `thread_id`), created on first sight; its
+    ceiling is (re)applied to the lanes once per process, so every room has one, even after
+    Redis lost its data."""
     room = await store.ensure_room(
         session,
         chat.id,
         room_title(chat),
         default_ceiling=services.settings.default_ceiling,
         round_timeout_s=services.settings.round_timeout_s,
+        thread_id=thread_id,
     )
     await apply_ceiling(services, room)
     return room

@@ -93,14 +93,21 @@ def _mint_player() -> str:
 
 
 class Room(Base):
-    """A Telegram group chat, with the settings its next rounds are drawn with."""
+    """A Telegram group chat, or one topic of a forum supergroup, with the settings its next
+    rounds are drawn with."""
 
     __tablename__ = "rooms"
-    # The ops page lists rooms in title order, a page at a time (db/store/ops.py).
-    __table_args__ = (Index("ix_rooms_title_id", "title", "id"),)
+    __table_args__ = (
+        # The ops page lists rooms in title order, a page at a time (db/store/ops.py).
+        Index("ix_rooms_title_id", "title", "id"),
+        UniqueConstraint("chat_id", "thread_id"),
+    )
 
     id: Mapped[str] = mapped_column(String(ID_LEN), primary_key=True, default=_mint_room)
-    chat_id: Mapped[int] = mapped_column(BigInteger, unique=True)
+    chat_id: Mapped[int] = mapped_column(BigInteger)
+    # The forum topic (its message_thread_id) that is this room; 0 for a chat without topics
+    # and for a forum's General topic. Not NULL: a unique key treats NULLs as all different.
+    thread_id: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
     title: Mapped[str] = mapped_column(String(255), default="")
     length: Mapped[int] = mapped_column(Integer)
     # None: every round draws a fresh palette of `palette_size` emojis; otherwise a fixed
@@ -325,8 +332,13 @@ class Outbox(Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     chat_id: Mapped[int] = mapped_column(BigInteger)
+    # The forum topic to post in (message_thread_id); None outside topics.
+    thread_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
     text: Mapped[str] = mapped_column(Text)
+    # The message answered; for a "keys_off" row, the message whose keyboard is removed.
     reply_to_message_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    # An inline keyboard to post with the text, as Telegram's InlineKeyboardMarkup JSON.
+    markup: Mapped[str | None] = mapped_column(Text, default=None)
     kind: Mapped[str] = mapped_column(String(16))
     round_id: Mapped[int | None] = mapped_column(
         ForeignKey("rounds.id", ondelete="SET NULL"), default=None

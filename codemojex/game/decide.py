@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Final, Literal
 
 from codemojex.game import texts
+from codemojex.game.rounds import keys_off
 from codemojex.game.types import KIND_LATE, KIND_RESULT, KIND_WIN, SOLVED, Message
 from codemojex.locale import Lang
 from codemojex.scoring import feedback, points_for
@@ -67,6 +68,7 @@ class RoundState:
     end_reason: str | None
     winning_guess_id: str | None
     language: Lang  # the room's: every text about the round is written in it
+    thread_id: int = 0  # the room's forum topic (0: none): where the round's messages go
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +237,10 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
                 # Not a reply: the whole room is told.
                 win_text = texts.win(rnd.language, player.name, rnd.secret, attempt_no, points)
                 messages.append(_answer(item, rnd, player, win_text, KIND_WIN, reply=False))
+                # The store writes in the announcement's id (the message to edit).
+                messages.append(
+                    keys_off(round_id=rnd.id, chat_id=rnd.chat_id, announce_message_id=None)
+                )
             verdict = Verdict(
                 "scored",
                 exact=fb.exact,
@@ -259,9 +265,11 @@ def _answer(
         text=text,
         kind=kind,
         round_id=rnd.id,
-        reply_to=item.reply_to if reply else None,
+        # 0: a tapped guess, no message of the player's to reply to.
+        reply_to=(item.reply_to or None) if reply else None,
         guess_id=item.guess_id,
         player_name=player.name,
+        thread_id=rnd.thread_id or None,
     )
 
 

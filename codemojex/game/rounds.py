@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from codemojex.game import texts
-from codemojex.game.types import KIND_REVEAL, TIMEOUT, Message
+from codemojex.game.types import KIND_KEYS_OFF, KIND_REVEAL, TIMEOUT, Message
 from codemojex.locale import Lang
 from codemojex.scoring import draw_palette, draw_secret
 
@@ -66,15 +66,30 @@ def reveal(
     started_at: datetime,
     expires_at: datetime,
     language: Lang,
+    thread_id: int | None = None,
 ) -> Message:
     """The message that ends a round without a winner: the secret, and why it ended, in the
-    room's `language`."""
+    room's `language` (in the room's forum topic, `thread_id`)."""
     if reason == TIMEOUT:
         timeout_s = round((expires_at - started_at).total_seconds())
         text = texts.timed_out(language, secret, timeout_s)
     else:
         text = texts.ended_by_admin(language, secret)
-    return Message(chat_id=chat_id, text=text, kind=KIND_REVEAL, round_id=round_id)
+    return Message(
+        chat_id=chat_id, text=text, kind=KIND_REVEAL, round_id=round_id, thread_id=thread_id
+    )
+
+
+def keys_off(*, round_id: int, chat_id: int, announce_message_id: int | None) -> Message:
+    """The round ended: its announcement's tap keyboard goes (the sender edits the message).
+    Without the announcement's id yet (not posted), the store fills it in when it is."""
+    return Message(
+        chat_id=chat_id,
+        text="",
+        kind=KIND_KEYS_OFF,
+        round_id=round_id,
+        reply_to=announce_message_id,
+    )
 
 
 def is_due(expires_at: datetime, now: datetime) -> bool:

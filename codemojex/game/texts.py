@@ -97,6 +97,7 @@ def help_text(lang: Lang) -> str:
             _(lang, "Codemojex: crack the secret emoji code."),
             _(lang, "/newgame start a round"),
             _(lang, "/g 🍎🍌🍇🍒 guess (or just send the emojis, or reply to the round)"),
+            _tap_hint(lang),
             _(
                 lang,
                 "/rules how a round works · /stats your record · /top leaderboard "
@@ -109,6 +110,10 @@ def help_text(lang: Lang) -> str:
             ),
         )
     )
+
+
+def _tap_hint(lang: Lang) -> str:
+    return _(lang, "Or tap the emojis on the round message's buttons.")
 
 
 def _pegs_legend(lang: Lang) -> str:
@@ -196,6 +201,20 @@ def resumed(lang: Lang) -> str:
     return _(lang, "Scoring resumed.")
 
 
+def tap_sent(lang: Lang, guess: str | Sequence[str]) -> str:
+    """The toast of the tap that completed a code: the guess went in."""
+    return _(lang, "%(guess)s sent!", guess=_joined(guess))
+
+
+def tap_round_over(lang: Lang) -> str:
+    """The toast of a tap on the keyboard of a round that is no longer running."""
+    return _(lang, "This round is over: tap the keyboard of the current round.")
+
+
+def tap_too_fast(lang: Lang) -> str:
+    return _(lang, "Too fast: tap a little slower.")
+
+
 def scoring_paused_note(lang: Lang) -> str:
     return _(lang, "Scoring is paused here: your guess waits until /resume.")
 
@@ -251,6 +270,7 @@ def rules_text(
         "or /g 🍎🍌🍇🍒.",
         length,
     )
+    how = f"{how} {_tap_hint(lang)}"
     rep = (
         _(lang, "Emojis may repeat in the code.")
         if repeats
@@ -294,8 +314,9 @@ def round_started(
         length,
     )
     pal = _(lang, "Palette: %(palette)s", palette=_spaced(palette))
+    tap = _(lang, "Or tap the buttons below: the guess goes in when the code is complete.")
     clock = _(lang, "%(duration)s on the clock.", duration=duration(lang, timeout_s))
-    return f"{head}\n{pal}\n{send}\n{_pegs_legend(lang)}\n{clock} {_points_rule(lang)}"
+    return f"{head}\n{pal}\n{send} {tap}\n{_pegs_legend(lang)}\n{clock} {_points_rule(lang)}"
 
 
 def result_line(lang: Lang, guess: str | Sequence[str], fb: Feedback, attempt_no: int) -> str:

@@ -13,6 +13,9 @@ KIND_RESULT: Final = "result"  # a scored guess: "🍎🍌🍇🍒 → 🟢🟢�
 KIND_WIN: Final = "win"  # the winner and the secret
 KIND_LATE: Final = "late"  # a guess for a round that had already ended
 KIND_REVEAL: Final = "reveal"  # a round ended without a winner: the secret
+# Not a post: the round ended, its announcement's tap keyboard is removed (the row's reply_to
+# is the announcement; the store fills it in once the announcement is posted).
+KIND_KEYS_OFF: Final = "keys_off"
 
 # Why a round ended.
 SOLVED: Final = "solved"
@@ -33,3 +36,5 @@ class Message:
     reply_to: int | None = None
     guess_id: str | None = None
     player_name: str | None = None
+    thread_id: int | None = None  # the forum topic of the room (message_thread_id)
+    markup: str | None = None  # an inline keyboard (InlineKeyboardMarkup JSON)

@@ -35,7 +35,7 @@ BOT_OUTCOMES = {
     "banned": "refused_banned",
     "no_round": "no_round",
 }
-POST_KINDS = ("result", "folded", "reply", "round")
+POST_KINDS = ("result", "folded", "reply", "round", "keys_off")
 READ_TIMEOUT_S = 2.0
 
 
@@ -203,7 +203,8 @@ class WorkerCollector(Collector):
         )
         yield _labelled(
             "codemojex_posts",
-            "Messages the outbox sender posted, by kind (folded: several results in one).",
+            "Messages the outbox sender posted, by kind (folded: several results in one; "
+            "keys_off: a round's keyboard removed).",
             "kind",
             {kind: EVENTS.posts[kind] for kind in POST_KINDS},
             gauge=False,

@@ -87,8 +87,8 @@ def posted(message: _Message, rows: Sequence[_Row]) -> None:
     done = [row for row in rows if row.id in message.row_ids]
     if len(done) > 1:
         kind = "folded"
-    elif done and done[0].kind == "round":
-        kind = "round"
+    elif done and done[0].kind in ("round", "keys_off"):
+        kind = done[0].kind  # a round's announcement, or the removal of its keyboard
     elif message.reply_to is not None:
         kind = "reply"
     else:

@@ -18,7 +18,11 @@ MAX_MESSAGE: Final = 4096
 
 # Rows of these kinds always go out on their own: a round announcement is the message
 # players reply to with their guesses, so it must not be buried inside a batch of results.
-STANDALONE_KINDS: Final = frozenset({"round"})  # store.KIND_ROUND
+# Removing a round's keyboard (keys_off) is an edit of the announcement, not a post.
+STANDALONE_KINDS: Final = frozenset({"round", "keys_off"})  # KIND_ROUND, KIND_KEYS_OFF
+# Answers to one player's guess: a tapped guess has no message to reply to, so even alone its
+# line names the player (KIND_RESULT, KIND_LATE).
+ANSWER_KINDS: Final = frozenset({"result", "late"})
 
 _GRAPHEME = regex.compile(r"\X")
 
@@ -36,16 +40,25 @@ class OutRow(Protocol):
     def kind(self) -> str: ...
     @property
     def player_name(self) -> str | None: ...
+    @property
+    def thread_id(self) -> int | None: ...
+    @property
+    def markup(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class OutMessage:
     """One message to post. `row_ids` are the rows it completes (empty for the leading
-    pieces of a row too long for one message: the row is done with its last piece)."""
+    pieces of a row too long for one message: the row is done with its last piece).
+    `thread_id`: the forum topic to post in; `markup`: an inline keyboard (JSON) to post
+    with it; `keys_off`: not a post but the removal of the keyboard of message `reply_to`."""
 
     text: str
     reply_to: int | None
     row_ids: tuple[int, ...]
+    thread_id: int | None = None
+    markup: str | None = None
+    keys_off: bool = False
 
 
 def tg_len(text: str) -> int:
@@ -110,23 +123,36 @@ def fold(rows: Sequence[OutRow], limit: int = MAX_MESSAGE) -> list[OutMessage]:
         return []
     if len(rows) == 1:
         row = rows[0]
-        parts = split_text(row.text, limit)
+        if row.kind == "keys_off":
+            return [OutMessage("", row.reply_to_message_id, (row.id,), keys_off=True)]
+        named = row.reply_to_message_id is None and row.kind in ANSWER_KINDS
+        parts = split_text(_line(row) if named else row.text, limit)
         return [
             OutMessage(
                 text=part,
                 reply_to=row.reply_to_message_id if i == 0 else None,
                 row_ids=(row.id,) if i == len(parts) - 1 else (),
+                thread_id=row.thread_id,
+                markup=row.markup if i == len(parts) - 1 else None,
             )
             for i, part in enumerate(parts)
         ]
     out: list[OutMessage] = []
     batch_text = ""
     batch_ids: list[int] = []
+    batch_thread: int | None = None
 
     def flush() -> None:
         nonlocal batch_text, batch_ids
         if batch_ids:
-            out.append(OutMessage(text=batch_text, reply_to=None, row_ids=tuple(batch_ids)))
+            out.append(
+                OutMessage(
+                    text=batch_text,
+                    reply_to=None,
+                    row_ids=tuple(batch_ids),
+                    thread_id=batch_thread,
+                )
+            )
         batch_text, batch_ids = "", []
 
     for row in rows:
@@ -134,6 +160,9 @@ def fold(rows: Sequence[OutRow], limit: int = MAX_MESSAGE) -> list[OutMessage]:
             flush()
             out.extend(fold([row], limit))
             continue
+        if batch_ids and row.thread_id != batch_thread:
+            flush()  # a message goes to one forum topic
+        batch_thread = row.thread_id
         line = _line(row)
         candidate = line if not batch_ids else batch_text + "\n" + line
         if tg_len(candidate) <= limit:
@@ -144,7 +173,8 @@ def fold(rows: Sequence[OutRow], limit: int = MAX_MESSAGE) -> list[OutMessage]:
             batch_text, batch_ids = line, [row.id]
             continue
         parts = split_text(line, limit)
-        out.extend(OutMessage(text=p, reply_to=None, row_ids=()) for p in parts[:-1])
-        out.append(OutMessage(text=parts[-1], reply_to=None, row_ids=(row.id,)))
+        thread = row.thread_id
+        out.extend(OutMessage(p, None, (), thread_id=thread) for p in parts[:-1])
+        out.append(OutMessage(parts[-1], None, (row.id,), thread_id=thread))
     flush()
     return out

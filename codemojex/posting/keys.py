@@ -13,13 +13,17 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:send:posted:<row>      posted: the message id that carried an outbox row
     cmx:{q}:flood:<PLR…>           "slow down" was said this episode
     cmx:{q}:paused:<PLR…>          "scoring is paused" was said this episode
+    cmx:{q}:tap:draft:<round>:<user>  a player's tapped draft of a round (expires with it)
+    cmx:{q}:tap:rate:<user>        a user's taps in the current rate window
+    cmx:{q}:tap:seen:<hash>        a callback query already handled (its id, hashed)
 
-Chat and row ids are integers formatted with %d, players are branded ids checked here: user
-text never reaches a key name.
+Chat, row, round and user ids are integers formatted with %d, players are branded ids checked
+here, callback query ids are hashed: user text never reaches a key name.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Final, Literal
 
 from codemojex import ids
@@ -78,3 +82,16 @@ class Keys:
         if notice not in NOTICES:
             raise ValueError(f"unknown notice {notice!r}")
         return f"{self.prefix}{notice}:{lane}"
+
+    # -- tap to guess (bot/taps.py) ------------------------------------------------------------
+
+    def tap_draft(self, round_id: int, user_id: int) -> str:
+        round_part = _integer(round_id, "round id")
+        return f"{self.prefix}tap:draft:{round_part:d}:{_integer(user_id, 'user id'):d}"
+
+    def tap_rate(self, user_id: int) -> str:
+        return f"{self.prefix}tap:rate:{_integer(user_id, 'user id'):d}"
+
+    def tap_seen(self, query_id: str) -> str:
+        digest = hashlib.blake2b(query_id.encode(), digest_size=12).hexdigest()
+        return f"{self.prefix}tap:seen:{digest}"

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import random
@@ -74,7 +75,7 @@ from typing import Final, Literal
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from telegram import Bot
+from telegram import Bot, InlineKeyboardMarkup
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -498,15 +499,7 @@ class OutboxSender:
                 # Bounded, so that a post always ends well inside the chat lease (renewed just
                 # before) and the row claim (at least half of it left): nobody else can have
                 # taken the chat or the rows while this post is in flight.
-                sent = await asyncio.wait_for(
-                    self._bot.send_message(
-                        chat_id=chat_id,
-                        text=msg.text,
-                        reply_to_message_id=msg.reply_to,
-                        allow_sending_without_reply=True if msg.reply_to is not None else None,
-                    ),
-                    self._post_timeout_s,
-                )
+                sent = await asyncio.wait_for(post(self._bot, chat_id, msg), self._post_timeout_s)
             except BaseException:
                 with contextlib.suppress(Exception):
                     await self.pacer.settle(grant)
@@ -542,7 +535,7 @@ class OutboxSender:
             log.warning("posting to chat %d failed (%s); retrying", chat_id, type(exc).__name__)
             await self.pacer.block_chat(chat_id, 1000 + random.randint(0, 1000))
             return "not_posted"
-        await self._record_posted(msg, int(sent.message_id), grant)
+        await self._record_posted(msg, sent, grant)
         return "sent"
 
     async def _record_posted(
@@ -569,8 +562,31 @@ class OutboxSender:
         if len(msg.row_ids) > 1:
             self.stats.coalesced_messages += 1
             self.stats.coalesced_rows += len(msg.row_ids)
-        if msg.reply_to is not None:
+        if msg.reply_to is not None and not msg.keys_off:
             self.stats.replies += 1
+
+
+async def post(bot: Bot, chat_id: int, msg: OutMessage) -> int:
+    """Carry out one message: a post (in its forum topic, with its keyboard), or the removal
+    of a round's keyboard (`keys_off`: an edit of message `reply_to`, nothing when the
+    announcement was never posted). The id of the message posted or edited (0: none)."""
+    if msg.keys_off:
+        if msg.reply_to is None:
+            return 0
+        await bot.edit_message_reply_markup(chat_id=chat_id, message_id=msg.reply_to)
+        return msg.reply_to
+    markup = None
+    if msg.markup is not None:
+        markup = InlineKeyboardMarkup.de_json(json.loads(msg.markup), bot)
+    sent = await bot.send_message(
+        chat_id=chat_id,
+        text=msg.text,
+        message_thread_id=msg.thread_id,
+        reply_to_message_id=msg.reply_to,
+        allow_sending_without_reply=True if msg.reply_to is not None else None,
+        reply_markup=markup,
+    )
+    return int(sent.message_id)
 
 
 def _until_first_complete(messages: Sequence[OutMessage]) -> list[OutMessage]:

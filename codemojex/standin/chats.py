@@ -72,19 +72,23 @@ class Chats(Updates):
         members: Iterable[int] = (),
         bot_is_admin: bool = False,
         announce: bool = False,
+        forum: bool = False,
     ) -> None:
         """A group the bot is in. The owner (default: the first admin) is listed as "creator".
 
-        `announce` emits the my_chat_member update Telegram sends when the bot is added.
+        `announce` emits the my_chat_member update Telegram sends when the bot is added;
+        `forum` makes a supergroup with topics (`add_topic`, createForumTopic).
         """
         if chat_id >= 0:
             raise ValueError("group chat ids are negative")
         if kind not in ("group", "supergroup"):
             raise ValueError("kind is 'group' or 'supergroup'")
+        if forum and kind != "supergroup":
+            raise ValueError("only supergroups have topics")
         admin_ids = list(admins)
         for user_id in [*admin_ids, *members, *([owner] if owner else [])]:
             self._user(user_id)
-        chat = Chat(chat_id, kind, title)
+        chat = Chat(chat_id, kind, title, is_forum=forum)
         chat.owner = owner if owner is not None else (admin_ids[0] if admin_ids else None)
         chat.admins = {uid for uid in admin_ids if uid != chat.owner}
         chat.members = {*admin_ids, *members, *([chat.owner] if chat.owner else [])}
@@ -149,6 +153,29 @@ class Chats(Updates):
                 self._enqueue({"message": dict(message)})
         old.migrated_to = new_id
         return new_id
+
+    def add_topic(self, chat_id: int, name: str, creator: int) -> int:
+        """A user creates a topic in a forum: its root is a "forum_topic_created" service
+        message from them (delivered to the bot), whose id is the topic's message_thread_id.
+        Returns that id."""
+        chat = self._group(chat_id)
+        return self._new_topic(chat, name, self._user(creator), deliver=True)
+
+    def _new_topic(self, chat: Chat, name: str, creator: User, *, deliver: bool) -> int:
+        if not chat.is_forum:
+            raise bad("the chat is not a forum")
+        if not 1 <= len(name) <= 128:
+            raise bad("TOPIC_TITLE_EMPTY" if not name else "topic name is too long")
+        root = self._new_message(chat, "", sender=creator)
+        del root["text"]
+        thread_id = int(root["message_id"])
+        root["message_thread_id"] = thread_id
+        root["is_topic_message"] = True
+        root["forum_topic_created"] = {"name": name, "icon_color": 7322096}
+        chat.topics[thread_id] = name
+        if deliver and chat.bot_status in ("member", "administrator"):
+            self._enqueue({"message": dict(root)})
+        return thread_id
 
     def remove_bot(self, chat_id: int, *, kicked: bool = True) -> None:
         """The bot is removed from a group: my_chat_member update, then sends get 403."""
@@ -229,7 +256,11 @@ class Chats(Updates):
         sender_chat: Chat | None = None,
         entities: list[Entity] | None = None,
         reply_to: int | None = None,
+        thread_id: int | None = None,
     ) -> JSON:
+        """A new message in the chat; in a forum topic (`thread_id`) it carries the topic and,
+        replying to nothing, comes with the topic's root as its reply_to_message (Telegram's
+        way: the root is the start of the topic's thread)."""
         message_id = chat.next_message_id
         chat.next_message_id += 1
         message: JSON = {
@@ -243,6 +274,10 @@ class Chats(Updates):
             message["sender_chat"] = sender_chat.to_dict()
         if entities:
             message["entities"] = entities
+        if thread_id is not None:
+            message["message_thread_id"] = thread_id
+            message["is_topic_message"] = True
+            reply_to = thread_id if reply_to is None else reply_to
         if reply_to is not None:
             message["reply_to_message_id"] = reply_to  # internal; expanded on delivery
         chat.messages[message_id] = message
@@ -340,6 +375,31 @@ class Chats(Updates):
         if chat.type == "private":
             return 2
         return len(chat.members) + (1 if chat.bot_status in ("member", "administrator") else 0)
+
+    def _topic(self, chat: Chat, thread_id: int | None, reply_to: int | None) -> int | None:
+        """The forum topic a new message goes to: the one named, else the replied message's;
+        None outside topics (a forum's General topic included)."""
+        if thread_id is None and reply_to is not None:
+            replied = chat.messages.get(reply_to)
+            if replied is not None and replied.get("is_topic_message"):
+                thread_id = int(replied["message_thread_id"])
+        if thread_id is None:
+            return None
+        if chat.is_forum and thread_id in chat.topics:
+            return thread_id
+        if chat.is_forum:
+            raise bad("message thread not found")
+        return None  # a thread of replies in a chat without topics: no topic
+
+    async def _create_forum_topic(self, params: Params) -> Any:
+        chat = self._writable_chat(params)
+        if chat.type == "private" or not chat.is_forum:
+            raise bad("the chat is not a forum")
+        if chat.bot_status != "administrator":
+            raise bad("not enough rights to create a topic")
+        name = params.get_str("name") or ""
+        thread_id = self._new_topic(chat, name, self.bot, deliver=False)
+        return {"message_thread_id": thread_id, "name": name, "icon_color": 7322096}
 
     async def _leave_chat(self, params: Params) -> Any:
         chat = self._target_chat(params)

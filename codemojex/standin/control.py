@@ -26,6 +26,7 @@ ACTIONS = frozenset(
         "remove_bot",
         "migrate_to_supergroup",
         "block_bot",
+        "add_topic",
         "send_text",
         "send_as_anonymous_admin",
         "send_as_channel",

@@ -43,9 +43,22 @@ class Keyboards(Chats, Limits):
         self._open_callbacks: set[str] = set()
         self._callback_ids = itertools.count(1)
 
-    def press_button(self, chat_id: int, message_id: int, user_id: int, data: str) -> str:
+    def press_button(
+        self,
+        chat_id: int,
+        message_id: int,
+        user_id: int,
+        data: str,
+        *,
+        stale: bool = False,
+        query_id: str | None = None,
+    ) -> str:
         """The user presses the inline button carrying `data` under one of the bot's messages:
-        a callback_query update. Returns the query id (answered via answerCallbackQuery)."""
+        a callback_query update. Returns the query id (answered via answerCallbackQuery).
+
+        `stale`: the user's app still shows a keyboard the bot has since edited away (the
+        button need not be there any more). `query_id`: the update of an earlier press
+        delivered again (the same query id)."""
         chat = self._chat(chat_id)
         user = self._user(user_id)
         message = chat.messages.get(message_id)
@@ -56,9 +69,9 @@ class Keyboards(Chats, Limits):
             for row in message.get("reply_markup", {}).get("inline_keyboard", [])
             for button in row
         ]
-        if not any(button.get("callback_data") == data for button in buttons):
+        if not stale and not any(button.get("callback_data") == data for button in buttons):
             raise ValueError(f"message {message_id} has no button with callback_data {data!r}")
-        query_id = str(next(self._callback_ids))
+        query_id = query_id if query_id is not None else str(next(self._callback_ids))
         self._open_callbacks.add(query_id)
         self._enqueue(
             {

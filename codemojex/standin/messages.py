@@ -61,13 +61,15 @@ class Messages(Chats, Limits):
         user_id: int,
         text: str,
         reply_to: int | None = None,
+        thread_id: int | None = None,
     ) -> int:
-        """The user types `text` in the chat; returns the new message_id."""
+        """The user types `text` in the chat (in a forum, in topic `thread_id`, or the
+        replied message's); returns the new message_id."""
         chat = self._chat(chat_id)
         user = self._user(user_id)
         if chat.type != "private":
             chat.members.add(user_id)
-        message = self._user_message(chat, text, reply_to, sender=user)
+        message = self._user_message(chat, text, reply_to, sender=user, thread_id=thread_id)
         return int(message["message_id"])
 
     def send_as_anonymous_admin(self, chat_id: int, text: str, reply_to: int | None = None) -> int:
@@ -130,12 +132,15 @@ class Messages(Chats, Limits):
         *,
         sender: User,
         sender_chat: Chat | None = None,
+        thread_id: int | None = None,
     ) -> JSON:
         _check_user_text(text)
         if chat.migrated_to is not None:
             raise ValueError(f"chat {chat.id} was upgraded to {chat.migrated_to}")
         if reply_to is not None and reply_to not in chat.messages:
             raise KeyError(f"no message {reply_to} in chat {chat.id} to reply to")
+        if thread_id is not None and thread_id not in chat.topics:
+            raise KeyError(f"no topic {thread_id} in chat {chat.id}")
         message = self._new_message(
             chat,
             text,
@@ -143,6 +148,7 @@ class Messages(Chats, Limits):
             sender_chat=sender_chat,
             entities=auto_entities(text),
             reply_to=reply_to,
+            thread_id=self._topic(chat, thread_id, reply_to),
         )
         if self._delivers(chat, message):
             self._enqueue({"message": chat.with_reply(message)})
@@ -258,9 +264,10 @@ class Messages(Chats, Limits):
                 raise bad("message to be replied not found")
             reply_to = None
         markup = inline_markup(params)
+        thread_id = self._topic(chat, params.get_int("message_thread_id"), reply_to)
         self._check_rate("sendMessage", chat.id)
         message = self._new_message(
-            chat, text, sender=self.bot, entities=entities, reply_to=reply_to
+            chat, text, sender=self.bot, entities=entities, reply_to=reply_to, thread_id=thread_id
         )
         if markup is not None:
             message["reply_markup"] = markup
@@ -274,6 +281,7 @@ class Messages(Chats, Limits):
             parse_mode=parse_mode,
             raw_text=raw_text,
             entities=tuple(entities),
+            thread_id=thread_id,
         )
         self._sent.append(sent)
         event, self._sent_changed = self._sent_changed, asyncio.Event()

@@ -77,6 +77,8 @@ class SentMessage:
     raw_text: str = ""
     """Exactly as the bot sent it."""
     entities: tuple[Entity, ...] = field(default=(), compare=False)
+    thread_id: int | None = None
+    """The forum topic it was posted in (its message_thread_id); None outside topics."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,8 @@ class Chat:
     bot_status: str = "member"  # member | administrator | left | kicked
     blocked: bool = False  # private chat: the user blocked the bot
     migrated_to: int | None = None  # a group upgraded to this supergroup
+    is_forum: bool = False  # a supergroup with topics
+    topics: dict[int, str] = field(default_factory=dict)  # thread id (its root) -> name
     messages: dict[int, JSON] = field(default_factory=dict)
     next_message_id: int = 1
 
@@ -141,7 +145,10 @@ class Chat:
             if self.user.username:
                 data["username"] = self.user.username
             return data
-        return {"id": self.id, "type": self.type, "title": self.title}
+        data = {"id": self.id, "type": self.type, "title": self.title}
+        if self.is_forum:
+            data["is_forum"] = True
+        return data
 
     def status_of(self, user_id: int) -> str:
         if user_id == self.owner:

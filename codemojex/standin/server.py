@@ -89,6 +89,7 @@ class StandIn(Messages, Keyboards, Commands):
             "deleteWebhook": self._delete_webhook,
             "getWebhookInfo": self._get_webhook_info,
             "leaveChat": self._leave_chat,
+            "createForumTopic": self._create_forum_topic,
         }
         for harmless in (
             "sendChatAction",

@@ -7,13 +7,13 @@ from datetime import UTC, datetime
 
 import pytest
 from pydantic import ValidationError
-from telegram import Bot, Chat, Message, User
+from telegram import Bot, Chat, ForumTopicCreated, Message, User
 
 from codemojex import ids
 from codemojex.bot import guesses
 from codemojex.bot.admin import AdminCache, is_admin
 from codemojex.bot.guesses import MAX_PLAIN_EMOJIS, looks_like_guess
-from codemojex.bot.incoming import parse_bounded_int
+from codemojex.bot.incoming import parse_bounded_int, replied_to, topic_of
 from codemojex.bot.replies import ANSWER_POLICY
 from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.game.texts import queue_view as format_queue
@@ -241,3 +241,44 @@ def test_answers_share_the_senders_windows() -> None:
     for mine, theirs in ((ANSWER_POLICY.group, sender.group), (ANSWER_POLICY.chat, sender.chat)):
         assert [w.window_ms for w in mine] == [w.window_ms for w in theirs]
     assert ANSWER_POLICY.bot == sender.bot
+
+
+def test_topics_and_what_a_message_really_replies_to() -> None:
+    forum = Chat(GROUP, Chat.SUPERGROUP, title="f", is_forum=True)
+    owner = User(OWNER, "Owner", is_bot=False)
+    member = User(MEMBER, "Member", is_bot=False)
+    now = datetime.now(UTC)
+    root = Message(
+        40,
+        now,
+        forum,
+        from_user=owner,
+        forum_topic_created=ForumTopicCreated("Puzzles", 0),
+        message_thread_id=40,
+        is_topic_message=True,
+    )
+
+    def in_topic(mid: int, reply: Message | None, thread: int | None = 40) -> Message:
+        return Message(
+            mid,
+            now,
+            forum,
+            from_user=member,
+            reply_to_message=reply,
+            message_thread_id=thread,
+            is_topic_message=thread is not None,
+        )
+
+    hers = in_topic(41, root)
+    assert topic_of(hers) == 40 and replied_to(hers) is None  # only the topic's root
+    mine = in_topic(42, hers)
+    assert replied_to(mine) is hers
+    # A root without its service part still counts as the root: it is the thread's id.
+    bare_root = Message(40, now, forum, from_user=owner)
+    assert replied_to(in_topic(43, bare_root)) is None
+    # The General topic, and threads of replies in a chat without topics, are no topic.
+    assert topic_of(in_topic(44, None, thread=None)) == 0
+    plain = Message(
+        45, now, Chat(GROUP, Chat.SUPERGROUP, title="g"), from_user=member, message_thread_id=9
+    )
+    assert topic_of(plain) == 0

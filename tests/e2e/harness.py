@@ -136,11 +136,23 @@ class Stack:
 
     # -- the chat side -------------------------------------------------------------------
 
-    def new_group(self, *, admins: Sequence[int] = (ADMIN,), members: Sequence[int] = ()) -> int:
+    def new_group(
+        self,
+        *,
+        admins: Sequence[int] = (ADMIN,),
+        members: Sequence[int] = (),
+        forum: bool = False,
+        bot_is_admin: bool = False,
+    ) -> int:
         chat_id = self._next_chat
         self._next_chat -= 1
         self.standin.add_group(
-            chat_id, f"room {chat_id}", admins=list(admins), members=[ALICE, BOB, DAVE, *members]
+            chat_id,
+            f"room {chat_id}",
+            admins=list(admins),
+            members=[ALICE, BOB, DAVE, *members],
+            forum=forum,
+            bot_is_admin=bot_is_admin,
         )
         return chat_id
 
@@ -172,11 +184,60 @@ class Stack:
         )
         return found.text
 
-    async def announcement(self, chat_id: int, timeout: float = 15.0) -> Announcement:  # noqa: ASYNC109
+    async def announcement(
+        self,
+        chat_id: int,
+        timeout: float = 15.0,  # noqa: ASYNC109
+        *,
+        thread_id: int | None = None,
+    ) -> Announcement:
         found = await self.standin.wait_for_sent(
-            lambda m: m.text.startswith("🎯 New round!"), timeout, chat_id=chat_id
+            lambda m: m.text.startswith("🎯 New round!") and m.thread_id == thread_id,
+            timeout,
+            chat_id=chat_id,
         )
         return parse_announcement(found)
+
+    # -- tap to guess --------------------------------------------------------------------
+
+    async def tap(
+        self,
+        chat_id: int,
+        message_id: int,
+        user_id: int,
+        data: str,
+        *,
+        stale: bool = False,
+        query_id: str | None = None,
+        timeout: float = 10.0,  # noqa: ASYNC109
+    ) -> str | None:
+        """A user taps a button of the bot's message; the toast the bot answered with."""
+        before = len(self.standin.callback_answers)
+        qid = self.standin.press_button(
+            chat_id, message_id, user_id, data, stale=stale, query_id=query_id
+        )
+
+        async def answered() -> dict[str, Any] | None:
+            return next(
+                (
+                    a
+                    for a in self.standin.callback_answers[before:]
+                    if a["callback_query_id"] == qid
+                ),
+                None,
+            )
+
+        found = await eventually(answered, timeout=timeout, what=f"the answer to tap {data}")
+        assert found is not None
+        text = found["text"]
+        return None if text is None else str(text)
+
+    def buttons(self, chat_id: int, message_id: int) -> list[tuple[str, str]]:
+        """(text, callback_data) of the inline buttons under a message, now."""
+        message = self.standin.message(chat_id, message_id)
+        assert message is not None
+        rows = message.get("reply_markup", {}).get("inline_keyboard", [])
+        return [(b["text"], b["callback_data"]) for row in rows for b in row]
 
     async def new_round(self, chat_id: int, by: int = ALICE) -> tuple[Announcement, Round]:
         """/newgame, the announcement the worker posts, and the round as stored."""

@@ -143,9 +143,15 @@ async def test_a_round_is_played_won_and_booked(stack: Stack) -> None:
     # Every outbox row (the announcement, 4 results, the win) went out exactly once.
     assert [r.kind for r in rows].count("result") == 4
     sent_messages = stack.said(chat)
-    assert [times_posted(sent_messages, r) for r in rows] == [1] * len(rows)
-    assert {r.kind for r in rows} == {"round", "result", "win"}
+    posts = [r for r in rows if r.kind != "keys_off"]
+    assert [times_posted(sent_messages, r) for r in posts] == [1] * len(posts)
+    assert {r.kind for r in rows} == {"round", "result", "win", "keys_off"}
     assert all(r.sent_message_id is not None for r in rows)
+    # The win took the round's tap keyboard off its announcement (an edit, not a post).
+    (keys_off,) = [r for r in rows if r.kind == "keys_off"]
+    assert keys_off.reply_to_message_id == keys_off.sent_message_id == ann.message_id
+    announced = stack.standin.message(chat, ann.message_id)
+    assert announced is not None and "reply_markup" not in announced
 
 
 async def test_records_are_kept_per_chat_and_me_adds_them_up(stack: Stack) -> None:

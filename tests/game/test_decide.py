@@ -20,7 +20,14 @@ from codemojex.game.decide import (
     Verdict,
     decide,
 )
-from codemojex.game.types import KIND_LATE, KIND_RESULT, KIND_WIN, SOLVED, TIMEOUT
+from codemojex.game.types import (
+    KIND_KEYS_OFF,
+    KIND_LATE,
+    KIND_RESULT,
+    KIND_WIN,
+    SOLVED,
+    TIMEOUT,
+)
 from codemojex.locale import EN, Lang
 from codemojex.scoring import feedback, points_for
 
@@ -118,8 +125,10 @@ def test_a_win_earns_the_points_of_its_attempt_and_closes_the_round() -> None:
     assert verdict.points == points_for(3) == 80
     assert decision.closings == [Closing(1, ANN, "g1")]
     assert decision.tallies[(ROOM_A, ANN)] == Tally(points=80, wins=1, guesses=1, best_solve=3)
-    result, win = decision.messages
+    result, win, keys_off = decision.messages
     assert result.kind == KIND_RESULT and result.reply_to == 7
+    # The round's tap keyboard goes (the store fills in the announcement to edit).
+    assert keys_off.kind == KIND_KEYS_OFF and keys_off.round_id == 1 and keys_off.text == ""
     # The win is announced to the room, not as a reply.
     assert win.kind == KIND_WIN and win.reply_to is None and win.guess_id == "g1"
     assert win.text == texts.win(EN, "Ann", SECRET, 3, 80)
@@ -154,8 +163,9 @@ def test_after_a_win_the_rest_of_the_batch_is_late() -> None:
     assert [v.kind for v in decision.verdicts] == ["scored", "late", "late"]
     assert decision.verdicts[0].won and not decision.verdicts[1].won
     assert decision.closings == [Closing(1, BOB, "g1")]
-    assert [m.kind for m in decision.messages] == [KIND_RESULT, KIND_WIN, KIND_LATE, KIND_LATE]
-    assert decision.messages[2].text == texts.already_solved(EN, SECRET)
+    kinds = [KIND_RESULT, KIND_WIN, KIND_KEYS_OFF, KIND_LATE, KIND_LATE]
+    assert [m.kind for m in decision.messages] == kinds
+    assert decision.messages[3].text == texts.already_solved(EN, SECRET)
     assert (ROOM_A, ANN) not in decision.tallies
 
 
@@ -312,5 +322,5 @@ def test_every_batch_obeys_the_rules(
     assert all(player != EVE for _, player in decision.tallies)
     assert all(a.player_id != EVE for a in new)
 
-    # One answer per new guess, plus the win announcements.
-    assert len(decision.messages) == len(new) + len(decision.closings)
+    # One answer per new guess, plus the win announcements and their keyboards' removal.
+    assert len(decision.messages) == len(new) + 2 * len(decision.closings)

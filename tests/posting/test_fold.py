@@ -17,6 +17,8 @@ class Row:
     reply_to_message_id: int | None = None
     kind: str = "result"
     player_name: str | None = None
+    thread_id: int | None = None
+    markup: str | None = None
 
 
 def test_quiet_room_replies_to_the_guess() -> None:
@@ -86,3 +88,39 @@ def test_monster_grapheme_is_cut() -> None:
     parts = split_text(text, 1000)
     assert all(tg_len(p) <= 1000 for p in parts)
     assert "".join(parts) == text
+
+
+def test_a_message_goes_to_one_forum_topic() -> None:
+    rows = [
+        Row(1, "a", 10, player_name="A", thread_id=7),
+        Row(2, "b", 11, player_name="B", thread_id=7),
+        Row(3, "c", 12, player_name="C", thread_id=None),
+        Row(4, "d", 13, player_name="D", thread_id=7),
+    ]
+    assert [(m.text, m.thread_id, m.row_ids) for m in fold(rows)] == [
+        ("A: a\nB: b", 7, (1, 2)),
+        ("C: c", None, (3,)),
+        ("D: d", 7, (4,)),
+    ]
+
+
+def test_a_round_keeps_its_keyboard_and_its_removal_is_an_edit() -> None:
+    keyboard = '{"inline_keyboard":[[{"text":"🍎","callback_data":"t1:0"}]]}'
+    rows = [
+        Row(1, "new round!", kind="round", thread_id=5, markup=keyboard),
+        Row(2, "", 900, kind="keys_off"),
+        Row(3, "x", 20, player_name="A", thread_id=5),
+    ]
+    announce, keys_off, result = fold(rows)
+    assert (announce.markup, announce.thread_id, announce.keys_off) == (keyboard, 5, False)
+    assert (keys_off.keys_off, keys_off.reply_to, keys_off.row_ids) == (True, 900, (2,))
+    assert (result.text, result.markup, result.thread_id) == ("A: x", None, 5)
+
+
+def test_a_tapped_guess_alone_names_its_player() -> None:
+    # No message of the player's to reply to: the line says whose it is.
+    [msg] = fold([Row(1, "🍎🍌🍇🍒 → 🟢⚫⚫⚫  (attempt 1)", None, player_name="Ann")])
+    assert msg.text == "Ann: 🍎🍌🍇🍒 → 🟢⚫⚫⚫  (attempt 1)" and msg.reply_to is None
+    # A win is never prefixed: it names the winner itself.
+    [win] = fold([Row(2, "🏆 Ann cracked it", None, kind="win", player_name="Ann")])
+    assert win.text == "🏆 Ann cracked it"

@@ -31,6 +31,8 @@ def test_every_key_carries_the_queue_hash_tag() -> None:
         keys.sending(7),
         keys.posted(7),
         keys.notice(lane, "paused"),
+        keys.tap_draft(12, 2001),
+        keys.tap_rate(2001),
     ]
     assert names == [
         "cmx:{cm}:pace:c:-100123:0",
@@ -41,7 +43,15 @@ def test_every_key_carries_the_queue_hash_tag() -> None:
         "cmx:{cm}:send:sending:7",
         "cmx:{cm}:send:posted:7",
         f"cmx:{{cm}}:paused:{lane}",
+        "cmx:{cm}:tap:draft:12:2001",
+        "cmx:{cm}:tap:rate:2001",
     ]
+
+
+def test_callback_query_ids_are_hashed_into_key_names() -> None:
+    key = Keys("cm").tap_seen("}:*evil\n")
+    assert key.startswith("cmx:{cm}:tap:seen:") and key.removeprefix("cmx:{cm}:tap:seen:").isalnum()
+    assert Keys("cm").tap_seen("42") == Keys("cm").tap_seen("42") != key
 
 
 @pytest.mark.parametrize("bad", ["-1", "1}:x", 1.0, True, None])

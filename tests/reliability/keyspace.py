@@ -19,6 +19,9 @@ def cmx_patterns(queue: str) -> list[re.Pattern[str]]:
         re.compile(rf"{tag}pace:g:\d+\Z"),
         re.compile(rf"{tag}pace:block:(c:-?\d+|g)\Z"),
         re.compile(rf"{tag}send:(lease|posted):-?\d+\Z"),
+        re.compile(rf"{tag}tap:draft:\d+:\d+\Z"),
+        re.compile(rf"{tag}tap:rate:\d+\Z"),
+        re.compile(rf"{tag}tap:seen:[0-9a-f]{{24}}\Z"),
     ]
 
 

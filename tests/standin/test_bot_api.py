@@ -258,6 +258,61 @@ async def test_inline_buttons_and_callback_queries(bot: Bot, standin: StandIn) -
         await bot.edit_message_reply_markup(GROUP, posted.message_id, reply_markup=None)
 
 
+async def test_a_stale_client_and_a_redelivered_press(bot: Bot, standin: StandIn) -> None:
+    keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("Join", callback_data="join:1")]])
+    posted = await bot.send_message(GROUP, "Round 1", reply_markup=keyboard)
+    await bot.edit_message_reply_markup(GROUP, posted.message_id, reply_markup=None)
+    # An app still showing the removed keyboard can press it; the same query can come twice.
+    first = standin.press_button(GROUP, posted.message_id, ALICE, "join:1", stale=True)
+    again = standin.press_button(
+        GROUP, posted.message_id, ALICE, "join:1", stale=True, query_id=first
+    )
+    updates = await bot.get_updates()
+    assert (
+        [u.callback_query.id for u in updates if u.callback_query]
+        == [first, again]
+        == [
+            first,
+            first,
+        ]
+    )
+
+
+async def test_forum_topics(bot: Bot, standin: StandIn) -> None:
+    forum = -1005550001
+    standin.add_group(forum, "Forum", admins=[OWNER], members=[ALICE], forum=True)
+    chat = await bot.get_chat(forum)
+    assert chat.is_forum is True
+    with pytest.raises(BadRequest, match=r"(?i)not enough rights"):
+        await bot.create_forum_topic(forum, "Bot's")
+    standin.set_admins(forum, [standin.bot.id])
+    ours = (await bot.create_forum_topic(forum, "Bot's")).message_thread_id
+    theirs = standin.add_topic(forum, "Alice's", ALICE)
+    await bot.get_updates()  # the admin change and Alice's "topic created"
+    # A message in a topic carries it, and the topic's root as what it replies to.
+    standin.send_text(forum, ALICE, "hello", thread_id=theirs)
+    [update] = await bot.get_updates(offset=-1)
+    message = update.message
+    assert message is not None and message.is_topic_message
+    assert message.message_thread_id == theirs
+    root = message.reply_to_message
+    assert root is not None and root.forum_topic_created is not None
+    assert root.forum_topic_created.name == "Alice's"
+    assert root.from_user is not None and root.from_user.id == ALICE
+    # The bot posts in a topic by naming it, or by replying to a message in it.
+    posted = await bot.send_message(forum, "in ours", message_thread_id=ours)
+    assert posted.is_topic_message and posted.message_thread_id == ours
+    reply = await bot.send_message(forum, "in theirs", reply_to_message_id=message.message_id)
+    assert reply.message_thread_id == theirs
+    general = await bot.send_message(forum, "in General")
+    assert general.message_thread_id is None
+    assert [m.thread_id for m in standin.sent_messages(forum)] == [ours, theirs, None]
+    with pytest.raises(BadRequest, match=r"(?i)thread not found"):
+        await bot.send_message(forum, "nowhere", message_thread_id=999)
+    with pytest.raises(BadRequest, match=r"(?i)not a forum"):
+        await bot.create_forum_topic(GROUP, "x")
+
+
 async def test_injected_429_surfaces_as_retry_after(bot: Bot, standin: StandIn) -> None:
     standin.inject_429(2, retry_after=3)
     for _ in range(2):

@@ -94,6 +94,7 @@ async def load_batch(session: AsyncSession, attempts: Sequence[Attempt]) -> Batc
             Round.end_reason,
             Round.winning_guess_id,
             Room.language,
+            Room.thread_id,
         )
         .join(Room, Room.id == Round.room_id)
         .where(Round.id.in_(round_ids))
@@ -112,6 +113,7 @@ async def load_batch(session: AsyncSession, attempts: Sequence[Attempt]) -> Batc
             end_reason=r.end_reason,
             winning_guess_id=r.winning_guess_id,
             language=resolve(r.language),
+            thread_id=int(r.thread_id),
         )
         for r in locked
     }

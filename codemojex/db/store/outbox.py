@@ -14,7 +14,7 @@ from sqlalchemy import insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex.db.models import Outbox, Round, utcnow
-from codemojex.game.types import KIND_ROUND, Message
+from codemojex.game.types import KIND_KEYS_OFF, KIND_ROUND, Message
 
 
 async def write_messages(session: AsyncSession, messages: Sequence[Message], now: datetime) -> None:
@@ -30,6 +30,8 @@ async def write_messages(session: AsyncSession, messages: Sequence[Message], now
             "round_id": m.round_id,
             "guess_id": m.guess_id,
             "player_name": m.player_name,
+            "thread_id": m.thread_id,
+            "markup": m.markup,
             "created_at": now,
         }
         for m in messages
@@ -37,6 +39,32 @@ async def write_messages(session: AsyncSession, messages: Sequence[Message], now
     # The rows go as parameters (one multi-row statement), not inside the statement, which
     # would then be compiled anew on every call.
     await session.execute(insert(Outbox), rows)
+    ended = [m.round_id for m in messages if m.kind == KIND_KEYS_OFF and m.reply_to is None]
+    if ended:
+        await _point_keys_off(session, [r for r in ended if r is not None])
+
+
+async def _point_keys_off(session: AsyncSession, round_ids: list[int]) -> None:
+    """Give the unsent keys_off rows of these rounds their announcement's message id, when it
+    has one. Called where the round is closed (the announcement may be posted already) and
+    where the announcement is marked sent (the round may be closed already): whichever comes
+    second fills it in. (Closing holds the round's lock, which the announcement's update of
+    the round waits for, so the second always sees what the first committed.)"""
+    await session.execute(
+        update(Outbox)
+        .where(
+            Outbox.kind == KIND_KEYS_OFF,
+            Outbox.round_id.in_(round_ids),
+            Outbox.sent_at.is_(None),
+            Outbox.reply_to_message_id.is_(None),
+        )
+        .values(
+            reply_to_message_id=select(Round.announce_message_id)
+            .where(Round.id == Outbox.round_id)
+            .scalar_subquery()
+        )
+        .execution_options(synchronize_session=False)
+    )
 
 
 async def pending_outbox(
@@ -151,6 +179,7 @@ async def mark_sent(
                 .values(announce_message_id=message_id)
                 .execution_options(synchronize_session=False)
             )
+            await _point_keys_off(session, round_ids)
         await session.commit()
         return len(marked)
     except BaseException:

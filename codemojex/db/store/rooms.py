@@ -22,13 +22,20 @@ async def ensure_room(
     *,
     default_ceiling: int,
     round_timeout_s: int,
+    thread_id: int = 0,
 ) -> Room:
-    """The room of a Telegram chat, created with the defaults on first sight (title kept fresh)."""
-    stmt = select(Room).where(Room.chat_id == chat_id).execution_options(populate_existing=True)
+    """The room of a Telegram chat (of one forum topic of it: `thread_id`, 0 for none), created
+    with the defaults on first sight (title kept fresh)."""
+    stmt = (
+        select(Room)
+        .where(Room.chat_id == chat_id, Room.thread_id == thread_id)
+        .execution_options(populate_existing=True)
+    )
     room = (await session.execute(stmt)).scalar_one_or_none()
     if room is None:
         room = Room(
             chat_id=chat_id,
+            thread_id=thread_id,
             title=title[:255],
             length=limits.LENGTH_DEFAULT,
             palette=None,
@@ -96,8 +103,10 @@ async def get_room(session: AsyncSession, room_id: str) -> Room | None:
     return await _fresh_one(session, select(Room).where(Room.id == room_id))
 
 
-async def room_by_chat(session: AsyncSession, chat_id: int) -> Room | None:
-    return await _fresh_one(session, select(Room).where(Room.chat_id == chat_id))
+async def room_by_chat(session: AsyncSession, chat_id: int, thread_id: int = 0) -> Room | None:
+    """The room of a chat, or of one forum topic of it (`thread_id`)."""
+    stmt = select(Room).where(Room.chat_id == chat_id, Room.thread_id == thread_id)
+    return await _fresh_one(session, stmt)
 
 
 async def get_player(session: AsyncSession, player_id: str) -> Player | None:
@@ -115,9 +124,10 @@ class GuessContext:
 
 
 async def guess_context(
-    session: AsyncSession, chat_id: int, tg_user_id: int
+    session: AsyncSession, chat_id: int, tg_user_id: int, thread_id: int = 0
 ) -> GuessContext | None:
-    """The chat's room (None on first sight), its open round, the user's player there and
+    """The room of the chat (and forum topic: `thread_id`; None on first sight), its open
+    round, the user's player there and
     whether they are banned in it: one query, where the separate use-cases take four
     transactions. Every guess a player types pays for this, so it is kept to one round trip."""
     stmt = (
@@ -125,7 +135,7 @@ async def guess_context(
         .outerjoin(Round, and_(Round.room_id == Room.id, Round.ended_at.is_(None)))
         .outerjoin(Player, and_(Player.room_id == Room.id, Player.tg_user_id == tg_user_id))
         .outerjoin(Ban, and_(Ban.room_id == Room.id, Ban.player_id == Player.id))
-        .where(Room.chat_id == chat_id)
+        .where(Room.chat_id == chat_id, Room.thread_id == thread_id)
         .execution_options(populate_existing=True)
     )
     row = (await session.execute(stmt)).first()

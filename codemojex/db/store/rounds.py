@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from codemojex.db.models import Room, Round, utcnow
 from codemojex.db.store.errors import RoundAlreadyOpen, StoreError, UnknownRoom
 from codemojex.db.store.outbox import write_messages
-from codemojex.game import rounds
+from codemojex.game import rounds, taps
 from codemojex.game.types import KIND_ROUND, TIMEOUT, Message
 from codemojex.locale import Lang, resolve
 
@@ -88,7 +88,14 @@ async def start_round(
         except IntegrityError:
             # `from None`: the failed INSERT's parameters (the secret) stay out of tracebacks.
             raise RoundAlreadyOpen(room_id, await _open_round_id(session, room_id)) from None
-        announcement = Message(room.chat_id, new.announcement, KIND_ROUND, rnd.id)
+        announcement = Message(
+            room.chat_id,
+            new.announcement,
+            KIND_ROUND,
+            rnd.id,
+            thread_id=room.thread_id or None,
+            markup=taps.keyboard(rnd.id, new.palette),
+        )
         await write_messages(session, [announcement], now)
         await session.commit()
         return rnd
@@ -181,8 +188,10 @@ async def _locked_round(session: AsyncSession, round_id: int) -> Round | None:
 async def _close_with_reveal(session: AsyncSession, rnd: Round, now: datetime, reason: str) -> None:
     rnd.ended_at = now
     rnd.end_reason = reason
-    chat_id, language = (
-        await session.execute(select(Room.chat_id, Room.language).where(Room.id == rnd.room_id))
+    chat_id, thread_id, language = (
+        await session.execute(
+            select(Room.chat_id, Room.thread_id, Room.language).where(Room.id == rnd.room_id)
+        )
     ).one()
     message = rounds.reveal(
         round_id=rnd.id,
@@ -192,5 +201,9 @@ async def _close_with_reveal(session: AsyncSession, rnd: Round, now: datetime, r
         reason=reason,
         started_at=rnd.started_at,
         expires_at=rnd.expires_at,
+        thread_id=int(thread_id) or None,
     )
-    await write_messages(session, [message], now)
+    keys_off = rounds.keys_off(
+        round_id=rnd.id, chat_id=int(chat_id), announce_message_id=rnd.announce_message_id
+    )
+    await write_messages(session, [message, keys_off], now)

@@ -1,0 +1,97 @@
+"""Tap to guess: the callback queries of a round's keyboard (codemojex.game.taps).
+
+Each tap is answered with a toast only the tapper sees (answerCallbackQuery); nothing is posted
+to the chat per tap. A player's draft of a round lives in Redis (posting/keys.py names it) and
+expires when the round would time out. The tap that completes the code hands it to the guess
+intake exactly as a typed guess (codemojex.bot.guesses: validation, the player's lane, the
+room's ceiling, "slow down"), deduplicated by the callback query's id.
+
+Refused with a toast, changing nothing: a tap faster than the player's tap rate
+(limits.TAP_RATE_*), on the keyboard of a round that is not the chat's open round (an old
+message, or the round ended), or by a player banned in the room. The callback data is trusted
+no further than what it names: the round must be the open round of the very chat and topic
+the tapped message is in, and the index within its palette.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from telegram import CallbackQuery, Message, Update
+from telegram.error import BadRequest
+
+from codemojex.bot.context import BotServices, CodemojexContext
+from codemojex.bot.guesses import Checked, check_guess, enqueue_guess, load_context
+from codemojex.bot.incoming import guarded, topic_of
+from codemojex.bot.language import room_language, user_language
+from codemojex.game import taps, texts
+
+log = logging.getLogger(__name__)
+
+
+async def _toast(query: CallbackQuery, text: str | None) -> None:
+    """Answer the tap (a toast for the tapper alone). A query answered late (Telegram gives a
+    bot seconds) is refused by Telegram: nothing to tell anybody then."""
+    try:
+        await query.answer(text)
+    except BadRequest as exc:
+        log.info("a tap could not be answered: %s", exc.message)
+
+
+@guarded
+async def on_tap(update: Update, context: CodemojexContext) -> None:
+    query = update.callback_query
+    if query is None:
+        return
+    services = context.services
+    message = query.message
+    tap = taps.parse_tap(query.data)
+    # A keyboard we did not make, or a message too old for Telegram to show us.
+    if tap is None or not isinstance(message, Message) or query.from_user.is_bot:
+        await _toast(query, None)
+        return
+    await _toast(query, await _handle(services, query, message, tap))
+
+
+async def _handle(
+    services: BotServices, query: CallbackQuery, message: Message, tap: taps.Tap
+) -> str | None:
+    """The toast of one tap on the keyboard under `message`."""
+    user = query.from_user
+    drafts = services.drafts
+    within, first = await drafts.admit(user.id, query.id)
+    if not within:
+        return texts.tap_too_fast(user_language(user))
+    if not first:
+        return None  # the same query again (a redelivered update): it was answered
+    async with services.sessionmaker() as session:
+        ctx = await load_context(services, session, message.chat, topic_of(message), user)
+        lang = room_language(ctx.room, user)
+        round_ = ctx.open_round
+        if round_ is None or round_.id != tap.round_id:
+            return texts.tap_round_over(lang)
+        if ctx.banned:
+            return texts.banned(lang)
+        palette = round_.palette_emojis
+        if isinstance(tap.action, int) and tap.action >= len(palette):
+            return texts.tap_round_over(lang)  # not a button of this round's keyboard
+        length = round_.length
+        draft = taps.parse_draft(await drafts.get(round_.id, user.id), len(palette), length)
+        step = taps.step(draft, tap.action, length)
+        if step.complete is None:
+            await drafts.put(round_.id, user.id, step.draft, round_.expires_at)
+            return taps.show(step.draft, palette, length)
+        guess = taps.emojis_of(step.complete, palette)
+        checked = await check_guess(services, session, ctx, user, guess, explicit=True)
+    if not isinstance(checked, Checked):
+        services.guess_outcomes[checked.outcome] += 1
+        return checked.reply
+    outcome = await enqueue_guess(services, checked, message_id=0, dedupe_key=f"cb:{query.id}")
+    services.guess_outcomes[outcome.outcome] += 1
+    if outcome.outcome != "enqueued":
+        # "Slow down" (or nothing, later in the flood episode): the draft stays complete but
+        # for the last tap, which the player repeats when the lane has room.
+        return outcome.reply or texts.slow_down(lang)
+    await drafts.put(round_.id, user.id, (), round_.expires_at)
+    sent = texts.tap_sent(lang, guess)
+    return f"{sent}\n{outcome.reply}" if outcome.reply else sent

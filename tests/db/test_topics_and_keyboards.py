@@ -1,0 +1,95 @@
+"""Rooms per forum topic and the round keyboard's rows, on Postgres through the migrations."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from codemojex.db import Outbox, Round, store
+from codemojex.game import taps
+from codemojex.game.types import ENDROUND, KIND_KEYS_OFF, KIND_ROUND
+from tests.db.helpers import attempt, new_room, record_one
+
+CHAT = -100_777
+
+
+async def _rows(session: AsyncSession) -> list[Outbox]:
+    stmt = select(Outbox).order_by(Outbox.id).execution_options(populate_existing=True)
+    rows = list((await session.execute(stmt)).scalars())
+    await session.commit()
+    return rows
+
+
+async def test_each_topic_of_a_forum_is_a_room_of_its_own(session: AsyncSession) -> None:
+    general = await new_room(session, CHAT)
+    puzzles = await store.ensure_room(
+        session, CHAT, "Forum", default_ceiling=2, round_timeout_s=600, thread_id=42
+    )
+    again = await store.ensure_room(
+        session, CHAT, "Forum", default_ceiling=2, round_timeout_s=600, thread_id=42
+    )
+    assert general.thread_id == 0 and puzzles.thread_id == 42
+    assert again.id == puzzles.id != general.id
+    assert (await store.room_by_chat(session, CHAT, 42)).id == puzzles.id  # type: ignore[union-attr]
+    assert (await store.room_by_chat(session, CHAT)).id == general.id  # type: ignore[union-attr]
+    assert await store.room_by_chat(session, CHAT, 43) is None
+
+    # Both rooms run a round at once; the topic's posts carry its thread.
+    rng = random.Random(3)
+    first = await store.start_round(session, general.id, rng)
+    second = await store.start_round(session, puzzles.id, rng)
+    ctx = await store.guess_context(session, CHAT, 5, 42)
+    assert ctx is not None and ctx.open_round is not None and ctx.open_round.id == second.id
+    rows = await _rows(session)
+    assert [(r.kind, r.round_id, r.thread_id) for r in rows] == [
+        (KIND_ROUND, first.id, None),
+        (KIND_ROUND, second.id, 42),
+    ]
+    # Each announcement carries its round's keyboard: palette buttons, then ⌫ and ✖.
+    keyboard = json.loads(rows[1].markup or "")["inline_keyboard"]
+    buttons = [b for row in keyboard for b in row]
+    assert [b["text"] for b in buttons] == [*second.palette_emojis, "⌫", "✖"]
+    parsed = [taps.parse_tap(b["callback_data"]) for b in buttons]
+    assert all(t is not None and t.round_id == second.id for t in parsed)
+    assert all(len(b["callback_data"].encode()) <= 64 for b in buttons)
+
+    # A win in the topic is posted in the topic.
+    player = await store.ensure_player(session, puzzles.id, 5, "Ann")
+    verdict = await record_one(session, attempt(second, player.id, second.secret_emojis))
+    assert verdict.won
+    after = (await _rows(session))[2:]
+    assert [r.kind for r in after] == ["result", "win", KIND_KEYS_OFF]
+    assert [r.thread_id for r in after] == [42, 42, None]
+
+
+async def test_keys_off_points_at_the_announcement_whichever_comes_first(
+    session: AsyncSession,
+) -> None:
+    room = await new_room(session, CHAT)
+    rng = random.Random(5)
+
+    # Posted first, then closed: the row is written with the announcement's id.
+    rnd = await store.start_round(session, room.id, rng)
+    (announcement,) = await _rows(session)
+    await store.mark_sent(session, [announcement.id], 501)
+    await store.close_round(session, rnd.id, ENDROUND)
+    keys_off = [r for r in await _rows(session) if r.kind == KIND_KEYS_OFF]
+    assert [(k.round_id, k.reply_to_message_id) for k in keys_off] == [(rnd.id, 501)]
+
+    # Closed before the announcement went out: marking it sent fills the id in.
+    rnd2 = await store.start_round(session, room.id, rng)
+    announcement2 = next(r for r in await _rows(session) if r.round_id == rnd2.id)
+    await store.close_round(session, rnd2.id, ENDROUND)
+    pending = [r for r in await _rows(session) if r.round_id == rnd2.id]
+    assert [(r.kind, r.reply_to_message_id) for r in pending[-1:]] == [(KIND_KEYS_OFF, None)]
+    await store.mark_sent(session, [announcement2.id], 777)
+    rows = [r for r in await _rows(session) if r.round_id == rnd2.id]
+    assert [(r.kind, r.reply_to_message_id) for r in rows if r.kind == KIND_KEYS_OFF] == [
+        (KIND_KEYS_OFF, 777)
+    ]
+    fresh = select(Round).where(Round.id == rnd2.id).execution_options(populate_existing=True)
+    stored = (await session.execute(fresh)).scalar_one()
+    assert stored.announce_message_id == 777
