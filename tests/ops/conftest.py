@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 
 import aiohttp
 import pytest
+import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from codemojex.db import upgrade
+from codemojex.db.engine import make_engine
+from tests.support import wipe_tables
 
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 @pytest.fixture(scope="module")
-def ops_database_url(pg_database_url: str) -> str:
+def _migrated_url(pg_database_url: str) -> str:
     upgrade(pg_database_url)
     return pg_database_url
+
+
+@pytest_asyncio.fixture
+async def ops_database_url(_migrated_url: str) -> AsyncIterator[str]:
+    """The session's database at head, emptied first: a worker this test starts must not find
+    unsent outbox rows another test left (it would try to post them to a Telegram not there)."""
+    engine = make_engine(_migrated_url)
+    try:
+        await wipe_tables(engine)
+    finally:
+        await engine.dispose()
+    yield _migrated_url
 
 
 async def scrape(port: int) -> Series:
