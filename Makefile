@@ -34,8 +34,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# Two test processes (pytest-xdist), a file each at a time: the suite is mostly waiting on
+# Redis, Postgres and the stand-in, and every test keeps to its own queue name, database
+# tables and ports, so two run side by side. `pytest` alone still runs it in one process.
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 # The catalogs of the texts players read (codemojex/locale/, see its __init__.py): extract the
 # template from the code (babel.cfg), merge it into every language's .po (new and changed
