@@ -44,13 +44,14 @@ from codemojex.bot.player_commands import (
     on_private_text,
 )
 from codemojex.bot.processor import PerSenderUpdateProcessor
-from codemojex.bot.replies import ANSWER_POLICY, answer
+from codemojex.bot.replies import answer
 from codemojex.bot.webhook import WebhookServer, webhook_config
 from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.posting.flags import FloodNotices
-from codemojex.posting.pacer import Pacer
+from codemojex.posting.pacer import PacePolicy, Pacer
+from codemojex.posting.ring import PostingRing
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 
@@ -76,7 +77,9 @@ def make_services(
         redis=redis,
         admins=overrides.pop("admins", None) or AdminCache(settings.admin_cache_ttl_s),
         flood=overrides.pop("flood", None) or FloodNotices(redis, lanes.queue),
-        pacer=overrides.pop("pacer", None) or Pacer(redis, lanes.queue, ANSWER_POLICY),
+        pacer=overrides.pop("pacer", None)
+        or Pacer(redis, lanes.queue, PacePolicy.from_settings(settings)),
+        ring=overrides.pop("ring", None) or PostingRing(redis, lanes.queue),
         **overrides,
     )
 
@@ -241,6 +244,7 @@ async def running(
             if updater.running:
                 await updater.stop()
             await application.stop()
+            await application.bot_data.answers.close()
     finally:
         if server is not None:
             await server.stop()  # again after a failed start: cleanup() is idempotent

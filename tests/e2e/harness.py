@@ -162,6 +162,8 @@ class Stack:
         wait_idle = getattr(self.app.update_processor, "wait_idle", None)
         if wait_idle is not None:
             await asyncio.wait_for(wait_idle(), timeout)
+        # Answers waiting for their chat's pace are posted (or dropped) off the update path.
+        await asyncio.wait_for(self.app.bot_data.answers.wait_idle(), timeout)
 
     def said(self, chat_id: int) -> list[SentMessage]:
         return self.standin.sent_messages(chat_id)

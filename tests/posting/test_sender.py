@@ -21,7 +21,7 @@ from codemojex.db.models import utcnow
 from codemojex.game.types import Message
 from codemojex.lanes import Lanes
 from codemojex.posting.fold import tg_len
-from codemojex.posting.pacer import PacePolicy, Pacer, Window
+from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.sender import OutboxSender
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
@@ -418,12 +418,13 @@ async def test_a_chat_waiting_for_its_pace_does_not_hold_up_others(
     standin: StandIn,
     bot: Bot,
 ) -> None:
-    """One drain slot only, and a busy room that has used up its minute: the quiet room's
-    result still goes out at once, because the busy room is deferred, not waited for."""
+    """One chat in hand only, and a busy room that has used up its minute: the quiet room's
+    result still goes out at once, because the busy room goes back to the ring with its turn
+    after its pace, and is not waited for."""
     busy, quiet = -2070, -2071
     standin.add_group(busy, "busy")
     standin.add_group(quiet, "quiet")
-    policy = PacePolicy(group=(Window(1, 1000), Window(2, 60_000)))
+    policy = PacePolicy(group_spacing_ms=1000, group_burst=1, group_limit=2)
     sender = new_sender(
         sessionmaker,
         bot,
