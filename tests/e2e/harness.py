@@ -174,6 +174,30 @@ class Stack:
         )
         return found.text
 
+    async def answered(
+        self,
+        chat_id: int,
+        message_ids: list[int],
+        text: str,
+        timeout: float = 15.0,  # noqa: ASYNC109
+    ) -> None:
+        """Each of `message_ids` got `text`: as a reply to it, or as a line of a message that
+        folded the answers waiting for the chat's pace ("Name: text", no reply)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            said = self.said(chat_id)
+            replies = sum(m.reply_to_message_id in message_ids and m.text == text for m in said)
+            folded = sum(
+                line.endswith(": " + text)
+                for m in said
+                if m.reply_to_message_id is None
+                for line in m.text.split("\n")
+            )
+            if replies + folded >= len(message_ids):
+                return
+            assert time.monotonic() < deadline, f"{replies + folded} of {len(message_ids)} answered"
+            await asyncio.sleep(0.05)
+
     async def announcement(self, chat_id: int, timeout: float = 15.0) -> Announcement:  # noqa: ASYNC109
         found = await self.standin.wait_for_sent(
             lambda m: m.text.startswith("🎯 New round!"), timeout, chat_id=chat_id

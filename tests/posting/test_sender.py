@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
 from pydantic import SecretStr
 from sqlalchemy import func, select
@@ -22,6 +23,7 @@ from codemojex.game.types import Message
 from codemojex.lanes import Lanes
 from codemojex.posting.fold import tg_len
 from codemojex.posting.pacer import PacePolicy, Pacer
+from codemojex.posting.ring import PostingRing
 from codemojex.posting.sender import OutboxSender
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
@@ -466,3 +468,45 @@ async def test_a_post_slower_than_its_bound_is_an_unknown_outcome(
     await asyncio.sleep(1.2)  # the abandoned call lands
     assert sender.stats.ambiguous == 1
     assert lines_posted(standin, chat) == Counter({"slow": 2})
+
+
+async def test_an_idle_sender_hears_of_rows_from_their_writer_not_from_a_scan(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the default reconciliation (once a minute), an idle sender scans the outbox once
+    at start; rows reach it through its process's `poke` at once, and through the ring when
+    another process wrote them (the bot's round announcements)."""
+    mine, theirs = -2080, -2081
+    standin.add_group(mine, "worker's")
+    standin.add_group(theirs, "bot's")
+    scans = 0
+    scan = store.chats_with_unsent
+
+    async def counted(session: AsyncSession) -> list[int]:
+        nonlocal scans
+        scans += 1
+        return await scan(session)
+
+    monkeypatch.setattr(store, "chats_with_unsent", counted)
+    sender = OutboxSender(sessionmaker, bot, redis_r, namespace=queue_name)
+    stop = asyncio.Event()
+    task = asyncio.create_task(sender.run(stop))
+    try:
+        await asyncio.sleep(0.3)
+        await add_rows(sessionmaker, mine, ["poked"])
+        sender.poke(mine)
+        await standin.wait_for_sent_count(1, chat_id=mine, timeout=5)
+        await add_rows(sessionmaker, theirs, ["announced"])
+        await PostingRing(redis_r, queue_name).add([theirs])
+        await standin.wait_for_sent_count(1, chat_id=theirs, timeout=5)
+        await asyncio.sleep(1.5)
+    finally:
+        stop.set()
+        await task
+    assert scans == 1
+    assert await unsent(sessionmaker) == 0
