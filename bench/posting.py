@@ -116,11 +116,11 @@ class Run:
         )
         self._bot_cm = make_bot(settings)
         bot = await self._bot_cm.__aenter__()
-        # main's worker scanned the outbox every second; this one hears of rows from `poke`.
+        # This sender hears of rows from `poke` (and the ring), main's scanned the outbox.
         ring = hasattr(OutboxSender, "turn")
-        self.sender = OutboxSender(
-            self.sm, bot, self.redis, namespace=self.queue, **({} if ring else {"poll_s": 1.0})
-        )
+        # main's worker scanned the outbox every second; this one's default is a minute.
+        poll_s = 60.0 if ring else 1.0
+        self.sender = OutboxSender(self.sm, bot, self.redis, namespace=self.queue, poll_s=poll_s)
         self.side = "ring" if ring else "main"
         self.stop = asyncio.Event()
         self.task = asyncio.create_task(self.sender.run(self.stop))
