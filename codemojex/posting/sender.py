@@ -63,8 +63,8 @@ What is guaranteed (at least once by default, with one narrow window for a dupli
 
 Why one module of about 600 lines: the chat lease, the row claim, the fence, the markers and
 the ambiguous policy are the steps of one post, and these guarantees hold only in the order
-they are taken here; the parts that stand alone are elsewhere (pace: pacer.py, folding rows
-into messages: fold.py, key names: keys.py, scripts: lua/).
+they are taken here; the parts that stand alone are elsewhere (pace: pacer.py, the chats'
+turns: ring.py, folding rows into messages: fold.py, key names: keys.py, scripts: lua/).
 """
 
 from __future__ import annotations
