@@ -17,7 +17,12 @@ Patterns (the issue's):
 - many:    200 groups each guessing 0.2 s after each result, plus one flooding group
            writing 10 results a second (40 s): the bot's 30 a second bind; each chat's posts
            (the flooding one's against the median quiet one's), Jain's index over the quiet
-           chats' p99, and the worst wait against ceil(chats / 30) + 2 s.
+           chats' p99, and the worst wait against ceil(chats / 30) + 2 s;
+- raid:    the review's reproduction, through the real bot (python-telegram-bot polling the
+           stand-in, 16 update slots): 16 accounts in one group send `/g` with no round open
+           (each deserves an answer) 5 times a second for 12 s, while 10 quiet groups each
+           send one such message, a second apart. The latency is the quiet groups' send ->
+           answer posted: an update that waits for an update slot shows here.
 
 Run: ``.venv/bin/python -m bench.posting`` (about 7 minutes for both sides; ``--patterns``
 to pick, ``--baseline`` for the checkout to compare with, default /work/baseline-main: main
@@ -50,7 +55,7 @@ PG_ADMIN_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("CODEMOJEX_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 HERE = Path(__file__).resolve().parent.parent
-PATTERNS = ("eager", "human", "room10", "chats40", "many")
+PATTERNS = ("eager", "human", "room10", "chats40", "many", "raid")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -198,6 +203,7 @@ class Run:
             "messages": len(msgs),
             "posts_per_s": len(msgs) / max(0.001, ended - started),
             "retry_after": self.standin.rate_violations,
+            "latencies": sorted(round(v, 3) for v in lat),
         }
 
     def max_per_minute(self, chat: int) -> int:
@@ -222,9 +228,71 @@ async def _player(
         await asyncio.sleep(think())
 
 
+async def raid(run: Run) -> dict[str, Any]:
+    from codemojex.bot import build_application, running
+    from codemojex.lanes import Lanes
+    from codemojex.settings import Settings
+
+    raided, quiet = -500_000, [-500_001 - i for i in range(10)]
+    raiders, locals_ = list(range(7001, 7017)), list(range(7101, 7111))
+    for uid in raiders + locals_:
+        run.standin.add_user(uid, f"U{uid}")
+    run.standin.add_group(raided, "raided", members=raiders)
+    for chat, uid in zip(quiet, locals_, strict=True):
+        run.standin.add_group(chat, f"quiet {chat}", members=[uid])
+    settings = Settings(
+        token=run.standin.token,
+        bot_api_base_url=run.standin.base_url,
+        bot_api_base_file_url=run.standin.base_file_url,
+        queue=run.queue,
+    )
+    app = build_application(
+        settings, lanes=Lanes(run.redis, run.queue), sessionmaker=run.sm, redis=run.redis
+    )
+    latencies: list[float] = []
+    async with running(app, poll_timeout=1):
+        until = time.monotonic() + 12.0
+
+        async def raider(uid: int) -> None:
+            while time.monotonic() < until:
+                run.standin.send_text(raided, uid, "/g 🍎🍌🍇🍒")
+                await asyncio.sleep(0.2)
+
+        async def local(chat: int, uid: int, delay: float) -> None:
+            await asyncio.sleep(delay)
+            sent = time.monotonic()
+            mid = run.standin.send_text(chat, uid, "/g 🍎🍌🍇🍒")
+            found = await run.standin.wait_for_sent(
+                lambda m: m.reply_to_message_id == mid, 30, chat_id=chat
+            )
+            latencies.append(found.ts - sent)
+
+        await asyncio.gather(
+            *(raider(u) for u in raiders),
+            *(local(c, u, 1.0 + i) for i, (c, u) in enumerate(zip(quiet, locals_, strict=True))),
+        )
+        await asyncio.sleep(4)  # the last answers (posted or dropped)
+    lat = sorted(latencies)
+    return {
+        "side": run.side,
+        "results": len(lat),
+        "lost": 10 - len(lat),
+        "p50": _pct(lat, 0.5),
+        "p95": _pct(lat, 0.95),
+        "p99": _pct(lat, 0.99),
+        "max": max(lat, default=math.nan),
+        "posts_per_s": len(run.standin.sent_messages()) / 16.0,
+        "retry_after": run.standin.rate_violations,
+        "raided_posts": len(run.standin.sent_messages(raided)),
+        "latencies": [round(v, 3) for v in lat],
+    }
+
+
 async def pattern(name: str, long: bool) -> dict[str, Any]:
     rng = random.Random(7)
     async with Run(name) as run:
+        if name == "raid":
+            return await raid(run)
         started = time.monotonic()
         extra: dict[str, Any] = {}
         if name in ("eager", "human"):
@@ -327,10 +395,15 @@ def main() -> None:
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--long", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--plot", type=Path, help="write the latency plot (PNG) here")
+    parser.add_argument("--replot", type=Path, help="only plot the results of this JSON")
     parser.add_argument("--child", choices=PATTERNS)
     args = parser.parse_args()
     if args.child:
         _child(args)
+        return
+    if args.replot:
+        plot(json.loads(args.replot.read_text()), args.plot or args.replot.with_suffix(".png"))
         return
     sides = [HERE] + ([] if args.no_baseline else [Path(args.baseline)])
     results: dict[str, dict[str, Any]] = {}
@@ -354,12 +427,42 @@ def main() -> None:
             if out is None:
                 continue
             results[f"{name}:{out['side']}"] = out
-            extra = {k: v for k, v in out.items() if k not in columns}
+            extra = {k: v for k, v in out.items() if k not in columns and k != "latencies"}
             row = [name] + [_fmt(out.get(c)) for c in columns[1:-1]]
             row.append(" ".join(f"{k}={_fmt(v)}" for k, v in extra.items() if k != "messages"))
             print(" | ".join(row), flush=True)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        args.json.write_text(json.dumps(results, indent=1))
+    if args.plot:
+        plot(results, args.plot)
+
+
+def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
+    """Scored -> posted per pattern, main's sender against this one (p50, p95, p99, max)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n in PATTERNS if any(k.startswith(n + ":") for k in results)]
+    stats = ("p50", "p95", "p99", "max")
+    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.6), sharey=True)
+    for ax, name in zip(axes if len(names) > 1 else [axes], names, strict=True):
+        for i, (side, color) in enumerate((("main", "#d62728"), ("ring", "#2ca02c"))):
+            out = results.get(f"{name}:{side}")
+            if out is None:
+                continue
+            xs = [j + (i - 0.5) * 0.38 for j in range(len(stats))]
+            label = "main (6749618)" if side == "main" else "posting ring"
+            ax.bar(xs, [out[s] for s in stats], width=0.38, color=color, label=label)
+        ax.set_xticks(range(len(stats)), stats)
+        ax.set_title(name)
+        ax.grid(axis="y", alpha=0.3)
+    first = axes[0] if len(names) > 1 else axes
+    first.set_ylabel("scored -> posted, s")
+    first.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ for a queue `q` lives under `cmx:{q}:`, with the same `{q}` hash tag, so that ev
 and multi-key command of both stays in one Redis Cluster slot:
 
     cmx:{q}:pace:c:<chat>          a chat's next free second (GCRA: its theoretical arrival time)
-    cmx:{q}:pace:s:<chat>          a group's spacing (GCRA: 60/limit s apart, a small burst)
     cmx:{q}:pace:m:<chat>          a group's last minute of posts (sorted set of grants)
     cmx:{q}:pace:g                 the bot's last second of posts (sorted set of grants)
     cmx:{q}:pace:block:c:<chat>    nobody posts to the chat before <value> (a RetryAfter)
@@ -13,6 +12,7 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:send:ring              the posting ring: chats with unsent rows, scored by when
                                    their turn comes (ms, Redis time)
     cmx:{q}:send:dirty             chats given rows while a sender held them
+    cmx:{q}:send:cool              chats out of the ring whose pace allows no post before <score>
     cmx:{q}:send:lease:<chat>      the sender that owns the chat (its token)
     cmx:{q}:send:sending:<row>     intent: an outbox row is being posted (owner and time)
     cmx:{q}:send:posted:<row>      posted: the message id that carried an outbox row
@@ -54,9 +54,6 @@ class Keys:
     def chat_pace(self, chat_id: int) -> str:
         return f"{self.prefix}pace:c:{_integer(chat_id, 'chat id'):d}"
 
-    def group_spacing(self, chat_id: int) -> str:
-        return f"{self.prefix}pace:s:{_integer(chat_id, 'chat id'):d}"
-
     def group_minute(self, chat_id: int) -> str:
         return f"{self.prefix}pace:m:{_integer(chat_id, 'chat id'):d}"
 
@@ -80,6 +77,10 @@ class Keys:
     @property
     def dirty(self) -> str:
         return f"{self.prefix}send:dirty"
+
+    @property
+    def cool(self) -> str:
+        return f"{self.prefix}send:cool"
 
     @property
     def lease_prefix(self) -> str:

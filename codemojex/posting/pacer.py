@@ -7,10 +7,13 @@ same Redis before each post, so two worker processes never add up to twice the p
 The limits, as `lua/pace_take.lua` keeps them, in one atomic call that reads the clock of the
 Redis server (TIME: hosts with skewed clocks still agree) and answers with the wait:
 - a chat's second: a GCRA (leaky bucket) with one post per interval and no burst;
-- a group's minute, spread evenly: a GCRA spacing of 60 s / limit (3 s) with a small burst
-  (PACE_GROUP_BURST) for a room that was quiet, checked against the sliding minute (a sorted
-  set of the last `limit` grants), so a busy room posts every 3 s instead of twenty quick
-  posts and then forty silent seconds;
+- a group's minute, spread evenly: its last `limit` grants (a sorted set), the k-th newest
+  at least k spacings of 60 s / limit (3 s) old less a burst credit that shrinks to nothing
+  at the limit-th, which must be a whole minute old (the sliding window): a room that was
+  quiet posts PACE_GROUP_BURST messages at its second's pace, a busy one every 3 s, paying
+  its burst back over the minute, never twenty quick posts and then forty silent seconds
+  (a plain GCRA with a burst, checked against the window, falls silent for 9 s a minute
+  under a steady flood);
 - the bot's second: a sliding log of the last `limit` grants;
 - RetryAfter blocks of the chat or the bot.
 A post takes a slot in all of them at once or in none. The answer says how long to wait and
@@ -133,7 +136,6 @@ class LocalPace:
     def __init__(self, policy: PacePolicy) -> None:
         self.policy = policy
         self._chat_next: dict[int, float] = {}
-        self._spacing: dict[int, float] = {}
         self._minute: dict[int, deque[list[object]]] = {}
         self._bot: deque[list[object]] = deque()
         self._blocks: dict[int | None, float] = {}
@@ -149,6 +151,26 @@ class LocalPace:
             return float(log[-limit][0]) + window - now  # type: ignore[arg-type]
         return 0.0
 
+    def _spread_wait(self, minute: deque[list[object]], now: float) -> float:
+        """A group's minute spread evenly, as `spread_wait` in pace_take.lua."""
+        p = self.policy
+        window = p.group_window_ms + p.margin_ms
+        while minute and float(minute[0][0]) <= now - window:  # type: ignore[arg-type]
+            minute.popleft()
+        wait = 0.0
+        newest_first = list(reversed(minute))[: p.group_limit]
+        for k, entry in enumerate(newest_first, start=1):
+            at = float(entry[0])  # type: ignore[arg-type]
+            if k >= p.group_limit:
+                due = at + window
+            else:
+                credit = (p.group_burst - 1) * p.group_spacing_ms
+                due = (
+                    at + k * p.group_spacing_ms - credit * (p.group_limit - k) / (p.group_limit - 1)
+                )
+            wait = max(wait, due - now)
+        return wait
+
     def take(self, grant: Grant) -> Wait:
         """As pace_take.lua does in Redis, here."""
         return self._take(grant, self._now())
@@ -163,13 +185,8 @@ class LocalPace:
             self._blocks.get(chat, 0.0) - now,
         )
         if chat < 0:
-            tau = (p.group_burst - 1) * p.group_spacing_ms
             minute = self._minute.setdefault(chat, deque())
-            chat_wait = max(
-                chat_wait,
-                self._spacing.get(chat, 0.0) - tau - now,
-                self._log_wait(minute, p.group_limit, p.group_window_ms + p.margin_ms, now),
-            )
+            chat_wait = max(chat_wait, self._spread_wait(minute, now))
         bot_wait = max(
             self._log_wait(self._bot, p.bot_limit, p.bot_window_ms + p.margin_ms, now),
             self._blocks.get(None, 0.0) - now,
@@ -188,8 +205,10 @@ class LocalPace:
         self._chat_next[chat] = max(self._chat_next.get(chat, 0.0), now) + p.chat_interval_ms
         self._bot.append([now, grant.token])
         if chat < 0:
-            self._spacing[chat] = max(self._spacing.get(chat, 0.0), now) + p.group_spacing_ms
-            self._minute.setdefault(chat, deque()).append([now, grant.token])
+            minute = self._minute.setdefault(chat, deque())
+            minute.append([now, grant.token])
+            while len(minute) > p.group_limit:
+                minute.popleft()
 
     def settle(self, grant: Grant) -> None:
         now, chat = self._now(), grant.chat_id
@@ -208,11 +227,10 @@ class LocalPace:
     def _forget(self, now: float) -> None:
         horizon = now - self.policy.group_window_ms - self.policy.margin_ms
         for chat, t in list(self._chat_next.items()):
-            if t < now and self._spacing.get(chat, 0.0) < now:
+            if t < now:
                 minute = self._minute.get(chat)
                 if not minute or float(minute[-1][0]) < horizon:  # type: ignore[arg-type]
                     self._chat_next.pop(chat, None)
-                    self._spacing.pop(chat, None)
                     self._minute.pop(chat, None)
         self._blocks = {c: t for c, t in self._blocks.items() if t > now}
 
@@ -243,7 +261,7 @@ class Pacer:
         keys = [k.chat_pace(chat_id), k.chat_block(chat_id), k.bot_second, k.bot_block]
         # Telegram group and supergroup chat ids are negative; private chats positive.
         if chat_id < 0:
-            keys += [k.group_spacing(chat_id), k.group_minute(chat_id)]
+            keys.append(k.group_minute(chat_id))
         return keys
 
     def _args(self, chat_id: int, token: str) -> list[int | str]:
@@ -325,7 +343,7 @@ class Pacer:
         """The post of `grant` was answered (accepted or not): measure the next from now."""
         self.local.settle(grant)
         keys = self._keys_of(grant.chat_id)
-        logs = [keys[2]] + ([keys[5]] if grant.chat_id < 0 else [])
+        logs = [keys[2]] + ([keys[4]] if grant.chat_id < 0 else [])
         try:
             await self._settle(
                 keys=[keys[0], *logs], args=[grant.token, self.policy.chat_interval_ms]

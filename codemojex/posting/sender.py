@@ -307,7 +307,9 @@ class OutboxSender:
                 log.exception("sender for chat %d failed; it will be retried", chat_id)
             await asyncio.sleep(1.0)
         finally:
-            self._active.pop(chat_id, None)
+            # The chat may already be in its next turn (taken again once handed back).
+            if self._active.get(chat_id) is asyncio.current_task():
+                del self._active[chat_id]
             self._wake.set()
 
     # -- one chat's turn ----------------------------------------------------------------------
@@ -505,9 +507,9 @@ class OutboxSender:
                 grant = got
         left = [r for r in rows if r.id not in sent_ids]
         await self._release_rows(left)
-        if not left and not full:
-            return 0, False
-        return (await self.pacer.wait(chat_id)).ms, True
+        # Its next turn (or, when it gets rows again, its place in the ring) comes when its
+        # pace allows a post.
+        return (await self.pacer.wait(chat_id)).ms, bool(left) or full
 
     async def _acquire(
         self, chat_id: int, key: str, token: str, deadline: float, *, hold: bool = False

@@ -24,11 +24,11 @@ def test_every_key_carries_the_queue_hash_tag() -> None:
     lane = ids.mint(ids.PLAYER)
     names = [
         keys.chat_pace(-100123),
-        keys.group_spacing(-100123),
         keys.group_minute(-100123),
         keys.bot_second,
         keys.ring,
         keys.dirty,
+        keys.cool,
         keys.chat_block(-100123),
         keys.bot_block,
         keys.chat_lease(-100123),
@@ -38,11 +38,11 @@ def test_every_key_carries_the_queue_hash_tag() -> None:
     ]
     assert names == [
         "cmx:{cm}:pace:c:-100123",
-        "cmx:{cm}:pace:s:-100123",
         "cmx:{cm}:pace:m:-100123",
         "cmx:{cm}:pace:g",
         "cmx:{cm}:send:ring",
         "cmx:{cm}:send:dirty",
+        "cmx:{cm}:send:cool",
         "cmx:{cm}:pace:block:c:-100123",
         "cmx:{cm}:pace:block:g",
         "cmx:{cm}:send:lease:-100123",
@@ -57,7 +57,6 @@ def test_chat_and_row_ids_must_be_integers(bad: Any) -> None:
     keys = Keys("cm")
     builders: list[Callable[[Any], str]] = [
         keys.chat_pace,
-        keys.group_spacing,
         keys.group_minute,
         keys.chat_block,
         keys.chat_lease,

@@ -82,3 +82,19 @@ async def test_a_dead_senders_chat_comes_round_after_its_lease(
     # The dead sender's late release changes nothing: the chat is s2's now.
     assert await ring.release(C, "dead", 0, more=False) == -1
     assert await redis_any.get(Keys(queue_name).chat_lease(C)) == b"s2"
+
+
+async def test_a_chat_that_left_comes_back_when_its_pace_allows(
+    redis_any: AnyRedis, queue_name: str
+) -> None:
+    """A chat that posted all it had leaves the ring; given rows again before its pace allows
+    a post, its turn is then, behind the chats already waiting (no wasted turn)."""
+    ring = PostingRing(redis_any, queue_name)
+    await ring.add([A])
+    await ring.take(1, LEASE, "s1")
+    assert await ring.release(A, "s1", 400, more=False) == 0
+    await ring.add([B, A])
+    first = await ring.take(5, LEASE, "s2")
+    assert first.chats == [B] and first.next_ms is not None and 300 < first.next_ms <= 400
+    await asyncio.sleep(0.4)
+    assert (await ring.take(5, LEASE, "s3")).chats == [A]

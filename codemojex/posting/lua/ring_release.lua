@@ -1,9 +1,9 @@
 -- ring_release: a sender hands a chat back after its turn (one post, or none). The chat takes
 -- its next turn after `delay` when it has more to post (or was given rows meanwhile: dirty),
--- and leaves the ring otherwise.
+-- and leaves the ring otherwise, its pace noted in `send:cool` for ring_add.
 --
 -- KEYS[1]  the prefix `cmx:{q}:` (names no key; the scripts build `send:ring`, `send:dirty`,
---          `send:lease:<chat>`)
+--          `send:cool`, `send:lease:<chat>`)
 -- ARGV[1]  the chat id
 -- ARGV[2]  the holder's token
 -- ARGV[3]  ms until the chat's pace allows its next post
@@ -28,4 +28,10 @@ if more then
   return 1
 end
 redis.call('ZREM', ring, chat)
+local delay = tonumber(ARGV[3])
+if delay > 0 then
+  local cool = KEYS[1] .. 'send:cool'
+  redis.call('ZADD', cool, now + delay, chat)
+  redis.call('PEXPIRE', cool, 3600000)
+end
 return 0
