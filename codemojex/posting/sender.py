@@ -535,17 +535,17 @@ class OutboxSender:
             return wait
         async with self._bot_turn:
             while not self._stopping:
-                if not await self._holds(key, token):
-                    return Wait(0)
-                pause = min(wait.ms / 1000, 1.0)
-                if time.monotonic() + pause > deadline:
-                    return wait
-                await asyncio.sleep(pause)
+                # Asked again now that it is this chat's turn for the bot's second: the wait
+                # seen before queueing for it is stale.
                 wait = await self.pacer.take(chat_id, grant)
                 if wait.ms <= 0:
                     return grant
                 if not wait.by_bot and wait.ms > SHORT_WAIT_MS:
                     return wait
+                pause = min(wait.ms / 1000, 1.0)
+                if time.monotonic() + pause > deadline or not await self._holds(key, token):
+                    return wait
+                await asyncio.sleep(pause)
         return Wait(0)
 
     async def _send(self, chat_id: int, msg: OutMessage, grant: Grant) -> str:
