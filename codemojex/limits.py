@@ -81,6 +81,10 @@ PACE_CHAT_PER_S: Final = 1
 PACE_GROUP_PER_MIN: Final = 20
 PACE_BOT_PER_S: Final = 30
 PACE_GROUP_BURST: Final = 3
+# Of a group's minute, the results (the sender) spread PACE_GROUP_PER_MIN - this evenly; the
+# bot's own answers are held to Telegram's limits only (1 a second, the whole minute), so a room
+# whose results fill their share still has a post a minute for a refusal or a "slow down".
+PACE_ANSWER_RESERVE: Final = 1
 PACE_MARGIN_MS: Final = 100
 PACE_RATE_MAX: Final = 1000
 

@@ -78,7 +78,7 @@ def make_services(
         admins=overrides.pop("admins", None) or AdminCache(settings.admin_cache_ttl_s),
         flood=overrides.pop("flood", None) or FloodNotices(redis, lanes.queue),
         pacer=overrides.pop("pacer", None)
-        or Pacer(redis, lanes.queue, PacePolicy.from_settings(settings)),
+        or Pacer(redis, lanes.queue, PacePolicy.from_settings(settings, answers=True)),
         ring=overrides.pop("ring", None) or PostingRing(redis, lanes.queue),
         **overrides,
     )

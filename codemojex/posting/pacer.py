@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from codemojex.limits import (
+    PACE_ANSWER_RESERVE,
     PACE_BOT_PER_S,
     PACE_CHAT_PER_S,
     PACE_GROUP_BURST,
@@ -88,9 +89,9 @@ class PacePolicy:
     sliding minute and second) for the time a request spends on the wire."""
 
     chat_ms: int = 1000 // PACE_CHAT_PER_S
-    group_spacing_ms: int = 60_000 // PACE_GROUP_PER_MIN
+    group_spacing_ms: int = -(-60_000 // (PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE))
     group_burst: int = PACE_GROUP_BURST
-    group_limit: int = PACE_GROUP_PER_MIN
+    group_limit: int = PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE
     group_window_ms: int = 60_000
     bot_limit: int = PACE_BOT_PER_S
     bot_window_ms: int = 1000
@@ -103,22 +104,39 @@ class PacePolicy:
         group_per_min: int = PACE_GROUP_PER_MIN,
         bot_per_s: int = PACE_BOT_PER_S,
         *,
+        answers: bool = False,
         margin_ms: int = PACE_MARGIN_MS,
     ) -> PacePolicy:
-        """The policy of the settings CODEMOJEX_PACE_CHAT_PER_S, _GROUP_PER_MIN, _BOT_PER_S."""
+        """The pace of the settings CODEMOJEX_PACE_CHAT_PER_S, _GROUP_PER_MIN, _BOT_PER_S: for
+        the results (the sender), a group's minute less PACE_ANSWER_RESERVE spread evenly; for
+        the bot's own answers (`answers`), Telegram's limits only (no spacing, the whole
+        minute). Both on the same keys: each sees the other's posts."""
+        if answers:
+            return cls(
+                chat_ms=-(-1000 // chat_per_s),
+                group_spacing_ms=0,
+                group_burst=1,
+                group_limit=group_per_min,
+                bot_limit=bot_per_s,
+                margin_ms=margin_ms,
+            )
+        share = max(1, group_per_min - PACE_ANSWER_RESERVE)
         return cls(
             chat_ms=-(-1000 // chat_per_s),
-            group_spacing_ms=-(-60_000 // group_per_min),
-            group_burst=min(PACE_GROUP_BURST, group_per_min),
-            group_limit=group_per_min,
+            group_spacing_ms=-(-60_000 // share),
+            group_burst=min(PACE_GROUP_BURST, share),
+            group_limit=share,
             bot_limit=bot_per_s,
             margin_ms=margin_ms,
         )
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> PacePolicy:
+    def from_settings(cls, settings: Settings, *, answers: bool = False) -> PacePolicy:
         return cls.from_rates(
-            settings.pace_chat_per_s, settings.pace_group_per_min, settings.pace_bot_per_s
+            settings.pace_chat_per_s,
+            settings.pace_group_per_min,
+            settings.pace_bot_per_s,
+            answers=answers,
         )
 
     @property
@@ -205,10 +223,8 @@ class LocalPace:
         self._chat_next[chat] = max(self._chat_next.get(chat, 0.0), now) + p.chat_interval_ms
         self._bot.append([now, grant.token])
         if chat < 0:
-            minute = self._minute.setdefault(chat, deque())
-            minute.append([now, grant.token])
-            while len(minute) > p.group_limit:
-                minute.popleft()
+            # Trimmed by age when checked (as in pace_take.lua).
+            self._minute.setdefault(chat, deque()).append([now, grant.token])
 
     def settle(self, grant: Grant) -> None:
         now, chat = self._now(), grant.chat_id

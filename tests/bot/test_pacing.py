@@ -32,7 +32,7 @@ pytestmark = E2E
 def paced(world: World) -> Iterator[World]:
     services = world.app.bot_data
     before = (services.pacer, services.reply_wait_s)
-    services.pacer = Pacer(world.redis, world.lanes.queue, PacePolicy())  # as in production
+    services.pacer = Pacer(world.redis, world.lanes.queue, PacePolicy.from_rates(answers=True))
     services.reply_wait_s = 1.0
     world.standin.enforce_rate_limits()
     yield world

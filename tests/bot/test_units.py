@@ -238,10 +238,14 @@ async def test_is_admin(who: str, allowed: bool) -> None:
 
 
 def test_answers_keep_the_senders_pace() -> None:
-    """The bot builds its pace from the settings the worker's sender builds it from: the same
-    limits on the same Redis keys, so the bot's answers and the results share one pace."""
+    """The bot builds its pace from the settings the worker's sender builds it from, on the
+    same Redis keys, so the bot's answers and the results share one pace."""
     settings = Settings(token=SecretStr("1:x"), pace_group_per_min=10)
     lanes = Lanes(aioredis.Redis(), "cm")
     services = make_services(settings, lanes=lanes, sessionmaker=None, redis=aioredis.Redis())  # type: ignore[arg-type]
-    assert services.pacer.policy == PacePolicy.from_settings(settings)
+    assert services.pacer.policy == PacePolicy.from_settings(settings, answers=True)
+    # The answers are held to Telegram's limits only; the results spread a minute less the
+    # answers' reserve evenly, on the same keys.
     assert services.pacer.policy.group_limit == 10
+    assert services.pacer.policy.group_spacing_ms == 0
+    assert PacePolicy.from_settings(settings).group_limit == 9

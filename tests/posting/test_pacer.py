@@ -189,6 +189,30 @@ def test_the_limits_are_settings() -> None:
     settings = Settings(pace_chat_per_s=2, pace_group_per_min=12, pace_bot_per_s=10)
     policy = PacePolicy.from_settings(settings)
     assert policy.chat_ms == 500
-    assert (policy.group_spacing_ms, policy.group_limit) == (5000, 12)
+    # The results keep one post a minute for the bot's answers and spread the rest evenly.
+    assert (policy.group_spacing_ms, policy.group_limit) == (5455, 11)
+    answers = PacePolicy.from_settings(settings, answers=True)
+    assert (answers.group_spacing_ms, answers.group_limit) == (0, 12)
     assert policy.bot_limit == 10
     assert PacePolicy.from_settings(Settings()) == PacePolicy()
+
+
+async def test_answers_and_results_share_a_groups_minute(
+    redis_any: AnyRedis, queue_name: str
+) -> None:
+    """The results take their share of the minute, spread; the answers may take the rest at
+    once (Telegram's limits only); neither ever makes the minute hold more than its limit."""
+    results = Pacer(
+        redis_any,
+        queue_name,
+        PacePolicy(chat_ms=0, group_spacing_ms=0, group_limit=3, bot_limit=100, margin_ms=0),
+    )
+    answers = Pacer(
+        redis_any,
+        queue_name,
+        PacePolicy(chat_ms=0, group_spacing_ms=0, group_limit=4, bot_limit=100, margin_ms=0),
+    )
+    assert [await results.try_acquire(GROUP) for _ in range(4)][:3] == [0, 0, 0]
+    assert await results.try_acquire(GROUP) > 59_000  # the results' share is spent
+    assert await answers.try_acquire(GROUP) == 0  # the reserve
+    assert await answers.try_acquire(GROUP) > 59_000  # the whole minute is

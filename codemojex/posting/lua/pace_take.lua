@@ -17,7 +17,9 @@
 -- ARGV[2]  the chat's interval, ms (margin included)
 -- ARGV[3]  the bot's limit    ARGV[4] the bot's window, ms (margin included)
 -- ARGV[5]  groups: spacing ms ARGV[6] burst (posts a quiet group may make at its second's pace)
--- ARGV[7]  groups: the minute's limit  ARGV[8] its window, ms (margin included)
+-- ARGV[7]  groups: the minute's limit  ARGV[8] its window, ms (margin included); the bot's
+--          answers ask with no spacing and the whole minute, the results with spacing and a
+--          minute less the answers' reserve (limits.PACE_ANSWER_RESERVE), on the same keys
 -- Returns  {wait ms, who}: {0, 0} when the slot was taken; else nothing was taken, and who is
 --          1 when the chat's own limits (or its block) bind longest, 2 when the bot's do.
 --          The clock is the server's TIME.
@@ -83,17 +85,19 @@ if wait > 0 or token == '' then
   return {wait, who}
 end
 
-local function log_take(key, limit, win)
+-- Trimmed by age (at each check), not to this caller's limit: the results and the bot's
+-- answers keep a group's minute with different limits, and each must see every post.
+local function log_take(key, win)
   redis.call('ZADD', key, now, token)
-  redis.call('ZREMRANGEBYRANK', key, 0, -(limit + 1))
+  redis.call('ZREMRANGEBYRANK', key, 0, -1001)
   redis.call('PEXPIRE', key, win + 60000)
 end
 
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then tat = now end
 redis.call('SET', KEYS[1], tat + chat_ms, 'PX', tat + chat_ms - now + 1000)
-log_take(KEYS[3], bot_limit, bot_win)
+log_take(KEYS[3], bot_win)
 if group then
-  log_take(KEYS[5], min_limit, min_win)
+  log_take(KEYS[5], min_win)
 end
 return {0, 0}
