@@ -1219,6 +1219,9 @@ class Soak:
             "posts": len(sent),
             "retry_after": standin.rate_violations,
             "retry_after_rules": dict(Counter(v.rule for v in standin.violations)),
+            "retry_after_examples": [
+                (v.rule, v.chat_id, round(v.ts - self.faults.t0, 1)) for v in standin.violations
+            ][:5],
             "bot_direct_replies": dict(direct_replies.most_common(8)),
             "try_again_replies": sum(1 for m in sent.values() if m.text == texts.try_again(EN)),
             "refused_enqueues": dict(self.refused),
@@ -1318,6 +1321,7 @@ def print_report(report: dict[str, Any], say: Callable[[str], None] = print) -> 
         "outbox_posted_twice_unexplained",
         "retry_after",
         "retry_after_rules",
+        "retry_after_examples",
         "outbox_posted_twice_messages",
         "outbox_posted_twice_messages_unexplained",
         "outbox_posted_twice_kill_gap_max_s",

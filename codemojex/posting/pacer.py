@@ -96,6 +96,8 @@ class PacePolicy:
     bot_limit: int = PACE_BOT_PER_S
     bot_window_ms: int = 1000
     margin_ms: int = PACE_MARGIN_MS
+    # A group's posts a minute a process may make alone, while Redis is away (LocalPace).
+    group_alone: int = PACE_ANSWER_RESERVE
 
     @classmethod
     def from_rates(
@@ -157,6 +159,39 @@ class LocalPace:
         self._minute: dict[int, deque[list[object]]] = {}
         self._bot: deque[list[object]] = deque()
         self._blocks: dict[int | None, float] = {}
+        # Since when Redis could not be asked (ms), and the posts made alone since, per chat.
+        self._alone_since: float | None = None
+        self._alone_posts: dict[int, int] = {}
+
+    def alone(self) -> None:
+        """Redis cannot be asked: from now on (until `together`), this process cannot see the
+        others' posts, so it keeps to what nobody else uses (see `take_alone`)."""
+        if self._alone_since is None:
+            self._alone_since = self._now()
+            self._alone_posts.clear()
+
+    def together(self) -> None:
+        """Redis answers again."""
+        self._alone_since = None
+
+    def take_alone(self, grant: Grant) -> Wait:
+        """A slot while Redis is away. The other processes may have posted to the chat just
+        before the outage and post nothing during it (the sender needs Redis for its leases),
+        so: a chat's first post a chat interval after the outage began, and in a group no
+        more than `group_alone` posts a minute (the answers' reserve, PACE_ANSWER_RESERVE: the
+        results may have used the rest)."""
+        self.alone()
+        assert self._alone_since is not None
+        p, now, chat = self.policy, self._now(), grant.chat_id
+        wait = self._alone_since + p.chat_interval_ms - now
+        if chat < 0 and self._alone_posts.get(chat, 0) >= p.group_alone:
+            wait = max(wait, self._alone_since + p.group_window_ms + p.margin_ms - now)
+        if wait > 0:
+            return Wait(int(-(-wait // 1)))
+        taken = self._take(grant, now)
+        if taken.ms == 0:
+            self._alone_posts[chat] = self._alone_posts.get(chat, 0) + 1
+        return taken
 
     @staticmethod
     def _now() -> float:
@@ -312,8 +347,9 @@ class Pacer:
             if not is_outage(exc):
                 raise
             OUTAGES.failed(exc, "the posting pace (paced by this process alone meanwhile)")
-            return self.local.take(grant)
+            return self.local.take_alone(grant)
         OUTAGES.ok("redis")
+        self.local.together()
         if int(ms) > 0:
             return Wait(int(ms), int(who) == BOT)
         self.local.book(grant)

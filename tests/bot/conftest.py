@@ -46,7 +46,12 @@ ADMIN = CAROL  # the owner of every test group
 MAX_DEPTH = 5
 
 UNPACED = PacePolicy(
-    chat_ms=0, group_spacing_ms=0, group_limit=100_000, bot_limit=100_000, margin_ms=0
+    chat_ms=0,
+    group_spacing_ms=0,
+    group_limit=100_000,
+    bot_limit=100_000,
+    margin_ms=0,
+    group_alone=100_000,
 )
 
 E2E = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures("clean_slate")]
