@@ -4,7 +4,8 @@ Telegram allows about one message a second per chat, twenty a minute in a group 
 second for the whole bot. The worker's outbox sender and the bot post into the same chats, so
 both take their slots from the same `Pacer` (its state is in Redis, namespace = the queue,
 limits from the settings CODEMOJEX_PACE_*; while Redis is down, each process keeps the pace
-alone).
+alone). The answers are held to Telegram's limits only (`PacePolicy.from_settings(...,
+answers=True)`: no spacing, a group's whole minute); the results spread their share evenly.
 
 The rule for an answer (a refusal, "slow down", an admin reply):
 - the chat's pace allows a post now: it goes out at once, as a reply to the message it
