@@ -510,3 +510,42 @@ async def test_an_idle_sender_hears_of_rows_from_their_writer_not_from_a_scan(
         await task
     assert scans == 1
     assert await unsent(sessionmaker) == 0
+
+
+async def test_when_the_bot_limit_binds_chats_take_turns(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """The bot may post 5 a second; six groups have results waiting all along, one of them
+    five times as many. They take turns in the ring: the flooding chat gets no more posts
+    than a quiet one, and nothing waits more than a turn or so."""
+    chats = [-2090 - i for i in range(6)]
+    flood = chats[0]
+    for chat in chats:
+        standin.add_group(chat, f"turns {chat}")
+    standin.enforce_rate_limits()
+    policy = PacePolicy(group_spacing_ms=0, group_limit=20, bot_limit=5)
+    sender = new_sender(
+        sessionmaker, bot, redis_r, queue_name, pacer=Pacer(redis_r, queue_name, policy)
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(sender.run(stop))
+    try:
+        until = time.monotonic() + 3.0
+        i = 0
+        while time.monotonic() < until:
+            for chat in chats:
+                await add_rows(sessionmaker, chat, [f"r{i}"] * (5 if chat == flood else 1))
+                sender.poke(chat)
+            i += 1
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await task
+    posts = {chat: len(standin.sent_messages(chat)) for chat in chats}
+    assert standin.rate_violations == 0
+    assert sum(posts.values()) >= 6  # the bot's limit binds: about 5 a second
+    assert max(posts.values()) - min(posts.values()) <= 1, posts
