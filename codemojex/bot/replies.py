@@ -127,23 +127,19 @@ class Answers:
         queue = self._waiting[chat_id]
         try:
             while queue:
+                asked = list(queue)
+                # The pacer says at once when even the latest deadline would be missed.
+                grant = await pacer.acquire(chat_id, deadline=max(w.deadline for w in asked))
                 now = time.monotonic()
-                late = [w for w in queue if w.deadline <= now]
-                if late:
-                    queue[:] = [w for w in queue if w not in late]
-                    await self.drop(late, "past their deadline")
+                missed = [w for w in queue if w.deadline <= now or (grant is None and w in asked)]
+                if missed:
+                    queue[:] = [w for w in queue if w not in missed]
+                    await self.drop(missed, "the chat's pace allows no post in time")
+                if grant is None:
                     continue
-                grant = Grant(chat_id)
-                wait = await pacer.take(chat_id, grant)
-                if wait.ms > 0:
-                    at = now + wait.ms / 1000
-                    missed = [w for w in queue if w.deadline < at]
-                    if missed:
-                        queue[:] = [w for w in queue if w not in missed]
-                        await self.drop(missed, "the chat's pace allows no post in time")
-                    if queue:
-                        await asyncio.sleep(wait.ms / 1000)
-                    continue
+                if not queue:
+                    await pacer.settle(grant)
+                    break
                 thread = queue[0].thread
                 batch = [w for w in queue if w.thread == thread]
                 first = fold(batch)[0]
