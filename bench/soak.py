@@ -890,6 +890,9 @@ class Soak:
         plan = self.plan
         standin = StandIn(token=TOKEN)
         await standin.start()
+        # Telegram's limits, enforced: every post over them is a RetryAfter, counted in the
+        # headline (expected 0, Redis and Postgres outages and worker kills included).
+        standin.enforce_rate_limits()
         self.build_world(standin)
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("CODEMOJEX_")},
@@ -1214,6 +1217,11 @@ class Soak:
             "outbox_marked_not_posted": marked_not_posted,
             "outbox_marked_not_posted_examples": examples[:5],
             "posts": len(sent),
+            "retry_after": standin.rate_violations,
+            "retry_after_rules": dict(Counter(v.rule for v in standin.violations)),
+            "retry_after_examples": [
+                (v.rule, v.chat_id, round(v.ts - self.faults.t0, 1)) for v in standin.violations
+            ][:5],
             "bot_direct_replies": dict(direct_replies.most_common(8)),
             "try_again_replies": sum(1 for m in sent.values() if m.text == texts.try_again(EN)),
             "refused_enqueues": dict(self.refused),
@@ -1252,7 +1260,8 @@ def headline(report: dict[str, Any]) -> dict[str, int]:
     and before it wrote down that it did leaves a row that the next sender posts again (the
     sender is at-least-once by default: Telegram has no idempotency key). A double post with
     no SIGKILL near its first copy (`outbox_posted_twice_unexplained`), or a row never posted,
-    would be a fault, and is here."""
+    would be a fault, and is here; so is every RetryAfter the stand-in (enforcing Telegram's
+    limits) had to answer."""
     return {
         "lost": report["lost"],
         "duplicated": report["duplicated"],
@@ -1261,6 +1270,7 @@ def headline(report: dict[str, Any]) -> dict[str, int]:
         "check_faults": len(report["check"]),
         "multi_winner_rounds": report["rounds_multi_winner"],
         "outbox_not_sent": report["outbox_not_sent"],
+        "retry_after": report["retry_after"],
         "outbox_posted_twice_unexplained": report["outbox_posted_twice_unexplained"],
         "outbox_duplicate_rows": report["outbox_duplicate_rows"],
         "outbox_missing_rows": report["outbox_missing_rows"],
@@ -1309,6 +1319,9 @@ def print_report(report: dict[str, Any], say: Callable[[str], None] = print) -> 
         "outbox_not_sent",
         "outbox_posted_twice",
         "outbox_posted_twice_unexplained",
+        "retry_after",
+        "retry_after_rules",
+        "retry_after_examples",
         "outbox_posted_twice_messages",
         "outbox_posted_twice_messages_unexplained",
         "outbox_posted_twice_kill_gap_max_s",

@@ -77,17 +77,35 @@ ADMIN_CACHE_TTL_S_MAX: Final = 600.0
 # Updates handled at once (in order per sender); keep below the database pool size.
 BOT_CONCURRENCY_DEFAULT: Final = 16
 
-# How long the bot's own answer may wait for a posting slot before it is dropped.
+# How long the bot's own answer may wait for a posting slot before it is dropped: it waits
+# outside the update's handling (bot/replies.py), so this bounds staleness, not a slot.
 REPLY_WAIT_S_DEFAULT: Final = 3.0
 
 # --- posting pace ---------------------------------------------------------------------------
 
-# Telegram's published limits (posting/pacer.py adds a margin for the time on the wire, and
-# keeps a share of a group's minute for the bot's own answers).
+# Telegram's published limits (settings CODEMOJEX_PACE_*; posting/pacer.py adds a margin for
+# the time on the wire). A group's minute is spread evenly: one post per 60/PACE_GROUP_PER_MIN
+# seconds, with a burst of PACE_GROUP_BURST for a room that was quiet (a GCRA), and never more
+# than PACE_GROUP_PER_MIN in any sliding minute.
 PACE_CHAT_PER_S: Final = 1
 PACE_GROUP_PER_MIN: Final = 20
 PACE_BOT_PER_S: Final = 30
+PACE_GROUP_BURST: Final = 3
+# Of a group's minute, the results (the sender) spread PACE_GROUP_PER_MIN - this evenly; the
+# bot's own answers are held to Telegram's limits only (1 a second, the whole minute), so a room
+# whose results fill their share still has a post a minute for a refusal or a "slow down".
+PACE_ANSWER_RESERVE: Final = 1
 PACE_MARGIN_MS: Final = 100
+PACE_RATE_MAX: Final = 1000
+
+# The sender (posting/sender.py): chats one sender holds at once (each waits for its pace or
+# posts; the rest wait their turn in the posting ring), how often it looks at the ring when it
+# has heard nothing (the processes that write outbox rows add their chats to the ring and wake
+# their own sender at once), and how often it scans the outbox for rows a dead process never
+# added (the only periodic SQL of an idle sender).
+SENDER_HOLD_DEFAULT: Final = 32
+SENDER_PEEK_S: Final = 1.0
+SENDER_RECONCILE_S: Final = 60.0
 
 # --- retries --------------------------------------------------------------------------------
 

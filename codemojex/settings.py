@@ -46,6 +46,11 @@ class Settings(BaseSettings):
     # posting): "repost" (at least once: never lost, rarely twice) or "assume_sent" (at most
     # once: never twice, rarely lost).
     sender_ambiguous: Literal["repost", "assume_sent"] = "repost"
+    # Telegram's posting limits, kept by every process together (the pace is in Redis):
+    # messages a second per chat, a minute per group, a second for the whole bot.
+    pace_chat_per_s: int = Field(default=L.PACE_CHAT_PER_S, ge=1, le=L.PACE_RATE_MAX)
+    pace_group_per_min: int = Field(default=L.PACE_GROUP_PER_MIN, ge=1, le=L.PACE_RATE_MAX)
+    pace_bot_per_s: int = Field(default=L.PACE_BOT_PER_S, ge=1, le=L.PACE_RATE_MAX)
 
     # Lanes retention: dead jobs kept (count and age), how long an empty lane is remembered.
     lanes_dead_max: int = Field(default=L.DEAD_MAX_DEFAULT, ge=0, le=L.DEAD_MAX_MAX)

@@ -25,7 +25,7 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import room_language, user_language
-from codemojex.bot.replies import answer
+from codemojex.bot.replies import answer, outbox_written
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
 from codemojex.game import texts
@@ -215,6 +215,7 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
         # The reveal goes through the outbox, like every game post.
         await store.close_round(session, round_.id, "endround")
         metrics.EVENTS.rounds_ended += 1
+    await outbox_written(context.services, call.room.chat_id)
 
 
 @admin_command("settings")

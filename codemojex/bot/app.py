@@ -47,7 +47,7 @@ from codemojex.bot.player_commands import (
     on_private_text,
 )
 from codemojex.bot.processor import PerSenderUpdateProcessor
-from codemojex.bot.replies import ANSWER_POLICY, answer
+from codemojex.bot.replies import answer
 from codemojex.bot.taps import on_tap
 from codemojex.bot.webhook import WebhookServer, webhook_config
 from codemojex.game import texts
@@ -55,7 +55,8 @@ from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.posting.flags import FloodNotices
-from codemojex.posting.pacer import Pacer
+from codemojex.posting.pacer import PacePolicy, Pacer
+from codemojex.posting.ring import PostingRing
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 
@@ -86,7 +87,9 @@ def make_services(
         redis=redis,
         admins=overrides.pop("admins", None) or AdminCache(settings.admin_cache_ttl_s),
         flood=overrides.pop("flood", None) or FloodNotices(redis, lanes.queue),
-        pacer=overrides.pop("pacer", None) or Pacer(redis, lanes.queue, ANSWER_POLICY),
+        pacer=overrides.pop("pacer", None)
+        or Pacer(redis, lanes.queue, PacePolicy.from_settings(settings, answers=True)),
+        ring=overrides.pop("ring", None) or PostingRing(redis, lanes.queue),
         drafts=Drafts(redis, lanes.queue, overrides.pop("tap_rate", None)),
         **overrides,
     )
@@ -261,6 +264,7 @@ async def running(
             if updater.running:
                 await updater.stop()
             await application.stop()
+            await application.bot_data.answers.close()
     finally:
         if server is not None:
             await server.stop()  # again after a failed start: cleanup() is idempotent

@@ -19,10 +19,12 @@ from telegram.ext import Application, CallbackContext, ExtBot
 
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.drafts import Drafts
+from codemojex.bot.replies import Answers
 from codemojex.lanes import Lanes
 from codemojex.limits import DEPTH_DEFAULT, REPLY_WAIT_S_DEFAULT
 from codemojex.posting.flags import FloodNotices
 from codemojex.posting.pacer import Pacer
+from codemojex.posting.ring import PostingRing
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 
@@ -39,6 +41,11 @@ class BotServices:
     pacer: Pacer
     # Tap to guess: drafts, tap rate, callback queries seen (bot/taps.py).
     drafts: Drafts
+    # The posting ring: the bot adds the chats it wrote outbox rows for (a round's announcement
+    # or reveal), so that a sender posts them at once.
+    ring: PostingRing
+    # The answers waiting for their chat's pace, off the update path (replies.answer).
+    answers: Answers = field(default_factory=Answers)
     # Secrets of new rounds are drawn from this; tests may seed their own.
     rng: random.Random = field(default_factory=random.SystemRandom)
     # Most guesses a player may have waiting in their lane; more is a flood.

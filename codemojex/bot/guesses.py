@@ -209,6 +209,12 @@ async def tell(services: BotServices, message: Message, outcome: GuessAnswer) ->
     services.guess_outcomes[outcome.outcome] += 1
     if outcome.reply is None:
         return
-    sent = await answer(services, message, outcome.reply)
-    if sent is None and outcome.notice is not None and outcome.lane is not None:
-        await services.flood.forget(outcome.lane, outcome.notice)
+    notice, lane = outcome.notice, outcome.lane
+    if notice is None or lane is None:
+        await answer(services, message, outcome.reply)
+        return
+
+    async def unspent() -> None:
+        await services.flood.forget(lane, notice)
+
+    await answer(services, message, outcome.reply, on_dropped=unspent)

@@ -20,7 +20,7 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import chat_language, room_language, user_language
-from codemojex.bot.replies import answer
+from codemojex.bot.replies import answer, outbox_written
 from codemojex.bot.rooms import display_name, ensure_room
 from codemojex.db import store
 from codemojex.game import texts
@@ -93,6 +93,7 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
             # starter's language.
             starter = user_language(who.user)
             await store.start_round(session, room.id, services.rng, language=starter)
+            await outbox_written(services, who.chat.id)
             return
         except store.RoundAlreadyOpen:
             pass

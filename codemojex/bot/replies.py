@@ -1,80 +1,234 @@
-"""The bot's own answers, paced with every other post of the bot.
+"""The bot's own answers, paced with every other post of the bot, never holding an update.
 
 Telegram allows about one message a second per chat, twenty a minute in a group and thirty a
 second for the whole bot. The worker's outbox sender and the bot post into the same chats, so
-both take their slots from the same `Pacer` (its state is in Redis, namespace = the queue). An
-answer waits at most `reply_wait_s` for a slot (ANSWER_POLICY); past that the chat is busy
-enough that a late answer helps nobody, and it is dropped (logged). A 429 blocks the chat for
-everyone.
+both take their slots from the same `Pacer` (its state is in Redis, namespace = the queue,
+limits from the settings CODEMOJEX_PACE_*; while Redis is down, each process keeps the pace
+alone). The answers are held to Telegram's limits only (`PacePolicy.from_settings(...,
+answers=True)`: no spacing, a group's whole minute); the results spread their share evenly.
+
+The rule for an answer (a refusal, "slow down", an admin reply):
+- the chat's pace allows a post now: it goes out at once, as a reply to the message it
+  answers (the handler makes that one call);
+- otherwise the handler hands it to the chat's queue in `Answers` and returns: waiting for a
+  posting slot never holds one of the bot's update slots, so a raid of accounts that all get
+  answers cannot hold up any other chat's updates;
+- the queue posts at the chat's first slot, and every answer waiting for the chat then goes
+  into that one message (folded as the sender folds results: one line each, naming whom it
+  answers), never mixing forum topics;
+- an answer not posted within `reply_wait_s` (REPLY_WAIT_S_DEFAULT, 3 s) of being asked is
+  dropped, and so is one whose chat's pace is known to need longer (said at once: nothing
+  sleeps towards a deadline it will miss); a dropped answer is logged and its `on_dropped`
+  called (a once-per-episode notice is then not spent);
+- a RetryAfter blocks the chat for everyone and drops the answers it carried.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from telegram import Message
-from telegram.error import RetryAfter
+from telegram.error import RetryAfter, TelegramError
 
-from codemojex.bot.context import BotServices
-from codemojex.limits import PACE_GROUP_PER_MIN
 from codemojex.outages import is_outage, retry_after_ms
-from codemojex.posting.pacer import Grant, PacePolicy, Window
+from codemojex.posting.fold import fold
+from codemojex.posting.pacer import Grant, Pacer
+
+if TYPE_CHECKING:
+    from codemojex.bot.context import BotServices
 
 log = logging.getLogger(__name__)
 
-# The sender's windows, index for index (so the same Redis keys, the same pace), except that
-# an answer is not held to the sender's smoothing of a group nor to its 16-a-minute share:
-# only Telegram's own limits bind it (1 a second per chat, 20 a minute per group, 30 a second
-# for the bot), so the 4 a minute the sender leaves free are the answers' own.
-_SENDER = PacePolicy()
-ANSWER_POLICY = PacePolicy(
-    chat=_SENDER.chat,
-    group=(
-        _SENDER.group[0],
-        Window(PACE_GROUP_PER_MIN, 15_000),
-        Window(PACE_GROUP_PER_MIN, 60_000),
-    ),
-    bot=_SENDER.bot,
-    margin_ms=_SENDER.margin_ms,
-)
+OnDropped = Callable[[], Awaitable[None]]
+_ids = itertools.count(1)
 
 
-async def _unless_redis_is_out(call: Awaitable[None]) -> None:
-    """Best effort: the pace is in Redis, and a Redis outage must not stop an answer."""
-    try:
-        await call
-    except Exception as exc:
-        if not is_outage(exc):
+@dataclass(eq=False)
+class _Waiting:
+    """An answer waiting for its chat's slot (fold.OutRow)."""
+
+    message: Message
+    text: str
+    deadline: float
+    on_dropped: OnDropped | None
+    id: int = field(default_factory=lambda: next(_ids))
+    kind: str = "answer"
+
+    @property
+    def reply_to_message_id(self) -> int | None:
+        return self.message.message_id
+
+    @property
+    def player_name(self) -> str | None:
+        user = self.message.from_user
+        return user.first_name if user is not None else None
+
+    @property
+    def thread_id(self) -> int | None:
+        return self.message.message_thread_id if self.message.is_topic_message else None
+
+    @property
+    def markup(self) -> str | None:
+        return None  # answers carry no keyboard
+
+
+class Answers:
+    """The answers of this process waiting for their chat's pace, one queue (and one task)
+    per chat with something waiting."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[int, list[_Waiting]] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.dropped = 0
+        self.folded = 0
+
+    def waiting(self, chat_id: int) -> int:
+        return len(self._waiting.get(chat_id, ()))
+
+    def add(self, pacer: Pacer, item: _Waiting) -> None:
+        chat_id = item.message.chat_id
+        self._waiting.setdefault(chat_id, []).append(item)
+        if chat_id not in self._tasks:
+            self._idle.clear()
+            self._tasks[chat_id] = asyncio.create_task(
+                self._serve(pacer, chat_id), name=f"answers:{chat_id}"
+            )
+
+    async def wait_idle(self) -> None:
+        """Until no answer waits (tests: "the bot said all it was going to say")."""
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        """Let the waiting answers go out until their deadlines, then drop the rest."""
+        deadline = max((w.deadline for items in self._waiting.values() for w in items), default=0.0)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), max(0.0, deadline - time.monotonic()))
+        for task in list(self._tasks.values()):
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+
+    async def drop(self, items: list[_Waiting], why: str) -> None:
+        """These answers will not be posted: logged, counted, their `on_dropped` called."""
+        if not items:
+            return
+        self.dropped += len(items)
+        log.info("chat %s: %d answers dropped (%s)", items[0].message.chat_id, len(items), why)
+        for item in items:
+            if item.on_dropped is not None:
+                with contextlib.suppress(Exception):
+                    await item.on_dropped()
+
+    async def _serve(self, pacer: Pacer, chat_id: int) -> None:
+        queue = self._waiting[chat_id]
+        try:
+            while queue:
+                asked = list(queue)
+                # The pacer says at once when even the latest deadline would be missed.
+                grant = await pacer.acquire(chat_id, deadline=max(w.deadline for w in asked))
+                now = time.monotonic()
+                missed = [w for w in queue if w.deadline <= now or (grant is None and w in asked)]
+                if missed:
+                    queue[:] = [w for w in queue if w not in missed]
+                    await self.drop(missed, "the chat's pace allows no post in time")
+                if grant is None:
+                    continue
+                if not queue:
+                    await pacer.settle(grant)
+                    break
+                # fold keeps forum topics apart: the first message is the first topic's
+                first = fold(queue)[0]
+                carried = [w for w in queue if w.id in first.row_ids]
+                queue[:] = [w for w in queue if w not in carried]
+                if len(carried) > 1:
+                    self.folded += len(carried)
+                await self._post(pacer, grant, carried, first.text, first.reply_to, first.thread_id)
+        except asyncio.CancelledError:
+            await self.drop(queue[:], "the bot is stopping")
+            queue.clear()
             raise
+        finally:
+            self._waiting.pop(chat_id, None)
+            self._tasks.pop(chat_id, None)
+            if not self._tasks:
+                self._idle.set()
+
+    async def _post(
+        self,
+        pacer: Pacer,
+        grant: Grant,
+        items: list[_Waiting],
+        text: str,
+        reply_to: int | None,
+        thread: int | None,
+    ) -> None:
+        message = items[0].message
+        try:
+            await message.get_bot().send_message(
+                message.chat_id,
+                text,
+                reply_to_message_id=reply_to,
+                allow_sending_without_reply=True if reply_to is not None else None,
+                message_thread_id=thread,
+            )
+        except RetryAfter as exc:
+            await pacer.block_chat(message.chat_id, retry_after_ms(exc))
+            await self.drop(items, "Telegram asked to wait")
+        except TelegramError as exc:
+            log.warning("chat %s: an answer failed (%s)", message.chat_id, type(exc).__name__)
+            await self.drop(items, "Telegram refused it")
+        finally:
+            await pacer.settle(grant)
 
 
-async def answer(services: BotServices, message: Message, text: str) -> Message | None:
-    """Reply to `message` once the chat's pace allows; None when dropped.
-
-    The pace lives in Redis: when Redis cannot be asked, the answer goes out unpaced (there is
-    no shared pace to keep then, and the answer is often the "try again" about that outage)."""
+async def answer(
+    services: BotServices,
+    message: Message,
+    text: str,
+    *,
+    on_dropped: OnDropped | None = None,
+) -> None:
+    """Answer `message`: at once when the chat's pace allows, else later from the chat's queue
+    (folded with the other answers waiting there), or never (dropped past `reply_wait_s`;
+    `on_dropped` is then called). Returns without waiting for a posting slot."""
     chat_id = message.chat_id
     pacer = services.pacer
-    grant: Grant | None = None
+    item = _Waiting(message, text, time.monotonic() + services.reply_wait_s, on_dropped)
+    if services.answers.waiting(chat_id):
+        services.answers.add(pacer, item)  # behind the answers already waiting, in order
+        return
+    grant = Grant(chat_id)
+    wait = await pacer.take(chat_id, grant)
+    if wait.ms > 0:
+        if wait.ms / 1000 > services.reply_wait_s:
+            await services.answers.drop([item], "the chat's pace allows no post in time")
+            return
+        services.answers.add(pacer, item)
+        return
     try:
-        grant = await pacer.acquire(chat_id, deadline=time.monotonic() + services.reply_wait_s)
-        if grant is None:
-            log.info("chat %s is at its posting pace: an answer was dropped", chat_id)
-            return None
+        await message.reply_text(text)
+    except RetryAfter as exc:
+        await pacer.block_chat(chat_id, retry_after_ms(exc))
+        await services.answers.drop([item], "Telegram asked to wait")
+    finally:
+        await pacer.settle(grant)
+
+
+async def outbox_written(services: BotServices, chat_id: int) -> None:
+    """The bot wrote outbox rows for this chat (a round opened or closed): into the posting
+    ring, so that a sender posts them at once. Best effort: a sender's reconciliation scan
+    finds them otherwise."""
+    try:
+        await services.ring.add([chat_id])
     except Exception as exc:
         if not is_outage(exc):
             raise
-        log.warning(
-            "chat %s: pacer unavailable (%s), answering unpaced", chat_id, type(exc).__name__
-        )
-    try:
-        return await message.reply_text(text)
-    except RetryAfter as exc:
-        await _unless_redis_is_out(pacer.block_chat(chat_id, retry_after_ms(exc)))
-        log.warning("chat %s: Telegram asked to wait; an answer was dropped", chat_id)
-        return None
-    finally:
-        if grant is not None:
-            await _unless_redis_is_out(pacer.settle(grant))
+        log.warning("chat %s: the posting ring is unavailable (%s)", chat_id, type(exc).__name__)

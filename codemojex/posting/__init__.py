@@ -3,11 +3,14 @@ the lanes (same `{q}` hash tag) but not part of them.
 
 - `keys.py`    builds every `cmx:{q}:` key name (from integers and checked ids only)
 - `lua/`       the scripts, one file each, headed by their KEYS, ARGV and return value
-- `pacer.py`   the posting pace every process shares (per chat, per group, per bot)
+- `pacer.py`   the posting pace every process shares (per chat, per group, per bot), with a
+               per-process fallback while Redis is down
+- `ring.py`    the posting ring: chats with unsent rows taking turns for the bot's messages
 - `flags.py`   once-per-episode notices ("slow down", "scoring is paused")
 - `fold.py`    folding one chat's outbox rows into as few messages as possible (pure)
-- `sender.py`  the outbox sender (worker side): chat leases, fence, posted/intent markers
+- `sender.py`  the outbox sender (worker side): turns from the ring, chat leases, fence,
+               posted/intent markers
 
-The bot uses the pacer and the flags; the worker runs the sender. Nothing here imports the
-bot or the worker.
+The bot uses the pacer, the flags and the ring (for the rows it writes); the worker runs the
+sender. Nothing here imports the bot or the worker.
 """

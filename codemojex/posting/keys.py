@@ -4,10 +4,15 @@ The lanes own `emq:{q}:` (codemojex/lanes/keys.py); everything else Codemojex ke
 for a queue `q` lives under `cmx:{q}:`, with the same `{q}` hash tag, so that every script
 and multi-key command of both stays in one Redis Cluster slot:
 
-    cmx:{q}:pace:c:<chat>:<i>      a chat's i-th pace window (sorted set of grants)
-    cmx:{q}:pace:g:<i>             the bot's i-th pace window
+    cmx:{q}:pace:c:<chat>          a chat's next free second (GCRA: its theoretical arrival time)
+    cmx:{q}:pace:m:<chat>          a group's last minute of posts (sorted set of grants)
+    cmx:{q}:pace:g                 the bot's last second of posts (sorted set of grants)
     cmx:{q}:pace:block:c:<chat>    nobody posts to the chat before <value> (a RetryAfter)
     cmx:{q}:pace:block:g           nobody posts anywhere before <value>
+    cmx:{q}:send:ring              the posting ring: chats with unsent rows, scored by when
+                                   their turn comes (ms, Redis time)
+    cmx:{q}:send:dirty             chats given rows while a sender held them
+    cmx:{q}:send:cool              chats out of the ring whose pace allows no post before <score>
     cmx:{q}:send:lease:<chat>      the sender that owns the chat (its token)
     cmx:{q}:send:sending:<row>     intent: an outbox row is being posted (owner and time)
     cmx:{q}:send:posted:<row>      posted: the message id that carried an outbox row
@@ -50,11 +55,15 @@ class Keys:
 
     # -- the pace (posting/pacer.py) -----------------------------------------------------------
 
-    def chat_window(self, chat_id: int, index: int) -> str:
-        return f"{self.prefix}pace:c:{_integer(chat_id, 'chat id'):d}:{_integer(index, 'index'):d}"
+    def chat_pace(self, chat_id: int) -> str:
+        return f"{self.prefix}pace:c:{_integer(chat_id, 'chat id'):d}"
 
-    def bot_window(self, index: int) -> str:
-        return f"{self.prefix}pace:g:{_integer(index, 'index'):d}"
+    def group_minute(self, chat_id: int) -> str:
+        return f"{self.prefix}pace:m:{_integer(chat_id, 'chat id'):d}"
+
+    @property
+    def bot_second(self) -> str:
+        return f"{self.prefix}pace:g"
 
     def chat_block(self, chat_id: int) -> str:
         return f"{self.prefix}pace:block:c:{_integer(chat_id, 'chat id'):d}"
@@ -64,6 +73,23 @@ class Keys:
         return f"{self.prefix}pace:block:g"
 
     # -- the sender (posting/sender.py) --------------------------------------------------------
+
+    @property
+    def ring(self) -> str:
+        return f"{self.prefix}send:ring"
+
+    @property
+    def dirty(self) -> str:
+        return f"{self.prefix}send:dirty"
+
+    @property
+    def cool(self) -> str:
+        return f"{self.prefix}send:cool"
+
+    @property
+    def lease_prefix(self) -> str:
+        """`chat_lease(c)` is this plus the chat id (the ring's scripts build it in Lua)."""
+        return f"{self.prefix}send:lease:"
 
     def chat_lease(self, chat_id: int) -> str:
         return f"{self.prefix}send:lease:{_integer(chat_id, 'chat id'):d}"

@@ -1,28 +1,37 @@
 """Posting pace shared by every process that posts for the bot, kept in Redis.
 
-Telegram allows about one message a second per chat, about twenty a minute in a
-group, and about thirty a second for the whole bot. Every sender process asks the
+Telegram allows about one message a second per chat, about twenty a minute in a group, and
+about thirty a second for the whole bot (settings CODEMOJEX_PACE_*). Every process asks the
 same Redis before each post, so two worker processes never add up to twice the pace.
 
-Why a small Lua script and not the `limits` library (which we checked: its async
-Redis storage can share a redis.asyncio connection pool and runs on fakeredis):
-- `limits` windows are whole seconds (the Lua side calls EXPIRE), so it cannot keep
-  the safety margin we need: a post granted at exactly 1.000 s after the previous
-  one can reach Telegram (or the stand-in, which enforces the limit) 0.995 s after
-  it when the earlier request was slower on the wire.
-- a post must fit every window at once (chat 1/s, chat 20/min, bot 30/s) plus any
-  `RetryAfter` block; with `limits` that is several round trips and a hit taken in
-  one window is not given back when the next refuses. The script checks all windows
-  and the blocks and takes a slot in all of them atomically, or in none.
-- the script (lua/pace_acquire.lua) reads the clock of the Redis server (TIME), so
-  hosts with skewed clocks still agree on the pace; and it answers with the wait, so a
-  sender sleeps exactly that long instead of polling.
+The limits, as `lua/pace_take.lua` keeps them, in one atomic call that reads the clock of the
+Redis server (TIME: hosts with skewed clocks still agree) and answers with the wait:
+- a chat's second: a GCRA (leaky bucket) with one post per interval and no burst;
+- a group's minute, spread evenly: its last `limit` grants (a sorted set), the k-th newest
+  at least k spacings of 60 s / limit (3 s) old less a burst credit that shrinks to nothing
+  at the limit-th, which must be a whole minute old (the sliding window): a room that was
+  quiet posts PACE_GROUP_BURST messages at its second's pace, a busy one every 3 s, paying
+  its burst back over the minute, never twenty quick posts and then forty silent seconds
+  (a plain GCRA with a burst, checked against the window, falls silent for 9 s a minute
+  under a steady flood);
+- the bot's second: a sliding log of the last `limit` grants;
+- RetryAfter blocks of the chat or the bot.
+A post takes a slot in all of them at once or in none. The answer says how long to wait and
+whether it is the chat's own limits or the bot's that bind (the sender hands a chat back to
+the ring in the first case and waits its turn for the bot in the second).
 
-Each window is a sliding log: a sorted set of the last `limit` posts. A post is allowed
-when the `limit`-th newest entry is older than the window. An entry is stamped when the
-slot is granted and stamped again when the post is answered (`settle`): the gap is then
-measured from the answer, which comes after Telegram received the post, so however slow
-one request is, two posts never reach Telegram closer together than the window allows.
+A grant is stamped when taken and stamped again when its post is answered (`settle`): the
+next post is then measured from the answer, which comes after Telegram received the post, so
+however slow one request is, two posts never reach Telegram closer than the limits allow.
+
+Why not the `limits` library (checked: its async Redis storage can share a redis.asyncio
+pool and runs on fakeredis): its windows are whole seconds (it calls EXPIRE), it cannot take
+a slot in several limits atomically, and it has no answer-time settling.
+
+When Redis cannot be asked, the pace falls back on `LocalPace`, the same limits kept in this
+process alone (the bot's "try again" answers during a Redis outage are paced by it). Every
+grant is also booked locally, so a process never exceeds the limits with its own posts even
+in the moment Redis comes back without the posts made while it was away.
 """
 
 from __future__ import annotations
@@ -30,20 +39,39 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
 
-from codemojex.limits import PACE_BOT_PER_S, PACE_CHAT_PER_S, PACE_MARGIN_MS
+from codemojex.limits import (
+    PACE_ANSWER_RESERVE,
+    PACE_BOT_PER_S,
+    PACE_CHAT_PER_S,
+    PACE_GROUP_BURST,
+    PACE_GROUP_PER_MIN,
+    PACE_MARGIN_MS,
+)
+from codemojex.outages import OUTAGES, is_outage
 from codemojex.posting import scripts
 from codemojex.posting.keys import Keys
 from codemojex.redistypes import AnyRedis
 
+if TYPE_CHECKING:
+    from codemojex.settings import Settings
+
+# Who binds a wait (pace_take's answer): nothing (the slot was taken), the chat, the bot.
+TAKEN: Final = 0
+CHAT: Final = 1
+BOT: Final = 2
+
 
 @dataclass(frozen=True, slots=True)
-class Window:
-    """At most `limit` posts in any `window_ms` milliseconds."""
+class Wait:
+    """The answer to a take: `ms` 0 when the slot was taken; else how long until it could be,
+    and whether the bot's limits (`by_bot`) rather than the chat's own bind longest."""
 
-    limit: int
-    window_ms: int
+    ms: int
+    by_bot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,26 +84,211 @@ class Grant:
 
 @dataclass(frozen=True, slots=True)
 class PacePolicy:
-    """The windows a post must fit in. The defaults are Telegram's published pace plus a
-    margin (`margin_ms` on every window) for the time a request spends on the wire."""
+    """The limits a post must fit in, in milliseconds. The defaults are Telegram's published
+    limits; `margin_ms` is added to every limit Telegram measures (a chat's interval, the
+    sliding minute and second) for the time a request spends on the wire."""
 
-    chat: tuple[Window, ...] = (Window(PACE_CHAT_PER_S, 1000),)
-    # Groups: 20 a minute, smoothed by an intermediate window so that a busy room
-    # posts every few seconds instead of 20 quick posts then 40 silent seconds. The
-    # sender stops at 16 of the 20: the bot's own answers (a "slow down" to a flooding
-    # player) share these windows with a limit of 20 (bot/replies.py), so a flooded room
-    # whose results fill its minute still has room for them.
-    group: tuple[Window, ...] = (
-        Window(PACE_CHAT_PER_S, 1000),
-        Window(4, 15_000),
-        Window(16, 60_000),
-    )
-    bot: tuple[Window, ...] = (Window(PACE_BOT_PER_S, 1000),)
+    chat_ms: int = 1000 // PACE_CHAT_PER_S
+    group_spacing_ms: int = -(-60_000 // (PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE))
+    group_burst: int = PACE_GROUP_BURST
+    group_limit: int = PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE
+    group_window_ms: int = 60_000
+    bot_limit: int = PACE_BOT_PER_S
+    bot_window_ms: int = 1000
     margin_ms: int = PACE_MARGIN_MS
+    # A group's posts a minute a process may make alone, while Redis is away (LocalPace).
+    group_alone: int = PACE_ANSWER_RESERVE
+
+    @classmethod
+    def from_rates(
+        cls,
+        chat_per_s: int = PACE_CHAT_PER_S,
+        group_per_min: int = PACE_GROUP_PER_MIN,
+        bot_per_s: int = PACE_BOT_PER_S,
+        *,
+        answers: bool = False,
+        margin_ms: int = PACE_MARGIN_MS,
+    ) -> PacePolicy:
+        """The pace of the settings CODEMOJEX_PACE_CHAT_PER_S, _GROUP_PER_MIN, _BOT_PER_S: for
+        the results (the sender), a group's minute less PACE_ANSWER_RESERVE spread evenly; for
+        the bot's own answers (`answers`), Telegram's limits only (no spacing, the whole
+        minute). Both on the same keys: each sees the other's posts."""
+        if answers:
+            return cls(
+                chat_ms=-(-1000 // chat_per_s),
+                group_spacing_ms=0,
+                group_burst=1,
+                group_limit=group_per_min,
+                bot_limit=bot_per_s,
+                margin_ms=margin_ms,
+            )
+        share = max(1, group_per_min - PACE_ANSWER_RESERVE)
+        return cls(
+            chat_ms=-(-1000 // chat_per_s),
+            group_spacing_ms=-(-60_000 // share),
+            group_burst=min(PACE_GROUP_BURST, share),
+            group_limit=share,
+            bot_limit=bot_per_s,
+            margin_ms=margin_ms,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, answers: bool = False) -> PacePolicy:
+        return cls.from_rates(
+            settings.pace_chat_per_s,
+            settings.pace_group_per_min,
+            settings.pace_bot_per_s,
+            answers=answers,
+        )
+
+    @property
+    def chat_interval_ms(self) -> int:
+        return self.chat_ms + self.margin_ms
+
+
+class LocalPace:
+    """The pace's limits kept in this process alone (monotonic clock): the fallback while
+    Redis cannot be asked, and the book of this process's own grants."""
+
+    # Chats remembered at most; the oldest (long since free to post) are forgotten first.
+    _MAX_CHATS: Final = 10_000
+
+    def __init__(self, policy: PacePolicy) -> None:
+        self.policy = policy
+        self._chat_next: dict[int, float] = {}
+        self._minute: dict[int, deque[list[object]]] = {}
+        self._bot: deque[list[object]] = deque()
+        self._blocks: dict[int | None, float] = {}
+        # Since when Redis could not be asked (ms), and the posts made alone since, per chat.
+        self._alone_since: float | None = None
+        self._alone_posts: dict[int, int] = {}
+
+    def alone(self) -> None:
+        """Redis cannot be asked: from now on (until `together`), this process cannot see the
+        others' posts, so it keeps to what nobody else uses (see `take_alone`)."""
+        if self._alone_since is None:
+            self._alone_since = self._now()
+            self._alone_posts.clear()
+
+    def together(self) -> None:
+        """Redis answers again."""
+        self._alone_since = None
+
+    def take_alone(self, grant: Grant) -> Wait:
+        """A slot while Redis is away. The other processes may have posted to the chat just
+        before the outage and post nothing during it (the sender needs Redis for its leases),
+        so: a chat's first post a chat interval after the outage began, and in a group no
+        more than `group_alone` posts a minute (the answers' reserve, PACE_ANSWER_RESERVE: the
+        results may have used the rest)."""
+        self.alone()
+        assert self._alone_since is not None
+        p, now, chat = self.policy, self._now(), grant.chat_id
+        wait = self._alone_since + p.chat_interval_ms - now
+        if chat < 0 and self._alone_posts.get(chat, 0) >= p.group_alone:
+            wait = max(wait, self._alone_since + p.group_window_ms + p.margin_ms - now)
+        if wait > 0:
+            return Wait(int(-(-wait // 1)))
+        taken = self._take(grant, now)
+        if taken.ms == 0:
+            self._alone_posts[chat] = self._alone_posts.get(chat, 0) + 1
+        return taken
+
+    @staticmethod
+    def _now() -> float:
+        return time.monotonic() * 1000
+
+    def _log_wait(self, log: deque[list[object]], limit: int, window: float, now: float) -> float:
+        while log and float(log[0][0]) <= now - window:  # type: ignore[arg-type]
+            log.popleft()
+        if len(log) >= limit:
+            return float(log[-limit][0]) + window - now  # type: ignore[arg-type]
+        return 0.0
+
+    def _spread_wait(self, minute: deque[list[object]], now: float) -> float:
+        """A group's minute spread evenly, as `spread_wait` in pace_take.lua."""
+        p = self.policy
+        window = p.group_window_ms + p.margin_ms
+        while minute and float(minute[0][0]) <= now - window:  # type: ignore[arg-type]
+            minute.popleft()
+        wait = 0.0
+        newest_first = list(reversed(minute))[: p.group_limit]
+        for k, entry in enumerate(newest_first, start=1):
+            at = float(entry[0])  # type: ignore[arg-type]
+            if k >= p.group_limit:
+                due = at + window
+            else:
+                credit = (p.group_burst - 1) * p.group_spacing_ms
+                due = (
+                    at + k * p.group_spacing_ms - credit * (p.group_limit - k) / (p.group_limit - 1)
+                )
+            wait = max(wait, due - now)
+        return wait
+
+    def take(self, grant: Grant) -> Wait:
+        """As pace_take.lua does in Redis, here."""
+        return self._take(grant, self._now())
+
+    def wait(self, chat_id: int) -> Wait:
+        return self._take(Grant(chat_id, ""), self._now(), ask=True)
+
+    def _take(self, grant: Grant, now: float, *, ask: bool = False) -> Wait:
+        p, chat = self.policy, grant.chat_id
+        chat_wait = max(
+            self._chat_next.get(chat, 0.0) - now,
+            self._blocks.get(chat, 0.0) - now,
+        )
+        if chat < 0:
+            minute = self._minute.setdefault(chat, deque())
+            chat_wait = max(chat_wait, self._spread_wait(minute, now))
+        bot_wait = max(
+            self._log_wait(self._bot, p.bot_limit, p.bot_window_ms + p.margin_ms, now),
+            self._blocks.get(None, 0.0) - now,
+        )
+        if chat_wait > 0 or bot_wait > 0 or ask:
+            ms = max(0, int(-(-max(chat_wait, bot_wait) // 1)))
+            return Wait(ms, bot_wait > chat_wait)
+        self.book(grant)
+        return Wait(0)
+
+    def book(self, grant: Grant) -> None:
+        """Take the slot of `grant` here (Redis granted it, or this is the fallback)."""
+        p, chat, now = self.policy, grant.chat_id, self._now()
+        if len(self._chat_next) > self._MAX_CHATS:
+            self._forget(now)
+        self._chat_next[chat] = max(self._chat_next.get(chat, 0.0), now) + p.chat_interval_ms
+        self._bot.append([now, grant.token])
+        if chat < 0:
+            # Trimmed by age when checked (as in pace_take.lua).
+            self._minute.setdefault(chat, deque()).append([now, grant.token])
+
+    def settle(self, grant: Grant) -> None:
+        now, chat = self._now(), grant.chat_id
+        self._chat_next[chat] = max(
+            self._chat_next.get(chat, 0.0), now + self.policy.chat_interval_ms
+        )
+        for log in (self._bot, self._minute.get(chat, ())):
+            for entry in log:
+                if entry[1] == grant.token:
+                    entry[0] = now
+
+    def block(self, chat_id: int | None, ms: int) -> None:
+        until = self._now() + ms
+        self._blocks[chat_id] = max(self._blocks.get(chat_id, 0.0), until)
+
+    def _forget(self, now: float) -> None:
+        horizon = now - self.policy.group_window_ms - self.policy.margin_ms
+        for chat, t in list(self._chat_next.items()):
+            if t < now:
+                minute = self._minute.get(chat)
+                if not minute or float(minute[-1][0]) < horizon:  # type: ignore[arg-type]
+                    self._chat_next.pop(chat, None)
+                    self._minute.pop(chat, None)
+        self._blocks = {c: t for c, t in self._blocks.items() if t > now}
 
 
 class Pacer:
-    """Grants posting slots per chat and for the whole bot, shared through Redis.
+    """Grants posting slots per chat and for the whole bot, shared through Redis (with a
+    per-process fallback while Redis cannot be asked).
 
     Keys live under `cmx:{<namespace>}:pace:*` (posting/keys.py; one hash slot, so the
     scripts are atomic on a cluster too).
@@ -89,62 +302,121 @@ class Pacer:
     ) -> None:
         self._keys = Keys(namespace)
         self.policy = policy or PacePolicy()
-        self._acquire = scripts.register(redis, "pace_acquire")
+        self.local = LocalPace(self.policy)
+        self._take = scripts.register(redis, "pace_take")
         self._block = scripts.register(redis, "pace_block")
         self._settle = scripts.register(redis, "pace_settle")
 
-    def _windows(self, chat_id: int) -> list[tuple[str, Window]]:
+    def _keys_of(self, chat_id: int) -> list[str]:
+        k = self._keys
+        keys = [k.chat_pace(chat_id), k.chat_block(chat_id), k.bot_second, k.bot_block]
         # Telegram group and supergroup chat ids are negative; private chats positive.
-        per_chat = self.policy.group if chat_id < 0 else self.policy.chat
-        out = [(self._keys.chat_window(chat_id, i), w) for i, w in enumerate(per_chat)]
-        out += [(self._keys.bot_window(i), w) for i, w in enumerate(self.policy.bot)]
-        return out
+        if chat_id < 0:
+            keys.append(k.group_minute(chat_id))
+        return keys
 
-    async def _ask(self, chat_id: int, token: str) -> int:
-        """pace_acquire: take a slot named `token` (0) or say how long to wait; an empty
-        token only asks."""
-        windows = self._windows(chat_id)
-        keys = [k for k, _ in windows] + [self._keys.chat_block(chat_id), self._keys.bot_block]
-        args: list[int | str] = [len(windows), token]
-        for _, w in windows:
-            args += [w.limit, w.window_ms + self.policy.margin_ms]
-        return int(await self._acquire(keys=keys, args=args))
+    def _args(self, chat_id: int, token: str) -> list[int | str]:
+        p = self.policy
+        args: list[int | str] = [
+            token,
+            p.chat_interval_ms,
+            p.bot_limit,
+            p.bot_window_ms + p.margin_ms,
+        ]
+        if chat_id < 0:
+            args += [
+                p.group_spacing_ms,
+                p.group_burst,
+                p.group_limit,
+                p.group_window_ms + p.margin_ms,
+            ]
+        return args
+
+    async def take(self, chat_id: int, grant: Grant | None = None) -> Wait:
+        """Take a slot for one post to `chat_id` now (`Wait(0)`; `grant`, if given, names it
+        for `settle`), or say how long to wait and who binds (nothing taken)."""
+        grant = grant or Grant(chat_id)
+        mine = self.local.wait(chat_id)
+        if mine.ms > 0:
+            return mine  # this process's own posts already fill a limit
+        try:
+            ms, who = await self._take(
+                keys=self._keys_of(chat_id), args=self._args(chat_id, grant.token)
+            )
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            OUTAGES.failed(exc, "the posting pace (paced by this process alone meanwhile)")
+            return self.local.take_alone(grant)
+        OUTAGES.ok("redis")
+        self.local.together()
+        if int(ms) > 0:
+            return Wait(int(ms), int(who) == BOT)
+        self.local.book(grant)
+        return Wait(0)
 
     async def try_acquire(self, chat_id: int, grant: Grant | None = None) -> int:
-        """Take a slot for one post to `chat_id` now (returns 0, and `grant`, if given,
-        names it for `settle`), or return the milliseconds to wait (nothing taken)."""
-        return await self._ask(chat_id, (grant or Grant(chat_id)).token)
+        """`take`, answering only the milliseconds to wait (0: taken)."""
+        return (await self.take(chat_id, grant)).ms
+
+    async def wait(self, chat_id: int) -> Wait:
+        """How long until a post to `chat_id` would be granted, and who binds. Takes nothing."""
+        mine = self.local.wait(chat_id)
+        try:
+            ms, who = await self._take(keys=self._keys_of(chat_id), args=self._args(chat_id, ""))
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            OUTAGES.failed(exc, "the posting pace (paced by this process alone meanwhile)")
+            return mine
+        OUTAGES.ok("redis")
+        shared = Wait(int(ms), int(who) == BOT)
+        return mine if mine.ms > shared.ms else shared
 
     async def wait_ms(self, chat_id: int) -> int:
         """How long until a post to `chat_id` would be granted (0: now). Takes nothing."""
-        return await self._ask(chat_id, "")
+        return (await self.wait(chat_id)).ms
 
     async def acquire(self, chat_id: int, *, deadline: float | None = None) -> Grant | None:
         """Wait for a slot for one post to `chat_id`; `settle` it once the post is answered.
-        None if `deadline` (time.monotonic()) passes first: the caller re-checks its lease
-        and comes back."""
+        None, at once, when the wait would end after `deadline` (time.monotonic()): a caller
+        never sleeps towards a deadline it is already known to miss."""
         grant = Grant(chat_id)
         while True:
-            wait_ms = await self.try_acquire(chat_id, grant)
-            if wait_ms <= 0:
+            wait = await self.take(chat_id, grant)
+            if wait.ms <= 0:
                 return grant
-            pause = wait_ms / 1000
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                pause = min(pause, left)
+            pause = wait.ms / 1000
+            if deadline is not None and time.monotonic() + pause > deadline:
+                return None
             await asyncio.sleep(pause)
 
     async def settle(self, grant: Grant) -> None:
         """The post of `grant` was answered (accepted or not): measure the next from now."""
-        keys = [k for k, _ in self._windows(grant.chat_id)]
-        await self._settle(keys=keys, args=[grant.token])
+        self.local.settle(grant)
+        keys = self._keys_of(grant.chat_id)
+        logs = [keys[2]] + ([keys[4]] if grant.chat_id < 0 else [])
+        try:
+            await self._settle(
+                keys=[keys[0], *logs], args=[grant.token, self.policy.chat_interval_ms]
+            )
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
 
     async def block_chat(self, chat_id: int, ms: int) -> None:
         """Nobody posts to this chat for `ms` (Telegram answered RetryAfter for it)."""
-        await self._block(keys=[self._keys.chat_block(chat_id)], args=[max(1, ms)])
+        self.local.block(chat_id, max(1, ms))
+        await self._block_shared(self._keys.chat_block(chat_id), ms)
 
     async def block_bot(self, ms: int) -> None:
         """Nobody posts anywhere for `ms` (a RetryAfter that is not about one chat)."""
-        await self._block(keys=[self._keys.bot_block], args=[max(1, ms)])
+        self.local.block(None, max(1, ms))
+        await self._block_shared(self._keys.bot_block, ms)
+
+    async def _block_shared(self, key: str, ms: int) -> None:
+        try:
+            await self._block(keys=[key], args=[max(1, ms)])
+        except Exception as exc:
+            if not is_outage(exc):
+                raise

@@ -12,15 +12,26 @@ from codemojex.lanes.scripts import read_lua
 from codemojex.redistypes import AnyRedis
 
 Name = Literal[
-    "pace_acquire", "pace_settle", "pace_block", "lease_renew", "lease_fence", "lease_release"
-]
-NAMES: Final[tuple[Name, ...]] = (
-    "pace_acquire",
+    "pace_take",
     "pace_settle",
     "pace_block",
     "lease_renew",
     "lease_fence",
     "lease_release",
+    "ring_add",
+    "ring_take",
+    "ring_release",
+]
+NAMES: Final[tuple[Name, ...]] = (
+    "pace_take",
+    "pace_settle",
+    "pace_block",
+    "lease_renew",
+    "lease_fence",
+    "lease_release",
+    "ring_add",
+    "ring_take",
+    "ring_release",
 )
 
 

@@ -1,18 +1,27 @@
 """The outbox sender: posts what the game decided, paced, coalesced, at least once.
 
 Who posts what
-    One sender at a time owns a chat (a Redis lease per chat, renewed before every post),
-    so a chat's messages go out in order and a backlog is coalesced by one process. The rows
-    it posts are also claimed in the database (`store.claim_outbox`, FOR UPDATE SKIP LOCKED
-    with a lease), so even if Redis lost the chat lease (a restart without persistence) two
-    senders would still take disjoint rows.
+    The chats with unsent rows take turns in the posting ring (posting/ring.py): the process
+    that wrote rows adds their chat right after its commit (the worker through `poke`, the bot
+    when it opens or closes a round), and a slow reconciliation scan of the outbox (`poll_s`,
+    once a minute) adds the chats of rows a dead process never announced. A sender takes the
+    chats whose turn has come (at most `max_chats` in hand), each with a Redis chat lease, so
+    a chat's messages go out in order and a backlog is folded by one process; it posts one
+    message to each and hands it back with its next turn after its pace. The rows it posts
+    are also claimed in the database (`store.claim_outbox`, FOR UPDATE SKIP LOCKED with a
+    lease), so even if Redis lost the chat lease (a restart without persistence) two senders
+    would still take disjoint rows.
 
-The pace
-    Before each post the sender takes a slot from the shared `Pacer` (Redis): about one
-    message a second per chat, twenty a minute per group, thirty a second for the bot, for
-    all processes together. While it waits, results keep landing in the outbox; after the
-    wait it claims them too, so a busy room gets one message with every result in it
-    instead of one reply each. A quiet room (one row waiting) gets a reply to the guess.
+The pace, and folding instead of holding
+    Before each post the sender takes a slot from the shared `Pacer` (Redis): one message a
+    second per chat, a group's twenty a minute spread three seconds apart, thirty a second for
+    the bot, for all processes together. A chat whose own pace does not allow a post yet is
+    handed back to the ring with its turn at the moment it does (it holds no rows and no
+    task meanwhile); a chat waiting only for the bot's second waits in hand, one at a time
+    per sender (`_bot_turn`, first come first served). Everything waiting for the chat when
+    its turn comes goes into that one message (fold.py): a quiet room gets a reply to the
+    guess, a busy one one message with every result in it, instead of each result waiting
+    for a slot of its own.
 
 What is guaranteed (at least once by default, with one narrow window for a duplicate)
     - A row is marked sent only after Telegram accepted the message that carried it (or,
@@ -54,8 +63,8 @@ What is guaranteed (at least once by default, with one narrow window for a dupli
 
 Why one module of about 600 lines: the chat lease, the row claim, the fence, the markers and
 the ambiguous policy are the steps of one post, and these guarantees hold only in the order
-they are taken here; the parts that stand alone are elsewhere (pace: pacer.py, folding rows
-into messages: fold.py, key names: keys.py, scripts: lua/).
+they are taken here; the parts that stand alone are elsewhere (pace: pacer.py, the chats'
+turns: ring.py, folding rows into messages: fold.py, key names: keys.py, scripts: lua/).
 """
 
 from __future__ import annotations
@@ -87,15 +96,21 @@ from telegram.error import (
 )
 
 from codemojex.db import Outbox, store
+from codemojex.limits import SENDER_HOLD_DEFAULT, SENDER_PEEK_S, SENDER_RECONCILE_S
 from codemojex.ops import metrics
 from codemojex.outages import OUTAGES, is_outage, retry_after_ms
 from codemojex.posting import scripts
 from codemojex.posting.fold import MAX_MESSAGE, OutMessage, fold
 from codemojex.posting.keys import Keys
-from codemojex.posting.pacer import Grant, Pacer
+from codemojex.posting.pacer import Grant, Pacer, Wait
+from codemojex.posting.ring import PostingRing
 from codemojex.redistypes import AnyRedis
 
 log = logging.getLogger(__name__)
+
+# A chat whose own pace frees it within this long waits in hand; a longer wait goes back to
+# the ring (a turn costs a few round trips; a sleep this short costs less).
+SHORT_WAIT_MS: Final = 50
 
 # A marker outlives any plausible outage between a post and its mark_sent (it is deleted as
 # soon as mark_sent succeeded; only the markers of a crash or an outage wait for this).
@@ -153,20 +168,22 @@ class OutboxSender:
         namespace: str,
         pacer: Pacer | None = None,
         owner: str | None = None,
-        max_chats: int = 64,
-        poll_s: float = 1.0,
+        max_chats: int = SENDER_HOLD_DEFAULT,
+        poll_s: float = SENDER_RECONCILE_S,
+        peek_s: float = SENDER_PEEK_S,
         chat_lease_ms: int = 20_000,
         claim_lease_s: float = 20.0,
         claim_limit: int = 200,
         max_message: int = MAX_MESSAGE,
         stats: SenderStats | None = None,
         ambiguous: Literal["repost", "assume_sent"] = "repost",
-        defer_ms: int = 1500,
         post_timeout_s: float = 8.0,
     ) -> None:
         """`namespace` scopes the Redis keys (use the queue name). `poll_s` is how often the
-        outbox is scanned for chats with unsent rows (chats the local ScoreWorker wrote to are
-        looked at at once through `poke`). `max_chats` bounds the chats drained at once.
+        outbox is scanned for chats with unsent rows that nobody added to the ring (a process
+        that died between its commit and its `add`); `peek_s` how often an idle sender looks
+        at the ring for chats other processes added (its own process wakes it at once through
+        `poke`). `max_chats` bounds the chats in hand at once.
         `ambiguous` is what to do when a post may or may not have reached Telegram (read
         timeout, connection dropped after sending, or a sender that died while posting):
         "repost" (at least once, the default: a result is never lost, rarely duplicated) or
@@ -176,9 +193,11 @@ class OutboxSender:
         self._redis = redis
         self._keys = Keys(namespace)
         self.pacer = pacer or Pacer(redis, namespace)
+        self.ring = PostingRing(redis, namespace)
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._max_chats = max_chats
         self._poll_s = poll_s
+        self._peek_s = peek_s
         self._chat_lease_ms = chat_lease_ms
         self._claim_lease_s = claim_lease_s
         self._claim_limit = claim_limit
@@ -193,57 +212,38 @@ class OutboxSender:
         self._release = scripts.register(redis, "lease_release")
         self._active: dict[int, asyncio.Task[None]] = {}
         self._poked: set[int] = set()
-        # Chats whose pace will not allow a post for a while: not drained before then, so a
-        # busy room waiting for its per-minute window holds no task and no rows meanwhile.
-        self._deferred: dict[int, float] = {}
-        self._defer_ms = defer_ms
+        # The chats in hand that wait for the bot's second queue here, first come first
+        # served, so that they do not all ask the pace again each time a slot opens.
+        self._bot_turn = asyncio.Lock()
         self._wake = asyncio.Event()
         self._stopping = False
 
     # -- the loop -----------------------------------------------------------------------------
 
     def poke(self, chat_id: int) -> None:
-        """Look at this chat soon (its outbox just got rows)."""
+        """This chat's outbox just got rows (committed): into the ring, and look at once."""
         self._poked.add(chat_id)
         self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Drain until `stop` is set; then let every chat finish the post in hand and return.
+        """Post until `stop` is set; then let every chat finish the post in hand and return.
         May be called again after it returned."""
         self._stopping = stop.is_set()
         stopper = asyncio.create_task(self._watch(stop))
         next_scan = 0.0
         try:
             while not self._stopping:
-                chats = set(self._poked)
-                self._poked.clear()
-                if time.monotonic() >= next_scan:
-                    try:
-                        async with self._sessionmaker() as session:
-                            chats |= set(await store.chats_with_unsent(session))
-                        OUTAGES.ok("postgres")
-                    except Exception as exc:
-                        if not is_outage(exc):
-                            raise
-                        self.stats.errors += 1
-                        OUTAGES.failed(exc, "the outbox sender")
-                    next_scan = time.monotonic() + self._poll_s
-                now = time.monotonic()
-                for chat_id in sorted(chats):
-                    if self._deferred.get(chat_id, 0.0) > now:
-                        continue
-                    self._deferred.pop(chat_id, None)
-                    self._start_drain(chat_id)
                 self._wake.clear()
-                timeout = self._poll_s
-                if self._deferred:
-                    # Come back when the first deferred chat may post again.
-                    due = min(self._deferred.values()) - time.monotonic()
-                    timeout = max(0.01, min(timeout, due))
-                    if due <= timeout:
-                        self._poked |= {c for c, t in self._deferred.items() if t <= now + due}
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout)
+                if time.monotonic() >= next_scan:
+                    await self._reconcile()
+                    next_scan = time.monotonic() + self._poll_s
+                next_ms = await self._take_turns()
+                timeout = min(self._peek_s, max(0.0, next_scan - time.monotonic()))
+                if next_ms is not None:
+                    timeout = min(timeout, next_ms / 1000)
+                if not self._wake.is_set() and timeout > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), timeout)
         finally:
             self._stopping = True
             stopper.cancel()
@@ -255,20 +255,51 @@ class OutboxSender:
         self._stopping = True
         self._wake.set()
 
-    def _start_drain(self, chat_id: int) -> None:
-        if chat_id in self._active:
-            # Its drain may be finishing right now; look again on the next pass.
-            self._poked.add(chat_id)
-            return
-        if len(self._active) >= self._max_chats:
-            self._poked.add(chat_id)
-            return
-        task = asyncio.create_task(self._drain_safely(chat_id), name=f"send:{chat_id}")
-        self._active[chat_id] = task
-
-    async def _drain_safely(self, chat_id: int) -> None:
+    async def _reconcile(self) -> None:
+        """Add every chat with unsent rows to the ring (rows a dead process never announced;
+        at start, whatever the last run left)."""
         try:
-            await self.drain(chat_id)
+            async with self._sessionmaker() as session:
+                chats = await store.chats_with_unsent(session)
+            OUTAGES.ok("postgres")
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            self.stats.errors += 1
+            OUTAGES.failed(exc, "the outbox sender")
+            return
+        self._poked.update(chats)
+
+    async def _take_turns(self) -> int | None:
+        """Announce the poked chats, take the chats whose turn has come and start their turns.
+        The ms until the ring's next turn (None: the ring is empty, or we hold all we may)."""
+        poked, self._poked = self._poked, set()
+        try:
+            if poked:
+                await self.ring.add(poked)
+                poked = set()
+            free = self._max_chats - len(self._active)
+            if free <= 0:
+                return None  # a turn that ends wakes the loop
+            token = uuid.uuid4().hex
+            turns = await self.ring.take(free, self._chat_lease_ms, token)
+            OUTAGES.ok("redis")
+        except Exception as exc:
+            self._poked |= poked
+            if not is_outage(exc):
+                raise
+            self.stats.errors += 1
+            OUTAGES.failed(exc, "the outbox sender")
+            return 1000
+        for chat_id in turns.chats:
+            self._active[chat_id] = asyncio.create_task(
+                self._turn_safely(chat_id, token), name=f"send:{chat_id}"
+            )
+        return turns.next_ms
+
+    async def _turn_safely(self, chat_id: int, token: str) -> None:
+        try:
+            await self.turn(chat_id, token)
         except Exception as exc:
             self.stats.errors += 1
             if is_outage(exc):
@@ -277,24 +308,28 @@ class OutboxSender:
                 log.exception("sender for chat %d failed; it will be retried", chat_id)
             await asyncio.sleep(1.0)
         finally:
-            self._active.pop(chat_id, None)
+            # The chat may already be in its next turn (taken again once handed back).
+            if self._active.get(chat_id) is asyncio.current_task():
+                del self._active[chat_id]
             self._wake.set()
 
-    # -- one chat -----------------------------------------------------------------------------
+    # -- one chat's turn ----------------------------------------------------------------------
 
-    async def drain(self, chat_id: int) -> None:
-        """Post everything waiting for `chat_id`, if no other sender owns the chat."""
-        token = uuid.uuid4().hex
+    async def turn(self, chat_id: int, token: str) -> None:
+        """One turn of a chat this sender took from the ring (leased to `token`): post the next
+        message (everything waiting for it), then hand the chat back to the ring."""
         key = self._keys.chat_lease(chat_id)
-        if not await self._redis.set(key, token, nx=True, px=self._chat_lease_ms):
-            return
+        delay_ms, more = 0, True
         try:
-            while not self._stopping:
-                if not await self._post_next(chat_id, key, token):
-                    return
+            delay_ms, more = await self._post_next(chat_id, key, token)
         finally:
-            with contextlib.suppress(Exception):
-                await self._release(keys=[key], args=[token])
+            try:
+                await self.ring.release(chat_id, token, delay_ms, more)
+            except Exception as exc:
+                # The lease runs out and the ring brings the chat round again then.
+                if not is_outage(exc):
+                    raise
+                OUTAGES.failed(exc, "the outbox sender")
 
     async def _holds(self, key: str, token: str) -> bool:
         return bool(await self._renew(keys=[key], args=[token, self._chat_lease_ms]))
@@ -397,13 +432,13 @@ class OutboxSender:
             )
         return left
 
-    async def _post_next(self, chat_id: int, key: str, token: str) -> bool:
-        """Post the next message of this chat. False when there is nothing left, the chat is
-        no longer ours, or its pace defers it (the dispatcher comes back then)."""
-        wait_ms = await self.pacer.wait_ms(chat_id)
-        if wait_ms > self._defer_ms:
-            self._deferred[chat_id] = time.monotonic() + wait_ms / 1000
-            return False
+    async def _post_next(self, chat_id: int, key: str, token: str) -> tuple[int, bool]:
+        """Post the next message of this chat: everything waiting for it, folded. Returns when
+        its next turn may come (ms) and whether it has more to post (False: it leaves the ring
+        unless it was given rows meanwhile)."""
+        wait = await self.pacer.wait(chat_id)
+        if not wait.by_bot and wait.ms > SHORT_WAIT_MS:
+            return wait.ms, True  # not yet: its turn comes when its pace allows
         try:
             rows = await self._recover_posted(await self._claim(chat_id))
         except Exception as exc:
@@ -411,24 +446,26 @@ class OutboxSender:
                 raise
             self.stats.errors += 1
             log.warning("outbox claim failed (%s); chat %d later", type(exc).__name__, chat_id)
-            await asyncio.sleep(1.0)
-            return not self._stopping
+            return 1000, True
         if not rows:
-            return False
-        claimed_at = time.monotonic()
+            return 0, False
+        full = len(rows) >= self._claim_limit
+        claimed_at = waited_from = time.monotonic()
         # Wait for our slot, but never past half the claim lease: a claim that ran out could
         # be handed to another sender while we post.
-        waited_from = time.monotonic()
-        grant = await self._acquire(
+        got = await self._acquire(
             chat_id, key, token, deadline=claimed_at + self._claim_lease_s / 2
         )
-        if grant is None:
+        if not isinstance(got, Grant):
             await self._release_rows(rows)
-            return not self._stopping and await self._holds(key, token)
+            return got.ms, True
+        grant = got
         if time.monotonic() - waited_from > 0.05:
             # Results that landed while we waited ride along in the same message.
             try:
-                rows += await self._recover_posted(await self._claim(chat_id))
+                more_rows = await self._recover_posted(await self._claim(chat_id))
+                full = full or len(more_rows) >= self._claim_limit
+                rows += more_rows
             except Exception as exc:
                 if not is_outage(exc):
                     raise
@@ -442,16 +479,13 @@ class OutboxSender:
             # The fence: post only while the chat is still ours; the intent marker rides along.
             if not await self._holds_and_intends(key, token, carried):
                 await self._release_rows([r for r in rows if r.id not in sent_ids])
-                return False
-            assert grant is not None
+                return 0, True
             outcome = await self._send(chat_id, msg, grant)
-            if outcome == "retry":
+            if outcome in ("retry", "not_posted"):
+                if outcome == "not_posted":
+                    await self._forget_intent(carried)
                 await self._release_rows([r for r in rows if r.id not in sent_ids])
-                return not self._stopping
-            if outcome == "not_posted":
-                await self._forget_intent(carried)
-                await self._release_rows([r for r in rows if r.id not in sent_ids])
-                return not self._stopping
+                return 0, True  # its block (a RetryAfter, a failure's pause) sets the next turn
             if outcome == "failed":
                 # The rows this message (or, for a leading piece, its long row) carries.
                 dead = to_send[-1].row_ids
@@ -460,36 +494,60 @@ class OutboxSender:
                 self.stats.failed_rows += len(dead)
                 log.warning("chat %d refused %d outbox rows for good", chat_id, len(dead))
                 await self._release_rows([r for r in rows if r.id not in sent_ids | set(dead)])
-                return True
+                return 0, True
             sent_ids.update(msg.row_ids)
             metrics.posted(msg, rows)  # codemojex_posts_total, result_post_delay_seconds
-            # A long row's next piece needs a slot of its own.
+            # A long row's next piece needs a slot of its own, waited for in hand: handed back
+            # half posted, the row would look ambiguous to the next turn.
             if msg is not to_send[-1]:
-                grant = await self._acquire(
-                    chat_id, key, token, deadline=claimed_at + self._claim_lease_s / 2
+                got = await self._acquire(
+                    chat_id, key, token, deadline=claimed_at + self._claim_lease_s / 2, hold=True
                 )
-                if grant is None:
+                if not isinstance(got, Grant):
                     break
-        await self._release_rows([r for r in rows if r.id not in sent_ids])
-        return True
+                grant = got
+        left = [r for r in rows if r.id not in sent_ids]
+        await self._release_rows(left)
+        # Its next turn (or, when it gets rows again, its place in the ring) comes when its
+        # pace allows a post.
+        return (await self.pacer.wait(chat_id)).ms, bool(left) or full
 
     async def _acquire(
-        self, chat_id: int, key: str, token: str, deadline: float | None
-    ) -> Grant | None:
-        """A pacer slot, or None if `deadline` passed, the chat lease was lost or we are
-        stopping. The chat lease is renewed while we wait."""
-        while not self._stopping:
-            if not await self._holds(key, token):
-                return None
-            step = time.monotonic() + 1.0
-            if deadline is not None:
-                step = min(step, deadline)
-            grant = await self.pacer.acquire(chat_id, deadline=step)
-            if grant is not None:
+        self, chat_id: int, key: str, token: str, deadline: float, *, hold: bool = False
+    ) -> Grant | Wait:
+        """A pace slot, or the wait that stands between (the chat's own pace: its turn comes
+        back then; `deadline` passed, the chat lease was lost or we are stopping: at once).
+        A wait for the bot's second is waited out here, in turn with the other chats in hand
+        (`_bot_turn`), and with `hold` a wait for the chat's own pace too; the chat lease is
+        renewed meanwhile."""
+        grant = Grant(chat_id)
+        wait = await self.pacer.take(chat_id, grant)
+        if wait.ms <= 0:
+            return grant
+        while hold and not wait.by_bot and not self._stopping:
+            pause = wait.ms / 1000
+            if time.monotonic() + pause > deadline or not await self._holds(key, token):
+                return wait
+            await asyncio.sleep(min(pause, 1.0))
+            wait = await self.pacer.take(chat_id, grant)
+            if wait.ms <= 0:
                 return grant
-            if deadline is not None and time.monotonic() >= deadline:
-                return None
-        return None
+        if not wait.by_bot and wait.ms > SHORT_WAIT_MS:
+            return wait
+        async with self._bot_turn:
+            while not self._stopping:
+                # Asked again now that it is this chat's turn for the bot's second: the wait
+                # seen before queueing for it is stale.
+                wait = await self.pacer.take(chat_id, grant)
+                if wait.ms <= 0:
+                    return grant
+                if not wait.by_bot and wait.ms > SHORT_WAIT_MS:
+                    return wait
+                pause = min(wait.ms / 1000, 1.0)
+                if time.monotonic() + pause > deadline or not await self._holds(key, token):
+                    return wait
+                await asyncio.sleep(pause)
+        return Wait(0)
 
     async def _send(self, chat_id: int, msg: OutMessage, grant: Grant) -> str:
         """Post one message: "sent", "failed" (never will), "not_posted" (known not to have

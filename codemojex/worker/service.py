@@ -22,7 +22,9 @@ from codemojex.db import store
 from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
+from codemojex.limits import SENDER_RECONCILE_S
 from codemojex.outages import OUTAGES, is_outage
+from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
@@ -113,7 +115,7 @@ async def run_worker(
     stop_event: asyncio.Event,
     stats: WorkerStats | None = None,
     timer_s: float = 2.0,
-    sender_poll_s: float = 1.0,
+    sender_poll_s: float = SENDER_RECONCILE_S,
     score_hold_s: float = 5.0,
     pool_options: dict[str, Any] | None = None,
     drain_s: float = 0.0,
@@ -133,11 +135,14 @@ async def run_worker(
         bot,
         redis,
         namespace=settings.queue,
+        pacer=Pacer(redis, settings.queue, PacePolicy.from_settings(settings)),
         poll_s=sender_poll_s,
         stats=stats.sender,
         ambiguous=settings.sender_ambiguous,
     )
 
+    # The worker's one hook after its group commit: each chat given outbox rows joins the
+    # posting ring (the sender adds them in one call) and its sender looks at once.
     async def poke(chat_id: int) -> None:
         sender.poke(chat_id)
 

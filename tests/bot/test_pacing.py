@@ -1,5 +1,6 @@
 """The bot's own answers take their slots from the pacer the worker's sender uses, so the bot
-never breaks Telegram's flood limits (the stand-in enforces them here)."""
+never breaks Telegram's flood limits (the stand-in enforces them here), and they wait for
+those slots off the update path: a raid of answers holds no update slot."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from codemojex.bot.replies import ANSWER_POLICY
+from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.game import texts
 from codemojex.locale import EN
-from codemojex.posting.pacer import Pacer
+from codemojex.posting.pacer import PacePolicy, Pacer
 from tests.bot.conftest import (
     ALICE,
     BOB,
@@ -31,7 +32,7 @@ pytestmark = E2E
 def paced(world: World) -> Iterator[World]:
     services = world.app.bot_data
     before = (services.pacer, services.reply_wait_s)
-    services.pacer = Pacer(world.redis, world.lanes.queue, ANSWER_POLICY)  # as in production
+    services.pacer = Pacer(world.redis, world.lanes.queue, PacePolicy.from_rates(answers=True))
     services.reply_wait_s = 1.0
     world.standin.enforce_rate_limits()
     yield world
@@ -39,8 +40,9 @@ def paced(world: World) -> Iterator[World]:
     services.pacer, services.reply_wait_s = before
 
 
-async def test_answers_keep_the_group_pace_and_excess_ones_are_dropped(paced: World) -> None:
+async def test_answers_keep_the_group_pace_and_late_ones_are_dropped(paced: World) -> None:
     world = paced
+    dropped = world.app.bot_data.answers.dropped
     chat = world.new_group()
     violations = world.standin.rate_violations
     for user in (ALICE, BOB, CAROL, DAVE, ALICE, BOB):
@@ -48,8 +50,45 @@ async def test_answers_keep_the_group_pace_and_excess_ones_are_dropped(paced: Wo
     await world.settle()
     said = world.said(chat)
     assert world.standin.rate_violations == violations
-    # 1 a second in a group: within ~1 s of waiting only a couple get through.
+    # 1 a second in a group: the first goes out at once, the next slot comes after the
+    # answers' deadline (1 s), so they are dropped at once rather than held.
     assert 1 <= len(said) < 6
+    assert world.app.bot_data.answers.dropped - dropped >= 6 - len(said) > 0
+
+
+async def test_a_raid_of_answers_holds_no_update_slot(paced: World) -> None:
+    """The review's reproduction: 16 accounts send what gets an answer. Every update is
+    handled while their answers still wait for the raided chat's pace (folded, not held),
+    so a quiet room's guess sent after them is enqueued meanwhile."""
+    world = paced
+    services = world.app.bot_data
+    services.reply_wait_s = 30.0  # no answer is dropped: each waits its turn
+    dropped = services.answers.dropped
+    raided, quiet = world.new_group(), world.new_group()
+    _, rnd = await seed_round(world, quiet)
+    raiders = range(3001, 3017)
+    for user in raiders:
+        world.standin.add_user(user, f"raider {user}")
+    for _ in range(3):
+        for user in raiders:
+            world.standin.send_text(raided, user, "/g nope")
+    world.standin.send_text(quiet, ALICE, valid_guess(rnd))
+    processor = world.app.update_processor
+    assert isinstance(processor, PerSenderUpdateProcessor)
+    for _ in range(600):
+        if await world.queued() == 1:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.wait_for(processor.wait_idle(), 30)
+    # Every update was handled, the quiet room's guess is in its lane, and the raid's answers
+    # are still waiting for the raided chat's next slot (the group allows one a second).
+    assert await world.queued() == 1
+    assert services.answers.waiting(raided) > 0
+    await world.settle()
+    assert world.standin.rate_violations == 0
+    assert services.answers.dropped == dropped
+    # 48 answers, one slot a second (three at once for a quiet group): folded, not queued.
+    assert len(world.said(raided)) < 10
 
 
 async def test_a_notice_that_could_not_be_sent_is_not_spent(paced: World) -> None:

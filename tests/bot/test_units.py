@@ -6,17 +6,19 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from pydantic import ValidationError
+import redis.asyncio as aioredis
+from pydantic import SecretStr, ValidationError
 from telegram import Bot, Chat, ForumTopicCreated, Message, User
 
 from codemojex import ids
 from codemojex.bot import guesses
 from codemojex.bot.admin import AdminCache, is_admin
+from codemojex.bot.app import make_services
 from codemojex.bot.guesses import MAX_PLAIN_EMOJIS, looks_like_guess
 from codemojex.bot.incoming import parse_bounded_int, replied_to, topic_of
-from codemojex.bot.replies import ANSWER_POLICY
 from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.game.texts import queue_view as format_queue
+from codemojex.lanes import Lanes
 from codemojex.locale import EN
 from codemojex.posting.pacer import PacePolicy
 from codemojex.scoring.emoji import clusters
@@ -235,12 +237,18 @@ async def test_is_admin(who: str, allowed: bool) -> None:
             assert await is_admin(bot, message, AdminCache(), [OPERATOR]) is allowed
 
 
-def test_answers_share_the_senders_windows() -> None:
-    """Same windows index for index: the same Redis keys, so the bot and the sender share a pace."""
-    sender = PacePolicy()
-    for mine, theirs in ((ANSWER_POLICY.group, sender.group), (ANSWER_POLICY.chat, sender.chat)):
-        assert [w.window_ms for w in mine] == [w.window_ms for w in theirs]
-    assert ANSWER_POLICY.bot == sender.bot
+def test_answers_keep_the_senders_pace() -> None:
+    """The bot builds its pace from the settings the worker's sender builds it from, on the
+    same Redis keys, so the bot's answers and the results share one pace."""
+    settings = Settings(token=SecretStr("1:x"), pace_group_per_min=10)
+    lanes = Lanes(aioredis.Redis(), "cm")
+    services = make_services(settings, lanes=lanes, sessionmaker=None, redis=aioredis.Redis())  # type: ignore[arg-type]
+    assert services.pacer.policy == PacePolicy.from_settings(settings, answers=True)
+    # The answers are held to Telegram's limits only; the results spread a minute less the
+    # answers' reserve evenly, on the same keys.
+    assert services.pacer.policy.group_limit == 10
+    assert services.pacer.policy.group_spacing_ms == 0
+    assert PacePolicy.from_settings(settings).group_limit == 9
 
 
 def test_topics_and_what_a_message_really_replies_to() -> None:

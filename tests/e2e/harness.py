@@ -174,6 +174,8 @@ class Stack:
         wait_idle = getattr(self.app.update_processor, "wait_idle", None)
         if wait_idle is not None:
             await asyncio.wait_for(wait_idle(), timeout)
+        # Answers waiting for their chat's pace are posted (or dropped) off the update path.
+        await asyncio.wait_for(self.app.bot_data.answers.wait_idle(), timeout)
 
     def said(self, chat_id: int) -> list[SentMessage]:
         return self.standin.sent_messages(chat_id)
@@ -183,6 +185,30 @@ class Stack:
             lambda m: m.reply_to_message_id == message_id, timeout, chat_id=chat_id
         )
         return found.text
+
+    async def answered(
+        self,
+        chat_id: int,
+        message_ids: list[int],
+        text: str,
+        timeout: float = 15.0,  # noqa: ASYNC109
+    ) -> None:
+        """Each of `message_ids` got `text`: as a reply to it, or as a line of a message that
+        folded the answers waiting for the chat's pace ("Name: text", no reply)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            said = self.said(chat_id)
+            replies = sum(m.reply_to_message_id in message_ids and m.text == text for m in said)
+            folded = sum(
+                line.endswith(": " + text)
+                for m in said
+                if m.reply_to_message_id is None
+                for line in m.text.split("\n")
+            )
+            if replies + folded >= len(message_ids):
+                return
+            assert time.monotonic() < deadline, f"{replies + folded} of {len(message_ids)} answered"
+            await asyncio.sleep(0.05)
 
     async def announcement(
         self,

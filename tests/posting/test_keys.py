@@ -23,8 +23,12 @@ def test_every_key_carries_the_queue_hash_tag() -> None:
     keys = Keys("cm")
     lane = ids.mint(ids.PLAYER)
     names = [
-        keys.chat_window(-100123, 0),
-        keys.bot_window(0),
+        keys.chat_pace(-100123),
+        keys.group_minute(-100123),
+        keys.bot_second,
+        keys.ring,
+        keys.dirty,
+        keys.cool,
         keys.chat_block(-100123),
         keys.bot_block,
         keys.chat_lease(-100123),
@@ -35,8 +39,12 @@ def test_every_key_carries_the_queue_hash_tag() -> None:
         keys.tap_rate(2001),
     ]
     assert names == [
-        "cmx:{cm}:pace:c:-100123:0",
-        "cmx:{cm}:pace:g:0",
+        "cmx:{cm}:pace:c:-100123",
+        "cmx:{cm}:pace:m:-100123",
+        "cmx:{cm}:pace:g",
+        "cmx:{cm}:send:ring",
+        "cmx:{cm}:send:dirty",
+        "cmx:{cm}:send:cool",
         "cmx:{cm}:pace:block:c:-100123",
         "cmx:{cm}:pace:block:g",
         "cmx:{cm}:send:lease:-100123",
@@ -58,9 +66,8 @@ def test_callback_query_ids_are_hashed_into_key_names() -> None:
 def test_chat_and_row_ids_must_be_integers(bad: Any) -> None:
     keys = Keys("cm")
     builders: list[Callable[[Any], str]] = [
-        lambda chat: keys.chat_window(chat, 0),
-        lambda index: keys.chat_window(-1, index),
-        keys.bot_window,
+        keys.chat_pace,
+        keys.group_minute,
         keys.chat_block,
         keys.chat_lease,
         keys.sending,

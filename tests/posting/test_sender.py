@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
 from pydantic import SecretStr
 from sqlalchemy import func, select
@@ -21,7 +22,8 @@ from codemojex.db.models import utcnow
 from codemojex.game.types import Message
 from codemojex.lanes import Lanes
 from codemojex.posting.fold import tg_len
-from codemojex.posting.pacer import PacePolicy, Pacer, Window
+from codemojex.posting.pacer import PacePolicy, Pacer
+from codemojex.posting.ring import PostingRing
 from codemojex.posting.sender import OutboxSender
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
@@ -418,12 +420,13 @@ async def test_a_chat_waiting_for_its_pace_does_not_hold_up_others(
     standin: StandIn,
     bot: Bot,
 ) -> None:
-    """One drain slot only, and a busy room that has used up its minute: the quiet room's
-    result still goes out at once, because the busy room is deferred, not waited for."""
+    """One chat in hand only, and a busy room that has used up its minute: the quiet room's
+    result still goes out at once, because the busy room goes back to the ring with its turn
+    after its pace, and is not waited for."""
     busy, quiet = -2070, -2071
     standin.add_group(busy, "busy")
     standin.add_group(quiet, "quiet")
-    policy = PacePolicy(group=(Window(1, 1000), Window(2, 60_000)))
+    policy = PacePolicy(group_spacing_ms=1000, group_burst=1, group_limit=2)
     sender = new_sender(
         sessionmaker,
         bot,
@@ -465,3 +468,84 @@ async def test_a_post_slower_than_its_bound_is_an_unknown_outcome(
     await asyncio.sleep(1.2)  # the abandoned call lands
     assert sender.stats.ambiguous == 1
     assert lines_posted(standin, chat) == Counter({"slow": 2})
+
+
+async def test_an_idle_sender_hears_of_rows_from_their_writer_not_from_a_scan(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the default reconciliation (once a minute), an idle sender scans the outbox once
+    at start; rows reach it through its process's `poke` at once, and through the ring when
+    another process wrote them (the bot's round announcements)."""
+    mine, theirs = -2080, -2081
+    standin.add_group(mine, "worker's")
+    standin.add_group(theirs, "bot's")
+    scans = 0
+    scan = store.chats_with_unsent
+
+    async def counted(session: AsyncSession) -> list[int]:
+        nonlocal scans
+        scans += 1
+        return await scan(session)
+
+    monkeypatch.setattr(store, "chats_with_unsent", counted)
+    sender = OutboxSender(sessionmaker, bot, redis_r, namespace=queue_name)
+    stop = asyncio.Event()
+    task = asyncio.create_task(sender.run(stop))
+    try:
+        await asyncio.sleep(0.3)
+        await add_rows(sessionmaker, mine, ["poked"])
+        sender.poke(mine)
+        await standin.wait_for_sent_count(1, chat_id=mine, timeout=5)
+        await add_rows(sessionmaker, theirs, ["announced"])
+        await PostingRing(redis_r, queue_name).add([theirs])
+        await standin.wait_for_sent_count(1, chat_id=theirs, timeout=5)
+        await asyncio.sleep(1.5)
+    finally:
+        stop.set()
+        await task
+    assert scans == 1
+    assert await unsent(sessionmaker) == 0
+
+
+async def test_when_the_bot_limit_binds_chats_take_turns(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """The bot may post 5 a second; six groups have results waiting all along, one of them
+    five times as many. They take turns in the ring: the flooding chat gets no more posts
+    than a quiet one, and nothing waits more than a turn or so."""
+    chats = [-2090 - i for i in range(6)]
+    flood = chats[0]
+    for chat in chats:
+        standin.add_group(chat, f"turns {chat}")
+    standin.enforce_rate_limits()
+    policy = PacePolicy(group_spacing_ms=0, group_limit=20, bot_limit=5)
+    sender = new_sender(
+        sessionmaker, bot, redis_r, queue_name, pacer=Pacer(redis_r, queue_name, policy)
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(sender.run(stop))
+    try:
+        until = time.monotonic() + 3.0
+        i = 0
+        while time.monotonic() < until:
+            for chat in chats:
+                await add_rows(sessionmaker, chat, [f"r{i}"] * (5 if chat == flood else 1))
+                sender.poke(chat)
+            i += 1
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await task
+    posts = {chat: len(standin.sent_messages(chat)) for chat in chats}
+    assert standin.rate_violations == 0
+    assert sum(posts.values()) >= 6  # the bot's limit binds: about 5 a second
+    assert max(posts.values()) - min(posts.values()) <= 1, posts

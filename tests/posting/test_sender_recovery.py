@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex.db import Outbox, store
+from codemojex.posting.pacer import Wait
 from codemojex.posting.sender import OutboxSender
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
@@ -201,10 +202,10 @@ async def test_a_bug_is_still_logged_with_its_traceback(
     await add_rows(sessionmaker, chat, ["waits"])
     sender = new_sender(sessionmaker, bot, redis_r, queue_name)
 
-    async def broken(chat_id: int) -> int:
+    async def broken(chat_id: int) -> Wait:
         raise KeyError("a bug")
 
-    monkeypatch.setattr(sender.pacer, "wait_ms", broken)
+    monkeypatch.setattr(sender.pacer, "wait", broken)
     with caplog.at_level(logging.WARNING, logger="codemojex.posting.sender"):
         await run_for(sender, 0.5, poke=chat)
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]

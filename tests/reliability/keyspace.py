@@ -15,10 +15,11 @@ def cmx_patterns(queue: str) -> list[re.Pattern[str]]:
     tag = re.escape(f"cmx:{{{queue}}}:")
     return [
         re.compile(rf"{tag}(flood|paused):PLR{_ID}\Z"),
-        re.compile(rf"{tag}pace:c:-?\d+:\d+\Z"),
-        re.compile(rf"{tag}pace:g:\d+\Z"),
+        re.compile(rf"{tag}pace:(c|m):-?\d+\Z"),
+        re.compile(rf"{tag}pace:g\Z"),
         re.compile(rf"{tag}pace:block:(c:-?\d+|g)\Z"),
-        re.compile(rf"{tag}send:(lease|posted):-?\d+\Z"),
+        re.compile(rf"{tag}send:(lease|posted|sending):-?\d+\Z"),
+        re.compile(rf"{tag}send:(ring|dirty|cool)\Z"),
         re.compile(rf"{tag}tap:draft:\d+:\d+\Z"),
         re.compile(rf"{tag}tap:rate:\d+\Z"),
         re.compile(rf"{tag}tap:seen:[0-9a-f]{{24}}\Z"),

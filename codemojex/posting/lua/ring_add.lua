@@ -1,0 +1,25 @@
+-- ring_add: chats that were given outbox rows join the posting ring, their turn when their
+-- pace next allows a post (noted by ring_release in `send:cool` when the chat left the ring),
+-- else now: a chat that just posted waits behind the chats already waiting instead of taking
+-- a turn its pace would refuse. A chat already in the ring keeps its turn (a flooding chat
+-- never moves ahead of the others) and is marked dirty, so that a sender holding it looks
+-- again before handing it back.
+--
+-- KEYS[1]  the prefix `cmx:{q}:` (names no key; the scripts build `send:ring`, `send:dirty`,
+--          `send:cool`)
+-- ARGV[1]  a chat id; ARGV[2..] more chat ids
+-- Returns  how many chats were new to the ring
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ring, dirty, cool = KEYS[1] .. 'send:ring', KEYS[1] .. 'send:dirty', KEYS[1] .. 'send:cool'
+redis.call('ZREMRANGEBYSCORE', cool, '-inf', now)
+local added = 0
+for i = 1, #ARGV do
+  local turn = tonumber(redis.call('ZSCORE', cool, ARGV[i]) or now)
+  if redis.call('ZADD', ring, 'NX', turn, ARGV[i]) == 1 then
+    added = added + 1
+  else
+    redis.call('SADD', dirty, ARGV[i])
+  end
+end
+return added
