@@ -2,7 +2,7 @@
 them all. So the page charts guesses scored per second and wait percentiles for the whole
 deployment without a Prometheus, and without knowing where the processes run.
 
-A process writes one hash (`OpsKeys.proc`) every FLEET_PUBLISH_S, which expires after
+A process writes one hash (`Keys.proc`) every FLEET_PUBLISH_S, which expires after
 FLEET_STALE_S: a process that died drops out by itself. Counters only grow within a process's
 life; a restarted process is a new id, so the page takes rates per process (ops/page/history).
 """
@@ -23,8 +23,8 @@ from prometheus_client import CollectorRegistry
 from redis.typing import EncodableT
 
 from codemojex.limits import FLEET_PUBLISH_S, FLEET_STALE_S
-from codemojex.ops.keys import OpsKeys
 from codemojex.outages import OUTAGES
+from codemojex.posting.keys import Keys
 from codemojex.redistypes import AnyRedis
 
 # The series the ops page charts (sample names, i.e. with _total, _bucket, ...).
@@ -75,7 +75,7 @@ class Publisher:
 
     def __init__(self, redis: AnyRedis, queue: str, kind: str, registry: CollectorRegistry) -> None:
         self.redis = redis
-        self.keys = OpsKeys(queue)
+        self.keys = Keys(queue)
         self.kind = kind
         self.registry = registry
         self.id = secrets.token_hex(8)
@@ -124,7 +124,7 @@ def _s(value: Any) -> str:
 
 async def read_fleet(redis: AnyRedis, queue: str) -> list[Proc]:
     """The processes that published within FLEET_STALE_S (gone ones are dropped)."""
-    keys = OpsKeys(queue)
+    keys = Keys(queue)
     now = int(time.time() * 1000)
     await redis.zremrangebyscore(keys.procs, "-inf", now - int(FLEET_STALE_S * 1000))
     ids = [_s(i) for i in await redis.zrange(keys.procs, 0, -1)]

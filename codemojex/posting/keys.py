@@ -1,4 +1,5 @@
-"""Every `cmx:{q}:` key name, built in one place: the posting state bot and worker share.
+"""Every `cmx:{q}:` key name, built in one place: the Redis state bot, worker and ops share
+(posting is the layer both processes import for what is not the lanes).
 
 The lanes own `emq:{q}:` (codemojex/lanes/keys.py); everything else Codemojex keeps in Redis
 for a queue `q` lives under `cmx:{q}:`, with the same `{q}` hash tag, so that every script
@@ -21,6 +22,9 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:tap:draft:<round>:<user>  a player's tapped draft of a round (expires with it)
     cmx:{q}:tap:rate:<user>        a user's taps in the current rate window
     cmx:{q}:tap:seen:<hash>        a callback query already handled (its id, hashed)
+    cmx:{q}:ops:procs              the processes that publish for the operator page (zset:
+                                   process id -> when it last published, ms)
+    cmx:{q}:ops:proc:<id>          that process's kind, pid, host and counters (expires)
 
 Chat, row, round and user ids are integers formatted with %d, players are branded ids checked
 here, callback query ids are hashed: user text never reaches a key name.
@@ -29,6 +33,7 @@ here, callback query ids are hashed: user text never reaches a key name.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Final, Literal
 
 from codemojex import ids
@@ -36,6 +41,7 @@ from codemojex.lanes.keys import check_queue
 
 Notice = Literal["flood", "paused"]
 NOTICES: Final = ("flood", "paused")
+_PROC: Final = re.compile(r"[0-9a-f]{16}\Z")
 
 
 def _integer(value: object, what: str) -> int:
@@ -44,8 +50,14 @@ def _integer(value: object, what: str) -> int:
     return value
 
 
+def check_proc(proc_id: str) -> str:
+    if not _PROC.match(proc_id):
+        raise ValueError(f"not a process id (16 hex digits): {proc_id!r}")
+    return proc_id
+
+
 class Keys:
-    """Key names of one queue's posting state."""
+    """Key names of one queue's `cmx:` state."""
 
     __slots__ = ("prefix", "queue")
 
@@ -121,3 +133,12 @@ class Keys:
     def tap_seen(self, query_id: str) -> str:
         digest = hashlib.blake2b(query_id.encode(), digest_size=12).hexdigest()
         return f"{self.prefix}tap:seen:{digest}"
+
+    # -- the processes the operator page lists (ops/fleet.py) ----------------------------------
+
+    @property
+    def procs(self) -> str:
+        return self.prefix + "ops:procs"
+
+    def proc(self, proc_id: str) -> str:
+        return self.prefix + "ops:proc:" + check_proc(proc_id)
