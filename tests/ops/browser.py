@@ -15,11 +15,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.wait import WebDriverWait
 
 T = TypeVar("T")
+# A click that submits a form returns before the next page is there, and the live refresh
+# replaces the rooms table now and then: lookups wait this long for what they ask for.
+WAIT_S = 10.0
 CHROMIUM = os.environ.get("CODEMOJEX_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CODEMOJEX_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")
 FLAGS = (
@@ -59,15 +64,25 @@ class Browser:
     async def get(self, url: str) -> None:
         await self.call(self.driver.get, url)
 
+    def _wait(self) -> WebDriverWait[webdriver.Chrome]:
+        return WebDriverWait(
+            self.driver,
+            WAIT_S,
+            ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
+        )
+
     async def find(self, css: str) -> WebElement:
-        return await self.call(self.driver.find_element, By.CSS_SELECTOR, css)
+        return await self.call(self._wait().until, lambda d: d.find_element(By.CSS_SELECTOR, css))
 
     async def all(self, css: str) -> list[WebElement]:
         return await self.call(self.driver.find_elements, By.CSS_SELECTOR, css)
 
     async def text(self, css: str) -> str:
-        element = await self.find(css)
-        return await self.call(lambda: element.text)
+        """The element's text, read in one step with the lookup (a refresh between the two
+        would leave a stale element)."""
+        return await self.call(
+            self._wait().until, lambda d: d.find_element(By.CSS_SELECTOR, css).text
+        )
 
     async def type(self, css: str, text: str) -> None:
         element = await self.find(css)

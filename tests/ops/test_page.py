@@ -103,6 +103,7 @@ async def test_an_operator_pauses_and_resumes_a_room_in_a_browser(
                 assert "Wrong token" in await browser.text("#error")
                 await browser.type("#token", TOKEN)
                 await browser.click("#login")
+                await browser.find("#live")  # logged in: the page itself, not the form
                 await browser.get(base + "/?sort=activity")  # rooms by their last guess
                 row = f'tr[data-room="{room}"]'
                 assert f"room {hold}" in await browser.text(row)
