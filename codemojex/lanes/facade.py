@@ -242,6 +242,38 @@ class Lanes:
         reply = await self._call("ack_wclaim", lease, *pairs)
         return acked + reply[0], self._jobs(reply, 1), len(reply) > 1 and reply[3] > 0
 
+    async def ack_wclaims(
+        self, done: list[Job], lease_ms: int, wanted: int
+    ) -> tuple[int, list[list[Job]], bool]:
+        """ack_many(done), then up to `wanted` wclaims, in one round trip (a consumer pool's
+        round: the finished batches of all its consumers, a batch for each that asks): how
+        many of `done` were acked, the batches (fewer than `wanted` when the rota ran dry),
+        and whether the room ring still held work after the last one."""
+        lease = _lease(lease_ms)
+        _int(wanted, "wanted", 0, ACK_CHUNK)
+        pairs = self._pairs(done)  # every token checked before anything is acked
+        acked = 0
+        if len(done) > ACK_CHUNK:
+            acked = await self.ack_many(done[:-ACK_CHUNK])
+            pairs = pairs[-2 * ACK_CHUNK :]
+        reply = await self._call("ack_wclaims", lease, wanted, *pairs)
+        batches: list[list[Job]] = []
+        at, end = 2, len(reply)
+        while at < end:
+            fields = reply[at]
+            room = reply[at + 1].decode()
+            lane = reply[at + 2].decode()
+            first = at + 3
+            batches.append(
+                [
+                    Job(reply[i].decode(), room, lane, reply[i + 1], reply[i + 2],
+                        reply[i + 3], reply[i + 4], reply[i + 5])
+                    for i in range(first, first + fields, 6)
+                ]
+            )  # fmt: skip
+            at = first + fields
+        return acked + reply[0], batches, bool(batches) and reply[1] > 0
+
     async def retry(self, job: Job, delay_ms: int, error: str) -> str:
         """'delayed' (due after delay_ms) or 'dead' (attempts spent); 'stale' when fenced out."""
         job_id, attempts = _token(job)
