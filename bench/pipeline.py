@@ -447,14 +447,14 @@ async def _main(
     )
     if baseline:
         for label in dict.fromkeys(r["topology"] for r in runs):
-            rates = {
+            by_code = {
                 code.label: sorted(r["guesses_per_s"] for r in runs
                                    if r["topology"] == label and r["code"] == code.label)
                 for code in codes
             }  # fmt: skip
-            old, new = (percentile(rates[code.label], 50) for code in codes)
+            old, new = (percentile(by_code[code.label], 50) for code in codes)
             console.print(
-                f"{label}: baseline {rates['baseline']} / today {rates['today']} guesses/s; "
+                f"{label}: baseline {by_code['baseline']} / today {by_code['today']} guesses/s; "
                 f"median today/baseline = {new / old:.2f}"
             )
     if profile is not None:
