@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from typing import Any
 
 
@@ -28,8 +29,15 @@ async def _main(queue: str, database_url: str, redis_url: str, metrics: bool) ->
     loop = asyncio.get_running_loop()
     async with open_runtime(settings) as rt:
         worker = ScoreWorker(rt.sessionmaker)
+        claim_ms: list[int] = []  # enqueue (Redis TIME) to the handler's start, per job
+
+        async def handler(jobs: Any) -> None:
+            now_ms = int(time.time() * 1000)
+            claim_ms.extend(now_ms - job.enqueued_ms for job in jobs)
+            await worker(jobs)
+
         pool = ConsumerPool(
-            rt.lanes, worker, concurrency=settings.concurrency, lease_ms=settings.lease_ms
+            rt.lanes, handler, concurrency=settings.concurrency, lease_ms=settings.lease_ms
         )
         ops = None
         if metrics:  # what `codemojex worker` runs with CODEMOJEX_METRICS_PORT set
@@ -72,6 +80,7 @@ async def _main(queue: str, database_url: str, redis_url: str, metrics: bool) ->
             "score": worker.stats.as_dict(),
             "pool": pool.stats.as_dict(),
             "wait_ms": sorted(worker.stats.wait_ms),
+            "claim_ms": claim_ms,
         }
 
 

@@ -26,8 +26,9 @@ from codemojex.settings import Settings
 def pool_size(settings: Settings) -> int:
     """Connections a process may use at once (per node on a cluster).
 
-    Parked consumers hold a connection each while they BLPOP the wake list, so the pool
-    must be larger than the number of consumers plus the bot's and sender's traffic."""
+    A consumer pool needs few (its claim round, its one waiter's BLPOP, heartbeats and
+    maintenance); the rest is for the sender, which speaks for every chat at once, and the
+    bot's traffic."""
     return max(64, 4 * settings.concurrency + 16)
 
 

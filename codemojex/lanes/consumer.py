@@ -43,6 +43,9 @@ from codemojex.limits import (
     BACKOFF_CAP_MS,
     CONCURRENCY_DEFAULT,
     LEASE_MS_DEFAULT,
+    MAINTENANCE_IDLE_FACTOR,
+    MAINTENANCE_INTERVAL_S_DEFAULT,
+    PARK_TIMEOUT_S_DEFAULT,
 )
 from codemojex.outages import OUTAGES, backoff_ms, is_outage
 
@@ -94,9 +97,9 @@ class PoolStats:
 class ConsumerPool:
     """`concurrency` consumers over one `Lanes`.
 
-    Parked consumers each hold a pooled connection while they block, so the Redis client's
-    pool must allow at least `concurrency` + a few connections (redis-py's default of 100
-    covers a pool of up to about 90).
+    At most two Redis connections of the client's pool are busy for the pool at a time
+    besides heartbeats and maintenance: its claim round and its waiter's BLPOP (parked
+    consumers wait in the process, not on Redis).
     """
 
     def __init__(
@@ -108,8 +111,8 @@ class ConsumerPool:
         lease_ms: int = LEASE_MS_DEFAULT,
         backoff_base_ms: int = BACKOFF_BASE_MS,
         backoff_cap_ms: int = BACKOFF_CAP_MS,
-        maintenance_interval_s: float = 2.0,
-        park_timeout_s: float = 1.0,
+        maintenance_interval_s: float = MAINTENANCE_INTERVAL_S_DEFAULT,
+        park_timeout_s: float = PARK_TIMEOUT_S_DEFAULT,
         extend_leases: bool = True,
         rng: random.Random | None = None,
     ) -> None:
@@ -385,11 +388,13 @@ class ConsumerPool:
                             await self.lanes.extend(job, self.lease_ms)
 
     async def _maintain(self) -> None:
-        """Reap + promote + one batch of retention every `maintenance_interval_s`, and
+        """Reap + promote + one batch of retention every `maintenance_interval_s` (that many
+        times MAINTENANCE_IDLE_FACTOR after a tick in which the pool handled nothing), and
         promote alone whenever a retry this pool scheduled comes due in between. Sleeps
         otherwise: no polling."""
         loop = asyncio.get_running_loop()
         tick = loop.time()  # the first pass reaps and promotes at once
+        batches = -1  # the pool's batch count at the last periodic pass
         while not self._stop.is_set():
             now = loop.time()
             periodic = now >= tick
@@ -400,7 +405,10 @@ class ConsumerPool:
             if periodic or due:
                 await self._maintenance_pass(reap=periodic)
             if periodic:
-                tick = loop.time() + self.maintenance_interval_s
+                idle = batches == self.stats.batches and not self._in_hand
+                batches = self.stats.batches
+                factor = MAINTENANCE_IDLE_FACTOR if idle else 1
+                tick = loop.time() + self.maintenance_interval_s * factor
             # cleared after the pass: a deadline pushed during it is in the heap read here
             self._earlier_deadline.clear()
             wake_at = min(tick, self._retry_deadlines[0]) if self._retry_deadlines else tick
