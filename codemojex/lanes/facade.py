@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.connection import AbstractConnection
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
@@ -55,13 +58,22 @@ def _lease(lease_ms: object) -> int:
 
 def _park_cap_s(client: AnyRedis) -> float:
     """How long a BLPOP may block on this client: a little less than its socket timeout, if
-    it has one (redis-py's default is 5 s), since a read that times out is taken for a dead
-    connection. None means no timeout."""
+    it has one, since a read that times out is taken for a dead connection. A client built
+    without one has the connection class's default (5 s in redis-py 8), not none."""
     if isinstance(client, RedisCluster):
-        timeout = client.connection_kwargs.get("socket_timeout")
+        kwargs = client.connection_kwargs
     else:
-        timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+        kwargs = client.connection_pool.connection_kwargs
+    timeout = kwargs["socket_timeout"] if "socket_timeout" in kwargs else _default_timeout()
     return float("inf") if timeout is None else max(0.1, float(timeout) - 1.0)
+
+
+@functools.cache
+def _default_timeout() -> float | None:
+    param = inspect.signature(AbstractConnection.__init__).parameters.get("socket_timeout")
+    if param is None or param.default is inspect.Parameter.empty:
+        return None
+    return cast(float | None, param.default)
 
 
 def _text(value: Any) -> str:
