@@ -72,9 +72,11 @@ class GatedRedisCluster(RedisCluster):
             self._gate.release()
 
 
-def redis_client(settings: Settings) -> AnyRedis:
+def redis_client(settings: Settings, fake_server: Any | None = None) -> AnyRedis:
     """The real Redis (a Redis Cluster with CODEMOJEX_REDIS_CLUSTER=true) when a URL is
-    configured, else an in-process stand-in (one process only)."""
+    configured, else an in-process stand-in (one process only; `fake_server`, a
+    `fakeredis.FakeServer`, lets several clients of the process, in several threads, share
+    one)."""
     if settings.redis_url and settings.redis_cluster:
         # The URL names any node; the client discovers the others and routes each command
         # (and each script, by its first key) to the node owning its slot.
@@ -90,7 +92,11 @@ def redis_client(settings: Settings) -> AnyRedis:
         return aioredis.Redis.from_pool(pool)
     import fakeredis
 
-    client: aioredis.Redis = fakeredis.FakeAsyncRedis()
+    client: aioredis.Redis = (
+        fakeredis.FakeAsyncRedis()
+        if fake_server is None
+        else fakeredis.FakeAsyncRedis(server=fake_server)
+    )
     return client
 
 
@@ -115,8 +121,10 @@ class Runtime:
 
 
 @asynccontextmanager
-async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
-    redis = redis_client(settings)
+async def open_runtime(
+    settings: Settings, fake_server: Any | None = None
+) -> AsyncIterator[Runtime]:
+    redis = redis_client(settings, fake_server)
     engine = make_engine(settings.database_url)
     try:
         yield Runtime(
