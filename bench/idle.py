@@ -156,7 +156,7 @@ async def measure(
             pool = await asyncio.create_subprocess_exec(
                 code.python, str(WORKER_SCRIPT), queue, url, redis_url(), "0",
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                cwd=str(code.root), env=env,
+                cwd=str(code.root), env=env, limit=1 << 26,
             )  # fmt: skip
             assert pool.stdin is not None and pool.stdout is not None
             try:

@@ -6,10 +6,17 @@ room's ceiling set on its lanes (as the bot does), then a backlog of wrong guess
 GuessJob payloads from each round's palette) enqueued into the players' lanes. With the
 backlog in Redis, the memory of the queue's keys is measured (MEMORY USAGE) per pending guess.
 
-Timed: worker processes each run the real `ConsumerPool` with the real `ScoreWorker`
-(wclaim batches; the batches in hand recorded together by record_guesses in one transaction
-with their outbox rows, i.e. group commit; ack_many),
-from a common start signal until Postgres holds every guess. guesses/s = guesses / that time.
+Timed: worker processes (bench/pipeline_worker.py, run by the interpreter of the checkout
+measured) each build what `codemojex worker` builds from default Settings and run the real
+`ConsumerPool` with the real `ScoreWorker` (claims, group commit with the outbox rows, acks),
+from a common start signal until Postgres holds every guess. guesses/s = guesses / that
+time. CPU per guess: the worker processes' and the Postgres backends' utime + stime
+(/proc) and Redis's used_cpu, over the same window, divided by the guesses.
+
+``--baseline PATH`` runs every configuration with that checkout's worker code too (its own
+.venv), alternating, in one run: today's code and the baseline's side by side.
+``--profile DIR`` samples every worker process with py-spy (raw stacks in DIR) and prints
+the top entries of one process per side.
 
 Run: ``.venv/bin/python -m bench.pipeline --quick`` (under a minute) or without ``--quick``.
 Needs the machine's Postgres (CODEMOJEX_BENCH_PG_ADMIN_URL, default
@@ -266,6 +273,7 @@ async def run_pipeline(
                 stdout=asyncio.subprocess.PIPE,
                 cwd=str(code.root),
                 env=env,
+                limit=1 << 26,  # the result line carries every wait
             )
             for _ in range(topology.procs)
         ]
