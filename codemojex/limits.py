@@ -50,6 +50,9 @@ CONCURRENCY_MAX: Final = 1024
 # MAINTENANCE_IDLE_FACTOR times while it has had nothing to do (a dead worker's leases are
 # reaped at most that much later; this pool's own retries are promoted when due regardless).
 PARK_TIMEOUT_S_DEFAULT: Final = 5.0
+# A pool's claim round (ack_wclaims) serves at most this many consumers' requests; the rest go
+# in the next round.
+CLAIM_ROUND_MAX: Final = 256
 MAINTENANCE_INTERVAL_S_DEFAULT: Final = 2.0
 MAINTENANCE_IDLE_FACTOR: Final = 5
 

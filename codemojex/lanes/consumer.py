@@ -41,6 +41,7 @@ from codemojex.lanes.facade import Job, Lanes
 from codemojex.limits import (
     BACKOFF_BASE_MS,
     BACKOFF_CAP_MS,
+    CLAIM_ROUND_MAX,
     CONCURRENCY_DEFAULT,
     LEASE_MS_DEFAULT,
     MAINTENANCE_IDLE_FACTOR,
@@ -237,7 +238,9 @@ class ConsumerPool:
         while True:
             await self._asked.wait()
             self._asked.clear()
-            asks, self._asks = self._asks, []
+            asks, self._asks = self._asks[:CLAIM_ROUND_MAX], self._asks[CLAIM_ROUND_MAX:]
+            if self._asks:
+                self._asked.set()  # the rest go in the next round
             if not asks:
                 continue
             done = [job for finished, _ in asks for job in finished]
@@ -250,12 +253,14 @@ class ConsumerPool:
                 # served again, and the handler's writes are idempotent; nothing is lost
                 _failed("claim", exc, unacked=len(done), consumers=len(asks))
                 for _, answer in asks:
-                    answer.set_result(None)
+                    if not answer.done():  # (a consumer cancelled meanwhile)
+                        answer.set_result(None)
                 continue
             OUTAGES.ok("redis")
             self._count_acks(len(done), acked)
             for i, (_, answer) in enumerate(asks):
-                answer.set_result(batches[i] if i < len(batches) else [])
+                if not answer.done():
+                    answer.set_result(batches[i] if i < len(batches) else [])
             if self._woken and more:
                 # a wake token woke this pool and work remains: another pool may be parked
                 with _waived("wake"):

@@ -8,6 +8,8 @@ import random
 import signal
 from collections.abc import Awaitable, Callable
 
+import pytest
+
 from codemojex import ids
 from codemojex.lanes import ConsumerPool, Job, Lanes, Retry
 from codemojex.outages import backoff_ms
@@ -256,6 +258,28 @@ class CountingLanes(Lanes):
     async def _call(self, verb: str, *args: object) -> object:
         self.calls[verb] = self.calls.get(verb, 0) + 1
         return await super()._call(verb, *args)
+
+
+async def test_a_round_takes_at_most_its_cap_the_rest_go_in_the_next(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("codemojex.lanes.consumer.CLAIM_ROUND_MAX", 2)
+    lanes = CountingLanes(env.client, env.queue)
+    lanes.calls = {}
+    r = ids.mint(ids.ROOM)
+    for i in range(10):
+        await lanes.enqueue(r, ids.mint(ids.PLAYER), f"p{i}".encode())
+    seen: list[list[Job]] = []
+    pool = ConsumerPool(lanes, recorder(seen), concurrency=5, park_timeout_s=30)
+    task = await run_pool(pool)
+    await until(lambda: pool.stats.acked == 10)
+    pool.stop()
+    await task
+    assert sorted(job.payload for batch in seen for job in batch) == sorted(
+        f"p{i}".encode() for i in range(10)
+    )
+    assert lanes.calls["ack_wclaims"] >= 10 // 2  # two requests a round at most
+    assert await env.lanes.check() == []
 
 
 async def test_a_batch_costs_one_script_call_its_ack_rides_on_the_next_claim(env: Env) -> None:
