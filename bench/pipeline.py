@@ -6,10 +6,17 @@ room's ceiling set on its lanes (as the bot does), then a backlog of wrong guess
 GuessJob payloads from each round's palette) enqueued into the players' lanes. With the
 backlog in Redis, the memory of the queue's keys is measured (MEMORY USAGE) per pending guess.
 
-Timed: worker processes each run the real `ConsumerPool` with the real `ScoreWorker`
-(wclaim batches; the batches in hand recorded together by record_guesses in one transaction
-with their outbox rows, i.e. group commit; ack_many),
-from a common start signal until Postgres holds every guess. guesses/s = guesses / that time.
+Timed: worker processes (bench/pipeline_worker.py, run by the interpreter of the checkout
+measured) each build what `codemojex worker` builds from default Settings and run the real
+`ConsumerPool` with the real `ScoreWorker` (claims, group commit with the outbox rows, acks),
+from a common start signal until Postgres holds every guess. guesses/s = guesses / that
+time. CPU per guess: the worker processes' and the Postgres backends' utime + stime
+(/proc) and Redis's used_cpu, over the same window, divided by the guesses.
+
+``--baseline PATH`` runs every configuration with that checkout's worker code too (its own
+.venv), alternating, in one run: today's code and the baseline's side by side.
+``--profile DIR`` samples every worker process with py-spy (raw stacks in DIR) and prints
+the top entries of one process per side.
 
 Run: ``.venv/bin/python -m bench.pipeline --quick`` (under a minute) or without ``--quick``.
 Needs the machine's Postgres (CODEMOJEX_BENCH_PG_ADMIN_URL, default
@@ -19,9 +26,10 @@ postgresql://postgres@127.0.0.1:5432/postgres); the database it creates is dropp
 from __future__ import annotations
 
 import asyncio
-import multiprocessing as mp
+import json
 import os
 import random
+import signal
 import sys
 import time
 import uuid
@@ -41,12 +49,13 @@ from bench.common import (
     make_client,
     percentile,
     print_table,
+    redis_url,
     server_cost,
     server_counters,
     unique_queue,
     write_results,
 )
-from bench.lanes import Topology, _key_bytes, _used_memory, collect
+from bench.lanes import Topology, _key_bytes, _used_memory
 from codemojex import ids
 from codemojex.jobs import GuessJob
 
@@ -153,84 +162,63 @@ async def enqueue_backlog(queue: str, rooms: list[RoomSetup], guesses: int, ceil
 
 
 # ---------------------------------------------------------------------------------------------
-# Worker processes: the real ConsumerPool + ScoreWorker
+# Worker processes: bench/pipeline_worker.py run by the interpreter of the checkout measured
 
 
-def _worker_proc(queue: str, url: str, concurrency: int, ready: Any, go: Any, stop: Any,
-                 results: Any, metrics: bool = False) -> None:  # fmt: skip
-    results.put(asyncio.run(_worker_main(queue, url, concurrency, ready, go, stop, metrics)))
+@dataclass(frozen=True)
+class Code:
+    """Which code the worker processes run: a checkout with its own .venv ("today" is this
+    one)."""
+
+    label: str
+    root: Path
+
+    @property
+    def python(self) -> str:
+        return str(self.root / ".venv" / "bin" / "python")
 
 
-async def _scrape_every_second(port: int) -> None:
-    """A Prometheus 15 times as eager as its default: /metrics once a second."""
-    import aiohttp
-
-    async with aiohttp.ClientSession() as http:
-        while True:
-            async with http.get(f"http://127.0.0.1:{port}/metrics") as r:
-                await r.read()
-            await asyncio.sleep(1.0)
+TODAY = Code("today", BENCH_DIR.parent)
+WORKER_SCRIPT = BENCH_DIR / "pipeline_worker.py"
 
 
-async def _worker_main(
-    queue: str, url: str, concurrency: int, ready: Any, go: Any, stop: Any, metrics: bool = False
-) -> dict[str, Any]:
-    from codemojex.db import make_engine, make_sessionmaker
-    from codemojex.lanes import Lanes
-    from codemojex.lanes.consumer import ConsumerPool
-    from codemojex.worker.score import ScoreWorker
-
-    client = make_client(max_connections=concurrency * 2 + 8)
-    engine = make_engine(url, pool_size=concurrency + 2, max_overflow=4)
+def _cpu_s(pid: int) -> float:
+    """utime + stime of a process (its threads included), from /proc."""
     try:
-        lanes = Lanes(client, queue=queue)
-        worker = ScoreWorker(make_sessionmaker(engine))
-        pool = ConsumerPool(lanes, worker, concurrency=concurrency, lease_ms=LEASE_MS)
-        ops, scraper = None, None
-        if metrics:  # what `codemojex worker` runs with CODEMOJEX_METRICS_PORT set
-            from codemojex.db import make_sessionmaker as sessions
-            from codemojex.ops.collect import WorkerCollector
-            from codemojex.ops.server import ProcessOps
-            from codemojex.settings import Settings
-            from codemojex.worker.service import WorkerStats
-
-            settings = Settings(queue=queue, database_url=url, metrics_port=_free_port())
-            stats = WorkerStats(score=worker.stats, pool=pool.stats)
-            ops = ProcessOps("worker", settings, redis=client, engine=engine,
-                             sessionmaker=sessions(engine), lanes=lanes,
-                             collectors=[WorkerCollector(stats)])  # fmt: skip
-            await ops.start()
-        async with engine.connect():  # open one connection before the clock starts
-            pass
-        ready.wait()
-        await asyncio.to_thread(go.wait)
-        runner = asyncio.create_task(pool.run())
-        if ops is not None and ops.port is not None:
-            scraper = asyncio.create_task(_scrape_every_second(ops.port))
-        await asyncio.to_thread(stop.wait)
-        pool.stop()
-        await asyncio.wait_for(runner, 60)
-        if scraper is not None:
-            scraper.cancel()
-        if ops is not None:
-            await ops.stop()
-        waits = sorted(worker.stats.wait_ms)
-        return {
-            "score": worker.stats.as_dict(),
-            "pool": pool.stats.as_dict(),
-            "wait_ms": waits,
-        }
-    finally:
-        await engine.dispose()
-        await client.aclose()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _free_port() -> int:
-    import socket
+async def _backend_pids(conn: Any, db: str) -> list[int]:
+    """The Postgres backends serving the benchmark's database (the workers' connections)."""
+    rows = await conn.fetch(
+        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", db
+    )
+    return [int(r["pid"]) for r in rows]
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+
+def _profile_top(path: Path, top: int = 15) -> list[tuple[str, float, float]]:
+    """(function, self %, total %) of py-spy's collapsed stacks, the largest self first."""
+    own: dict[str, int] = {}
+    total: dict[str, int] = {}
+    samples = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        samples += n
+        frames = [f.split(" (")[0] + " " + f.rsplit("/", 1)[-1].split(":")[0].rstrip(")")
+                  for f in stack.split(";")[1:]]  # fmt: skip
+        if not frames:
+            continue
+        own[frames[-1]] = own.get(frames[-1], 0) + n
+        for frame in set(frames):
+            total[frame] = total.get(frame, 0) + n
+    rows = sorted(own.items(), key=lambda kv: -kv[1])[:top]
+    return [(f, 100 * n / samples, 100 * total[f] / samples) for f, n in rows]
 
 
 async def _count_guesses(conn: Any) -> int:
@@ -246,6 +234,8 @@ async def run_pipeline(
     bg: float,
     max_s: float = 300.0,
     metrics: bool = False,
+    code: Code = TODAY,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
     """One timed run; it stops at `max_s` even if the backlog is not drained (guesses/s is
     then recorded / max_s, and `recorded` < `guesses` says so)."""
@@ -269,52 +259,98 @@ async def run_pipeline(
         used1 = await _used_memory(client)
         key_bytes, job_bytes, keys = await _key_bytes(client, f"emq:{{{queue}}}:*")
 
-        ctx = mp.get_context("spawn")
-        ready = ctx.Barrier(topology.procs + 1)
-        go, stop = ctx.Event(), ctx.Event()
-        results = ctx.Queue()
+        env = dict(os.environ, CODEMOJEX_CONCURRENCY=str(topology.consumers))
+        env.pop("PYTHONPATH", None)  # the checkout's own interpreter finds its own code
         procs = [
-            ctx.Process(
-                target=_worker_proc,
-                args=(queue, url, topology.consumers, ready, go, stop, results, metrics),
-                daemon=True,
+            await asyncio.create_subprocess_exec(
+                code.python,
+                str(WORKER_SCRIPT),
+                queue,
+                url,
+                redis_url(),
+                "1" if metrics else "0",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                cwd=str(code.root),
+                env=env,
+                limit=1 << 26,  # the result line carries every wait
             )
             for _ in range(topology.procs)
         ]
-        for proc in procs:
-            proc.start()
         conn = await asyncpg.connect(f"{base}/{db}")
+        spies: list[tuple[asyncio.subprocess.Process, Path]] = []
+        outs: list[dict[str, Any]] = []
         try:
-            await asyncio.to_thread(ready.wait, 120)
+            for proc in procs:
+                assert proc.stdout is not None
+                line = await asyncio.wait_for(proc.stdout.readline(), 120)
+                if line.strip() != b"ready":
+                    raise RuntimeError(f"a worker did not start ({line!r})")
+            if profile is not None:
+                await asyncio.to_thread(profile.mkdir, parents=True, exist_ok=True)
+                for n, proc in enumerate(procs):
+                    out = profile / f"{code.label}-{topology.label}-{n}.txt"
+                    spy = await asyncio.create_subprocess_exec(
+                        str(Path(sys.executable).parent / "py-spy"), "record", "--pid",
+                        str(proc.pid), "--rate", "200", "--format", "raw", "--nonblocking",
+                        "-o", str(out), stdout=asyncio.subprocess.DEVNULL,
+                        stderr=asyncio.subprocess.DEVNULL,
+                    )  # fmt: skip
+                    spies.append((spy, out))
+                await asyncio.sleep(1.0)  # py-spy attaches
+            backends = await _backend_pids(conn, db)
             background = await background_rate(client, bg)
             before = await server_counters(client)
+            cpu0 = {
+                "worker": sum(_cpu_s(p.pid) for p in procs),
+                "postgres": sum(_cpu_s(pid) for pid in backends),
+            }
             t_go = time.perf_counter()
-            go.set()
+            for proc in procs:
+                assert proc.stdin is not None
+                proc.stdin.write(b"go\n")
+                await proc.stdin.drain()
             done = 0
             deadline = t_go + max_s
             while time.perf_counter() < deadline:
                 done = await _count_guesses(conn)
                 if done >= guesses:
                     break
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.05)
             seconds = time.perf_counter() - t_go
             after = await server_counters(client)
+            backends = sorted(set(backends) | set(await _backend_pids(conn, db)))
+            cpu = {
+                "worker": sum(_cpu_s(p.pid) for p in procs) - cpu0["worker"],
+                "postgres": sum(_cpu_s(pid) for pid in backends) - cpu0["postgres"],
+            }
             outbox = int(await conn.fetchval("SELECT count(*) FROM outbox"))
         finally:
-            stop.set()
-            outs = await collect(results, procs, 120)
+            for spy, _ in spies:
+                spy.send_signal(signal.SIGINT)
+            for spy, _ in spies:
+                await asyncio.wait_for(spy.wait(), 30)
             for proc in procs:
-                proc.join(10)
-                if proc.is_alive():
-                    proc.kill()
+                if proc.stdin is not None and proc.returncode is None:
+                    proc.stdin.write(b"stop\n")
+                    await proc.stdin.drain()
+            for proc in procs:
+                assert proc.stdout is not None
+                line = await asyncio.wait_for(proc.stdout.readline(), 120)
+                if line:
+                    outs.append(json.loads(line))
+                await asyncio.wait_for(proc.wait(), 30)
             await conn.close()
     finally:
         await delete_matching(client, f"emq:{{{queue}}}:*")
         await client.aclose()
         await _admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+    profiles = [_profile_top(out) for _, out in spies if out.exists()]
     waits = sorted(w for o in outs for w in o["wait_ms"])
     batches = sum(o["pool"].get("batches", 0) for o in outs)
+    server = server_cost(before, after, background, done)
     return {
+        "code": code.label,
         "topology": topology.label,
         "metrics": metrics,
         "consumers": topology.total,
@@ -330,7 +366,14 @@ async def run_pipeline(
         "outbox_rows": outbox,
         "wait_p50_ms": percentile(waits, 50),
         "wait_p99_ms": percentile(waits, 99),
-        "server": server_cost(before, after, background, done).as_dict(),
+        "server": server.as_dict(),
+        # CPU per guess: the worker processes, the Postgres backends serving them, Redis
+        "cpu_us_per_guess": {
+            "worker": round(cpu["worker"] * 1e6 / max(done, 1), 1),
+            "postgres": round(cpu["postgres"] * 1e6 / max(done, 1), 1),
+            "redis": round(server.cpu_us_per_job, 1),
+        },
+        "profile": profiles[0] if profiles else [],
         "memory": {
             "keys": keys,
             "bytes_per_guess": round(key_bytes / guesses, 1),
@@ -349,6 +392,7 @@ app = typer.Typer(add_completion=False, help=__doc__)
 async def _main(
     quick: bool, rooms: int | None, players: int, guesses: int | None, configs: str | None,
     ceiling: int, out: str | None, metrics: bool = False, compare_metrics: int = 0,
+    baseline: Path | None = None, repeat: int = 1, profile: Path | None = None,
 ) -> None:  # fmt: skip
     rooms = rooms or (200 if quick else 1000)
     guesses = guesses or (2_000 if quick else 10_000)
@@ -358,47 +402,80 @@ async def _main(
     # --compare-metrics N: each topology N times off, on, off, on, ... (the machine is noisy:
     # alternating spreads its moods over both sides)
     sides = [False, True] * compare_metrics if compare_metrics else [metrics]
+    # --baseline PATH: each run once with that checkout's worker code, once with today's,
+    # alternating (same harness, same setup, a fresh database each)
+    codes = [Code("baseline", baseline), TODAY] if baseline else [TODAY]
     for label in [c.strip() for c in configs.split(",") if c.strip()]:
         topo = Topology.parse(label)
-        for side in sides:
-            runs.append(
-                await run_pipeline(
-                    topo, rooms, players, guesses, ceiling, bg, 40.0 if quick else 300.0, side
-                )
-            )
+        for _ in range(repeat):
+            for side in sides:
+                for code in codes:
+                    runs.append(
+                        await run_pipeline(
+                            topo, rooms, players, guesses, ceiling, bg,
+                            40.0 if quick else 300.0, side, code, profile,
+                        )
+                    )  # fmt: skip
     print_table(
-        f"end to end: enqueue → wclaim → score → Postgres (+ outbox row) → ack_many, "
+        f"end to end: enqueue → wclaim → score → Postgres (+ outbox row) → ack, "
         f"{rooms:,} rooms, ceiling {ceiling}",
         (
+            "code",
             "consumers",
             "metrics",
             "guesses",
             "guesses/s",
             "guesses/batch",
-            "outbox rows",
             "wait p50 ms",
             "wait p99 ms",
+            "CPU µs/guess worker",
+            "Postgres",
+            "Redis",
             "Redis script µs/guess",
             "B/pending guess",
-            "enqueue/s",
         ),
         (
             [
+                r["code"],
                 r["topology"],
                 "on" if r["metrics"] else "off",
                 r["recorded"],
                 r["guesses_per_s"],
                 r["guesses_per_batch"],
-                r["outbox_rows"],
                 r["wait_p50_ms"],
                 r["wait_p99_ms"],
+                r["cpu_us_per_guess"]["worker"],
+                r["cpu_us_per_guess"]["postgres"],
+                r["cpu_us_per_guess"]["redis"],
                 r["server"]["script_us_per_job"],
                 r["memory"]["bytes_per_guess"],
-                r["enqueue_per_s"],
             ]
             for r in runs
         ),
     )
+    if baseline:
+        for label in dict.fromkeys(r["topology"] for r in runs):
+            by_code = {
+                code.label: sorted(r["guesses_per_s"] for r in runs
+                                   if r["topology"] == label and r["code"] == code.label)
+                for code in codes
+            }  # fmt: skip
+            old, new = (percentile(by_code[code.label], 50) for code in codes)
+            console.print(
+                f"{label}: baseline {by_code['baseline']} / today {by_code['today']} guesses/s; "
+                f"median today/baseline = {new / old:.2f}"
+            )
+    if profile is not None:
+        for code in codes:
+            shown = next((r for r in runs if r["code"] == code.label and r["profile"]), None)
+            if shown is None:
+                continue
+            print_table(
+                f"py-spy, one worker process of {code.label} ({shown['topology']}): "
+                "where its CPU goes (self %, total %)",
+                ("function", "self %", "total %"),
+                shown["profile"],
+            )
     if compare_metrics:
         for label in {r["topology"] for r in runs}:
             rates = {
@@ -439,10 +516,19 @@ def main(
     compare_metrics: Annotated[
         int, typer.Option(help="N alternating runs with metrics off and on, side by side")
     ] = 0,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(help="another checkout (with its .venv): its worker code side by side"),
+    ] = None,
+    repeat: Annotated[int, typer.Option(help="runs of each topology (and side)")] = 1,
+    profile: Annotated[
+        Path | None, typer.Option(help="py-spy every worker process; stacks in this folder")
+    ] = None,
 ) -> None:
     asyncio.run(
-        _main(quick, rooms, players, guesses, configs, ceiling, out, metrics, compare_metrics)
-    )
+        _main(quick, rooms, players, guesses, configs, ceiling, out, metrics, compare_metrics,
+              baseline.resolve() if baseline else None, repeat, profile)
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

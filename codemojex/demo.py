@@ -2,9 +2,13 @@
 
 Everything runs in this one process: the Bot API stand-in (codemojex.standin) plays Telegram,
 fakeredis plays Redis unless CODEMOJEX_REDIS_URL is set, and a throwaway SQLite file plays
-Postgres unless CODEMOJEX_DATABASE_URL is set. Simulated players only see what a Telegram user
-would see: the messages the bot posts into their group. Quiet rooms play a round the way
-people do (read the result, narrow the candidates, guess again); one room floods the bot.
+Postgres unless CODEMOJEX_DATABASE_URL is set. The worker runs in a thread of its own, with
+its own event loop, Redis client (on the same in-process server) and database engine, as it
+would run in a process of its own: the flood the bot takes in does not hold up the scoring
+loop, whose lanes are what keep the quiet rooms quick. Simulated players only see what a
+Telegram user would see: the messages the bot posts into their group. Quiet rooms play a round
+the way people do (read the result, narrow the candidates, guess again); one room floods the
+bot.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import itertools
 import random
 import re
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -511,15 +516,79 @@ async def run_demo(settings: Settings, plan: DemoPlan) -> int:
             settings = _demo_settings(settings, standin, Path(tmp))
             await asyncio.to_thread(upgrade, settings.database_url)
             rooms = _make_rooms(standin, plan)
-            async with open_runtime(settings) as runtime:
-                return await _play(console, runtime, standin, rooms, plan, rng, started)
+            fake_server = None if settings.redis_url else _fake_server()
+            async with open_runtime(settings, fake_server) as runtime:
+                worker = WorkerThread(settings, fake_server)
+                return await _play(console, runtime, worker, standin, rooms, plan, rng, started)
         finally:
             await standin.stop()
+
+
+def _fake_server() -> Any:
+    import fakeredis
+
+    return fakeredis.FakeServer()
+
+
+class WorkerThread:
+    """The worker (`run_worker`: pool, sender, round timer) in a thread with its own event
+    loop, runtime and bot; `stop()` stops it gracefully and returns its counters."""
+
+    def __init__(self, settings: Settings, fake_server: Any | None) -> None:
+        self.settings = settings
+        self.fake_server = fake_server
+        self.stats = WorkerStats()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="codemojex-demo-worker")
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ready.wait()
+
+    async def stop(self) -> WorkerStats:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        await asyncio.to_thread(self._thread.join)
+        if self._error is not None:
+            raise self._error
+        return self.stats
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        self._ready.set()
+        async with (
+            open_runtime(self.settings, self.fake_server) as runtime,
+            make_bot(self.settings) as bot,
+        ):
+            await run_worker(
+                self.settings,
+                lanes=runtime.lanes,
+                sessionmaker=runtime.sessionmaker,
+                bot=bot,
+                redis=runtime.redis,
+                stop_event=self._stop,
+                stats=self.stats,
+                timer_s=1.0,
+                sender_poll_s=0.2,
+            )
 
 
 async def _play(
     console: Console,
     runtime: Runtime,
+    worker: WorkerThread,
     standin: StandIn,
     rooms: list[SimRoom],
     plan: DemoPlan,
@@ -530,30 +599,17 @@ async def _play(
     application = build_application(
         settings, lanes=runtime.lanes, sessionmaker=runtime.sessionmaker, redis=runtime.redis
     )
-    stop_worker = asyncio.Event()
     stop_players = asyncio.Event()
-    stats = WorkerStats()
+    stats = worker.stats
     table = Table_(standin, rooms)
     console.print(
         f"[bold]Codemojex demo[/]: {len(rooms) - 1} quiet rooms and one flooding room "
         f"({plan.flood_players} players) play for {plan.seconds:.0f} s through the real bot "
         f"and worker ({settings.concurrency} scoring consumers)."
     )
-    async with make_bot(settings) as bot, contextlib.AsyncExitStack() as polling:
+    async with contextlib.AsyncExitStack() as polling:
         await polling.enter_async_context(running(application, poll_timeout=1))
-        worker = asyncio.create_task(
-            run_worker(
-                settings,
-                lanes=runtime.lanes,
-                sessionmaker=runtime.sessionmaker,
-                bot=bot,
-                redis=runtime.redis,
-                stop_event=stop_worker,
-                stats=stats,
-                timer_s=1.0,
-                sender_poll_s=0.2,
-            )
-        )
+        worker.start()
         tasks = [asyncio.create_task(_admin(standin, room, stop_players)) for room in rooms]
         for room in rooms:
             for player in room.players:
@@ -602,8 +658,7 @@ async def _play(
         # The bot stops first and handles every update it has fetched, so each guess it took
         # is in the lanes before the worker stops and what is left is counted.
         await polling.aclose()
-        stop_worker.set()
-        await worker
+        await worker.stop()
     backlog = _backlog(await runtime.lanes.snapshot())
     faults = await runtime.lanes.check()
     books = await _read_books(runtime, rooms)

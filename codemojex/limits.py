@@ -44,6 +44,18 @@ DEDUPE_WINDOW_MS: Final = 24 * 3600 * 1000
 CONCURRENCY_DEFAULT: Final = 32
 CONCURRENCY_MAX: Final = 1024
 
+# An idle pool: its one waiter blocks on the wake list this long per BLPOP (a wake token ends
+# it at once, so this is no latency; each timeout costs a BLPOP and a safety claim), and its
+# reap/promote/retention pass runs every MAINTENANCE_INTERVAL_S while it works, stretched
+# MAINTENANCE_IDLE_FACTOR times while it has had nothing to do (a dead worker's leases are
+# reaped at most that much later; this pool's own retries are promoted when due regardless).
+PARK_TIMEOUT_S_DEFAULT: Final = 5.0
+# A pool's claim round (ack_wclaims) serves at most this many consumers' requests; the rest go
+# in the next round.
+CLAIM_ROUND_MAX: Final = 256
+MAINTENANCE_INTERVAL_S_DEFAULT: Final = 2.0
+MAINTENANCE_IDLE_FACTOR: Final = 5
+
 # --- the game -------------------------------------------------------------------------------
 
 LENGTH_MIN: Final = 3

@@ -26,8 +26,9 @@ from codemojex.settings import Settings
 def pool_size(settings: Settings) -> int:
     """Connections a process may use at once (per node on a cluster).
 
-    Parked consumers hold a connection each while they BLPOP the wake list, so the pool
-    must be larger than the number of consumers plus the bot's and sender's traffic."""
+    A consumer pool needs few (its claim round, its one waiter's BLPOP, heartbeats and
+    maintenance); the rest is for the sender, which speaks for every chat at once, and the
+    bot's traffic."""
     return max(64, 4 * settings.concurrency + 16)
 
 
@@ -71,9 +72,11 @@ class GatedRedisCluster(RedisCluster):
             self._gate.release()
 
 
-def redis_client(settings: Settings) -> AnyRedis:
+def redis_client(settings: Settings, fake_server: Any | None = None) -> AnyRedis:
     """The real Redis (a Redis Cluster with CODEMOJEX_REDIS_CLUSTER=true) when a URL is
-    configured, else an in-process stand-in (one process only)."""
+    configured, else an in-process stand-in (one process only; `fake_server`, a
+    `fakeredis.FakeServer`, lets several clients of the process, in several threads, share
+    one)."""
     if settings.redis_url and settings.redis_cluster:
         # The URL names any node; the client discovers the others and routes each command
         # (and each script, by its first key) to the node owning its slot.
@@ -89,7 +92,11 @@ def redis_client(settings: Settings) -> AnyRedis:
         return aioredis.Redis.from_pool(pool)
     import fakeredis
 
-    client: aioredis.Redis = fakeredis.FakeAsyncRedis()
+    client: aioredis.Redis = (
+        fakeredis.FakeAsyncRedis()
+        if fake_server is None
+        else fakeredis.FakeAsyncRedis(server=fake_server)
+    )
     return client
 
 
@@ -114,8 +121,10 @@ class Runtime:
 
 
 @asynccontextmanager
-async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
-    redis = redis_client(settings)
+async def open_runtime(
+    settings: Settings, fake_server: Any | None = None
+) -> AsyncIterator[Runtime]:
+    redis = redis_client(settings, fake_server)
     engine = make_engine(settings.database_url)
     try:
         yield Runtime(

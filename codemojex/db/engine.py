@@ -3,7 +3,8 @@
 SQLite (the embedded demo default) gets the settings that let several connections of one
 process share a file without "database is locked": WAL, a busy timeout, foreign keys on, and
 every transaction begun with BEGIN IMMEDIATE so writers queue up instead of deadlocking when a
-reader upgrades to a writer. Postgres needs nothing special.
+reader upgrades to a writer; a transaction marked READ_ONLY (it never writes) begins
+DEFERRED and so never queues behind the writers. Postgres needs nothing special.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from sqlalchemy.ext.asyncio import (
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 SQLITE_BUSY_TIMEOUT_S = 30.0
+
+# An execution option a use-case sets on a transaction that only reads: on SQLite it begins
+# DEFERRED instead of IMMEDIATE (in WAL mode a reader takes no lock, so it neither waits for
+# the writers nor holds them up). Other databases ignore it.
+READ_ONLY = "codemojex_read_only"
 
 
 def is_sqlite(url: str) -> bool:
@@ -61,7 +67,8 @@ def _sqlite_serialised_writers(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        read_only = conn.get_execution_options().get(READ_ONLY, False)
+        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

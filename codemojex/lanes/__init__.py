@@ -19,8 +19,8 @@ Lua script in `lua/` (one round trip). Notes for callers:
 - `retain()` deletes dead jobs beyond `dead_max` or older than `dead_age_ms` and forgets
   lanes idle for `lane_idle_ms`, one bounded batch per call (the consumer pool runs it with
   reap + promote).
-- `park(timeout_s)` is a BLPOP: it holds a pooled connection while it blocks, so the
-  client's pool needs room for every parked consumer (redis-py's default is 100).
+- `park(timeout_s)` is a BLPOP: it holds a pooled connection while it blocks (the consumer
+  pool has one waiter parked at a time, however many consumers it has).
 """
 
 from codemojex.lanes.consumer import ConsumerPool, Handler, PoolStats

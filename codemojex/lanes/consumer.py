@@ -1,20 +1,28 @@
 """The consumer loop: N asyncio consumers draining the lanes with wclaim.
 
-Each consumer: wclaim a batch (heads of one lane); run the handler; ack the batch in the
-same script call that claims the next one (`ack_wclaim`: one round trip per batch).
-`Retry(delay_ms)` from the handler retries the batch after that delay; any other
+Each consumer: take a batch (heads of one lane); run the handler; hand the finished batch
+back with its request for the next. The pool sends the requests of all its consumers that
+are waiting at that moment as ONE script call (`ack_wclaims`: their finished batches acked,
+a batch claimed for each, N rota steps), so a pool pays one round trip per round, not one
+per consumer; requests made while a call is in flight go in the next one (like a group
+commit). `Retry(delay_ms)` from the handler retries the batch after that delay; any other
 exception retries it with the one backoff (`outages.backoff_ms`: exponential, full
-jitter); the retry script sends a
-job whose attempts are spent to `dead`. With nothing to claim a consumer parks on the
-wake list (BLPOP with a short timeout), so an idle pool makes no busy round trips. One
-maintenance task runs reap + promote every few seconds, and also promotes as soon as a
-retry this pool scheduled comes due (it sleeps until the earlier of its next tick and the
-earliest such deadline), so a retry shorter than the interval is not held until the next
-tick; promote's wake reaches the parked consumers. `stop()` (or SIGTERM once
-`install_signal_handlers()` was called) stops claiming, lets the batches in hand finish,
-acks them, and `run()` returns. A Redis call of the loop that fails is waited out: an
-outage is booked in `outages.OUTAGES` (one line when it starts, one when a claim succeeds
-again, however many consumers retry meanwhile), a bug is logged with its traceback.
+jitter); the retry script sends a job whose attempts are spent to `dead`.
+
+With nothing to claim a consumer parks locally; ONE waiter per pool blocks on the wake list
+(BLPOP with a timeout) while any consumer is parked, and a wake token (or the timeout, a
+safety net for a token another process took) sends every parked consumer back to claim, in
+one script call. An idle pool therefore costs one BLPOP and one claim per `park_timeout_s`
+plus the maintenance, whatever its concurrency; a woken pool whose claim leaves work on the
+ring passes the wake on (another process's pool may be parked). One maintenance task runs
+reap + promote every few seconds, and also promotes as soon as a retry this pool scheduled
+comes due (it sleeps until the earlier of its next tick and the earliest such deadline), so
+a retry shorter than the interval is not held until the next tick; promote's wake reaches
+the parked consumers. One heartbeat task extends the leases of batches in hand for longer
+than a third of a lease. `stop()` (or SIGTERM once `install_signal_handlers()` was called)
+stops claiming, lets the batches in hand finish, acks them, and `run()` returns. A Redis
+call of the loop that fails is waited out: an outage is booked in `outages.OUTAGES` (one
+line when it starts, one when a claim succeeds again), a bug is logged with its traceback.
 """
 
 from __future__ import annotations
@@ -33,8 +41,12 @@ from codemojex.lanes.facade import Job, Lanes
 from codemojex.limits import (
     BACKOFF_BASE_MS,
     BACKOFF_CAP_MS,
+    CLAIM_ROUND_MAX,
     CONCURRENCY_DEFAULT,
     LEASE_MS_DEFAULT,
+    MAINTENANCE_IDLE_FACTOR,
+    MAINTENANCE_INTERVAL_S_DEFAULT,
+    PARK_TIMEOUT_S_DEFAULT,
 )
 from codemojex.outages import OUTAGES, backoff_ms, is_outage
 
@@ -71,8 +83,9 @@ class PoolStats:
     stale: int = 0
     batches: int = 0
     failures: int = 0
-    parks: int = 0
-    claims: int = 0
+    parks: int = 0  # a consumer found nothing and parked
+    claims: int = 0  # claim rounds: script calls, each for every consumer asking then
+    waits: int = 0  # BLPOPs of the pool's waiter on the wake list
     reaped: int = 0
     promoted: int = 0
     trimmed: int = 0
@@ -85,9 +98,9 @@ class PoolStats:
 class ConsumerPool:
     """`concurrency` consumers over one `Lanes`.
 
-    Parked consumers each hold a pooled connection while they block, so the Redis client's
-    pool must allow at least `concurrency` + a few connections (redis-py's default of 100
-    covers a pool of up to about 90).
+    At most two Redis connections of the client's pool are busy for the pool at a time
+    besides heartbeats and maintenance: its claim round and its waiter's BLPOP (parked
+    consumers wait in the process, not on Redis).
     """
 
     def __init__(
@@ -99,8 +112,8 @@ class ConsumerPool:
         lease_ms: int = LEASE_MS_DEFAULT,
         backoff_base_ms: int = BACKOFF_BASE_MS,
         backoff_cap_ms: int = BACKOFF_CAP_MS,
-        maintenance_interval_s: float = 2.0,
-        park_timeout_s: float = 1.0,
+        maintenance_interval_s: float = MAINTENANCE_INTERVAL_S_DEFAULT,
+        park_timeout_s: float = PARK_TIMEOUT_S_DEFAULT,
         extend_leases: bool = True,
         rng: random.Random | None = None,
     ) -> None:
@@ -126,6 +139,14 @@ class ConsumerPool:
         # `_earlier_deadline` wakes it when a new deadline comes before the one it sleeps to
         self._retry_deadlines: list[float] = []
         self._earlier_deadline = asyncio.Event()
+        # consumers' requests for the next claim round: (finished batch, where the answer goes)
+        self._asks: list[tuple[list[Job], asyncio.Future[list[Job] | None]]] = []
+        self._asked = asyncio.Event()
+        self._bell = asyncio.Event()  # parked consumers wait on it; replaced when rung
+        self._someone_parked = asyncio.Event()
+        self._waiting = False  # the waiter is in its BLPOP
+        self._woken = False  # the next round follows a wake token
+        self._in_hand: dict[int, tuple[list[Job], float]] = {}  # consumer -> batch, since
 
     # -- control --------------------------------------------------------------------------
 
@@ -157,8 +178,14 @@ class ConsumerPool:
             asyncio.create_task(self._consume(n), name=f"lanes-consumer-{n}")
             for n in range(self.concurrency)
         ]
-        maintenance = asyncio.create_task(self._maintain(), name="lanes-maintenance")
-        unparker = asyncio.create_task(self._unpark_on_stop(), name="lanes-unparker")
+        helpers = [
+            asyncio.create_task(self._maintain(), name="lanes-maintenance"),
+            asyncio.create_task(self._unpark_on_stop(), name="lanes-unparker"),
+            asyncio.create_task(self._claimer(), name="lanes-claimer"),
+            asyncio.create_task(self._watch(), name="lanes-waiter"),
+        ]
+        if self.extend_leases:
+            helpers.append(asyncio.create_task(self._heartbeat(), name="lanes-heartbeat"))
         log.info(
             "consumer pool running",
             extra={"queue": self.lanes.queue, "concurrency": self.concurrency},
@@ -168,7 +195,7 @@ class ConsumerPool:
         finally:
             for task in consumers:
                 task.cancel()
-            for helper in (maintenance, unparker):
+            for helper in helpers:
                 helper.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await helper
@@ -183,74 +210,125 @@ class ConsumerPool:
     # -- the loop -------------------------------------------------------------------------
 
     async def _consume(self, n: int) -> None:
-        woken = False
-        done: list[Job] = []  # handled, not yet acked: the next claim carries the ack
+        done: list[Job] = []  # handled, not yet acked: the next claim round carries the ack
         while not self._stop.is_set():
-            try:
-                self.stats.claims += 1
-                acked, jobs, more = await self.lanes.ack_wclaim(done, self.lease_ms)
-            except Exception as exc:
-                # an ack that may not have happened: the leases expire and the jobs are
-                # served again, and the handler's writes are idempotent; nothing is lost
-                _failed("claim", exc, consumer=n, unacked=len(done))
-                done = []
-                await self._sleep(1.0)
-                continue
-            OUTAGES.ok("redis")
-            self._count_acks(done, acked)
+            jobs = await self._ask(done)
             done = []
-            if not jobs:
-                woken = await self._park()
-                continue
-            if woken and more:
-                # one wake token woke one consumer; pass it on while work remains
-                with _waived("wake"):
-                    await self.lanes.wake()
-            woken = False
-            done = await self._handle(jobs)
+            if jobs is None:  # the round failed (booked by the claimer); the leases expire
+                await self._sleep(1.0)
+            elif not jobs:
+                await self._park()
+            else:
+                done = await self._handle(n, jobs)
         if done:  # stopping: ack what is in hand, claim nothing more
             try:
-                self._count_acks(done, await self.lanes.ack_many(done))
+                self._count_acks(len(done), await self.lanes.ack_many(done))
             except Exception as exc:
                 _failed("ack", exc, jobs=[job.id for job in done])
 
-    def _count_acks(self, done: list[Job], acked: int) -> None:
-        self.stats.acked += acked
-        self.stats.stale += len(done) - acked
-        if acked < len(done):
-            log.warning("stale leases at ack", extra={"stale": len(done) - acked})
+    async def _ask(self, done: list[Job]) -> list[Job] | None:
+        """Hand in a finished batch and ask for the next: the answer of the next round."""
+        answer: asyncio.Future[list[Job] | None] = asyncio.get_running_loop().create_future()
+        self._asks.append((done, answer))
+        self._asked.set()
+        return await answer
 
-    async def _park(self) -> bool:
+    async def _claimer(self) -> None:
+        """The claim rounds: every request waiting is sent in one `ack_wclaims` call."""
+        while True:
+            await self._asked.wait()
+            self._asked.clear()
+            asks, self._asks = self._asks[:CLAIM_ROUND_MAX], self._asks[CLAIM_ROUND_MAX:]
+            if self._asks:
+                self._asked.set()  # the rest go in the next round
+            if not asks:
+                continue
+            done = [job for finished, _ in asks for job in finished]
+            wanted = 0 if self._stop.is_set() else len(asks)
+            self.stats.claims += 1
+            try:
+                acked, batches, more = await self.lanes.ack_wclaims(done, self.lease_ms, wanted)
+            except Exception as exc:
+                # an ack that may not have happened: the leases expire and the jobs are
+                # served again, and the handler's writes are idempotent; nothing is lost
+                _failed("claim", exc, unacked=len(done), consumers=len(asks))
+                for _, answer in asks:
+                    if not answer.done():  # (a consumer cancelled meanwhile)
+                        answer.set_result(None)
+                continue
+            OUTAGES.ok("redis")
+            self._count_acks(len(done), acked)
+            for i, (_, answer) in enumerate(asks):
+                if not answer.done():
+                    answer.set_result(batches[i] if i < len(batches) else [])
+            if self._woken and more:
+                # a wake token woke this pool and work remains: another pool may be parked
+                with _waived("wake"):
+                    await self.lanes.wake()
+            self._woken = False
+
+    def _count_acks(self, done: int, acked: int) -> None:
+        self.stats.acked += acked
+        self.stats.stale += done - acked
+        if acked < done:
+            log.warning("stale leases at ack", extra={"stale": done - acked})
+
+    async def _park(self) -> None:
+        """Wait for the pool's waiter to ring: a wake token, its timeout, or stopping."""
         self.stats.parks += 1
         self._parked += 1
+        self._someone_parked.set()
+        bell = self._bell
         try:
-            if self._stop.is_set():
-                return False
-            return await self.lanes.park(self.park_timeout_s)
-        except Exception as exc:
-            _failed("park", exc)
-            await self._sleep(1.0)
-            return False
+            if not self._stop.is_set():
+                await bell.wait()
         finally:
             self._parked -= 1
 
+    def _ring(self) -> None:
+        bell, self._bell = self._bell, asyncio.Event()
+        bell.set()
+
+    async def _watch(self) -> None:
+        """The pool's one waiter on the wake list: it blocks only while a consumer is parked,
+        and sends all parked consumers back to claim (together, in one round) when a wake
+        token comes or the park times out."""
+        while not self._stop.is_set():
+            if not self._parked:
+                self._someone_parked.clear()
+                await self._someone_parked.wait()
+                continue
+            self.stats.waits += 1
+            self._waiting = True
+            try:
+                woken = await self.lanes.park(self.park_timeout_s)
+            except Exception as exc:
+                _failed("park", exc)
+                await self._sleep(1.0)
+                woken = False
+            finally:
+                self._waiting = False
+            self._woken = self._woken or woken
+            self._ring()
+
     async def _unpark_on_stop(self) -> None:
-        """Wake our parked consumers when stopping (redis-py may ignore the cancellation
-        of a BLPOP that has just started, so they are woken the regular way instead)."""
+        """Wake our parked consumers when stopping, and our waiter (redis-py may ignore the
+        cancellation of a BLPOP that has just started, so it is woken the regular way)."""
         await self._stop.wait()
-        if self._parked:
+        self._ring()
+        if self._waiting:
             with _waived("wake"):
-                await self.lanes.wake(self._parked)
+                await self.lanes.wake()
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), seconds)
 
-    async def _handle(self, jobs: list[Job]) -> list[Job]:
+    async def _handle(self, n: int, jobs: list[Job]) -> list[Job]:
         """Run the handler on a batch; the batch to ack (none when it was retried)."""
         self.stats.claimed += len(jobs)
         self.stats.batches += 1
-        heartbeat = asyncio.ensure_future(self._heartbeat(jobs)) if self.extend_leases else None
+        self._in_hand[n] = (jobs, asyncio.get_running_loop().time())
         try:
             await self.handler(jobs)
         except Retry as retry:
@@ -268,8 +346,7 @@ class ConsumerPool:
             await self._retry(jobs, self._backoff_ms, error)
             return []
         finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
+            del self._in_hand[n]
         return jobs
 
     def _backoff_ms(self, job: Job) -> int:
@@ -301,21 +378,28 @@ class ConsumerPool:
             self._earlier_deadline.set()  # earlier than what the maintenance task sleeps until
         heapq.heappush(self._retry_deadlines, deadline)
 
-    async def _heartbeat(self, jobs: list[Job]) -> None:
-        """Extend the leases of a batch whose handler runs longer than a third of a lease."""
+    async def _heartbeat(self) -> None:
+        """Extend the leases of the batches in hand for longer than a third of a lease (one
+        task for the pool, rather than one per batch: most batches take milliseconds)."""
         period = self.lease_ms / 3000
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(period)
-            for job in jobs:
-                with _waived("extend"):
-                    await self.lanes.extend(job, self.lease_ms)
+            now = loop.time()
+            for jobs, since in list(self._in_hand.values()):
+                if now - since >= period:
+                    for job in jobs:
+                        with _waived("extend"):
+                            await self.lanes.extend(job, self.lease_ms)
 
     async def _maintain(self) -> None:
-        """Reap + promote + one batch of retention every `maintenance_interval_s`, and
+        """Reap + promote + one batch of retention every `maintenance_interval_s` (that many
+        times MAINTENANCE_IDLE_FACTOR after a tick in which the pool handled nothing), and
         promote alone whenever a retry this pool scheduled comes due in between. Sleeps
         otherwise: no polling."""
         loop = asyncio.get_running_loop()
         tick = loop.time()  # the first pass reaps and promotes at once
+        batches = -1  # the pool's batch count at the last periodic pass
         while not self._stop.is_set():
             now = loop.time()
             periodic = now >= tick
@@ -326,7 +410,10 @@ class ConsumerPool:
             if periodic or due:
                 await self._maintenance_pass(reap=periodic)
             if periodic:
-                tick = loop.time() + self.maintenance_interval_s
+                idle = batches == self.stats.batches and not self._in_hand
+                batches = self.stats.batches
+                factor = MAINTENANCE_IDLE_FACTOR if idle else 1
+                tick = loop.time() + self.maintenance_interval_s * factor
             # cleared after the pass: a deadline pushed during it is in the heap read here
             self._earlier_deadline.clear()
             wake_at = min(tick, self._retry_deadlines[0]) if self._retry_deadlines else tick

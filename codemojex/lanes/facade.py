@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.connection import AbstractConnection
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
@@ -55,13 +58,22 @@ def _lease(lease_ms: object) -> int:
 
 def _park_cap_s(client: AnyRedis) -> float:
     """How long a BLPOP may block on this client: a little less than its socket timeout, if
-    it has one (redis-py's default is 5 s), since a read that times out is taken for a dead
-    connection. None means no timeout."""
+    it has one, since a read that times out is taken for a dead connection. A client built
+    without one has the connection class's default (5 s in redis-py 8), not none."""
     if isinstance(client, RedisCluster):
-        timeout = client.connection_kwargs.get("socket_timeout")
+        kwargs = client.connection_kwargs
     else:
-        timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+        kwargs = client.connection_pool.connection_kwargs
+    timeout = kwargs["socket_timeout"] if "socket_timeout" in kwargs else _default_timeout()
     return float("inf") if timeout is None else max(0.1, float(timeout) - 1.0)
+
+
+@functools.cache
+def _default_timeout() -> float | None:
+    param = inspect.signature(AbstractConnection.__init__).parameters.get("socket_timeout")
+    if param is None or param.default is inspect.Parameter.empty:
+        return None
+    return cast(float | None, param.default)
 
 
 def _text(value: Any) -> str:
@@ -241,6 +253,38 @@ class Lanes:
             pairs = pairs[-2 * ACK_CHUNK :]
         reply = await self._call("ack_wclaim", lease, *pairs)
         return acked + reply[0], self._jobs(reply, 1), len(reply) > 1 and reply[3] > 0
+
+    async def ack_wclaims(
+        self, done: list[Job], lease_ms: int, wanted: int
+    ) -> tuple[int, list[list[Job]], bool]:
+        """ack_many(done), then up to `wanted` wclaims, in one round trip (a consumer pool's
+        round: the finished batches of all its consumers, a batch for each that asks): how
+        many of `done` were acked, the batches (fewer than `wanted` when the rota ran dry),
+        and whether the room ring still held work after the last one."""
+        lease = _lease(lease_ms)
+        _int(wanted, "wanted", 0, ACK_CHUNK)
+        pairs = self._pairs(done)  # every token checked before anything is acked
+        acked = 0
+        if len(done) > ACK_CHUNK:
+            acked = await self.ack_many(done[:-ACK_CHUNK])
+            pairs = pairs[-2 * ACK_CHUNK :]
+        reply = await self._call("ack_wclaims", lease, wanted, *pairs)
+        batches: list[list[Job]] = []
+        at, end = 2, len(reply)
+        while at < end:
+            fields = reply[at]
+            room = reply[at + 1].decode()
+            lane = reply[at + 2].decode()
+            first = at + 3
+            batches.append(
+                [
+                    Job(reply[i].decode(), room, lane, reply[i + 1], reply[i + 2],
+                        reply[i + 3], reply[i + 4], reply[i + 5])
+                    for i in range(first, first + fields, 6)
+                ]
+            )  # fmt: skip
+            at = first + fields
+        return acked + reply[0], batches, bool(batches) and reply[1] > 0
 
     async def retry(self, job: Job, delay_ms: int, error: str) -> str:
         """'delayed' (due after delay_ms) or 'dead' (attempts spent); 'stale' when fenced out."""

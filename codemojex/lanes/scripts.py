@@ -17,6 +17,7 @@ VERBS: Final = (
     "ack",
     "ack_many",
     "ack_wclaim",
+    "ack_wclaims",
     "retry",
     "extend",
     "reap",

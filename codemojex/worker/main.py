@@ -10,7 +10,7 @@ from codemojex.ops.collect import WorkerCollector
 from codemojex.ops.server import ProcessOps
 from codemojex.runtime import open_runtime
 from codemojex.settings import Settings
-from codemojex.worker.service import WorkerStats, make_bot, run_worker
+from codemojex.worker.service import WorkerStats, make_bot, run_worker, settle_process
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,7 @@ async def main(settings: Settings) -> WorkerStats:
                 collectors=[WorkerCollector(stats)],
             )
             await ops.start()
+            settle_process()
             try:
                 await run_worker(
                     settings,

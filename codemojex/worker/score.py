@@ -32,13 +32,14 @@ nothing is lost. The secret code and the guess text are never logged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex import ids
 from codemojex.db import store
@@ -104,6 +105,12 @@ class ScoreWorker:
         self._on_recorded = on_recorded
         self._waiting: list[_Waiting] = []
         self._flush_lock = asyncio.Lock()
+        # The flushes hold one connection while batches keep coming (no pool checkout, no
+        # ping, no session per flush); it goes back to the pool when a flush finds no batch
+        # waiting, and is dropped after a failed flush (the next one takes a fresh one).
+        bind = sessionmaker.kw.get("bind")
+        self._engine: AsyncEngine | None = bind if isinstance(bind, AsyncEngine) else None
+        self._conn: AsyncConnection | None = None
 
     async def __call__(self, jobs: Sequence[Job]) -> None:
         claimed_ms = int(time.time() * 1000)  # the pool calls us right after the claim
@@ -220,12 +227,28 @@ class ScoreWorker:
 
     async def _record_together(self, taken: list[_Waiting]) -> list[Verdict]:
         """One transaction for the guesses of these batches, in order."""
-        async with self._sessionmaker() as session:
-            verdicts = await store.record_guesses(
-                session, [attempt for waiting in taken for attempt in waiting.attempts]
-            )
+        attempts = [attempt for waiting in taken for attempt in waiting.attempts]
+        if self._engine is None:
+            async with self._sessionmaker() as session:
+                verdicts = await store.record_guesses(session, attempts)
+        else:
+            if self._conn is None:
+                self._conn = await self._engine.connect()
+            try:
+                verdicts = await store.record_guesses(self._conn, attempts)
+            except BaseException:
+                await self._release()
+                raise
+            if not self._waiting:
+                await self._release()
         self.stats.flushes += 1
         return verdicts
+
+    async def _release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
 
     def _count(self, job: Job, verdict: Verdict, claimed_ms: int) -> int | None:
         """Book one guess's verdict; the chat it was answered in, if it was."""

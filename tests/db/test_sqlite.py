@@ -7,10 +7,10 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex.db import Guess, LeaderboardEntry, Outbox, Round, store
+from codemojex.db import Guess, LeaderboardEntry, Outbox, Room, Round, store
 from codemojex.game.decide import Verdict
 from codemojex.game.types import ENDROUND
 from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess
@@ -90,3 +90,21 @@ async def test_concurrent_start_round_on_sqlite(
             return True
 
     assert sum(await asyncio.gather(*(attempt(i) for i in range(5)))) == 1
+
+
+async def test_the_guess_read_does_not_queue_behind_a_writer(
+    sqlite_sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    """Every transaction takes SQLite's write lock first (BEGIN IMMEDIATE), except one marked
+    read-only: the bot's read per guess begins DEFERRED, so a worker's group commit holding
+    the lock does not hold up the guesses the bot takes (WAL: it reads the last commit)."""
+    async with sqlite_sessions() as s:
+        room = await new_room(s, chat_id=CHAT, title="Before")
+        await store.ensure_player(s, room.id, 1, "Alice")
+    async with sqlite_sessions() as writer:
+        await writer.execute(update(Room).where(Room.id == room.id).values(title="During"))
+        async with sqlite_sessions() as reader:
+            # a writer's BEGIN IMMEDIATE would wait the busy timeout (30 s) here
+            ctx = await asyncio.wait_for(store.guess_context(reader, CHAT, 1), 5)
+        assert ctx is not None and ctx.room.title == "Before" and ctx.player is not None
+        await writer.rollback()

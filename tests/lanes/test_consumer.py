@@ -8,6 +8,8 @@ import random
 import signal
 from collections.abc import Awaitable, Callable
 
+import pytest
+
 from codemojex import ids
 from codemojex.lanes import ConsumerPool, Job, Lanes, Retry
 from codemojex.outages import backoff_ms
@@ -168,24 +170,55 @@ def test_backoff_is_exponential_with_full_jitter() -> None:
 
 
 async def test_parks_when_empty_and_wakes_on_enqueue(env: Env) -> None:
+    """Parked consumers cost nothing each: the pool has one waiter on the wake list, and the
+    consumers it sends back to claim ask together, in one script call."""
     seen: list[list[Job]] = []
     pool = ConsumerPool(
         env.lanes, recorder(seen), concurrency=3, park_timeout_s=30, maintenance_interval_s=30
     )
     task = await run_pool(pool)
-    await until(lambda: pool.stats.parks == 3)
+    await until(lambda: pool.stats.parks == 3 and pool.stats.waits == 1)
     await asyncio.sleep(0.3)
-    assert pool.stats.claims == 3  # one empty claim each, then parked: no polling
+    # one empty round for the three, then parked under one BLPOP: no polling
+    assert (pool.stats.claims, pool.stats.waits) == (1, 1)
     r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
     jid = await env.lanes.enqueue(r, ln, b"x")
     await until(lambda: pool.stats.acked == 1, within=5)  # far below the 30 s park timeout
     assert seen[0][0].id == jid
     await asyncio.sleep(0.2)
-    # the woken consumer claimed, handled, found nothing and parked again
-    assert pool.stats.claims <= 5
+    # the token woke the waiter, the three claimed in one round; the one served asked again
+    # with its ack, found nothing and parked; the waiter blocks again
+    assert (pool.stats.claims, pool.stats.waits) == (3, 2)
     pool.stop()
     async with asyncio.timeout(5):
         await task  # stop() wakes parked consumers, no need to wait for the timeout
+
+
+async def test_a_round_serves_every_consumer_asking_in_one_call(env: Env) -> None:
+    """Eight consumers with work for all: the batches of a round are claimed by one script
+    call, and the acks of finished batches ride on the next round's call."""
+    lanes = CountingLanes(env.client, env.queue)
+    lanes.calls = {}
+    r = ids.mint(ids.ROOM)
+    players = [ids.mint(ids.PLAYER) for _ in range(8)]
+    for i in range(64):
+        await lanes.enqueue(r, players[i % 8], f"p{i}".encode())
+    seen: list[list[Job]] = []
+
+    async def handler(jobs: list[Job]) -> None:
+        await asyncio.sleep(0.01)
+        seen.append(jobs)
+
+    pool = ConsumerPool(lanes, handler, concurrency=8, park_timeout_s=30)
+    task = await run_pool(pool)
+    await until(lambda: pool.stats.acked == 64)
+    pool.stop()
+    await task
+    assert sum(len(batch) for batch in seen) == 64
+    assert pool.stats.claims == lanes.calls["ack_wclaims"]
+    assert lanes.calls["ack_wclaims"] <= 64 // 4  # one call per consumer would be 64+
+    assert "ack_wclaim" not in lanes.calls and "wclaim" not in lanes.calls
+    assert await env.lanes.check() == []
 
 
 async def test_stop_finishes_and_acks_the_batches_in_hand(env: Env) -> None:
@@ -227,6 +260,28 @@ class CountingLanes(Lanes):
         return await super()._call(verb, *args)
 
 
+async def test_a_round_takes_at_most_its_cap_the_rest_go_in_the_next(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("codemojex.lanes.consumer.CLAIM_ROUND_MAX", 2)
+    lanes = CountingLanes(env.client, env.queue)
+    lanes.calls = {}
+    r = ids.mint(ids.ROOM)
+    for i in range(10):
+        await lanes.enqueue(r, ids.mint(ids.PLAYER), f"p{i}".encode())
+    seen: list[list[Job]] = []
+    pool = ConsumerPool(lanes, recorder(seen), concurrency=5, park_timeout_s=30)
+    task = await run_pool(pool)
+    await until(lambda: pool.stats.acked == 10)
+    pool.stop()
+    await task
+    assert sorted(job.payload for batch in seen for job in batch) == sorted(
+        f"p{i}".encode() for i in range(10)
+    )
+    assert lanes.calls["ack_wclaims"] >= 10 // 2  # two requests a round at most
+    assert await env.lanes.check() == []
+
+
 async def test_a_batch_costs_one_script_call_its_ack_rides_on_the_next_claim(env: Env) -> None:
     lanes = CountingLanes(env.client, env.queue)
     lanes.calls = {}
@@ -241,8 +296,10 @@ async def test_a_batch_costs_one_script_call_its_ack_rides_on_the_next_claim(env
     pool.stop()
     await task
     assert [len(batch) for batch in seen] == [4] * 10
-    # 10 batches + the claim that acked the last one and found nothing + idle parks
-    assert lanes.calls.get("ack_wclaim", 0) == 11 + pool.stats.parks - 1
+    # 10 batches + the round that acked the last one and found nothing + a round after
+    # each of the waiter's timeouts (but the one that stopping cut short)
+    calls = lanes.calls["ack_wclaims"]
+    assert 11 + pool.stats.waits - 1 <= calls <= 11 + pool.stats.waits
     assert "ack_many" not in lanes.calls and "wclaim" not in lanes.calls
     assert await env.lanes.check() == []
 

@@ -16,8 +16,8 @@ import pytest
 from codemojex.lanes.scripts import _read
 
 HOT = [
-    "enqueue", "claim", "wclaim", "ack", "ack_many", "ack_wclaim", "retry", "extend", "reap",
-    "promote", "retain",
+    "enqueue", "claim", "wclaim", "ack", "ack_many", "ack_wclaim", "ack_wclaims", "retry", "extend",
+    "reap", "promote", "retain",
 ]  # fmt: skip
 SCANNING = {"LPOS", "LRANGE", "SCAN", "KEYS", "HGETALL", "SMEMBERS", "ZRANGE", "HKEYS"}
 CALL = re.compile(r"redis\.call\('([A-Z]+)'([^)]*)\)")

@@ -515,6 +515,27 @@ class LanesMachine(RuleBasedStateMachine):
         assert acked == expected_acked
         self._served(served, self.model.serve(weighted=True))
 
+    @rule(data=st.data(), wanted=st.integers(0, 4))
+    def ack_wclaims(self, data: st.DataObject, wanted: int) -> None:
+        """A pool's round: the acks, then `wanted` rota steps, stopping at the first empty."""
+        self.step()
+        live = [job for job in self.held if self.model.holds(job)]
+        jobs = (
+            data.draw(st.lists(st.sampled_from(live), max_size=4, unique_by=token)) if live else []
+        )
+        expected_acked = self.model.ack_many(jobs)
+        acked, batches, _ = self.run(self.lanes.ack_wclaims(jobs, LEASE_MS, wanted))
+        assert acked == expected_acked
+        expected = []
+        for _ in range(wanted):
+            batch = self.model.serve(weighted=True)
+            if not batch:
+                break
+            expected.append(batch)
+        assert len(batches) == len(expected)
+        for served, model in zip(batches, expected, strict=True):
+            self._served(served, model)
+
     @precondition(lambda self: self.held)
     @rule(data=st.data())
     def retry(self, data: st.DataObject) -> None:

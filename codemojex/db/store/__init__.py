@@ -39,7 +39,13 @@ from codemojex.db.store.rooms import (
     room_chats,
     update_room_settings,
 )
-from codemojex.db.store.rounds import close_round, expire_rounds, open_round, start_round
+from codemojex.db.store.rounds import (
+    close_round,
+    expire_rounds,
+    next_expiry,
+    open_round,
+    start_round,
+)
 from codemojex.db.store.stats import (
     GlobalStats,
     LeaderRow,
@@ -79,6 +85,7 @@ __all__ = [
     "is_banned",
     "leaderboard",
     "mark_sent",
+    "next_expiry",
     "open_round",
     "pending_outbox",
     "player_stats",

@@ -7,9 +7,14 @@ one transaction after another and the first all-exact guess is its only winner; 
 is read after the lock, so it includes what the previous holder wrote. The guess id (the lane
 job id) is the primary key, so a re-delivered job finds its own row and changes nothing.
 
-Why it is fast: the statements are few and do not grow with the batch (one lock, four lookups,
-one insert or update per table), which is what lets the worker record every batch in hand at
-once (group commit).
+Why it is fast: the statements are few and do not grow with the batch, which is what lets the
+worker record every batch in hand at once (group commit). On Postgres a batch is five round
+trips whatever its size: BEGIN, the lock, ONE lookup (recorded guesses, players, bans and
+attempts so far, per guess, with LATERAL), ONE write (guess rows, leaderboard upserts, closed
+rounds and outbox rows as data-modifying CTEs over arrays) and COMMIT; the statements are
+fixed texts, so asyncpg prepares each once per connection. SQLite (the embedded demo) runs
+the same decisions through portable Core statements: a lock-free lookup per table (its
+transactions are serialised by BEGIN IMMEDIATE) and an executemany per table.
 """
 
 from __future__ import annotations
@@ -18,11 +23,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, func, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import bindparam, case, func, insert, select, text, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from codemojex.db.models import (
     Ban,
@@ -31,10 +35,11 @@ from codemojex.db.models import (
     Player,
     Room,
     Round,
+    UTCDateTime,
     split_emojis,
     utcnow,
 )
-from codemojex.db.store.outbox import write_messages
+from codemojex.db.store.outbox import keys_off_written, write_messages
 from codemojex.game.decide import (
     Attempt,
     BatchState,
@@ -51,38 +56,240 @@ from codemojex.locale import resolve
 
 
 async def record_guesses(
-    session: AsyncSession, attempts: Sequence[Attempt], *, now: datetime | None = None
+    db: AsyncSession | AsyncConnection,
+    attempts: Sequence[Attempt],
+    *,
+    now: datetime | None = None,
 ) -> list[Verdict]:
     """Decide and record a batch of guesses in ONE transaction, with their outbox rows and
     leaderboard changes: one verdict per attempt, in order (see `codemojex.game.decide`).
-    Idempotent per guess id: recording a batch again changes nothing and reports duplicates."""
+    Idempotent per guess id: recording a batch again changes nothing and reports duplicates.
+    `db` is a session or a connection (the score worker's flush holds one), outside a
+    transaction; the transaction is committed, or rolled back on a failure."""
     if not attempts:
         return []
     now = now or utcnow()
     for attempt in (1, 2):
         try:
-            decision = decide(attempts, await load_batch(session, attempts), now)
-            await write_decision(session, decision)
-            await session.commit()
+            conn = db if isinstance(db, AsyncConnection) else await db.connection()
+            if conn.dialect.name == "postgresql":
+                decision = decide(attempts, await _load_pg(conn, attempts), now)
+                await _write_pg(conn, decision)
+            else:
+                decision = decide(attempts, await load_batch(conn, attempts), now)
+                await write_decision(conn, decision)
+            await db.commit()
             return decision.verdicts
         except IntegrityError:
             # A copy of one of these jobs, delivered twice at once, committed first; its round
             # lock has been released, so the second go finds it and reports a duplicate.
-            await session.rollback()
+            await db.rollback()
             if attempt == 2:
                 raise
         except BaseException:
-            await session.rollback()
+            await db.rollback()
             raise
     raise AssertionError("unreachable")
 
 
-async def load_batch(session: AsyncSession, attempts: Sequence[Attempt]) -> BatchState:
+def _round_state(r: Any) -> RoundState:
+    return RoundState(
+        id=r.id,
+        room_id=r.room_id,
+        chat_id=int(r.chat_id),
+        length=r.length,
+        palette=frozenset(split_emojis(r.palette)),
+        secret=split_emojis(r.secret),
+        ended=r.ended_at is not None,
+        end_reason=r.end_reason,
+        winning_guess_id=r.winning_guess_id,
+        language=resolve(r.language),
+        thread_id=int(r.thread_id),
+    )
+
+
+# -- Postgres: fixed statements over arrays ------------------------------------------------
+
+# The batch's rounds, locked in id order (two workers never deadlock), with their rooms.
+_PG_LOCK = text(
+    """
+    SELECT r.id, r.room_id, rm.chat_id, r.length, r.palette, r.secret, r.ended_at,
+           r.end_reason, r.winning_guess_id, rm.language, rm.thread_id
+    FROM rounds r JOIN rooms rm ON rm.id = r.room_id
+    WHERE r.id = ANY(CAST(:round_ids AS bigint[]))
+    ORDER BY r.id
+    FOR NO KEY UPDATE OF r
+    """
+)
+
+# Per guess of the batch, read after the lock (a statement of its own, so that its snapshot
+# includes what the lock's previous holder committed): the guess row if it was recorded
+# before, its player, whether the player is banned in their room, and the player's scored
+# guesses in the round so far.
+_PG_LOOKUP = text(
+    """
+    SELECT a.guess_id, a.round_id, a.player_id,
+           g.round_id AS g_round_id, g.exact, g.misplaced, g.attempt_no, g.late,
+           p.room_id AS p_room_id, p.display_name,
+           EXISTS (SELECT 1 FROM bans b WHERE b.room_id = p.room_id AND b.player_id = p.id)
+             AS banned,
+           s.scored
+    FROM unnest(CAST(:guess_ids AS text[]), CAST(:round_ids AS bigint[]),
+                CAST(:player_ids AS text[])) AS a(guess_id, round_id, player_id)
+    LEFT JOIN guesses g ON g.id = a.guess_id
+    LEFT JOIN players p ON p.id = a.player_id
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS scored FROM guesses c
+        WHERE c.round_id = a.round_id AND c.player_id = a.player_id AND NOT c.late
+    ) s
+    """
+)
+
+
+async def _load_pg(conn: AsyncConnection, attempts: Sequence[Attempt]) -> BatchState:
+    round_ids = sorted({a.round_id for a in attempts})
+    locked = await conn.execute(_PG_LOCK, {"round_ids": round_ids})
+    rounds = {r.id: _round_state(r) for r in locked}
+    rows = await conn.execute(
+        _PG_LOOKUP,
+        {
+            "guess_ids": [a.guess_id for a in attempts],
+            "round_ids": [a.round_id for a in attempts],
+            "player_ids": [a.player_id for a in attempts],
+        },
+    )
+    players: dict[str, PlayerState] = {}
+    banned: set[tuple[str, str]] = set()
+    scored_before: dict[tuple[int, str], int] = {}
+    recorded: dict[str, StoredGuess] = {}
+    for row in rows:
+        if row.g_round_id is not None:
+            recorded[row.guess_id] = StoredGuess(
+                row.g_round_id, row.exact, row.misplaced, row.attempt_no, row.late
+            )
+        if row.p_room_id is not None:
+            players[row.player_id] = PlayerState(row.p_room_id, row.display_name)
+            if row.banned:
+                banned.add((row.p_room_id, row.player_id))
+        if row.scored:
+            scored_before[(row.round_id, row.player_id)] = int(row.scored)
+    return BatchState(
+        rounds=rounds,
+        players=players,
+        banned=frozenset(banned),
+        scored_before=scored_before,
+        recorded=recorded,
+    )
+
+
+# Everything a decision writes, in one statement: data-modifying CTEs, each over the arrays
+# of its rows (an empty array writes nothing). Leaderboard rows arrive in key order (rows
+# locked in a stable order); outbox rows are inserted in the order given (their ids are the
+# posting order).
+_PG_WRITE = text(
+    """
+    WITH new_guesses AS (
+        INSERT INTO guesses (id, round_id, player_id, text, exact, misplaced, attempt_no,
+                             late, scored_at)
+        SELECT g.id, g.round_id, g.player_id, g.text, g.exact, g.misplaced, g.attempt_no,
+               g.late, :now
+        FROM unnest(CAST(:g_ids AS text[]), CAST(:g_rounds AS bigint[]),
+                    CAST(:g_players AS text[]), CAST(:g_texts AS text[]),
+                    CAST(:g_exact AS int[]), CAST(:g_misplaced AS int[]),
+                    CAST(:g_attempts AS int[]), CAST(:g_late AS bool[]))
+             AS g(id, round_id, player_id, text, exact, misplaced, attempt_no, late)
+    ), board AS (
+        INSERT INTO leaderboard AS lb (room_id, player_id, points, wins, guesses, best_solve)
+        SELECT t.room_id, t.player_id, t.points, t.wins, t.guesses, t.best_solve
+        FROM unnest(CAST(:t_rooms AS text[]), CAST(:t_players AS text[]),
+                    CAST(:t_points AS int[]), CAST(:t_wins AS int[]),
+                    CAST(:t_guesses AS int[]), CAST(:t_best AS int[]))
+             WITH ORDINALITY AS t(room_id, player_id, points, wins, guesses, best_solve, n)
+        ORDER BY t.n
+        ON CONFLICT (room_id, player_id) DO UPDATE SET
+            points = lb.points + excluded.points,
+            wins = lb.wins + excluded.wins,
+            guesses = lb.guesses + excluded.guesses,
+            best_solve = CASE
+                WHEN excluded.best_solve IS NULL THEN lb.best_solve
+                WHEN lb.best_solve IS NULL THEN excluded.best_solve
+                ELSE least(lb.best_solve, excluded.best_solve) END
+    ), closed AS (
+        UPDATE rounds r SET ended_at = :now, end_reason = :solved,
+                            winner_player_id = c.winner, winning_guess_id = c.guess
+        FROM unnest(CAST(:c_rounds AS bigint[]), CAST(:c_winners AS text[]),
+                    CAST(:c_guesses AS text[])) AS c(id, winner, guess)
+        WHERE r.id = c.id
+    )
+    INSERT INTO outbox (chat_id, thread_id, text, kind, reply_to_message_id, markup, round_id,
+                        guess_id, player_name, created_at)
+    SELECT m.chat_id, m.thread_id, m.text, m.kind, m.reply_to, m.markup, m.round_id,
+           m.guess_id, m.player_name, :now
+    FROM unnest(CAST(:m_chats AS bigint[]), CAST(:m_threads AS bigint[]),
+                CAST(:m_texts AS text[]), CAST(:m_kinds AS text[]),
+                CAST(:m_replies AS bigint[]), CAST(:m_markups AS text[]),
+                CAST(:m_rounds AS bigint[]), CAST(:m_guesses AS text[]),
+                CAST(:m_names AS text[]))
+         WITH ORDINALITY AS m(chat_id, thread_id, text, kind, reply_to, markup, round_id,
+                              guess_id, player_name, n)
+    ORDER BY m.n
+    """
+).bindparams(bindparam("now", type_=UTCDateTime()))
+
+
+async def _write_pg(conn: AsyncConnection, decision: Decision) -> None:
+    guesses = decision.new_guesses
+    tallies = sorted(decision.tallies.items())
+    messages = decision.messages
+    if not (guesses or tallies or decision.closings or messages):
+        return
+    await conn.execute(
+        _PG_WRITE,
+        {
+            "now": decision.now,
+            "solved": SOLVED,
+            "g_ids": [a.guess_id for a, _ in guesses],
+            "g_rounds": [a.round_id for a, _ in guesses],
+            "g_players": [a.player_id for a, _ in guesses],
+            "g_texts": ["".join(a.emojis) for a, _ in guesses],
+            "g_exact": [v.exact for _, v in guesses],
+            "g_misplaced": [v.misplaced for _, v in guesses],
+            "g_attempts": [v.attempt_no for _, v in guesses],
+            "g_late": [v.late for _, v in guesses],
+            "t_rooms": [room for (room, _), _ in tallies],
+            "t_players": [player for (_, player), _ in tallies],
+            "t_points": [t.points for _, t in tallies],
+            "t_wins": [t.wins for _, t in tallies],
+            "t_guesses": [t.guesses for _, t in tallies],
+            "t_best": [t.best_solve for _, t in tallies],
+            "c_rounds": [c.round_id for c in decision.closings],
+            "c_winners": [c.winner_player_id for c in decision.closings],
+            "c_guesses": [c.winning_guess_id for c in decision.closings],
+            "m_chats": [m.chat_id for m in messages],
+            "m_threads": [m.thread_id for m in messages],
+            "m_texts": [m.text for m in messages],
+            "m_kinds": [m.kind for m in messages],
+            "m_replies": [m.reply_to for m in messages],
+            "m_markups": [m.markup for m in messages],
+            "m_rounds": [m.round_id for m in messages],
+            "m_guesses": [m.guess_id for m in messages],
+            "m_names": [m.player_name for m in messages],
+        },
+    )
+    # a won round's keys_off row learns its announcement's message id (a statement of its
+    # own: it must see the row just inserted; only when a round closes)
+    await keys_off_written(conn, messages)
+
+
+# -- SQLite (and any other dialect): portable Core statements -----------------------------
+
+
+async def load_batch(conn: AsyncConnection, attempts: Sequence[Attempt]) -> BatchState:
     """Lock the batch's rounds and read what deciding it needs (in the caller's transaction)."""
     round_ids = sorted({a.round_id for a in attempts})
     player_ids = sorted({a.player_id for a in attempts})
     guess_ids = sorted({a.guess_id for a in attempts})
-    locked = await session.execute(
+    locked = await conn.execute(
         select(
             Round.id,
             Round.room_id,
@@ -101,34 +308,19 @@ async def load_batch(session: AsyncSession, attempts: Sequence[Attempt]) -> Batc
         .order_by(Round.id)
         .with_for_update(of=Round, key_share=True)
     )
-    rounds = {
-        r.id: RoundState(
-            id=r.id,
-            room_id=r.room_id,
-            chat_id=int(r.chat_id),
-            length=r.length,
-            palette=frozenset(split_emojis(r.palette)),
-            secret=split_emojis(r.secret),
-            ended=r.ended_at is not None,
-            end_reason=r.end_reason,
-            winning_guess_id=r.winning_guess_id,
-            language=resolve(r.language),
-            thread_id=int(r.thread_id),
-        )
-        for r in locked
-    }
-    recorded = await session.execute(
+    rounds = {r.id: _round_state(r) for r in locked}
+    recorded = await conn.execute(
         select(
             Guess.id, Guess.round_id, Guess.exact, Guess.misplaced, Guess.attempt_no, Guess.late
         ).where(Guess.id.in_(guess_ids))
     )
-    players = await session.execute(
+    players = await conn.execute(
         select(Player.id, Player.room_id, Player.display_name).where(Player.id.in_(player_ids))
     )
-    banned = await session.execute(
+    banned = await conn.execute(
         select(Ban.room_id, Ban.player_id).where(Ban.player_id.in_(player_ids))
     )
-    scored_before = await session.execute(
+    scored_before = await conn.execute(
         select(Guess.round_id, Guess.player_id, func.count(Guess.id))
         .where(
             Guess.round_id.in_(round_ids),
@@ -149,7 +341,7 @@ async def load_batch(session: AsyncSession, attempts: Sequence[Attempt]) -> Batc
     )
 
 
-async def write_decision(session: AsyncSession, decision: Decision) -> None:
+async def write_decision(conn: AsyncConnection, decision: Decision) -> None:
     """Write what `decide` decided (in the caller's transaction, under the rounds' locks)."""
     now = decision.now
     if decision.new_guesses:
@@ -167,33 +359,28 @@ async def write_decision(session: AsyncSession, decision: Decision) -> None:
             }
             for attempt, verdict in decision.new_guesses
         ]
-        await session.execute(insert(Guess), rows)
+        await conn.execute(insert(Guess), rows)
     if decision.tallies:
-        await _bump_leaderboard(session, decision.tallies)
-    if decision.closings:
-        await session.execute(
-            update(Round),
-            [
-                {
-                    "id": c.round_id,
-                    "ended_at": now,
-                    "end_reason": SOLVED,
-                    "winner_player_id": c.winner_player_id,
-                    "winning_guess_id": c.winning_guess_id,
-                }
-                for c in decision.closings
-            ],
+        await _bump_leaderboard(conn, decision.tallies)
+    for c in decision.closings:
+        await conn.execute(
+            update(Round)
+            .where(Round.id == c.round_id)
+            .values(
+                ended_at=now,
+                end_reason=SOLVED,
+                winner_player_id=c.winner_player_id,
+                winning_guess_id=c.winning_guess_id,
+            )
         )
-    await write_messages(session, decision.messages, now)
+    await write_messages(conn, decision.messages, now)
 
 
 async def _bump_leaderboard(
-    session: AsyncSession, tallies: Mapping[tuple[str, str], Tally]
+    conn: AsyncConnection, tallies: Mapping[tuple[str, str], Tally]
 ) -> None:
     """Add each player's scored guesses (and wins) to their record, creating it if needed: one
     statement for every player of the batch, in key order (rows locked in a stable order)."""
-    dialect = session.get_bind().dialect.name
-    upsert = pg_insert if dialect == "postgresql" else sqlite_insert
     rows = [
         {
             "room_id": room_id,
@@ -205,10 +392,10 @@ async def _bump_leaderboard(
         }
         for (room_id, player_id), tally in sorted(tallies.items())
     ]
-    stmt = upsert(LeaderboardEntry)
+    stmt = sqlite_insert(LeaderboardEntry)
     table = LeaderboardEntry.__table__.c
     new = stmt.excluded
-    await session.execute(
+    await conn.execute(
         stmt.on_conflict_do_update(
             index_elements=[table.room_id, table.player_id],
             set_={

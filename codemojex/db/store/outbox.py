@@ -11,17 +11,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from codemojex.db.models import Outbox, Round, utcnow
 from codemojex.game.types import KIND_KEYS_OFF, KIND_ROUND, Message
 
 
-async def write_messages(session: AsyncSession, messages: Sequence[Message], now: datetime) -> None:
-    """Queue messages in the caller's transaction, in order (their ids are the posting order)."""
-    if not messages:
-        return
-    rows: list[dict[str, Any]] = [
+def message_rows(messages: Sequence[Message], now: datetime) -> list[dict[str, Any]]:
+    """The outbox rows of these messages, in order."""
+    return [
         {
             "chat_id": m.chat_id,
             "text": m.text,
@@ -36,21 +34,36 @@ async def write_messages(session: AsyncSession, messages: Sequence[Message], now
         }
         for m in messages
     ]
+
+
+async def write_messages(
+    db: AsyncSession | AsyncConnection, messages: Sequence[Message], now: datetime
+) -> None:
+    """Queue messages in the caller's transaction, in order (their ids are the posting order)."""
+    if not messages:
+        return
+    rows = message_rows(messages, now)
     # The rows go as parameters (one multi-row statement), not inside the statement, which
     # would then be compiled anew on every call.
-    await session.execute(insert(Outbox), rows)
+    await db.execute(insert(Outbox), rows)
+    await keys_off_written(db, messages)
+
+
+async def keys_off_written(db: AsyncSession | AsyncConnection, messages: Sequence[Message]) -> None:
+    """After `messages` were queued: their keys_off rows that do not know their announcement
+    yet are pointed at it (`_point_keys_off`)."""
     ended = [m.round_id for m in messages if m.kind == KIND_KEYS_OFF and m.reply_to is None]
     if ended:
-        await _point_keys_off(session, [r for r in ended if r is not None])
+        await _point_keys_off(db, [r for r in ended if r is not None])
 
 
-async def _point_keys_off(session: AsyncSession, round_ids: list[int]) -> None:
+async def _point_keys_off(db: AsyncSession | AsyncConnection, round_ids: list[int]) -> None:
     """Give the unsent keys_off rows of these rounds their announcement's message id, when it
     has one. Called where the round is closed (the announcement may be posted already) and
     where the announcement is marked sent (the round may be closed already): whichever comes
     second fills it in. (Closing holds the round's lock, which the announcement's update of
     the round waits for, so the second always sees what the first committed.)"""
-    await session.execute(
+    await db.execute(
         update(Outbox)
         .where(
             Outbox.kind == KIND_KEYS_OFF,

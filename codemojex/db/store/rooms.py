@@ -11,6 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import limits, scoring
+from codemojex.db.engine import READ_ONLY
 from codemojex.db.models import Ban, Player, Room, Round
 from codemojex.db.store.errors import InvalidCeiling, UnknownRoom
 
@@ -138,6 +139,9 @@ async def guess_context(
         .where(Room.chat_id == chat_id, Room.thread_id == thread_id)
         .execution_options(populate_existing=True)
     )
+    if not session.in_transaction():
+        # a read alone: on SQLite it waits for no writer (the worker's group commits)
+        await session.connection(execution_options={READ_ONLY: True})
     row = (await session.execute(stmt)).first()
     await session.commit()
     if row is None:

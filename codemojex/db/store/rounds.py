@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -147,6 +147,16 @@ async def close_round(
     except BaseException:
         await session.rollback()
         raise
+
+
+async def next_expiry(session: AsyncSession) -> datetime | None:
+    """When the first open round runs out of time (None: no round is open). One probe of
+    ix_rounds_open_expiry."""
+    stmt = select(func.min(Round.expires_at)).where(Round.ended_at.is_(None))
+    try:
+        return (await session.execute(stmt)).scalar_one()
+    finally:
+        await session.commit()
 
 
 async def expire_rounds(session: AsyncSession, now: datetime) -> list[Round]:

@@ -277,7 +277,7 @@ end
 
 -- Complete the leased jobs given as (id, token) pairs in ARGV[first], ARGV[first + 1], ...;
 -- stale tokens are skipped. The permits are given back per room, rooms in the order they
--- first appear. Returns how many were acked (ack_many, ack_wclaim).
+-- first appear. Returns how many were acked (ack_many, ack_wclaim, ack_wclaims).
 local function ack_pairs(first)
   local ids, jks, seen = {}, {}, {}
   local freed, rooms = {}, {}
