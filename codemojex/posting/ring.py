@@ -37,6 +37,11 @@ class Turns:
 class PostingRing:
     def __init__(self, redis: AnyRedis, namespace: str) -> None:
         self._keys = Keys(namespace)
+        self._redis = redis
+        # The ring was empty at the last look: an idle sender checks that it still is with
+        # one EXISTS (an empty sorted set is no key) instead of the take script's four
+        # commands, once a second.
+        self._was_empty = False
         self._add = scripts.register(redis, "ring_add")
         self._take = scripts.register(redis, "ring_take")
         self._release = scripts.register(redis, "ring_release")
@@ -50,8 +55,11 @@ class PostingRing:
 
     async def take(self, most: int, lease_ms: int, token: str) -> Turns:
         """Up to `most` chats whose turn has come, each leased to `token` for `lease_ms`."""
+        if self._was_empty and not await self._redis.exists(self._keys.ring):
+            return Turns([], None)
         raw = await self._take(keys=[self._keys.prefix], args=[max(0, most), lease_ms, token])
         first = int(raw[0])
+        self._was_empty = first < 0 and len(raw) == 1
         return Turns([int(c) for c in raw[1:]], None if first < 0 else first)
 
     async def release(self, chat_id: int, token: str, delay_ms: int, more: bool) -> int:
