@@ -14,7 +14,7 @@ Patterns (the issue's):
 - human:   one player in a group, a guess 4 s after each result, 8 guesses;
 - room10:  a room of 10 players each guessing every 2 s (60 s; --long: 3 minutes);
 - chats40: 40 groups at once, one player each, 1-3 s of thought after each result (40 s);
-- many:    200 groups each guessing 0.2 s after each result, plus one flooding group
+- many:    200 groups (--long: 2,000) each guessing 0.2 s after each result, plus one flooding group
            writing 10 results a second (40 s): the bot's 30 a second bind; each chat's posts
            (the flooding one's against the median quiet one's), Jain's index over the quiet
            chats' p99, and the worst wait against ceil(chats / 30) + 2 s;
@@ -331,7 +331,7 @@ async def pattern(name: str, long: bool) -> dict[str, Any]:
                 *(_player(run, c, None, lambda: rng.uniform(1.0, 3.0), until) for c in chats)
             )
         elif name == "many":
-            chats = [-300_000 - i for i in range(200)]
+            chats = [-300_000 - i for i in range(2_000 if long else 200)]
             flood = -399_999
             for c in [*chats, flood]:
                 run.add_group(c)
