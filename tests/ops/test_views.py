@@ -69,3 +69,26 @@ async def test_rooms_are_paged_by_title_pending_and_activity(
         await drop_keys(redis, queue_name)
         await engine.dispose()
         await redis.aclose()
+
+
+async def test_a_forum_topics_rooms_are_told_apart_by_their_topic(
+    ops_database_url: str, queue_name: str
+) -> None:
+    redis = aioredis.Redis.from_url(REDIS_URL)
+    engine = make_engine(ops_database_url)
+    sm = make_sessionmaker(engine)
+    lanes = Lanes(redis, queue_name)
+    try:
+        for thread_id in (0, 40):
+            async with sm() as session:
+                room = await store.ensure_room(
+                    session, -2000, "forum", default_ceiling=2, round_timeout_s=60,
+                    thread_id=thread_id,
+                )  # fmt: skip
+            await lanes.enqueue(room.id, ids.mint(ids.PLAYER), b"x")
+        [page] = await walk(lanes, sm, "title", False)
+        assert sorted(r.title for r in page.rows) == ["forum", "forum · topic 40"]
+    finally:
+        await drop_keys(redis, queue_name)
+        await engine.dispose()
+        await redis.aclose()

@@ -22,6 +22,13 @@ class RoomInfo:
     title: str
     ceiling: int
     players: int
+    thread_id: int = 0  # the forum topic (0: none)
+
+    @property
+    def label(self) -> str:
+        """The chat's title, and the topic for a forum topic's room (a forum's topics share
+        the chat's title)."""
+        return f"{self.title} · topic {self.thread_id}" if self.thread_id else self.title
 
 
 async def outbox_backlog(session: AsyncSession) -> int:
@@ -43,13 +50,16 @@ async def rooms_info(session: AsyncSession, room_ids: Sequence[str]) -> dict[str
         .subquery()
     )
     stmt = (
-        select(Room.id, Room.chat_id, Room.title, Room.ceiling, players.c.n)
+        select(Room.id, Room.chat_id, Room.thread_id, Room.title, Room.ceiling, players.c.n)
         .outerjoin(players, players.c.room_id == Room.id)
         .where(Room.id.in_(room_ids))
     )
     rows = (await session.execute(stmt)).all()
     await session.commit()
-    return {r.id: RoomInfo(r.id, r.chat_id, r.title, r.ceiling, int(r.n or 0)) for r in rows}
+    return {
+        r.id: RoomInfo(r.id, r.chat_id, r.title, r.ceiling, int(r.n or 0), r.thread_id)
+        for r in rows
+    }
 
 
 async def rooms_by_title(

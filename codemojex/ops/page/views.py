@@ -90,7 +90,7 @@ async def rooms_page(
         out.append(
             RoomRow(
                 q.room,
-                known.title if known else "",
+                known.label if known else "",
                 known.chat_id if known else None,
                 known.players if known else 0,
                 q.pending,
@@ -113,4 +113,4 @@ async def dead_page(
     total, jobs = await lanes.dead(offset, rows)
     async with sessionmaker() as session:
         info = await rooms_info(session, sorted({job.room for job in jobs if job.room}))
-    return total, [DeadRow(job, info[job.room].title if job.room in info else "") for job in jobs]
+    return total, [DeadRow(job, info[job.room].label if job.room in info else "") for job in jobs]
