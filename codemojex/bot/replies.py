@@ -147,6 +147,8 @@ class Answers:
                 # fold keeps forum topics apart: the first message is the first topic's
                 first = fold(queue)[0]
                 carried = [w for w in queue if w.id in first.row_ids]
+                if not carried:  # an answer longer than a message: its first piece, cut there
+                    carried = [next(w for w in queue if w.thread_id == first.thread_id)]
                 queue[:] = [w for w in queue if w not in carried]
                 if len(carried) > 1:
                     self.folded += len(carried)
