@@ -98,7 +98,7 @@ from telegram.error import (
 from codemojex.db import Outbox, store
 from codemojex.limits import SENDER_HOLD_DEFAULT, SENDER_PEEK_S, SENDER_RECONCILE_S
 from codemojex.ops import metrics
-from codemojex.outages import OUTAGES, is_outage, retry_after_ms
+from codemojex.outages import OUTAGES, backoff_ms, is_outage, retry_after_ms
 from codemojex.posting import scripts
 from codemojex.posting.fold import MAX_MESSAGE, OutMessage, fold
 from codemojex.posting.keys import Keys
@@ -230,13 +230,15 @@ class OutboxSender:
         May be called again after it returned."""
         self._stopping = stop.is_set()
         stopper = asyncio.create_task(self._watch(stop))
-        next_scan = 0.0
+        next_scan, failures = 0.0, 0
         try:
             while not self._stopping:
                 self._wake.clear()
                 if time.monotonic() >= next_scan:
-                    await self._reconcile()
-                    next_scan = time.monotonic() + self._poll_s
+                    failures = 0 if await self._reconcile() else failures + 1
+                    # after a failed scan, soon again (backing off), not a whole poll_s later
+                    again_s = max(0.2, backoff_ms(failures) / 1000) if failures else self._poll_s
+                    next_scan = time.monotonic() + min(self._poll_s, again_s)
                 next_ms = await self._take_turns()
                 timeout = min(self._peek_s, max(0.0, next_scan - time.monotonic()))
                 if next_ms is not None:
@@ -255,9 +257,9 @@ class OutboxSender:
         self._stopping = True
         self._wake.set()
 
-    async def _reconcile(self) -> None:
+    async def _reconcile(self) -> bool:
         """Add every chat with unsent rows to the ring (rows a dead process never announced;
-        at start, whatever the last run left)."""
+        at start, whatever the last run left). False: the database was out."""
         try:
             async with self._sessionmaker() as session:
                 chats = await store.chats_with_unsent(session)
@@ -267,8 +269,9 @@ class OutboxSender:
                 raise
             self.stats.errors += 1
             OUTAGES.failed(exc, "the outbox sender")
-            return
+            return False
         self._poked.update(chats)
+        return True
 
     async def _take_turns(self) -> int | None:
         """Announce the poked chats, take the chats whose turn has come and start their turns.

@@ -24,7 +24,7 @@ from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.limits import ROUND_TIMEOUT_S_MIN, SENDER_RECONCILE_S
-from codemojex.outages import OUTAGES, is_outage
+from codemojex.outages import OUTAGES, backoff_ms, is_outage
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
@@ -91,6 +91,7 @@ async def _round_timer(
     or `every_s` at most: a round the bot starts meanwhile runs at least ROUND_TIMEOUT_S_MIN,
     so with `every_s` no longer than that (the default) no round is closed late, and an idle
     deployment costs one index probe per `every_s`, not a scan every few seconds."""
+    failures = 0
     while not stop.is_set():
         wait_s = every_s
         try:
@@ -106,9 +107,14 @@ async def _round_timer(
             if trimmed >= trim.batch:  # a backlog: its next batch is due at once
                 wait_s = min(wait_s, 1.0)
             OUTAGES.ok("postgres")
+            failures = 0
         except Exception as exc:
             if OUTAGES.failed(exc, "the round timer") is None:
                 log.exception("round timer failed")
+            # Soon again, backing off: rounds that expired meanwhile close once Postgres is
+            # back, not a whole `every_s` later.
+            failures += 1
+            wait_s = min(every_s, max(0.2, backoff_ms(failures) / 1000))
         if wait_s > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait_s)
