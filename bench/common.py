@@ -249,6 +249,21 @@ def write_results(name: str, data: Mapping[str, Any]) -> Path:
     return path
 
 
+def save_results(name: str, benchmark: str, **fields: Any) -> Path:
+    """Write a run's results with what every results file carries (the benchmark, the command
+    that ran it, when, the machine) and say where."""
+    data = {
+        "benchmark": benchmark,
+        "command": " ".join([Path(sys.executable).name, "-m", f"bench.{benchmark}", *sys.argv[1:]]),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine(),
+        **fields,
+    }
+    path = write_results(name, data)
+    console.print(f"results: {path.relative_to(BENCH_DIR.parent)}")
+    return path
+
+
 def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
     table = Table(title=title, title_justify="left")
     for i, column in enumerate(columns):

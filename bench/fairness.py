@@ -28,29 +28,25 @@ import math
 import multiprocessing as mp
 import os
 import queue as queue_mod
-import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from bench.common import (
-    BENCH_DIR,
     console,
     delete_matching,
     exit_cleanly_on_sigterm,
     guess_payload,
     jain_index,
-    machine,
     make_client,
     maybe_private_redis,
     percentile,
     print_table,
     redis_url,
+    save_results,
     unique_queue,
-    write_results,
 )
 from bench.fifo import Fifo, FifoJob
 from codemojex import ids
@@ -446,19 +442,13 @@ async def _main(p: Params, queues: list[str], out: str) -> None:
         ),
         rows,
     )
-    path = write_results(
+    save_results(
         out,
-        {
-            "benchmark": "fairness",
-            "command": " ".join([Path(sys.executable).name, "-m", "bench.fairness", *sys.argv[1:]]),
-            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "machine": machine(),
-            "params": p.__dict__,
-            "redis": redis_url(),
-            "runs": runs,
-        },
+        "fairness",
+        params=p.__dict__,
+        redis=redis_url(),
+        runs=runs,
     )
-    console.print(f"results: {path.relative_to(BENCH_DIR.parent)}")
 
 
 @app.command()

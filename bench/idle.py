@@ -26,7 +26,6 @@ import asyncio
 import json
 import os
 import random
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -35,16 +34,14 @@ from typing import Annotated, Any
 import typer
 
 from bench.common import (
-    BENCH_DIR,
     console,
-    machine,
     make_client,
     percentile,
     print_table,
     private_redis,
     redis_url,
+    save_results,
     unique_queue,
-    write_results,
 )
 from bench.pipeline import (
     PG_ADMIN_URL,
@@ -252,17 +249,11 @@ async def _main(quick: bool, seconds: float | None, probes: int | None, baseline
             for r in runs
         ),
     )
-    path = write_results(
+    save_results(
         out or ("idle-quick" if quick else "idle"),
-        {
-            "benchmark": "idle",
-            "command": " ".join([Path(sys.executable).name, "-m", "bench.idle", *sys.argv[1:]]),
-            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "machine": machine(),
-            "runs": runs,
-        },
+        "idle",
+        runs=runs,
     )
-    console.print(f"results: {path.relative_to(BENCH_DIR.parent)}")
 
 
 @app.command()

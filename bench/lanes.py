@@ -33,7 +33,6 @@ import multiprocessing as mp
 import os
 import queue
 import resource
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -51,15 +50,14 @@ from bench.common import (
     delete_matching,
     exit_cleanly_on_sigterm,
     guess_payload,
-    machine,
     make_client,
     maybe_private_redis,
     print_table,
     redis_url,
+    save_results,
     server_cost,
     server_counters,
     unique_queue,
-    write_results,
 )
 from bench.fifo import Fifo
 from codemojex import ids
@@ -923,29 +921,23 @@ async def _main(
             ([c["target"], c["value"], "yes" if c["met"] else "NO"] for c in checks),
         )
     name = out or ("lanes-quick" if quick else "lanes")
-    path = write_results(
+    save_results(
         name,
-        {
-            "benchmark": "lanes",
-            "command": " ".join([Path(sys.executable).name, "-m", "bench.lanes", *sys.argv[1:]]),
-            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "machine": machine(),
-            "params": {
-                "jobs": jobs,
-                "rooms": rooms,
-                "weight": weight,
-                "lease_ms": LEASE_MS,
-                "background_sample_s": bg,
-                "redis": redis_url(),
-            },
-            "runs": [asdict(r) for r in results],
-            "all_rounds": [asdict(r) for r in every],
-            "sweep": [asdict(r) for r in sweep_all],
-            "memory": mem_rows,
-            "targets": checks,
+        "lanes",
+        params={
+            "jobs": jobs,
+            "rooms": rooms,
+            "weight": weight,
+            "lease_ms": LEASE_MS,
+            "background_sample_s": bg,
+            "redis": redis_url(),
         },
+        runs=[asdict(r) for r in results],
+        all_rounds=[asdict(r) for r in every],
+        sweep=[asdict(r) for r in sweep_all],
+        memory=mem_rows,
+        targets=checks,
     )
-    console.print(f"results: {path.relative_to(BENCH_DIR.parent)}")
 
 
 @app.command()

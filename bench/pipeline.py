@@ -45,15 +45,14 @@ from bench.common import (
     console,
     delete_matching,
     exit_cleanly_on_sigterm,
-    machine,
     make_client,
     percentile,
     print_table,
     redis_url,
+    save_results,
     server_cost,
     server_counters,
     unique_queue,
-    write_results,
 )
 from bench.lanes import Topology, _key_bytes, _used_memory
 from codemojex import ids
@@ -488,17 +487,11 @@ async def _main(
                 f"{label}: metrics off {rates[False]} / on {rates[True]} guesses/s; "
                 f"median on/off = {on / off:.3f}"
             )
-    path = write_results(
+    save_results(
         out or ("pipeline-quick" if quick else "pipeline"),
-        {
-            "benchmark": "pipeline",
-            "command": " ".join([Path(sys.executable).name, "-m", "bench.pipeline", *sys.argv[1:]]),
-            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "machine": machine(),
-            "runs": runs,
-        },
+        "pipeline",
+        runs=runs,
     )
-    console.print(f"results: {path.relative_to(BENCH_DIR.parent)}")
 
 
 @app.command()

@@ -17,27 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from bench.common import (
-    BENCH_DIR,
     SCRIPT_COMMANDS,
-    console,
     delete_matching,
     exit_cleanly_on_sigterm,
     guess_payload,
-    machine,
     make_client,
     print_table,
     private_redis,
+    save_results,
     unique_queue,
-    write_results,
 )
 from bench.fifo import Fifo
 from codemojex import ids
@@ -214,18 +209,12 @@ def main(
             for r in rows
         ),
     )
-    path = write_results(
+    save_results(
         out or ("verbs-quick" if quick else "verbs"),
-        {
-            "benchmark": "verbs",
-            "command": " ".join([Path(sys.executable).name, "-m", "bench.verbs", *sys.argv[1:]]),
-            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "machine": machine(),
-            "private_redis": private,
-            "rows": rows,
-        },
+        "verbs",
+        private_redis=private,
+        rows=rows,
     )
-    console.print(f"results: {path.relative_to(BENCH_DIR.parent)}")
 
 
 if __name__ == "__main__":
