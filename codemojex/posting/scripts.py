@@ -4,7 +4,7 @@ return value), read from package data when first needed, with the lanes' loader.
 from __future__ import annotations
 
 import functools
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 from redis.commands.core import AsyncScript
 
@@ -22,17 +22,7 @@ Name = Literal[
     "ring_take",
     "ring_release",
 ]
-NAMES: Final[tuple[Name, ...]] = (
-    "pace_take",
-    "pace_settle",
-    "pace_block",
-    "lease_renew",
-    "lease_fence",
-    "lease_release",
-    "ring_add",
-    "ring_take",
-    "ring_release",
-)
+NAMES: Final[tuple[Name, ...]] = get_args(Name)
 
 
 @functools.cache
