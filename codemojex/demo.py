@@ -9,6 +9,10 @@ loop, whose lanes are what keep the quiet rooms quick. Simulated players only se
 Telegram user would see: the messages the bot posts into their group. Quiet rooms play a round
 the way people do (read the result, narrow the candidates, guess again); one room floods the
 bot.
+
+Why one module of about 680 lines: it reads top to bottom as the run it performs (the
+players, then starting the stack, playing, settling, the summary table), and no other code
+imports any of it; the parts worth sharing live in the stand-in and the runtime.
 """
 
 from __future__ import annotations
