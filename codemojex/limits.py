@@ -95,10 +95,9 @@ REPLY_WAIT_S_DEFAULT: Final = 3.0
 
 # --- posting pace ---------------------------------------------------------------------------
 
-# Telegram's published limits (settings CODEMOJEX_PACE_*; posting/pacer.py adds a margin for
-# the time on the wire). A group's minute is spread evenly: one post per 60/PACE_GROUP_PER_MIN
-# seconds, with a burst of PACE_GROUP_BURST for a room that was quiet (a GCRA), and never more
-# than PACE_GROUP_PER_MIN in any sliding minute.
+# Telegram's published limits (settings CODEMOJEX_PACE_*). A group's minute is spread evenly:
+# one post per 60/PACE_GROUP_PER_MIN seconds, with a burst of PACE_GROUP_BURST for a room that
+# was quiet (a GCRA), and never more than PACE_GROUP_PER_MIN in any sliding minute.
 PACE_CHAT_PER_S: Final = 1
 PACE_GROUP_PER_MIN: Final = 20
 PACE_BOT_PER_S: Final = 30
@@ -107,7 +106,11 @@ PACE_GROUP_BURST: Final = 3
 # bot's own answers are held to Telegram's limits only (1 a second, the whole minute), so a room
 # whose results fill their share still has a post a minute for a refusal or a "slow down".
 PACE_ANSWER_RESERVE: Final = 1
+# Added to a chat's second and a group's minute for the time a request spends on the wire. The
+# bot's second needs none: a grant counts as "now" there until its post is answered, or at
+# most PACE_FLIGHT_MS (longer than any post: the Bot API client's timeouts are 10 s).
 PACE_MARGIN_MS: Final = 100
+PACE_FLIGHT_MS: Final = 12_000
 PACE_RATE_MAX: Final = 1000
 
 # The sender (posting/sender.py): chats one sender holds at once (each waits for its pace or

@@ -14,7 +14,9 @@ Redis server (TIME: hosts with skewed clocks still agree) and answers with the w
   its burst back over the minute, never twenty quick posts and then forty silent seconds
   (a plain GCRA with a burst, checked against the window, falls silent for 9 s a minute
   under a steady flood);
-- the bot's second: a sliding log of the last `limit` grants;
+- the bot's second: a sliding log of the last `limit` grants, a grant counted as "now" while
+  its post is in flight and from its answer once answered, so it needs no margin for the wire
+  and sustains 30 posts per (1 s + the time from a grant to its answer);
 - RetryAfter blocks of the chat or the bot.
 A post takes a slot in all of them at once or in none. The answer says how long to wait and
 whether it is the chat's own limits or the bot's that bind (the sender hands a chat back to
@@ -47,6 +49,7 @@ from codemojex.limits import (
     PACE_ANSWER_RESERVE,
     PACE_BOT_PER_S,
     PACE_CHAT_PER_S,
+    PACE_FLIGHT_MS,
     PACE_GROUP_BURST,
     PACE_GROUP_PER_MIN,
     PACE_MARGIN_MS,
@@ -82,11 +85,20 @@ class Grant:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
+@dataclass(slots=True)
+class _Stamp:
+    """A grant in one of LocalPace's logs: when it counts from (ms), and its token."""
+
+    at: float
+    token: str
+
+
 @dataclass(frozen=True, slots=True)
 class PacePolicy:
     """The limits a post must fit in, in milliseconds. The defaults are Telegram's published
-    limits; `margin_ms` is added to every limit Telegram measures (a chat's interval, the
-    sliding minute and second) for the time a request spends on the wire."""
+    limits; `margin_ms` is added to a chat's interval and a group's sliding minute for the
+    time a request spends on the wire. The bot's second counts a grant in flight as "now"
+    instead (for at most `flight_ms`), so it needs no margin."""
 
     chat_ms: int = 1000 // PACE_CHAT_PER_S
     group_spacing_ms: int = -(-60_000 // (PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE))
@@ -96,6 +108,7 @@ class PacePolicy:
     bot_limit: int = PACE_BOT_PER_S
     bot_window_ms: int = 1000
     margin_ms: int = PACE_MARGIN_MS
+    flight_ms: int = PACE_FLIGHT_MS
     # A group's posts a minute a process may make alone, while Redis is away (LocalPace).
     group_alone: int = PACE_ANSWER_RESERVE
 
@@ -156,8 +169,8 @@ class LocalPace:
     def __init__(self, policy: PacePolicy) -> None:
         self.policy = policy
         self._chat_next: dict[int, float] = {}
-        self._minute: dict[int, deque[list[object]]] = {}
-        self._bot: deque[list[object]] = deque()
+        self._minute: dict[int, deque[_Stamp]] = {}
+        self._bot: deque[_Stamp] = deque()
         self._blocks: dict[int | None, float] = {}
         # Since when Redis could not be asked (ms), and the posts made alone since, per chat.
         self._alone_since: float | None = None
@@ -197,23 +210,26 @@ class LocalPace:
     def _now() -> float:
         return time.monotonic() * 1000
 
-    def _log_wait(self, log: deque[list[object]], limit: int, window: float, now: float) -> float:
-        while log and float(log[0][0]) <= now - window:  # type: ignore[arg-type]
-            log.popleft()
-        if len(log) >= limit:
-            return float(log[-limit][0]) + window - now  # type: ignore[arg-type]
-        return 0.0
+    def _flight_wait(self, now: float) -> float:
+        """The bot's second, as `flight_wait` in pace_take.lua (a grant in flight is stamped
+        `flight_ms` ahead until settled, so the log is not in time order)."""
+        p = self.policy
+        self._bot = deque(e for e in self._bot if e.at > now - p.bot_window_ms)
+        if len(self._bot) < p.bot_limit:
+            return 0.0
+        at = sorted(e.at for e in self._bot)[-p.bot_limit]
+        return float(p.bot_window_ms) if at > now else at + p.bot_window_ms - now
 
-    def _spread_wait(self, minute: deque[list[object]], now: float) -> float:
+    def _spread_wait(self, minute: deque[_Stamp], now: float) -> float:
         """A group's minute spread evenly, as `spread_wait` in pace_take.lua."""
         p = self.policy
         window = p.group_window_ms + p.margin_ms
-        while minute and float(minute[0][0]) <= now - window:  # type: ignore[arg-type]
+        while minute and minute[0].at <= now - window:
             minute.popleft()
         wait = 0.0
         newest_first = list(reversed(minute))[: p.group_limit]
-        for k, entry in enumerate(newest_first, start=1):
-            at = float(entry[0])  # type: ignore[arg-type]
+        for k, stamp in enumerate(newest_first, start=1):
+            at = stamp.at
             if k >= p.group_limit:
                 due = at + window
             else:
@@ -232,7 +248,7 @@ class LocalPace:
         return self._take(Grant(chat_id, ""), self._now(), ask=True)
 
     def _take(self, grant: Grant, now: float, *, ask: bool = False) -> Wait:
-        p, chat = self.policy, grant.chat_id
+        chat = grant.chat_id
         chat_wait = max(
             self._chat_next.get(chat, 0.0) - now,
             self._blocks.get(chat, 0.0) - now,
@@ -240,10 +256,7 @@ class LocalPace:
         if chat < 0:
             minute = self._minute.setdefault(chat, deque())
             chat_wait = max(chat_wait, self._spread_wait(minute, now))
-        bot_wait = max(
-            self._log_wait(self._bot, p.bot_limit, p.bot_window_ms + p.margin_ms, now),
-            self._blocks.get(None, 0.0) - now,
-        )
+        bot_wait = max(self._flight_wait(now), self._blocks.get(None, 0.0) - now)
         if chat_wait > 0 or bot_wait > 0 or ask:
             ms = max(0, int(-(-max(chat_wait, bot_wait) // 1)))
             return Wait(ms, bot_wait > chat_wait)
@@ -256,10 +269,10 @@ class LocalPace:
         if len(self._chat_next) > self._MAX_CHATS:
             self._forget(now)
         self._chat_next[chat] = max(self._chat_next.get(chat, 0.0), now) + p.chat_interval_ms
-        self._bot.append([now, grant.token])
+        self._bot.append(_Stamp(now + p.flight_ms, grant.token))
         if chat < 0:
             # Trimmed by age when checked (as in pace_take.lua).
-            self._minute.setdefault(chat, deque()).append([now, grant.token])
+            self._minute.setdefault(chat, deque()).append(_Stamp(now, grant.token))
 
     def settle(self, grant: Grant) -> None:
         now, chat = self._now(), grant.chat_id
@@ -267,9 +280,9 @@ class LocalPace:
             self._chat_next.get(chat, 0.0), now + self.policy.chat_interval_ms
         )
         for log in (self._bot, self._minute.get(chat, ())):
-            for entry in log:
-                if entry[1] == grant.token:
-                    entry[0] = now
+            for stamp in log:
+                if stamp.token == grant.token:
+                    stamp.at = now
 
     def block(self, chat_id: int | None, ms: int) -> None:
         until = self._now() + ms
@@ -280,7 +293,7 @@ class LocalPace:
         for chat, t in list(self._chat_next.items()):
             if t < now:
                 minute = self._minute.get(chat)
-                if not minute or float(minute[-1][0]) < horizon:  # type: ignore[arg-type]
+                if not minute or minute[-1].at < horizon:
                     self._chat_next.pop(chat, None)
                     self._minute.pop(chat, None)
         self._blocks = {c: t for c, t in self._blocks.items() if t > now}
@@ -321,7 +334,8 @@ class Pacer:
             token,
             p.chat_interval_ms,
             p.bot_limit,
-            p.bot_window_ms + p.margin_ms,
+            p.bot_window_ms,
+            p.flight_ms,
         ]
         if chat_id < 0:
             args += [

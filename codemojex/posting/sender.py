@@ -481,6 +481,9 @@ class OutboxSender:
             carried = msg.row_ids or to_send[-1].row_ids
             # The fence: post only while the chat is still ours; the intent marker rides along.
             if not await self._holds_and_intends(key, token, carried):
+                # The grant goes unused; settled, it stops counting as a post in flight.
+                with contextlib.suppress(Exception):
+                    await self.pacer.settle(grant)
                 await self._release_rows([r for r in rows if r.id not in sent_ids])
                 return 0, True
             outcome = await self._send(chat_id, msg, grant)

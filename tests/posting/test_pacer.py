@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 import time
 
 import redis.asyncio as aioredis
 
 from codemojex.posting.keys import Keys
-from codemojex.posting.pacer import PacePolicy, Pacer
+from codemojex.posting.pacer import Grant, LocalPace, PacePolicy, Pacer
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from tests.support import free_port
@@ -226,3 +227,84 @@ async def test_answers_and_results_share_a_groups_minute(
     assert await results.try_acquire(GROUP) > 59_000  # the results' share is spent
     assert await answers.try_acquire(GROUP) == 0  # the reserve
     assert await answers.try_acquire(GROUP) > 59_000  # the whole minute is
+
+
+async def test_the_bots_second_counts_a_post_in_flight_until_its_answer(
+    redis_any: AnyRedis, queue_name: str
+) -> None:
+    """The bot's second has no margin for the wire: a grant whose post is not yet answered
+    counts as "now", however long it is in flight; answered, it counts from the answer."""
+    policy = PacePolicy(
+        chat_ms=0, group_spacing_ms=0, group_limit=1000, bot_limit=2, bot_window_ms=300
+    )
+    pacer = Pacer(redis_any, queue_name, policy)
+    first, second = Grant(-1), Grant(-2)
+    assert (await pacer.take(-1, first)).ms == 0
+    assert (await pacer.take(-2, second)).ms == 0
+    await asyncio.sleep(0.45)  # longer than the window: both posts still on the wire
+    wait = await pacer.take(-3)
+    assert wait.by_bot and wait.ms == 300  # at least a window after an answer yet to come
+    await pacer.settle(first)
+    wait = await pacer.take(-3)
+    assert wait.by_bot and 250 <= wait.ms <= 300  # a window after the first one's answer
+    await asyncio.sleep(0.31)
+    assert await pacer.try_acquire(-3) == 0
+
+
+async def test_a_grant_never_answered_stops_counting(redis_any: AnyRedis, queue_name: str) -> None:
+    """A process that died with a post in flight holds the bot's slot at most `flight_ms`."""
+    policy = PacePolicy(
+        chat_ms=0, group_spacing_ms=0, bot_limit=1, bot_window_ms=100, flight_ms=200
+    )
+    pacer = Pacer(redis_any, queue_name, policy)
+    assert await pacer.try_acquire(-1) == 0
+    pacer.local = LocalPace(policy)  # another process: it sees only what Redis holds
+    assert (await pacer.take(-2)).by_bot
+    await asyncio.sleep(0.35)
+    assert await pacer.try_acquire(-2) == 0
+
+
+async def test_posts_slow_on_the_wire_never_reach_telegram_too_close(
+    redis_any: AnyRedis, queue_name: str
+) -> None:
+    """Posters with random times on the wire, before and after Telegram receives the post:
+    no window ever holds more than the bot's limit of arrivals, with no margin at all."""
+    policy = PacePolicy(
+        chat_ms=0, group_spacing_ms=0, group_limit=1000, bot_limit=3, bot_window_ms=100, margin_ms=0
+    )
+    rng = random.Random(5)
+    arrivals: list[float] = []
+    until = time.monotonic() + 1.5
+
+    async def poster(n: int) -> None:
+        pacer = Pacer(redis_any, queue_name, policy)  # a process of its own
+        while time.monotonic() < until:
+            grant = await pacer.acquire(-n)
+            assert grant is not None
+            # Longer on the wire than the window, either way.
+            await asyncio.sleep(rng.uniform(0, 0.15))  # to Telegram
+            arrivals.append(time.monotonic())
+            await asyncio.sleep(rng.uniform(0, 0.15))  # the answer back
+            await pacer.settle(grant)
+
+    await asyncio.gather(*(poster(n) for n in range(1, 9)))
+    arrivals.sort()
+    assert len(arrivals) >= 12
+    busiest = max(
+        sum(1 for t in arrivals if start <= t < start + policy.bot_window_ms / 1000)
+        for start in arrivals
+    )
+    assert busiest <= policy.bot_limit
+
+
+def test_the_local_pace_counts_posts_in_flight_too() -> None:
+    policy = PacePolicy(chat_ms=0, group_spacing_ms=0, bot_limit=1, bot_window_ms=50)
+    local = LocalPace(policy)
+    grant = Grant(-1)
+    assert local.take(grant).ms == 0
+    time.sleep(0.08)
+    assert local.wait(-2).by_bot  # still in flight
+    local.settle(grant)
+    assert 40 <= local.wait(-2).ms <= 50
+    time.sleep(0.06)
+    assert local.take(Grant(-2)).ms == 0

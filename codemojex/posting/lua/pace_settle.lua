@@ -4,7 +4,8 @@
 --
 -- KEYS[1]    the chat's second (`cmx:{q}:pace:c:<chat>`): moved to answer + interval if earlier
 -- KEYS[2..]  the sorted sets the grant was taken in (`cmx:{q}:pace:g`, a group's
---            `cmx:{q}:pace:m:<chat>`): the grant's entry takes the time of the answer
+--            `cmx:{q}:pace:m:<chat>`): the grant's entry takes the time of the answer (in
+--            the bot's second, it was in flight until now: see pace_take.lua)
 -- ARGV[1]    the grant's token
 -- ARGV[2]    the chat's interval, ms
 -- Returns    0 (an entry no longer there is left alone)

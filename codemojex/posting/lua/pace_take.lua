@@ -8,16 +8,26 @@
 -- So a group that was quiet posts `burst` messages at its second's pace, and a busy one a
 -- message every spacing (3 s), its burst paid back over the minute instead of by a silence.
 --
+-- The bot's second needs no margin for the wire: a grant whose post is still in flight counts
+-- as "now" (it is scored `flight` ms ahead, so it is the newest) until pace_settle stamps it
+-- with the time of the answer, which comes after Telegram received the post. So any 31 posts
+-- Telegram received within a second would have had the last one granted while the other 30
+-- were counted: the limit holds for any time on the wire, and the bot posts at 30 per
+-- (1 s + the time from a grant to its answer) instead of 30 per 1 s + a fixed margin.
+--
 -- KEYS[1]  the chat's second (`cmx:{q}:pace:c:<chat>`): a GCRA, the ms of its next free slot
 -- KEYS[2]  the chat's block (`cmx:{q}:pace:block:c:<chat>`): "nobody posts before <ms>"
--- KEYS[3]  the bot's second (`cmx:{q}:pace:g`): sorted set of grant tokens scored by ms
+-- KEYS[3]  the bot's second (`cmx:{q}:pace:g`): sorted set of grant tokens scored by the ms
+--          of their answer (in flight: of their grant + ARGV[5])
 -- KEYS[4]  the bot's block (`cmx:{q}:pace:block:g`)
--- KEYS[5]  groups only: the group's minute (`cmx:{q}:pace:m:<chat>`): sorted set as KEYS[3]
+-- KEYS[5]  groups only: the group's minute (`cmx:{q}:pace:m:<chat>`): sorted set of grant
+--          tokens scored by the ms of their grant, then of their answer
 -- ARGV[1]  the grant's token; '' only asks how long to wait and takes nothing
 -- ARGV[2]  the chat's interval, ms (margin included)
--- ARGV[3]  the bot's limit    ARGV[4] the bot's window, ms (margin included)
--- ARGV[5]  groups: spacing ms ARGV[6] burst (posts a quiet group may make at its second's pace)
--- ARGV[7]  groups: the minute's limit  ARGV[8] its window, ms (margin included); the bot's
+-- ARGV[3]  the bot's limit    ARGV[4] the bot's window, ms (no margin: see above)
+-- ARGV[5]  how long a grant never answered counts as in flight, ms (longer than any post)
+-- ARGV[6]  groups: spacing ms ARGV[7] burst (posts a quiet group may make at its second's pace)
+-- ARGV[8]  groups: the minute's limit  ARGV[9] its window, ms (margin included); the bot's
 --          answers ask with no spacing and the whole minute, the results with spacing and a
 --          minute less the answers' reserve (limits.PACE_ANSWER_RESERVE), on the same keys
 -- Returns  {wait ms, who}: {0, 0} when the slot was taken; else nothing was taken, and who is
@@ -54,11 +64,14 @@ local function spread_wait(key, limit, win, spacing, burst)
   return math.ceil(w)
 end
 
-local function log_wait(key, limit, win)
+-- The limit-th newest leaves the window `win` after its answer; still in flight, it will be
+-- answered at the earliest now, so at least `win` from now (asked again then).
+local function flight_wait(key, limit, win)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - win)
   if redis.call('ZCARD', key) >= limit then
-    local entry = redis.call('ZRANGE', key, -limit, -limit, 'WITHSCORES')
-    return tonumber(entry[2]) + win - now
+    local at = tonumber(redis.call('ZRANGE', key, -limit, -limit, 'WITHSCORES')[2])
+    if at > now then return win end
+    return at + win - now
   end
   return 0
 end
@@ -70,16 +83,16 @@ local function block_wait(key)
 end
 
 local chat_ms = tonumber(ARGV[2])
-local bot_limit, bot_win = tonumber(ARGV[3]), tonumber(ARGV[4])
+local bot_limit, bot_win, flight = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 need(gcra_wait(KEYS[1]), 1)
 need(block_wait(KEYS[2]), 1)
 local spacing, burst, min_limit, min_win
 if group then
-  spacing, burst = tonumber(ARGV[5]), tonumber(ARGV[6])
-  min_limit, min_win = tonumber(ARGV[7]), tonumber(ARGV[8])
+  spacing, burst = tonumber(ARGV[6]), tonumber(ARGV[7])
+  min_limit, min_win = tonumber(ARGV[8]), tonumber(ARGV[9])
   need(spread_wait(KEYS[5], min_limit, min_win, spacing, burst), 1)
 end
-need(log_wait(KEYS[3], bot_limit, bot_win), 2)
+need(flight_wait(KEYS[3], bot_limit, bot_win), 2)
 need(block_wait(KEYS[4]), 2)
 if wait > 0 or token == '' then
   return {wait, who}
@@ -87,17 +100,17 @@ end
 
 -- Trimmed by age (at each check), not to this caller's limit: the results and the bot's
 -- answers keep a group's minute with different limits, and each must see every post.
-local function log_take(key, win)
-  redis.call('ZADD', key, now, token)
+local function log_take(key, at, win)
+  redis.call('ZADD', key, at, token)
   redis.call('ZREMRANGEBYRANK', key, 0, -1001)
-  redis.call('PEXPIRE', key, win + 60000)
+  redis.call('PEXPIRE', key, at - now + win + 60000)
 end
 
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then tat = now end
 redis.call('SET', KEYS[1], tat + chat_ms, 'PX', tat + chat_ms - now + 1000)
-log_take(KEYS[3], bot_win)
+log_take(KEYS[3], now + flight, bot_win)
 if group then
-  log_take(KEYS[5], min_win)
+  log_take(KEYS[5], now, min_win)
 end
 return {0, 0}
