@@ -78,7 +78,7 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -453,25 +453,30 @@ class OutboxSender:
         if not rows:
             return 0, False
         full = len(rows) >= self._claim_limit
-        claimed_at = waited_from = time.monotonic()
+        claimed_at = time.monotonic()
+
+        async def ride_along() -> None:
+            """Results that landed while we waited ride along in the same message: claimed
+            before the slot is taken, not after, so that the slot is answered sooner."""
+            nonlocal full
+            try:
+                more_rows = await self._recover_posted(await self._claim(chat_id))
+            except Exception as exc:
+                if not is_outage(exc):
+                    raise
+                return
+            full = full or len(more_rows) >= self._claim_limit
+            rows.extend(more_rows)
+
         # Wait for our slot, but never past half the claim lease: a claim that ran out could
         # be handed to another sender while we post.
         got = await self._acquire(
-            chat_id, key, token, deadline=claimed_at + self._claim_lease_s / 2
+            chat_id, key, token, deadline=claimed_at + self._claim_lease_s / 2, waited=ride_along
         )
         if not isinstance(got, Grant):
             await self._release_rows(rows)
             return got.ms, True
         grant = got
-        if time.monotonic() - waited_from > 0.05:
-            # Results that landed while we waited ride along in the same message.
-            try:
-                more_rows = await self._recover_posted(await self._claim(chat_id))
-                full = full or len(more_rows) >= self._claim_limit
-                rows += more_rows
-            except Exception as exc:
-                if not is_outage(exc):
-                    raise
         rows.sort(key=lambda r: r.id)
         messages = fold(rows, self._max_message)
         to_send = _until_first_complete(messages)
@@ -519,14 +524,23 @@ class OutboxSender:
         return (await self.pacer.wait(chat_id)).ms, bool(left) or full
 
     async def _acquire(
-        self, chat_id: int, key: str, token: str, deadline: float, *, hold: bool = False
+        self,
+        chat_id: int,
+        key: str,
+        token: str,
+        deadline: float,
+        *,
+        hold: bool = False,
+        waited: Callable[[], Awaitable[None]] | None = None,
     ) -> Grant | Wait:
         """A pace slot, or the wait that stands between (the chat's own pace: its turn comes
         back then; `deadline` passed, the chat lease was lost or we are stopping: at once).
         A wait for the bot's second is waited out here, in turn with the other chats in hand
         (`_bot_turn`), and with `hold` a wait for the chat's own pace too; the chat lease is
-        renewed meanwhile."""
+        renewed meanwhile. `waited` is called before a take that follows a wait of more than
+        SHORT_WAIT_MS since the last call (or since this one began)."""
         grant = Grant(chat_id)
+        since = time.monotonic()
         wait = await self.pacer.take(chat_id, grant)
         if wait.ms <= 0:
             return grant
@@ -542,6 +556,9 @@ class OutboxSender:
             return wait
         async with self._bot_turn:
             while not self._stopping:
+                if waited is not None and time.monotonic() - since > SHORT_WAIT_MS / 1000:
+                    await waited()
+                    since = time.monotonic()
                 # Asked again now that it is this chat's turn for the bot's second: the wait
                 # seen before queueing for it is stale.
                 wait = await self.pacer.take(chat_id, grant)
@@ -564,10 +581,11 @@ class OutboxSender:
                 # before) and the row claim (at least half of it left): nobody else can have
                 # taken the chat or the rows while this post is in flight.
                 sent = await asyncio.wait_for(post(self._bot, chat_id, msg), self._post_timeout_s)
-            except BaseException:
+            finally:
+                # At once, answered or not: until then the post counts as in flight in the
+                # bot's second, and every millisecond there is a millisecond of its pace.
                 with contextlib.suppress(Exception):
                     await self.pacer.settle(grant)
-                raise
         except RetryAfter as exc:
             self.stats.retry_after += 1
             wait_ms = retry_after_ms(exc)
@@ -599,15 +617,13 @@ class OutboxSender:
             log.warning("posting to chat %d failed (%s); retrying", chat_id, type(exc).__name__)
             await self.pacer.block_chat(chat_id, 1000 + random.randint(0, 1000))
             return "not_posted"
-        await self._record_posted(msg, sent, grant)
+        await self._record_posted(msg, sent)
         return "sent"
 
-    async def _record_posted(
-        self, msg: OutMessage, message_id: int, grant: Grant | None = None
-    ) -> None:
+    async def _record_posted(self, msg: OutMessage, message_id: int) -> None:
         """Book a message Telegram accepted (message_id 0: one we assume it did)."""
         if msg.row_ids:
-            # Before anything else can fail: this is what keeps a crash from re-posting.
+            # First (but for the pace's settle): this is what keeps a crash from re-posting.
             try:
                 async with self._redis.pipeline(transaction=False) as pipe:
                     for row_id in msg.row_ids:
@@ -615,9 +631,6 @@ class OutboxSender:
                     await pipe.execute()
             except Exception as exc:  # mark_sent below is what matters; this narrows a window
                 log.warning("could not record posted rows in Redis (%s)", type(exc).__name__)
-        if grant is not None:
-            with contextlib.suppress(Exception):
-                await self.pacer.settle(grant)
         if msg.row_ids:
             await self._mark(msg.row_ids, message_id or None)
             await self._forget_posted(msg.row_ids)

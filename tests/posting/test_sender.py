@@ -549,3 +549,37 @@ async def test_when_the_bot_limit_binds_chats_take_turns(
     assert standin.rate_violations == 0
     assert sum(posts.values()) >= 6  # the bot's limit binds: about 5 a second
     assert max(posts.values()) - min(posts.values()) <= 1, posts
+
+
+async def test_results_that_land_while_a_chat_waits_for_the_bot_ride_along(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """The bot may post once a second. A chat waiting for that second gets another result
+    meanwhile: both go out in one message (claimed before its slot is taken)."""
+    first, second = -2101, -2102
+    for chat in (first, second):
+        standin.add_group(chat, f"ride {chat}")
+    policy = PacePolicy(group_spacing_ms=0, group_limit=20, bot_limit=1)
+    sender = new_sender(
+        sessionmaker, bot, redis_r, queue_name, pacer=Pacer(redis_r, queue_name, policy)
+    )
+    await add_rows(sessionmaker, first, ["one"])
+    stop = asyncio.Event()
+    task = asyncio.create_task(sender.run(stop))
+    try:
+        sender.poke(first)
+        await standin.wait_for_sent_count(1, timeout=5)
+        await add_rows(sessionmaker, second, ["two"])
+        sender.poke(second)
+        await asyncio.sleep(0.3)  # the second chat waits for the bot's second
+        await add_rows(sessionmaker, second, ["three"])
+        await standin.wait_for_sent_count(2, timeout=5)
+    finally:
+        stop.set()
+        await task
+    texts = sorted(m.text for m in standin.sent_messages())
+    assert texts == ["one", "two\nthree"], texts
