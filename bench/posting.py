@@ -4,10 +4,11 @@ Each pattern runs the real outbox sender (`OutboxSender`, its pacer and leases o
 Redis, its claims on a fresh Postgres database migrated with Alembic) against the Bot API
 stand-in enforcing Telegram's limits (1 a second per chat, 20 a minute per group, 30 a second
 for the bot; every refusal is a RetryAfter it counts). The bench plays the worker's part: it
-writes each result to the outbox in a transaction, as the ScoreWorker's group commit does,
-and then tells the sender (`poke`, the worker's hook); the time from that commit to the
-stand-in accepting the message that carries the result is the latency. Players react to
-what was posted, so a slow sender also slows the guesses down, as it would in a chat.
+writes the results to the outbox as the ScoreWorker's group commit does (one transaction for
+all that are waiting), and then tells the sender (`poke`, the worker's hook); the time from
+that commit to the stand-in accepting the message that carries the result is the latency.
+Players react to what was posted, so a slow sender also slows the guesses down, as it would
+in a chat.
 
 Patterns (the issue's):
 - eager:   one player in a group guessing 0.1 s after each result, 15 guesses;
@@ -56,6 +57,8 @@ PG_ADMIN_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("CODEMOJEX_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 HERE = Path(__file__).resolve().parent.parent
+# Results one group commit writes at most.
+GROUP_COMMIT_MAX = 256
 PATTERNS = ("eager", "human", "room10", "chats40", "many", "raid")
 
 
@@ -91,6 +94,8 @@ class Run:
         self.posted: dict[str, float] = {}
         self.events: dict[str, asyncio.Event] = {}
         self._seen = 0
+        self._pending: list[tuple[int, str, asyncio.Future[None]]] = []
+        self._commit_wanted = asyncio.Event()
 
     async def __aenter__(self) -> Run:
         import redis.asyncio as aioredis
@@ -131,12 +136,22 @@ class Run:
         self.stop = asyncio.Event()
         self.task = asyncio.create_task(self.sender.run(self.stop))
         self.watch = asyncio.create_task(self._watch())
+        self.committer = asyncio.create_task(self._commit())
+        # The worker process that runs the sender settles once started (gc.freeze and the
+        # like), if the checkout under test has that step.
+        try:
+            from codemojex.worker.service import settle_process
+        except ImportError:
+            pass
+        else:
+            settle_process()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self.stop.set()
         self.watch.cancel()
-        await asyncio.gather(self.task, self.watch, return_exceptions=True)
+        self.committer.cancel()
+        await asyncio.gather(self.task, self.watch, self.committer, return_exceptions=True)
         await self._bot_cm.__aexit__(None, None, None)
         await self.standin.stop()
         await self.engine.dispose()
@@ -162,19 +177,40 @@ class Run:
             await asyncio.sleep(0.01)
 
     async def result(self, chat: int, marker: str) -> asyncio.Event:
-        """Write one result to the outbox (a transaction, as the worker's group commit) and
-        tell the sender, as the worker does right after its commit."""
+        """Write one result to the outbox and tell the sender, as the worker does: in its
+        group commit (one transaction for every result waiting when the last one ended), then
+        `poke` for each chat. Returns once committed; the event is set when it is posted."""
+        self.events[marker] = ev = asyncio.Event()
+        committed = asyncio.get_running_loop().create_future()
+        self._pending.append((chat, marker, committed))
+        self._commit_wanted.set()
+        await committed
+        return ev
+
+    async def _commit(self) -> None:
         from codemojex.db import store
         from codemojex.db.models import utcnow
         from codemojex.game.types import Message
 
-        async with self.sm() as s:
-            await store.write_messages(s, [Message(chat, marker, "result", None)], utcnow())
-            await s.commit()
-        self.written[marker] = (chat, time.monotonic())
-        self.events[marker] = ev = asyncio.Event()
-        self.sender.poke(chat)
-        return ev
+        while True:
+            await self._commit_wanted.wait()
+            self._commit_wanted.clear()
+            batch, self._pending = (
+                self._pending[:GROUP_COMMIT_MAX],
+                self._pending[GROUP_COMMIT_MAX:],
+            )
+            if self._pending:
+                self._commit_wanted.set()
+            async with self.sm() as s:
+                messages = [Message(chat, marker, "result", None) for chat, marker, _ in batch]
+                await store.write_messages(s, messages, utcnow())
+                await s.commit()
+            now = time.monotonic()
+            for chat, marker, committed in batch:
+                self.written[marker] = (chat, now)
+                committed.set_result(None)
+            for chat in dict.fromkeys(chat for chat, _, _ in batch):
+                self.sender.poke(chat)
 
     async def drain(self, limit_s: float = 60.0) -> None:
         deadline = time.monotonic() + limit_s
