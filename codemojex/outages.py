@@ -149,16 +149,23 @@ class OutageLog:
 
     def __init__(self) -> None:
         self._open: dict[Component, _Episode] = {}
+        self._ended: dict[Component, float] = {}  # time.monotonic() the last one ended
         self.started: Counter[Component] = Counter()  # codemojex_outages_total
         self._probes: set[asyncio.Task[None]] = set()
 
     def reset(self) -> None:
         """Forget every outage (tests: each starts with none open)."""
         self._open.clear()
+        self._ended.clear()
         self._probes.clear()
 
     def is_open(self, component: Component) -> bool:
         return component in self._open
+
+    def since_back_s(self, component: Component) -> float | None:
+        """Seconds since the last outage of `component` ended (None: none has, in this process)."""
+        ended = self._ended.get(component)
+        return None if ended is None else time.monotonic() - ended
 
     def failed(
         self,
@@ -194,6 +201,7 @@ class OutageLog:
         for component in components:
             episode = self._open.pop(component, None)
             if episode is not None:
+                self._ended[component] = time.monotonic()
                 log.warning(
                     "%s back after %.1f s (%d failed attempts)",
                     component,

@@ -33,12 +33,16 @@ a slot in several limits atomically, and it has no answer-time settling.
 When Redis cannot be asked, the pace falls back on `LocalPace`, the same limits kept in this
 process alone (the bot's "try again" answers during a Redis outage are paced by it). Every
 grant is also booked locally, so a process never exceeds the limits with its own posts even
-in the moment Redis comes back without the posts made while it was away.
+in the moment Redis comes back without the posts made while it was away. What the other
+processes cannot see is kept safe by rule: a post made alone takes a group's answers'
+reserve (the results never use it), after which its process keeps off that group for the
+minute; and every process posts nothing for a chat interval after Redis comes back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
 from collections import deque
@@ -91,6 +95,7 @@ class _Stamp:
 
     at: float
     token: str
+    alone: bool = False  # made while Redis could not be asked: the other processes never saw it
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,16 +177,14 @@ class LocalPace:
         self._minute: dict[int, deque[_Stamp]] = {}
         self._bot: deque[_Stamp] = deque()
         self._blocks: dict[int | None, float] = {}
-        # Since when Redis could not be asked (ms), and the posts made alone since, per chat.
+        # Since when Redis could not be asked (ms).
         self._alone_since: float | None = None
-        self._alone_posts: dict[int, int] = {}
 
     def alone(self) -> None:
         """Redis cannot be asked: from now on (until `together`), this process cannot see the
         others' posts, so it keeps to what nobody else uses (see `take_alone`)."""
         if self._alone_since is None:
             self._alone_since = self._now()
-            self._alone_posts.clear()
 
     def together(self) -> None:
         """Redis answers again."""
@@ -191,20 +194,18 @@ class LocalPace:
         """A slot while Redis is away. The other processes may have posted to the chat just
         before the outage and post nothing during it (the sender needs Redis for its leases),
         so: a chat's first post a chat interval after the outage began, and in a group no
-        more than `group_alone` posts a minute (the answers' reserve, PACE_ANSWER_RESERVE: the
-        results may have used the rest)."""
+        more than `group_alone` posts of this process in the sliding minute, those it made
+        through Redis before the outage included (the answers' reserve,
+        PACE_ANSWER_RESERVE: the results may have used the rest of the minute)."""
         self.alone()
         assert self._alone_since is not None
         p, now, chat = self.policy, self._now(), grant.chat_id
         wait = self._alone_since + p.chat_interval_ms - now
-        if chat < 0 and self._alone_posts.get(chat, 0) >= p.group_alone:
-            wait = max(wait, self._alone_since + p.group_window_ms + p.margin_ms - now)
+        if chat < 0:
+            wait = max(wait, self._reserve_wait(self._minute.get(chat, deque()), now))
         if wait > 0:
             return Wait(int(-(-wait // 1)))
-        taken = self._take(grant, now)
-        if taken.ms == 0:
-            self._alone_posts[chat] = self._alone_posts.get(chat, 0) + 1
-        return taken
+        return self._take(grant, now, alone=True)
 
     @staticmethod
     def _now() -> float:
@@ -240,6 +241,14 @@ class LocalPace:
             wait = max(wait, due - now)
         return wait
 
+    def _reserve_wait(self, minute: deque[_Stamp], now: float) -> float:
+        """Until this process's posts in a group's sliding minute are fewer than the answers'
+        reserve (`group_alone`)."""
+        p = self.policy
+        window = p.group_window_ms + p.margin_ms
+        mine = sorted(s.at for s in minute if s.at > now - window)
+        return mine[-p.group_alone] + window - now if len(mine) >= p.group_alone else 0.0
+
     def take(self, grant: Grant) -> Wait:
         """As pace_take.lua does in Redis, here."""
         return self._take(grant, self._now())
@@ -247,7 +256,7 @@ class LocalPace:
     def wait(self, chat_id: int) -> Wait:
         return self._take(Grant(chat_id, ""), self._now(), ask=True)
 
-    def _take(self, grant: Grant, now: float, *, ask: bool = False) -> Wait:
+    def _take(self, grant: Grant, now: float, *, ask: bool = False, alone: bool = False) -> Wait:
         chat = grant.chat_id
         chat_wait = max(
             self._chat_next.get(chat, 0.0) - now,
@@ -256,15 +265,20 @@ class LocalPace:
         if chat < 0:
             minute = self._minute.setdefault(chat, deque())
             chat_wait = max(chat_wait, self._spread_wait(minute, now))
+            # A post made alone is in no other process's view of the group's minute: it took
+            # the answers' reserve, so this process keeps to the reserve until it is a minute
+            # old (the results keep to the rest).
+            if any(stamp.alone for stamp in minute):
+                chat_wait = max(chat_wait, self._reserve_wait(minute, now))
         bot_wait = max(self._flight_wait(now), self._blocks.get(None, 0.0) - now)
         if chat_wait > 0 or bot_wait > 0 or ask:
             ms = max(0, int(-(-max(chat_wait, bot_wait) // 1)))
             return Wait(ms, bot_wait > chat_wait)
-        self.book(grant)
+        self.book(grant, alone=alone)
         return Wait(0)
 
-    def book(self, grant: Grant) -> None:
-        """Take the slot of `grant` here (Redis granted it, or this is the fallback)."""
+    def book(self, grant: Grant, *, alone: bool = False) -> None:
+        """Take the slot of `grant` here (Redis granted it, or this is the fallback: `alone`)."""
         p, chat, now = self.policy, grant.chat_id, self._now()
         if len(self._chat_next) > self._MAX_CHATS:
             self._forget(now)
@@ -272,7 +286,7 @@ class LocalPace:
         self._bot.append(_Stamp(now + p.flight_ms, grant.token))
         if chat < 0:
             # Trimmed by age when checked (as in pace_take.lua).
-            self._minute.setdefault(chat, deque()).append(_Stamp(now, grant.token))
+            self._minute.setdefault(chat, deque()).append(_Stamp(now, grant.token, alone))
 
     def settle(self, grant: Grant) -> None:
         now, chat = self._now(), grant.chat_id
@@ -353,10 +367,10 @@ class Pacer:
         mine = self.local.wait(chat_id)
         if mine.ms > 0:
             return mine  # this process's own posts already fill a limit
+        # While Redis is thought away, only ask: if it answers, the quiet below applies.
+        token = "" if OUTAGES.is_open("redis") else grant.token
         try:
-            ms, who = await self._take(
-                keys=self._keys_of(chat_id), args=self._args(chat_id, grant.token)
-            )
+            ms, who = await self._take(keys=self._keys_of(chat_id), args=self._args(chat_id, token))
         except Exception as exc:
             if not is_outage(exc):
                 raise
@@ -364,10 +378,23 @@ class Pacer:
             return self.local.take_alone(grant)
         OUTAGES.ok("redis")
         self.local.together()
-        if int(ms) > 0:
+        if (quiet := self._quiet_ms()) > 0:
+            return Wait(quiet, by_bot=True)
+        if int(ms) > 0 or not token:
             return Wait(int(ms), int(who) == BOT)
         self.local.book(grant)
         return Wait(0)
+
+    def _quiet_ms(self) -> int:
+        """Just after Redis came back, nothing for a chat interval: another process may have
+        posted alone (`LocalPace.take_alone`) a moment ago, to any chat, and Redis never saw
+        it. (A group's minute needs no such pause: a post made alone takes the answers'
+        reserve, which the results never use, and its process keeps off the group for the
+        rest of that minute.)"""
+        since = OUTAGES.since_back_s("redis")
+        if since is None:
+            return 0
+        return max(0, math.ceil(self.policy.chat_interval_ms - since * 1000))
 
     async def try_acquire(self, chat_id: int, grant: Grant | None = None) -> int:
         """`take`, answering only the milliseconds to wait (0: taken)."""
@@ -385,6 +412,8 @@ class Pacer:
             return mine
         OUTAGES.ok("redis")
         shared = Wait(int(ms), int(who) == BOT)
+        if (quiet := self._quiet_ms()) > shared.ms:
+            shared = Wait(quiet, by_bot=True)
         return mine if mine.ms > shared.ms else shared
 
     async def wait_ms(self, chat_id: int) -> int:

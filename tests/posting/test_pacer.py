@@ -12,6 +12,7 @@ import time
 
 import redis.asyncio as aioredis
 
+from codemojex.outages import OUTAGES
 from codemojex.posting.keys import Keys
 from codemojex.posting.pacer import Grant, LocalPace, PacePolicy, Pacer
 from codemojex.redistypes import AnyRedis
@@ -308,3 +309,46 @@ def test_the_local_pace_counts_posts_in_flight_too() -> None:
     assert 40 <= local.wait(-2).ms <= 50
     time.sleep(0.06)
     assert local.take(Grant(-2)).ms == 0
+
+
+async def test_a_post_made_alone_keeps_to_the_answers_reserve_of_a_groups_minute(
+    redis_r: aioredis.Redis, queue_name: str
+) -> None:
+    """The results may fill a group's minute but the answers' reserve, so: no post alone
+    where this process already used the reserve through Redis, and once it posted alone
+    (Redis never saw it), nothing more to the group from here for that minute."""
+    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
+    policy = PacePolicy(chat_ms=100, margin_ms=0)
+    online = Pacer(redis_r, queue_name, policy)
+    try:
+        offline = Pacer(down, queue_name, policy)
+        offline.local = online.local  # one process: Redis goes away, comes back
+        assert await online.try_acquire(GROUP) == 0  # through Redis: the reserve is used
+        await asyncio.sleep(0.11)
+        assert await offline.try_acquire(GROUP) > 50_000
+        await asyncio.sleep(0.11)  # a chat interval into the outage
+        assert await offline.try_acquire(OTHER_GROUP) == 0  # alone, in another group
+        OUTAGES.reset()  # Redis is back (and the pause that follows is over)
+        assert await online.try_acquire(OTHER_GROUP) > 50_000  # Redis says yes; not here
+        assert await online.try_acquire(PRIVATE) == 0
+    finally:
+        await down.aclose()
+
+
+async def test_nothing_is_posted_for_a_chat_interval_after_redis_comes_back(
+    redis_r: aioredis.Redis, queue_name: str
+) -> None:
+    """Another process may have posted alone to any chat just before Redis came back."""
+    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
+    policy = PacePolicy(chat_ms=300, margin_ms=0)
+    try:
+        await Pacer(down, queue_name, policy).take(PRIVATE)  # this process sees the outage
+    finally:
+        await down.aclose()
+    back = Pacer(redis_r, queue_name, policy)
+    wait = await back.take(OTHER_GROUP)
+    assert wait.by_bot and 250 <= wait.ms <= 300
+    assert await redis_r.exists(Keys(queue_name).chat_pace(OTHER_GROUP)) == 0  # only asked
+    assert (await back.wait(OTHER_GROUP)).ms > 200
+    await asyncio.sleep(0.31)
+    assert await back.try_acquire(OTHER_GROUP) == 0
