@@ -380,7 +380,9 @@ class Pacer:
         self.local.together()
         if (quiet := self._quiet_ms()) > 0:
             return Wait(quiet, by_bot=True)
-        if int(ms) > 0 or not token:
+        if not token:
+            return await self.take(chat_id, grant)  # only asked; Redis is back: take
+        if int(ms) > 0:
             return Wait(int(ms), int(who) == BOT)
         self.local.book(grant)
         return Wait(0)
