@@ -391,6 +391,12 @@ async def pattern(name: str, long: bool) -> dict[str, Any]:
                     per_chat[c].append(run.posted[m] - t)
             posts = {c: len(run.standin.sent_messages(c)) for c in [*chats, flood]}
             extra["flood_posts"] = posts[flood]
+            # Posts while the quiet chats still had something waiting (after them, the ring
+            # holds the flooding chat alone and it posts at its group's pace).
+            last_quiet = max(m.ts for c in chats for m in run.standin.sent_messages(c))
+            extra["flood_posts_meanwhile"] = sum(
+                1 for m in run.standin.sent_messages(flood) if m.ts <= last_quiet
+            )
             extra["quiet_posts_median"] = statistics.median(posts[c] for c in chats)
             extra["jain_p99"] = _jain([_pct(v, 0.99) for v in per_chat.values()])
             extra["bound_s"] = math.ceil(len(chats) / 30) + 2
