@@ -436,7 +436,7 @@ class SoakPlan:
     max_backlog: int = 200  # updates typed but not yet handled by the bot
     max_pending: int = 600  # via lanes: jobs waiting in the lanes before the harness waits
     feed_timeout_s: float = 1_500.0
-    drain_timeout_s: float = 300.0
+    drain_timeout_s: float = 120.0  # the drain may go this long without progress
     seed: int = 7
     keep_dir: bool = False
     ambiguous: str = "repost"  # the workers' CODEMOJEX_SENDER_AMBIGUOUS
@@ -848,21 +848,38 @@ class Soak:
 
     # -- drain ----------------------------------------------------------------------------
 
-    async def drained(self, lanes: Lanes, sessionmaker: async_sessionmaker[AsyncSession]) -> bool:
+    async def left(
+        self, lanes: Lanes, sessionmaker: async_sessionmaker[AsyncSession]
+    ) -> int | None:
+        """Guesses queued, in flight or delayed, plus outbox rows unsent (None: unknown)."""
         try:
             snap = await lanes.snapshot()
-            pending = sum(int(r["pending"]) for r in snap["rooms"].values())
-            if pending or snap["active"] or snap["delayed"]:
-                return False
+            queued = sum(int(r["pending"]) for r in snap["rooms"].values())
             async with sessionmaker() as session:
                 unsent = (
                     await session.execute(
                         select(func.count()).select_from(Outbox).where(Outbox.sent_at.is_(None))
                     )
                 ).scalar_one()
-            return int(unsent) == 0
+            return queued + int(snap["active"]) + int(snap["delayed"]) + int(unsent)
         except Exception:
-            return False
+            return None
+
+    async def drain(self, lanes: Lanes, sessionmaker: async_sessionmaker[AsyncSession]) -> bool:
+        """Wait until nothing is left, for as long as what is left keeps shrinking: a flooded
+        room's backlog of results goes out at a group's 20 messages a minute, minutes after
+        the feed. False when `drain_timeout_s` passed with no progress."""
+        fewest: int | None = None
+        deadline = time.monotonic() + self.plan.drain_timeout_s
+        while time.monotonic() < deadline:
+            left = await self.left(lanes, sessionmaker)
+            if left == 0:
+                return True
+            if left is not None and (fewest is None or left < fewest):
+                fewest = left
+                deadline = time.monotonic() + self.plan.drain_timeout_s
+            await asyncio.sleep(0.5)
+        return False
 
     # -- main -----------------------------------------------------------------------------
 
@@ -974,13 +991,9 @@ class Soak:
                 for slot in range(plan.workers):
                     if slot not in self.fleet.alive():
                         self.fleet.spawn(slot)
-                deadline = time.monotonic() + plan.drain_timeout_s
-                while time.monotonic() < deadline and not await self.drained(lanes, sessionmaker):  # noqa: ASYNC110
-                    await asyncio.sleep(0.5)
+                drained = await self.drain(lanes, sessionmaker)
                 drain_s = time.monotonic() - feed_started - feed_s
-                self.faults.note(
-                    "drained" if await self.drained(lanes, sessionmaker) else "NOT drained"
-                )
+                self.faults.note("drained" if drained else "NOT drained")
                 stop_sampler.set()
                 await sampler_task
                 codes = await asyncio.to_thread(self.fleet.stop_all)
@@ -1373,6 +1386,13 @@ def main(argv: list[str] | None = None) -> int:
         "--kill-every-s", type=float, nargs=2, default=d.kill_every_s, metavar=("MIN", "MAX")
     )
     parser.add_argument("--feed-timeout-s", type=float, default=d.feed_timeout_s)
+    parser.add_argument(
+        "--drain-timeout-s",
+        type=float,
+        default=d.drain_timeout_s,
+        help="how long the drain after the feed may go without progress (a flooded room's "
+        "backlog of results goes out at a group's 20 messages a minute)",
+    )
     parser.add_argument("--pg-outage-s", type=float, default=d.pg_outage_s)
     parser.add_argument("--no-faults", action="store_true")
     parser.add_argument(
@@ -1402,6 +1422,7 @@ def main(argv: list[str] | None = None) -> int:
         lease_ms=args.lease_ms,
         pg_outage_s=args.pg_outage_s,
         feed_timeout_s=args.feed_timeout_s,
+        drain_timeout_s=args.drain_timeout_s,
         kill_every_s=(args.kill_every_s[0], args.kill_every_s[1]),
         faults=not args.no_faults,
         ambiguous=args.ambiguous,
