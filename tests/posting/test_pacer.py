@@ -9,7 +9,9 @@ import asyncio
 import itertools
 import random
 import time
+from collections.abc import AsyncIterator
 
+import pytest_asyncio
 import redis.asyncio as aioredis
 
 from codemojex.outages import OUTAGES
@@ -22,6 +24,16 @@ from tests.support import free_port
 GROUP = -1001
 OTHER_GROUP = -1002
 PRIVATE = 42
+
+
+@pytest_asyncio.fixture
+async def redis_down() -> AsyncIterator[aioredis.Redis]:
+    """A client of a Redis that is not there: every call is an outage."""
+    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
+    yield down
+    await down.aclose()
+
+
 # Limits that never bind, to look at one limit at a time.
 FREE = PacePolicy(chat_ms=0, group_spacing_ms=0, group_limit=1000, bot_limit=1000, margin_ms=0)
 
@@ -156,42 +168,36 @@ async def test_wait_ms_peeks_without_taking(redis_any: AnyRedis, queue_name: str
     assert 0 < await pacer.wait_ms(GROUP) <= 1000
 
 
-async def test_without_redis_the_process_keeps_the_pace_alone(queue_name: str) -> None:
+async def test_without_redis_the_process_keeps_the_pace_alone(
+    redis_down: aioredis.Redis, queue_name: str
+) -> None:
     """A Redis outage is no burst: the pacer falls back on this process's own pace, keeping to
     what the other processes cannot have used (they may have posted just before)."""
-    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
     policy = PacePolicy(chat_ms=100, margin_ms=0)
-    try:
-        pacer = Pacer(down, queue_name, policy)
-        # A chat interval after the outage began, not before (another process's last post).
-        first = await pacer.take(PRIVATE)
-        assert 0 < first.ms <= 100
-        await asyncio.sleep(0.11)
-        assert await pacer.try_acquire(PRIVATE) == 0
-        assert 0 < await pacer.try_acquire(PRIVATE) <= 100
-        # A group: only the answers' reserve of its minute (the results may have used the rest).
-        assert await pacer.try_acquire(GROUP) == 0
-        await asyncio.sleep(0.11)
-        assert await pacer.try_acquire(GROUP) > 50_000
-        await pacer.block_bot(2000)
-        assert (await pacer.take(OTHER_GROUP)).by_bot
-    finally:
-        await down.aclose()
+    pacer = Pacer(redis_down, queue_name, policy)
+    # A chat interval after the outage began, not before (another process's last post).
+    first = await pacer.take(PRIVATE)
+    assert 0 < first.ms <= 100
+    await asyncio.sleep(0.11)
+    assert await pacer.try_acquire(PRIVATE) == 0
+    assert 0 < await pacer.try_acquire(PRIVATE) <= 100
+    # A group: only the answers' reserve of its minute (the results may have used the rest).
+    assert await pacer.try_acquire(GROUP) == 0
+    await asyncio.sleep(0.11)
+    assert await pacer.try_acquire(GROUP) > 50_000
+    await pacer.block_bot(2000)
+    assert (await pacer.take(OTHER_GROUP)).by_bot
 
 
 async def test_this_process_remembers_its_posts_when_redis_comes_back(
-    redis_r: aioredis.Redis, queue_name: str
+    redis_r: aioredis.Redis, redis_down: aioredis.Redis, queue_name: str
 ) -> None:
     """Posts made while Redis was away are not in Redis; the process still counts them."""
-    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
     policy = PacePolicy(chat_ms=100, margin_ms=0)
-    try:
-        offline = Pacer(down, queue_name, policy)
-        await offline.take(PRIVATE)
-        await asyncio.sleep(0.11)
-        assert await offline.try_acquire(PRIVATE) == 0
-    finally:
-        await down.aclose()
+    offline = Pacer(redis_down, queue_name, policy)
+    await offline.take(PRIVATE)
+    await asyncio.sleep(0.11)
+    assert await offline.try_acquire(PRIVATE) == 0
     back = Pacer(redis_r, queue_name, policy)
     back.local = offline.local  # the same process, Redis reachable again
     assert await back.try_acquire(PRIVATE) > 0
@@ -312,39 +318,31 @@ def test_the_local_pace_counts_posts_in_flight_too() -> None:
 
 
 async def test_a_post_made_alone_keeps_to_the_answers_reserve_of_a_groups_minute(
-    redis_r: aioredis.Redis, queue_name: str
+    redis_r: aioredis.Redis, redis_down: aioredis.Redis, queue_name: str
 ) -> None:
     """The results may fill a group's minute but the answers' reserve, so: no post alone
     where this process already used the reserve through Redis, and once it posted alone
     (Redis never saw it), nothing more to the group from here for that minute."""
-    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
     policy = PacePolicy(chat_ms=100, margin_ms=0)
     online = Pacer(redis_r, queue_name, policy)
-    try:
-        offline = Pacer(down, queue_name, policy)
-        offline.local = online.local  # one process: Redis goes away, comes back
-        assert await online.try_acquire(GROUP) == 0  # through Redis: the reserve is used
-        await asyncio.sleep(0.11)
-        assert await offline.try_acquire(GROUP) > 50_000
-        await asyncio.sleep(0.11)  # a chat interval into the outage
-        assert await offline.try_acquire(OTHER_GROUP) == 0  # alone, in another group
-        OUTAGES.reset()  # Redis is back (and the pause that follows is over)
-        assert await online.try_acquire(OTHER_GROUP) > 50_000  # Redis says yes; not here
-        assert await online.try_acquire(PRIVATE) == 0
-    finally:
-        await down.aclose()
+    offline = Pacer(redis_down, queue_name, policy)
+    offline.local = online.local  # one process: Redis goes away, comes back
+    assert await online.try_acquire(GROUP) == 0  # through Redis: the reserve is used
+    await asyncio.sleep(0.11)
+    assert await offline.try_acquire(GROUP) > 50_000
+    await asyncio.sleep(0.11)  # a chat interval into the outage
+    assert await offline.try_acquire(OTHER_GROUP) == 0  # alone, in another group
+    OUTAGES.reset()  # Redis is back (and the pause that follows is over)
+    assert await online.try_acquire(OTHER_GROUP) > 50_000  # Redis says yes; not here
+    assert await online.try_acquire(PRIVATE) == 0
 
 
 async def test_nothing_is_posted_for_a_chat_interval_after_redis_comes_back(
-    redis_r: aioredis.Redis, queue_name: str
+    redis_r: aioredis.Redis, redis_down: aioredis.Redis, queue_name: str
 ) -> None:
     """Another process may have posted alone to any chat just before Redis came back."""
-    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
     policy = PacePolicy(chat_ms=300, margin_ms=0)
-    try:
-        await Pacer(down, queue_name, policy).take(PRIVATE)  # this process sees the outage
-    finally:
-        await down.aclose()
+    await Pacer(redis_down, queue_name, policy).take(PRIVATE)  # this process sees the outage
     back = Pacer(redis_r, queue_name, policy)
     wait = await back.take(OTHER_GROUP)
     assert wait.by_bot and 250 <= wait.ms <= 300
