@@ -39,6 +39,7 @@ VERBS: Final = (
     "rooms",
     "dead",
     "requeue",
+    "waiting",
 )
 
 # Shared Lua prepended to a verb's file (Redis scripts cannot include one another).
