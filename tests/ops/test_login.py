@@ -81,6 +81,20 @@ def test_the_deploy_examples_ship_no_token_the_page_would_take() -> None:
         assert token_problem(value) is not None, value
 
 
+def test_the_deploy_examples_keep_the_internal_endpoints_internal() -> None:
+    """The ops page behind TLS believes its proxy; /metrics, /healthz and /readyz are on
+    loopback (systemd) or admitted to Prometheus alone (Kubernetes)."""
+    k8s = (ROOT / "deploy" / "kubernetes" / "codemojex.yaml").read_text()
+    assert "CODEMOJEX_OPS_TRUSTED_PROXIES" in k8s
+    policies = k8s.split("kind: NetworkPolicy")[1:]
+    assert any("port: 9100" in p for p in policies) and any("port: 8080" in p for p in policies)
+    for unit in ("codemojex-bot.service", "codemojex-worker@.service"):
+        text = (ROOT / "deploy" / "systemd" / unit).read_text()
+        assert "CODEMOJEX_METRICS_HOST=127.0.0.1" in text, unit
+    env = (ROOT / "deploy" / "codemojex.env.example").read_text()
+    assert "CODEMOJEX_OPS_TRUSTED_PROXIES=127.0.0.1" in env
+
+
 def test_the_compare_takes_the_whole_token_and_nothing_else() -> None:
     sessions = Sessions(OPS_TOKEN)
     assert sessions.token_ok(OPS_TOKEN)
