@@ -43,7 +43,12 @@ VERBS: Final = (
 )
 
 # Shared Lua prepended to a verb's file (Redis scripts cannot include one another).
-_INCLUDES: Final = {"check": ("_survey",), "repair": ("_survey",)}
+_INCLUDES: Final = {
+    "check": ("_survey",),
+    "repair": ("_survey",),
+    "rooms": ("_oldest",),
+    "waiting": ("_oldest",),
+}
 
 
 def read_lua(package: str, name: str) -> str:

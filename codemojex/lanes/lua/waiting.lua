@@ -1,6 +1,6 @@
 -- waiting: which of some rooms still hold a job enqueued before a moment of their own, pending
--- (the oldest head of the room's lanes with work, found as `rooms` finds it), in flight (a lease
--- in `active`) or waiting for a retry (`delayed`). The round timer asks it about rounds past
+-- (the room's oldest pending job, _oldest.lua), in flight (a lease in `active`) or waiting for
+-- a retry (`delayed`). The round timer asks it about rounds past
 -- their deadline: a round stays open while guesses taken before its deadline wait (a job keeps
 -- its enqueued_ms through retries and reaps). Costs the given rooms' lanes with work, the
 -- leases (at most one per busy consumer) and the delayed jobs (none but during and after an
@@ -20,22 +20,10 @@ for i = 1, #ARGV, 2 do
 end
 local found = {}
 for room, moment in pairs(before) do
-  local lanes = redis.call('LRANGE', lane_ring_key(room), 0, -1)
-  for _, lane in ipairs(redis.call('SMEMBERS', room_held_key(room))) do lanes[#lanes + 1] = lane end
-  if #lanes > 0 then
-    local heads = redis.call('ZMSCORE', LHEAD, unpack(lanes))
-    local best, best_lane = nil, nil
-    for i, seq in ipairs(heads) do
-      if seq and (not best or tonumber(seq) < best) then best, best_lane = tonumber(seq), lanes[i] end
-    end
-    if best_lane then
-      local id = redis.call('ZRANGE', pending_key(best_lane), 0, 0)[1]
-      local at = id and tonumber(redis.call('HGET', job_key(id), 'enqueued_ms') or '-1') or -1
-      if at >= 0 and at < moment then
-        found[room] = true
-        open = open - 1
-      end
-    end
+  local at = room_oldest(room)
+  if at >= 0 and at < moment then
+    found[room] = true
+    open = open - 1
   end
 end
 for _, set in ipairs({ACTIVE, DELAYED}) do
