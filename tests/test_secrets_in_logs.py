@@ -101,15 +101,9 @@ async def test_no_command_logs_a_secret(
 
         outputs["bot -v (webhook)"] = await run(["bot", "-v"], webhook, webhook_set)
         assert told[-1] == WEBHOOK_SECRET
-        # the worker: up once its metrics answer
-        metrics = free_port()
-        worker_env = env | {"CODEMOJEX_METRICS_PORT": str(metrics)}
-        outputs["worker -v"] = await run(
-            ["worker", "-v"], worker_env, _answers(metrics, "/healthz")
-        )
-        # the ops page: up once its login form answers; a wrong and a right login meanwhile
-        ops_port = free_port()
-        ops_env = env | {"CODEMOJEX_OPS_PORT": str(ops_port)}
+        # the worker (up once its metrics answer), the ops page (up once its login form
+        # answers; a wrong and a right login meanwhile) and the one-shot commands, at once
+        metrics, ops_port = free_port(), free_port()
 
         async def ops_used() -> bool:
             if not await _answers(ops_port, "/login")():
@@ -120,9 +114,19 @@ async def test_no_command_logs_a_secret(
                     await http.post(f"http://127.0.0.1:{ops_port}/login", data=form)
             return True
 
-        outputs["ops -v"] = await run(["ops", "-v"], ops_env, ops_used)
-        for args in (["migrate"], ["lanes", "check"], ["lanes", "snapshot"]):
-            outputs[" ".join(args)] = await run(args, env, None)
+        runs = {
+            "worker -v": run(
+                ["worker", "-v"],
+                env | {"CODEMOJEX_METRICS_PORT": str(metrics)},
+                _answers(metrics, "/healthz"),
+            ),
+            "ops -v": run(["ops", "-v"], env | {"CODEMOJEX_OPS_PORT": str(ops_port)}, ops_used),
+            **{
+                " ".join(args): run(args, env, None)
+                for args in (["migrate"], ["lanes", "check"], ["lanes", "snapshot"])
+            },
+        }
+        outputs |= dict(zip(runs, await asyncio.gather(*runs.values()), strict=True))
     for command, output in outputs.items():
         for secret in SECRETS:
             assert secret not in output, f"`codemojex {command}` logged a secret:\n{output}"
