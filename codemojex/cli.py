@@ -1,7 +1,9 @@
 """The one command line: `codemojex bot | worker | ops | migrate | demo | lanes …`.
 
 Every setting comes from the environment (CODEMOJEX_*, see codemojex/settings.py); flags here
-only choose what to run.
+only choose what to run. Every command starts with `_start`: the settings (exit 2 naming the
+wrong one), then logging, whose every line has the secrets of those settings masked
+(codemojex.secrecy), at DEBUG with `-v`.
 """
 
 from __future__ import annotations
@@ -15,17 +17,40 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
+from codemojex.secrecy import mask_logs, url_password
 from codemojex.settings import Settings, load_settings
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
-lanes_app = typer.Typer(no_args_is_help=True, help="Inspect and mend the lanes keyspace.")
+# No local variables in tracebacks: a frame's locals may hold a token.
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_show_locals=False
+)
+lanes_app = typer.Typer(
+    no_args_is_help=True,
+    help="Inspect and mend the lanes keyspace.",
+    pretty_exceptions_show_locals=False,
+)
 app.add_typer(lanes_app, name="lanes")
 
 
-def _logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+def _start(verbose: bool = False, *, quiet: bool = False) -> Settings:
+    """The settings, then logging that masks their secrets in every line (DEBUG with
+    `verbose`, WARNING when `quiet`: the demo draws its own screen)."""
+    settings = _settings()
+    _logging(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO, settings)
+    return settings
+
+
+def _logging(level: int, settings: Settings) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Whatever the logger and the level (python-telegram-bot logs its Bot API URL, which
+    # holds the token, at DEBUG).
+    mask_logs(
+        [
+            *(s.get_secret_value() for s in (settings.token, settings.ops_token) if s),
+            settings.webhook_secret.get_secret_value() if settings.webhook_secret else None,
+            url_password(settings.redis_url),
+            url_password(settings.database_url),
+        ]
     )
     # httpx logs every Bot API call at INFO; that is noise for an operator.
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -78,7 +103,7 @@ def migrate() -> None:
     """Bring the database (CODEMOJEX_DATABASE_URL) to the latest schema."""
     from codemojex.db import upgrade
 
-    settings = _settings()
+    settings = _start()
     upgrade(settings.database_url)
     typer.echo("database is at the latest revision")
 
@@ -86,8 +111,7 @@ def migrate() -> None:
 @app.command()
 def bot(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     """Run the Telegram bot (polling, or webhook when CODEMOJEX_WEBHOOK_URL is set)."""
-    _logging(verbose)
-    settings = _settings()
+    settings = _start(verbose)
     _require_shared_redis(settings, "the bot")
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN to the bot's token", err=True)
@@ -106,8 +130,7 @@ def bot(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> No
 @app.command()
 def worker(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     """Run the ScoreWorker pool, the outbox sender and the round timer."""
-    _logging(verbose)
-    settings = _settings()
+    settings = _start(verbose)
     _require_shared_redis(settings, "the worker")
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN: the worker posts results as the bot", err=True)
@@ -122,11 +145,13 @@ def worker(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) ->
 def ops(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     """Serve the operator page (CODEMOJEX_OPS_HOST:CODEMOJEX_OPS_PORT, login with
     CODEMOJEX_OPS_TOKEN): charts, rooms, dead guesses, pause/resume, ceilings."""
-    _logging(verbose)
-    settings = load_settings()
+    from codemojex.ops.page.auth import token_problem
+
+    settings = _start(verbose)
     _require_shared_redis(settings, "the ops page")
-    if settings.ops_token is None or not settings.ops_token.get_secret_value():
-        typer.echo("set CODEMOJEX_OPS_TOKEN: the ops page lets whoever has it steer", err=True)
+    problem = token_problem(settings.ops_token.get_secret_value() if settings.ops_token else None)
+    if problem is not None:
+        typer.echo(f"codemojex ops: {problem}", err=True)
         raise typer.Exit(2)
     _require_schema(settings)
     from codemojex.ops.page.main import run_ops
@@ -164,7 +189,7 @@ def demo(
         seconds=seconds,
         seed=seed,
     )
-    sys.exit(asyncio.run(run_demo(_settings(), plan)))
+    sys.exit(asyncio.run(run_demo(_start(quiet=True), plan)))
 
 
 async def _with_lanes(action: str, room: str | None) -> object:
@@ -186,7 +211,7 @@ async def _with_lanes(action: str, room: str | None) -> object:
 @lanes_app.command("check")
 def lanes_check() -> None:
     """List every violated invariant of the lanes keyspace (exit 1 when there is any)."""
-    settings = _settings()
+    settings = _start()
     _require_shared_redis(settings, "lanes check")
     faults = asyncio.run(_with_lanes("check", None))
     assert isinstance(faults, list)
@@ -199,7 +224,7 @@ def lanes_check() -> None:
 @lanes_app.command("repair")
 def lanes_repair() -> None:
     """Recompute in-flight counts from the leases and rebuild both rings; print what changed."""
-    settings = _settings()
+    settings = _start()
     _require_shared_redis(settings, "lanes repair")
     fixes = asyncio.run(_with_lanes("repair", None))
     assert isinstance(fixes, list)
@@ -213,7 +238,7 @@ def lanes_snapshot(
     room: Annotated[str | None, typer.Option(help="one room (ROM…)")] = None,
 ) -> None:
     """Depths, in-flight counts, ceilings, weights, ring order and pauses, as JSON."""
-    settings = _settings()
+    settings = _start()
     _require_shared_redis(settings, "lanes snapshot")
     typer.echo(json.dumps(asyncio.run(_with_lanes("snapshot", room)), indent=2, default=str))
 

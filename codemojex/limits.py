@@ -68,14 +68,24 @@ PALETTE_SIZE_DEFAULT: Final = 6
 ROUND_TIMEOUT_S_MIN: Final = 30
 ROUND_TIMEOUT_S_MAX: Final = 7 * 24 * 3600
 ROUND_TIMEOUT_S_DEFAULT: Final = 600
+# A guess counts as in time when the bot took it before the round's deadline, however late it is
+# scored (a paused room, an outage, a flood's wait). So the round timer keeps a round open past
+# its deadline while guesses taken before it still wait in the lanes, for at most
+# ROUND_HOLD_S_MAX (a room paused longer, or a dead worker fleet, cannot hold a round for ever:
+# after that the round ends and those guesses are too late), looking again every
+# ROUND_HOLD_RECHECK_S.
+ROUND_HOLD_S_MAX: Final = 600
+ROUND_HOLD_RECHECK_S: Final = 1.0
 
 # Tap to guess: a player's taps on round keyboards, at most TAP_RATE_MAX per TAP_RATE_WINDOW_MS
 # (in every chat together); past that a tap is refused with a toast and changes nothing. A
 # thumb taps four or five times a second; the limit stops scripted hammering of the bot.
 TAP_RATE_MAX: Final = 8
 TAP_RATE_WINDOW_MS: Final = 2_000
-# A callback query id is seen once (a redelivered update changes no draft twice) for this long.
-TAP_SEEN_S: Final = 3600
+# A callback query id is seen once (a redelivered update changes no draft twice) for this long:
+# Telegram redelivers an unconfirmed update within minutes (a bot restarting, a webhook retried),
+# and only a tap within the tap rate is marked, so a hammering client leaves no keys behind.
+TAP_SEEN_S: Final = 600
 # Emoji buttons per row of a round's keyboard (Telegram allows 8; 5 fit a phone's width).
 TAP_ROW_MAX: Final = 5
 
@@ -190,5 +200,29 @@ OPS_SAMPLE_S: Final = 5.0
 OPS_HISTORY_S: Final = 15 * 60
 # Rows of the ops page's tables per page (a bounded page: never a scan of every room).
 OPS_PAGE_ROWS: Final = 25
-# An ops session (the login cookie) lasts this long.
+# An ops session (the login cookie) lasts this long at most, and ends after OPS_SESSION_IDLE_S
+# without a request (an open page refreshes itself every few seconds, so only a closed tab or a
+# sleeping laptop idles); at most OPS_SESSIONS_MAX live at once (the oldest is ended first).
 OPS_SESSION_S: Final = 12 * 3600
+OPS_SESSION_IDLE_S: Final = 30 * 60
+OPS_SESSIONS_MAX: Final = 64
+# CODEMOJEX_OPS_TOKEN: at least this long (as the webhook secret), and no known placeholder.
+OPS_TOKEN_MIN: Final = 32
+# Failed logins: a bucket per client address (an IPv6 client by its /64) and one for the whole
+# page. A login attempt takes a token from both before the token is even compared (parallel
+# requests cannot slip through while others are compared), a right token gives it back. Past
+# either, 429 without comparing. One client gets OPS_LOGIN_BURST_ADDR tries, then one every
+# OPS_LOGIN_REFILL_ADDR_S; everybody together OPS_LOGIN_BURST, then one every OPS_LOGIN_REFILL_S
+# (so a swarm of addresses locks the operator out for that long at most, once it stops).
+OPS_LOGIN_BURST_ADDR: Final = 10
+OPS_LOGIN_REFILL_ADDR_S: Final = 6.0
+OPS_LOGIN_BURST: Final = 40
+OPS_LOGIN_REFILL_S: Final = 3.0
+# Client addresses remembered for their login budget (the least recently seen forgotten first).
+OPS_LOGIN_ADDRS_MAX: Final = 10_000
+# A wrong token costs its sender this long before the answer.
+OPS_LOGIN_FAIL_DELAY_S: Final = 0.5
+# The page's query parameters: offsets into a table (rooms, dead guesses) at most this, a title
+# cursor at most OPS_CURSOR_MAX characters.
+OPS_OFFSET_MAX: Final = 10_000_000
+OPS_CURSOR_MAX: Final = 512

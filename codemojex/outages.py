@@ -3,7 +3,10 @@
 An outage is a failure that goes away by itself: Redis, Postgres or Telegram down, restarting,
 unreachable, too slow, failing over, or a transaction that lost a race. Every component asks
 `outage_of`: the bot answers "try again", the worker hands a batch back, the sender and the
-consumer loop wait. Anything else is a bug and is reported with its traceback.
+consumer loop wait. Anything else is a bug and is reported with its traceback. A bare
+OSError or TimeoutError is judged by where it came from (`_origin`): out of asyncpg,
+SQLAlchemy, redis-py or the Bot API client it is their component's outage; out of a file or
+a socket of our own it is a bug, not something to retry for ever.
 
 What an operator reads of an outage is `OUTAGES` (an `OutageLog`): one line when it starts,
 one when it ends (how long, how many attempts failed), and `codemojex_outages_total` between.
@@ -14,12 +17,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 import time
 import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from types import TracebackType
 from typing import Final, Literal
 
 import httpx
@@ -66,6 +71,20 @@ _PG_CONNECTION_ERRORS: Final = frozenset(
     }
 )
 _NETWORK: Final = (OSError, TimeoutError, ConnectionError)
+# Whose socket a bare OSError or TimeoutError came from: the top-level package of the code
+# that was talking to it.
+_CLIENTS: Final[dict[str, Component]] = {
+    "asyncpg": "postgres",
+    "sqlalchemy": "postgres",
+    "aiosqlite": "postgres",  # the embedded demo's database
+    "redis": "redis",
+    "httpx": "telegram",
+    "httpcore": "telegram",
+    "telegram": "telegram",
+}
+# Libraries the clients above do their I/O through: looked past, like the standard library.
+_PLUMBING: Final = frozenset({"anyio", "sniffio", "greenlet", "h11", "h2", "hiredis", "certifi"})
+_CHAIN_MAX: Final = 8
 
 
 def _database_outage(exc: sa_exc.DBAPIError) -> bool:
@@ -98,9 +117,45 @@ def outage_of(exc: BaseException) -> Component | None:
     if isinstance(exc, httpx.TransportError):
         return "telegram"
     if isinstance(exc, _NETWORK):
-        # A bare socket error: the database driver's, as the store sees it (asyncpg raises
-        # OSError itself when Postgres refuses the connection).
-        return "postgres"
+        # A bare socket error or timeout (asyncpg raises OSError itself when Postgres refuses
+        # the connection): an outage of the component whose client it came out of; one of a
+        # file or socket of our own is a bug, reported, not retried for ever.
+        return _origin(exc)
+    return None
+
+
+def _origin(exc: BaseException) -> Component | None:
+    """The component whose client raised `exc`, from where it was raised: the innermost
+    frame of its traceback that is neither the standard library nor a client's plumbing.
+    A frame of ours (or of anything else) there means it is ours. An exception raised
+    `from` another is judged by its cause first: asyncio's TimeoutError is raised in our
+    frame, from the CancelledError that stopped the await it timed out, inside the client."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and len(chain) < _CHAIN_MAX:
+        chain.append(link)
+        link = link.__cause__
+    for link in reversed(chain):  # the first cause first
+        verdict = _frames_origin(link.__traceback__)
+        if verdict is not None:
+            return verdict or None
+    return None
+
+
+def _frames_origin(tb: TracebackType | None) -> Component | Literal[""] | None:
+    """A component, "" (code of ours or unknown: not an outage), or None (only the standard
+    library and plumbing: the frames do not say)."""
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):  # innermost first
+        package = str(frame.f_globals.get("__name__", "")).split(".", 1)[0]
+        if package in _CLIENTS:
+            return _CLIENTS[package]
+        if package in sys.stdlib_module_names or package in _PLUMBING or not package:
+            continue
+        return ""
     return None
 
 

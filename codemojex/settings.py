@@ -10,6 +10,7 @@ Defaults and ranges come from codemojex/limits.py (the why of each number is the
 from __future__ import annotations
 
 import ipaddress
+from ipaddress import IPv4Network, IPv6Network
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
@@ -83,6 +84,12 @@ class Settings(BaseSettings):
     ops_port: int = Field(default=8080, ge=1, le=65535)
     ops_host: str = "127.0.0.1"
     ops_token: SecretStr | None = None
+    # The TLS proxies in front of the ops page (addresses or networks, comma or space
+    # separated): what they forward (X-Forwarded-For/-Proto, Forwarded) is believed, so the
+    # session cookie is Secure behind them; from anyone else those headers are ignored.
+    ops_trusted_proxies: Annotated[list[IPv4Network | IPv6Network], NoDecode] = Field(
+        default_factory=list
+    )
 
     # Hardening: how long the audit log of admin commands is kept (the workers trim it)
     audit_keep_days: int = Field(default=L.AUDIT_KEEP_DAYS_DEFAULT, ge=1, le=L.AUDIT_KEEP_DAYS_MAX)
@@ -101,6 +108,15 @@ class Settings(BaseSettings):
             "the Bot API URL must be https:// (plain http:// only to 127.0.0.1, ::1 or "
             "localhost): the bot's token is part of every request"
         )
+
+    @field_validator("ops_trusted_proxies", mode="before")
+    @classmethod
+    def _split_networks(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [
+                ipaddress.ip_network(part, strict=False) for part in value.replace(",", " ").split()
+            ]
+        return value
 
     @field_validator("operator_ids", mode="before")
     @classmethod

@@ -29,15 +29,20 @@ class Drafts:
         self.rate = rate or TapRate()
 
     async def admit(self, user_id: int, query_id: str) -> tuple[bool, bool]:
-        """(within the rate, first sight of this callback query): one round trip. A refused
-        tap counts against the rate too, so hammering stays refused."""
+        """(within the rate, first sight of this callback query). A refused tap counts
+        against the rate too, so hammering stays refused, and leaves nothing else behind:
+        only a tap within the rate is marked seen (a second round trip, for it alone)."""
         rate_key = self._keys.tap_rate(user_id)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.set(rate_key, 0, nx=True, px=self.rate.window_ms)
             pipe.incr(rate_key)
-            pipe.set(self._keys.tap_seen(query_id), 1, nx=True, ex=limits.TAP_SEEN_S)
-            _, count, first = await pipe.execute()
-        return int(count) <= self.rate.most, bool(first)
+            _, count = await pipe.execute()
+        if int(count) > self.rate.most:
+            return False, False
+        first = await self._redis.set(
+            self._keys.tap_seen(query_id), 1, nx=True, ex=limits.TAP_SEEN_S
+        )
+        return True, bool(first)
 
     async def get(self, round_id: int, user_id: int) -> bytes | None:
         value = await self._redis.get(self._keys.tap_draft(round_id, user_id))

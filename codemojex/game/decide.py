@@ -16,8 +16,10 @@ The rules, in the order `decide` applies them to each guess:
 * A guess id already recorded (earlier, or earlier in this batch): `duplicate`, reporting what
   was decided then; nothing written, nothing answered again. A re-delivered job is harmless.
 * A player banned in the room: `banned`, nothing written, nothing answered.
-* A guess for a round already over: `late`, recorded without pegs, earns nothing, answered
-  "too late" once.
+* A guess for a round already over, or taken by the bot at or after the round's deadline (a
+  round the timer holds open for the guesses taken before it, `rounds.holds_open`): `late`,
+  recorded without pegs, earns nothing, answered "too late" once. A guess taken before the
+  deadline is scored, however late (a paused room, an outage, a flood's wait).
 * Otherwise `scored`: attempt number = the player's scored guesses in the round + 1; the first
   all-exact guess wins the round (it closes, later guesses of it are late), earns
   `points_for(attempt_no)`, and is announced.
@@ -34,7 +36,7 @@ from datetime import datetime
 from typing import Final, Literal
 
 from codemojex.game import texts
-from codemojex.game.rounds import keys_off
+from codemojex.game.rounds import in_time, keys_off
 from codemojex.game.types import KIND_LATE, KIND_RESULT, KIND_WIN, SOLVED, Message
 from codemojex.locale import Lang
 from codemojex.scoring import feedback, points_for
@@ -52,6 +54,7 @@ class Attempt:
     room_id: str  # the lane's room
     emojis: tuple[str, ...]  # in the palette's spelling
     reply_to: int | None  # the guess message
+    taken_ms: int | None = None  # when the bot took it (the job's enqueued_ms; None: unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,7 @@ class RoundState:
     winning_guess_id: str | None
     language: Lang  # the room's: every text about the round is written in it
     thread_id: int = 0  # the room's forum topic (0: none): where the round's messages go
+    deadline_ms: int | None = None  # its expires_at in ms (None: not known, no deadline kept)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +215,7 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
             verdicts.append(Verdict("mismatch"))
             continue
 
-        if rnd.ended or rnd.id in won:
+        if rnd.ended or rnd.id in won or not in_time(item.taken_ms, rnd.deadline_ms):
             solved = rnd.id in won or rnd.end_reason == SOLVED
             late_text = (texts.already_solved if solved else texts.already_over)(
                 rnd.language, item.emojis

@@ -3,13 +3,20 @@
 The store reads the room's settings, asks `new_round` for the round to open, and writes it with
 its announcement; closing a round without a winner (its time ran out, or an admin ended it), it
 writes the `reveal`. Winning a round is decided with the guesses, in `decide`.
+
+A round's deadline is its `expires_at`. A guess is in time when the bot took it before the
+deadline (`in_time`: the lane job's enqueue time, Redis's clock), however late it is scored: a
+paused room, an outage or a flood's wait does not make it "too late". So the round timer keeps
+a round open past its deadline while guesses taken before it still wait to be scored
+(`holds_open`), for at most `limits.ROUND_HOLD_S_MAX`; guesses taken after the deadline are
+too late meanwhile.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from codemojex.game import texts
 from codemojex.game.types import KIND_KEYS_OFF, KIND_REVEAL, TIMEOUT, Message
@@ -95,3 +102,25 @@ def keys_off(*, round_id: int, chat_id: int, announce_message_id: int | None) ->
 def is_due(expires_at: datetime, now: datetime) -> bool:
     """An open round whose time has run out (the store's query selects the same rounds)."""
     return expires_at <= now
+
+
+def deadline_ms(expires_at: datetime) -> int:
+    """A round's deadline on the lanes' clock (ms since the epoch; a naive time is UTC)."""
+    if expires_at.tzinfo is None:
+        expires_at = expires_at.replace(tzinfo=UTC)
+    return int(expires_at.timestamp() * 1000)
+
+
+def in_time(taken_ms: int | None, deadline: int | None) -> bool:
+    """A guess the bot took at `taken_ms` counts for a round ending at `deadline` (both ms;
+    None: not known, as for a job of an older bot, which is judged by the round alone)."""
+    return taken_ms is None or deadline is None or taken_ms < deadline
+
+
+def holds_open(deadline: int, now_ms: int, waiting: bool, hold_max_s: float) -> bool:
+    """Whether the round timer keeps a round open at `now_ms` (the lanes' clock): before its
+    deadline there (a guess taken now still counts, whatever the timer's own clock says), and
+    after it while guesses taken before it still `waiting`, up to `hold_max_s` past it."""
+    if now_ms < deadline:
+        return True
+    return waiting and now_ms < deadline + hold_max_s * 1000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -434,6 +435,17 @@ class Lanes:
                 pipe.zrange(key, start, stop, withscores=True)
             total, rows = await pipe.execute()
         return int(total), [(_text(room), int(score)) for room, score in rows]
+
+    async def waiting_before(self, moments: Mapping[str, int]) -> tuple[int, set[str]]:
+        """(Redis's time in ms, the rooms of `moments` that still hold a job enqueued before
+        their moment in ms: pending, in flight or waiting for a retry). For the round timer
+        (rounds past their deadline); costs those rooms' lanes with work, the leases and the
+        delayed jobs."""
+        args: list[str | int] = []
+        for room, moment in moments.items():
+            args += [K.check_room(room), _int(moment, "moment", 0, 2**53)]
+        now, *flags = await self._call("waiting", *args)
+        return int(now), {room for room, flag in zip(moments, flags, strict=True) if int(flag)}
 
     async def dead(self, offset: int = 0, count: int = 50) -> tuple[int, list[DeadJob]]:
         """A page of the dead jobs, latest deaths first: (dead jobs in all, the page)."""

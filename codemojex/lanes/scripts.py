@@ -39,10 +39,16 @@ VERBS: Final = (
     "rooms",
     "dead",
     "requeue",
+    "waiting",
 )
 
 # Shared Lua prepended to a verb's file (Redis scripts cannot include one another).
-_INCLUDES: Final = {"check": ("_survey",), "repair": ("_survey",)}
+_INCLUDES: Final = {
+    "check": ("_survey",),
+    "repair": ("_survey",),
+    "rooms": ("_oldest",),
+    "waiting": ("_oldest",),
+}
 
 
 def read_lua(package: str, name: str) -> str:

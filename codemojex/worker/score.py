@@ -130,6 +130,7 @@ class ScoreWorker:
                 room_id=job.room,
                 emojis=guess.emojis,
                 reply_to=guess.message_id,
+                taken_ms=job.enqueued_ms,  # in time or late by when the bot took it
             )
             for job, guess in decoded
         ]

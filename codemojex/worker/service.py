@@ -21,9 +21,15 @@ from telegram import Bot
 
 from codemojex.db import store
 from codemojex.db.models import utcnow
+from codemojex.game import rounds
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
-from codemojex.limits import ROUND_TIMEOUT_S_MIN, SENDER_RECONCILE_S
+from codemojex.limits import (
+    ROUND_HOLD_RECHECK_S,
+    ROUND_HOLD_S_MAX,
+    ROUND_TIMEOUT_S_MIN,
+    SENDER_RECONCILE_S,
+)
 from codemojex.outages import OUTAGES, backoff_ms, is_outage
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
@@ -33,7 +39,14 @@ from codemojex.worker.botapi import make_bot
 from codemojex.worker.retention import AuditTrim
 from codemojex.worker.score import ScoreStats, ScoreWorker
 
-__all__ = ["WorkerStats", "expire_rounds_once", "make_bot", "run_worker", "settle_process"]
+__all__ = [
+    "Expiry",
+    "WorkerStats",
+    "expire_rounds_once",
+    "make_bot",
+    "run_worker",
+    "settle_process",
+]
 
 log = logging.getLogger(__name__)
 
@@ -65,32 +78,69 @@ class WorkerStats:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class Expiry:
+    """What one pass of the round timer did: rounds closed, rounds past their deadline held
+    open for guesses taken before it."""
+
+    closed: int
+    held: int
+
+
 async def expire_rounds_once(
-    sessionmaker: async_sessionmaker[AsyncSession], sender: OutboxSender | None = None
-) -> int:
-    """Close the rounds whose timeout passed (their reveal goes to the outbox)."""
+    sessionmaker: async_sessionmaker[AsyncSession],
+    lanes: Lanes,
+    sender: OutboxSender | None = None,
+    *,
+    hold_s: float = ROUND_HOLD_S_MAX,
+) -> Expiry:
+    """Close the rounds whose time ran out (their reveal goes to the outbox), except those
+    whose room still holds guesses the bot took before the deadline (`rounds.holds_open`):
+    they stay open until those are scored, or `hold_s` past the deadline.
+
+    Safe with any number of workers: the lanes are asked after the deadline on their own
+    clock (a guess taken before it is in the lanes, or scored and acked, by then), and each
+    round is closed under its row lock, once."""
     async with sessionmaker() as session:
-        closed = await store.expire_rounds(session, utcnow())
+        due = await store.due_rounds(session, utcnow())
+    if not due:
+        return Expiry(0, 0)
+    deadlines = {round_id: rounds.deadline_ms(at) for round_id, _, at in due}
+    moments: dict[str, int] = {}
+    for round_id, room_id, _ in due:  # a room has one open round: its deadline
+        moments[room_id] = deadlines[round_id]
+    now_ms, waiting = await lanes.waiting_before(moments)
+    close = [
+        round_id
+        for round_id, room_id, _ in due
+        if not rounds.holds_open(deadlines[round_id], now_ms, room_id in waiting, hold_s)
+    ]
+    async with sessionmaker() as session:
+        closed = await store.expire_rounds(session, utcnow(), close)
     if closed and sender is not None:
         async with sessionmaker() as session:
             chats = await store.room_chats(session, {r.room_id for r in closed})
         for chat_id in chats:
             sender.poke(chat_id)
-    return len(closed)
+    return Expiry(len(closed), len(due) - len(close))
 
 
 async def _round_timer(
     sessionmaker: async_sessionmaker[AsyncSession],
+    lanes: Lanes,
     sender: OutboxSender,
     stats: WorkerStats,
     stop: asyncio.Event,
     every_s: float,
     trim: AuditTrim,
+    hold_s: float,
 ) -> None:
     """Close rounds when their time runs out. It sleeps until the first open round's expiry,
     or `every_s` at most: a round the bot starts meanwhile runs at least ROUND_TIMEOUT_S_MIN,
     so with `every_s` no longer than that (the default) no round is closed late, and an idle
-    deployment costs one index probe per `every_s`, not a scan every few seconds."""
+    deployment costs one index probe per `every_s`, not a scan every few seconds. A round
+    held open for guesses taken before its deadline is looked at again every
+    ROUND_HOLD_RECHECK_S."""
     failures = 0
     while not stop.is_set():
         wait_s = every_s
@@ -98,8 +148,9 @@ async def _round_timer(
             async with sessionmaker() as session:
                 first = await store.next_expiry(session)
             if first is not None and first <= utcnow():
-                stats.rounds_expired += await expire_rounds_once(sessionmaker, sender)
-                wait_s = 0.0
+                expiry = await expire_rounds_once(sessionmaker, lanes, sender, hold_s=hold_s)
+                stats.rounds_expired += expiry.closed
+                wait_s = min(every_s, ROUND_HOLD_RECHECK_S) if expiry.held else 0.0
             elif first is not None:
                 wait_s = min(every_s, (first - utcnow()).total_seconds())
             trimmed = await trim.tick(sessionmaker)
@@ -149,6 +200,7 @@ async def run_worker(
     score_hold_s: float = 5.0,
     pool_options: dict[str, Any] | None = None,
     drain_s: float = 0.0,
+    round_hold_s: float = ROUND_HOLD_S_MAX,
 ) -> WorkerStats:
     """Run the consumer pool (handler = ScoreWorker), the outbox sender and the round timer
     until `stop_event` is set; then stop them in that order and return the counters.
@@ -158,6 +210,8 @@ async def run_worker(
 
     `bot` may be initialised or not (the sender only posts); `redis` is the client the
     lanes use (decode_responses=False), shared with the sender's pacer and leases.
+    `round_hold_s`: how long past its deadline a round is held open for the guesses taken
+    before it (limits.ROUND_HOLD_S_MAX).
     """
     stats = stats or WorkerStats()
     sender = OutboxSender(
@@ -195,7 +249,14 @@ async def run_worker(
     sender_task = asyncio.create_task(sender.run(sender_stop), name="worker:sender")
     timer_task = asyncio.create_task(
         _round_timer(
-            sessionmaker, sender, stats, sender_stop, timer_s, AuditTrim(settings.audit_keep_days)
+            sessionmaker,
+            lanes,
+            sender,
+            stats,
+            sender_stop,
+            timer_s,
+            AuditTrim(settings.audit_keep_days),
+            round_hold_s,
         ),
         name="worker:timer",
     )

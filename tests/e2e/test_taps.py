@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
+from codemojex import limits
 from codemojex.bot.drafts import TapRate
 from codemojex.db import Guess, Player
 from codemojex.game import taps, texts
@@ -165,3 +166,29 @@ async def test_banned_and_too_fast_taps_are_refused_and_change_nothing(stack: St
         assert new_round is not None and new_round.id != elsewhere.id
         assert await stack.redis.exists(keys.tap_draft(new_round.id, BOB)) == 0
     assert await stack.guess_count() == 1
+
+
+async def test_hammered_taps_leave_no_more_keys_than_taps_let_through(stack: Stack) -> None:
+    """200 taps at once against a rate of 8: 8 change the draft, 192 are "too fast", and only
+    the 8 leave a key behind (a callback query seen), living minutes, not an hour."""
+    chat = stack.new_group()
+    keys = Keys(stack.settings.queue)
+    async with in_process_worker(stack):
+        ann, _ = await stack.new_round(chat, by=ALICE)
+    button = stack.buttons(chat, ann.message_id)[0][1]
+    stack.app.bot_data.drafts.rate = TapRate(most=8, window_ms=60_000)  # no slipping under
+    before = len(stack.standin.callback_answers)
+    pressed = {stack.standin.press_button(chat, ann.message_id, BOB, button) for _ in range(200)}
+
+    async def all_answered() -> bool:
+        answered = {a["callback_query_id"] for a in stack.standin.callback_answers[before:]}
+        return pressed <= answered
+
+    await eventually(all_answered, timeout=60, what="200 taps answered")
+    toasts = [a.get("text") for a in stack.standin.callback_answers[before:]]
+    assert toasts.count(texts.tap_too_fast(EN)) == 192
+    seen = [key async for key in stack.redis.scan_iter(match=keys.prefix + "tap:seen:*")]
+    assert len(seen) <= 8, len(seen)
+    assert seen, "the taps let through are marked seen"
+    for key in seen:
+        assert 0 < await stack.redis.ttl(key) <= limits.TAP_SEEN_S <= 15 * 60

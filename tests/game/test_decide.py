@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from hypothesis import given, settings
@@ -20,6 +21,7 @@ from codemojex.game.decide import (
     Verdict,
     decide,
 )
+from codemojex.game.rounds import deadline_ms, holds_open, in_time
 from codemojex.game.types import (
     KIND_KEYS_OFF,
     KIND_LATE,
@@ -324,3 +326,44 @@ def test_every_batch_obeys_the_rules(
 
     # One answer per new guess, plus the win announcements and their keyboards' removal.
     assert len(decision.messages) == len(new) + 2 * len(decision.closings)
+
+
+# --- lateness: by when the bot took the guess --------------------------------------------------
+
+
+def test_a_guess_counts_by_when_it_was_taken_not_when_it_is_decided() -> None:
+    """A round past its deadline, held open for the guesses taken before it: those are
+    scored (the winning one wins), the ones taken at or after it are too late."""
+    deadline = 1_000_000
+    held = replace(rnd(), deadline_ms=deadline)
+    batch = [
+        replace(guess("before"), taken_ms=deadline - 1),
+        replace(guess("at", BOB), taken_ms=deadline),
+        replace(guess("after", BOB), taken_ms=deadline + 60_000),
+        replace(guess("win", emojis=SECRET), taken_ms=deadline - 500),
+        replace(guess("unknown", BOB, emojis=SECRET), taken_ms=None),  # an older bot's job
+    ]
+    decision = decide(batch, state(held), NOW)
+    kinds = [v.kind for v in decision.verdicts]
+    assert kinds == ["scored", "late", "late", "scored", "late"]
+    assert decision.verdicts[3].won and decision.verdicts[3].attempt_no == 2
+    assert decision.verdicts[4].late  # after the win: "already solved"
+    late_texts = [m.text for m in decision.messages if m.kind == KIND_LATE]
+    assert late_texts[:2] == [texts.already_over(EN, MISS)] * 2
+    assert late_texts[2] == texts.already_solved(EN, SECRET)
+    # before its deadline, or with no deadline known, a guess is judged by the round alone
+    no_deadline = decide([replace(guess("g"), taken_ms=deadline + 5)], state(rnd()), NOW)
+    assert no_deadline.verdicts[0].kind == "scored"
+
+
+def test_the_timer_holds_a_round_while_guesses_taken_in_time_wait() -> None:
+    deadline, hold = 1_000_000, 600.0
+    assert holds_open(deadline, deadline - 1, waiting=False, hold_max_s=hold)  # not yet due
+    assert not holds_open(deadline, deadline, waiting=False, hold_max_s=hold)
+    assert holds_open(deadline, deadline + 5_000, waiting=True, hold_max_s=hold)
+    assert holds_open(deadline, deadline + 599_999, waiting=True, hold_max_s=hold)
+    assert not holds_open(deadline, deadline + 600_000, waiting=True, hold_max_s=hold)
+    assert in_time(deadline - 1, deadline) and not in_time(deadline, deadline)
+    assert in_time(None, deadline) and in_time(deadline + 1, None)
+    naive = datetime(2026, 1, 1, 12, 0)
+    assert deadline_ms(naive) == deadline_ms(NOW) == int(NOW.timestamp() * 1000)

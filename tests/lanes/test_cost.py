@@ -121,7 +121,7 @@ def test_key_names_are_built_only_in_common_and_agree_with_keys_py() -> None:
         python_pieces = [p for p in python.removeprefix(keys.prefix).split(ident) if p]
         assert re.findall(r"'([^']*)'", lua) == python_pieces
     # no verb builds a name of its own (the survey only matches the prefix to SCAN it)
-    for verb in [*VERBS, "_survey"]:
+    for verb in [*VERBS, "_survey", "_oldest"]:
         assert PREFIXED.findall(_read(verb)) in ([], ["*"]), verb
 
 

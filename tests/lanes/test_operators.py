@@ -160,3 +160,42 @@ async def test_repair_rebuilds_the_books(env: Env) -> None:
     assert set(fixes) == {f"lhead of lane {ln}: nil -> 1", f"rdepth of room {r}: nil -> 2",
                           "npending: 7 -> 2"}  # fmt: skip
     assert await env.lanes.check() == []
+
+
+async def test_waiting_before_finds_a_rooms_old_jobs_pending_in_flight_or_delayed(
+    env: Env,
+) -> None:
+    """The round timer's question: does a room still hold a job enqueued before a moment?"""
+    r, other, empty, ln, ln2 = room(), room(), room(), lane(), lane()
+    first = await env.lanes.enqueue(r, ln, b"old")
+    at = int(await env.client.hget(env.keys.job(first), "enqueued_ms") or 0)
+    await env.lanes.enqueue(other, ln2, b"x")
+    now, rooms = await env.lanes.waiting_before({r: at + 1, empty: at + 1})
+    assert rooms == {r} and now >= at
+    assert (await env.lanes.waiting_before({r: at}))[1] == set()  # enqueued at, not before
+    await env.lanes.pause(r)  # a paused room's backlog still counts
+    assert (await env.lanes.waiting_before({r: at + 1}))[1] == {r}
+    await env.lanes.resume(r)
+    await env.lanes.pause(ln)  # so does a paused lane's (held off the ring)
+    assert (await env.lanes.waiting_before({r: at + 1}))[1] == {r}
+    await env.lanes.resume(ln)
+    job = await env.lanes.claim(30_000)
+    while job is not None and job.room != r:  # the other room may come first
+        await env.lanes.ack(job)
+        job = await env.lanes.claim(30_000)
+    assert job is not None and job.id == first
+    assert (await env.lanes.waiting_before({r: at + 1}))[1] == {r}  # in flight
+    assert await env.lanes.retry(job, 60_000, "database unavailable") == "delayed"
+    assert (await env.lanes.waiting_before({r: at + 1}))[1] == {r}  # waiting for a retry
+    await env.make_due(first)
+    assert await env.lanes.promote() == 1
+    job = await env.lanes.claim(30_000)
+    while job is not None and job.id != first:
+        await env.lanes.ack(job)
+        job = await env.lanes.claim(30_000)
+    assert job is not None
+    await env.lanes.ack(job)
+    assert (await env.lanes.waiting_before({r: at + 1, other: 2**40}))[1] == set()
+    with pytest.raises(LaneError):
+        await env.lanes.waiting_before({"not a room": 1})
+    assert await env.lanes.check() == []

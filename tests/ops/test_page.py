@@ -30,7 +30,7 @@ from tests.e2e.harness import ALICE, BOB, Stack, eventually, in_process_worker
 from tests.ops.browser import Browser, missing
 from tests.support import free_port, wrong_guess
 
-TOKEN = "ops-token-for-the-test"
+TOKEN = "Kd4-rW8_nQ1zX6mV3pL9sH2bF7gJ5cY0aT-eN"  # a strong one: the page starts only with one
 
 
 def require_browser() -> None:

@@ -41,6 +41,7 @@ from codemojex.db.store.rooms import (
 )
 from codemojex.db.store.rounds import (
     close_round,
+    due_rounds,
     expire_rounds,
     next_expiry,
     open_round,
@@ -75,6 +76,7 @@ __all__ = [
     "chats_with_unsent",
     "claim_outbox",
     "close_round",
+    "due_rounds",
     "ensure_player",
     "ensure_room",
     "expire_rounds",

@@ -51,6 +51,7 @@ from codemojex.game.decide import (
     Verdict,
     decide,
 )
+from codemojex.game.rounds import deadline_ms
 from codemojex.game.types import SOLVED
 from codemojex.locale import resolve
 
@@ -105,6 +106,7 @@ def _round_state(r: Any) -> RoundState:
         winning_guess_id=r.winning_guess_id,
         language=resolve(r.language),
         thread_id=int(r.thread_id),
+        deadline_ms=deadline_ms(r.expires_at),
     )
 
 
@@ -114,7 +116,7 @@ def _round_state(r: Any) -> RoundState:
 _PG_LOCK = text(
     """
     SELECT r.id, r.room_id, rm.chat_id, r.length, r.palette, r.secret, r.ended_at,
-           r.end_reason, r.winning_guess_id, rm.language, rm.thread_id
+           r.end_reason, r.winning_guess_id, rm.language, rm.thread_id, r.expires_at
     FROM rounds r JOIN rooms rm ON rm.id = r.room_id
     WHERE r.id = ANY(CAST(:round_ids AS bigint[]))
     ORDER BY r.id
@@ -302,6 +304,7 @@ async def load_batch(conn: AsyncConnection, attempts: Sequence[Attempt]) -> Batc
             Round.winning_guess_id,
             Room.language,
             Room.thread_id,
+            Round.expires_at,
         )
         .join(Room, Room.id == Round.room_id)
         .where(Round.id.in_(round_ids))

@@ -9,6 +9,7 @@ is scored either before the close or as late after it.
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from datetime import datetime
 
 from sqlalchemy import func, select, update
@@ -159,14 +160,34 @@ async def next_expiry(session: AsyncSession) -> datetime | None:
         await session.commit()
 
 
-async def expire_rounds(session: AsyncSession, now: datetime) -> list[Round]:
-    """Close every open round whose time ran out (expires_at, fixed when it started), queueing
-    a reveal for each. Idempotent: a closed round is skipped."""
+async def due_rounds(session: AsyncSession, now: datetime) -> list[tuple[int, str, datetime]]:
+    """The open rounds whose time ran out: (id, room id, expires_at), by id."""
+    stmt = (
+        select(Round.id, Round.room_id, Round.expires_at)
+        .where(Round.ended_at.is_(None), Round.expires_at <= now)  # rounds.is_due
+        .order_by(Round.id)
+    )
+    try:
+        return [(int(i), str(room), at) for i, room, at in await session.execute(stmt)]
+    finally:
+        await session.commit()
+
+
+async def expire_rounds(
+    session: AsyncSession, now: datetime, only: Collection[int] | None = None
+) -> list[Round]:
+    """Close every open round whose time ran out (expires_at, fixed when it started), or
+    those of them in `only`, queueing a reveal for each. Idempotent: a closed round is
+    skipped."""
     due_stmt = (
         select(Round.id)
         .where(Round.ended_at.is_(None), Round.expires_at <= now)  # rounds.is_due
         .order_by(Round.id)  # one lock order for every caller
     )
+    if only is not None:
+        if not only:
+            return []
+        due_stmt = due_stmt.where(Round.id.in_(sorted(only)))
     try:
         due = list((await session.execute(due_stmt)).scalars())
         closed: list[Round] = []

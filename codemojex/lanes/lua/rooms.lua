@@ -10,20 +10,7 @@
 --          in ms (-1 = none within the lanes' idle time)}
 local out = {}
 for _, room in ipairs(ARGV) do
-  local lanes = redis.call('LRANGE', lane_ring_key(room), 0, -1)
-  for _, lane in ipairs(redis.call('SMEMBERS', room_held_key(room))) do lanes[#lanes + 1] = lane end
-  local oldest = -1
-  if #lanes > 0 then
-    local heads = redis.call('ZMSCORE', LHEAD, unpack(lanes))
-    local best, best_lane = nil, nil
-    for i, seq in ipairs(heads) do
-      if seq and (not best or tonumber(seq) < best) then best, best_lane = tonumber(seq), lanes[i] end
-    end
-    if best_lane then
-      local id = redis.call('ZRANGE', pending_key(best_lane), 0, 0)[1]
-      if id then oldest = tonumber(redis.call('HGET', job_key(id), 'enqueued_ms') or '-1') end
-    end
-  end
+  local oldest = room_oldest(room)
   out[#out + 1] = {room, tonumber(redis.call('ZSCORE', RDEPTH, room) or '0'),
     tonumber(redis.call('HGET', GACTIVE, room) or '0'),
     tonumber(redis.call('HGET', GLIMIT, room) or '-1'),

@@ -1,9 +1,13 @@
 """The ops page's routes: login, the page and its live fragment, the charts' data, actions.
 
-Every action is a POST with the session's CSRF token, is written to the audit log (the
-admin commands' log) naming the operator, and answers with a redirect back to the page.
-Nothing here reads a round (so no secret can reach the page): rooms, lanes, the outbox
-count and the processes' counters only.
+Every route but the login form and its assets needs a session (`_guard`, by the route the
+router matched, never by a path prefix). Every action is a POST with the session's CSRF
+token, is written to the audit log (the admin commands' log) naming the operator, and
+answers with a redirect back to the page. Every query and form parameter is checked before
+use: a bad one is a 400 saying which, never a 500. Every response, redirects and errors
+included, carries the security headers (`_secure`), and HSTS over https. Nothing here reads
+a round (so no secret can reach the page): rooms, lanes, the outbox count and the
+processes' counters only.
 """
 
 from __future__ import annotations
@@ -14,31 +18,37 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import jinja2
 from aiohttp import web
+from multidict import MultiDict, MultiMapping
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import limits
+from codemojex import ids, limits
 from codemojex.db import store
 from codemojex.lanes import LaneError, Lanes
 from codemojex.ops.page import auth
 from codemojex.ops.page.history import History
-from codemojex.ops.page.views import SORTS, Sort, dead_page, rooms_page
+from codemojex.ops.page.proxies import HSTS, Peer, TrustedProxies
+from codemojex.ops.page.views import SORTS, check_cursor, dead_page, rooms_page
 
 HERE: Final = Path(__file__).parent
 SESSION: Final = web.RequestKey("ops_session", auth.Session)
+PEER: Final = web.RequestKey("ops_peer", Peer)
 ACTIONS: Final = ("pause", "resume", "limit", "pause_queue", "resume_queue", "requeue")
 HEADERS: Final = {
     "Content-Security-Policy": (
         "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-        "frame-ancestors 'none'; form-action 'self'"
+        "frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+# The page's query (and an action's `back`, the query to return to): name -> allowed values.
+QUERY: Final = ("sort", "dir", "cursor", "dead")
 
 
 def ago(seconds: float | None) -> str:
@@ -60,11 +70,16 @@ class OpsPage:
         sessionmaker: async_sessionmaker[AsyncSession],
         history: History,
         token: str,
+        *,
+        proxies: TrustedProxies | None = None,
+        budget: auth.LoginBudget | None = None,
     ) -> None:
         self.lanes = lanes
         self.sessionmaker = sessionmaker
         self.history = history
         self.sessions = auth.Sessions(token)
+        self.proxies = proxies or TrustedProxies()
+        self.budget = budget or auth.LoginBudget()
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True,
@@ -82,16 +97,34 @@ class OpsPage:
         app.router.add_get("/history.json", self.history_json)
         app.router.add_post("/action", self.action)
         app.router.add_static("/static/", HERE / "static")
+        app.on_response_prepare.append(self._secure)
         return app
 
     # -- access ---------------------------------------------------------------------------
+
+    def _peer(self, request: web.Request) -> Peer:
+        peer = request.get(PEER)
+        if peer is None:
+            peer = request[PEER] = self.proxies.peer(request)
+        return peer
+
+    @staticmethod
+    def _is_open(request: web.Request) -> bool:
+        """The route the router matched is one anyone may use (a path that matched no route,
+        or a route not declared open, is not)."""
+        resource = request.match_info.route.resource
+        return resource is not None and resource.canonical.rstrip("/") in {
+            path.rstrip("/") for path in auth.OPEN_PATHS
+        }
 
     @web.middleware
     async def _guard(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        if not request.path.startswith(auth.OPEN_PATHS):
-            session = self.sessions.get(request)
+        if not self._is_open(request):
+            peer = self._peer(request)
+            sid = request.cookies.get(auth.cookie_name(peer.https), "")
+            session = self.sessions.get(sid, https=peer.https)
             if session is None:
                 if request.method == "GET" and request.path == "/":
                     raise web.HTTPSeeOther("/login")
@@ -101,9 +134,14 @@ class OpsPage:
                 form = await request.post()
                 if not auth.csrf_ok(session, str(form.get("csrf", ""))):
                     raise web.HTTPForbidden(text="stale or missing CSRF token: reload the page")
-        response = await handler(request)
+        return await handler(request)
+
+    async def _secure(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Every response (pages, redirects, errors, assets): the security headers, and HSTS
+        when the client speaks https."""
         response.headers.update(HEADERS)
-        return response
+        if self._peer(request).https:
+            response.headers["Strict-Transport-Security"] = HSTS
 
     def _render(self, template: str, status: int = 200, **context: Any) -> web.Response:
         html = self.templates.get_template(template).render(**context)
@@ -113,43 +151,75 @@ class OpsPage:
         return self._render("login.html", error=None, name="")
 
     async def login(self, request: web.Request) -> web.StreamResponse:
+        peer = self._peer(request)
+        # The try is taken before the token is read: requests in parallel cannot all be
+        # compared while the first ones wait out their delay.
+        if not self.budget.take(peer.address):
+            response = self._render(
+                "login.html",
+                status=429,
+                error="Too many tries: wait a minute, then log in again.",
+                name="",
+            )
+            response.headers["Retry-After"] = str(int(limits.OPS_LOGIN_REFILL_ADDR_S) + 1)
+            return response
         form = await request.post()
         name = auth.clean_name(str(form.get("name", "")))
         if not self.sessions.token_ok(str(form.get("token", ""))):
-            await asyncio.sleep(0.5)  # a guess costs time
+            await asyncio.sleep(limits.OPS_LOGIN_FAIL_DELAY_S)  # a guess costs time
             return self._render(
                 "login.html", status=401, error="Wrong token: access refused.", name=name
             )
+        self.budget.give_back(peer.address)
         if not name:
             return self._render(
                 "login.html", status=400, error="Say who you are: the audit log names you.", name=""
             )
-        sid, _ = self.sessions.open(name)
+        sid, _ = self.sessions.open(name, https=peer.https)
         response = web.HTTPSeeOther("/")
-        auth.set_cookie(response, request, sid, self.sessions.lifetime_s)
+        auth.set_cookie(response, peer.https, sid, self.sessions.lifetime_s)
         raise response
 
     async def logout(self, request: web.Request) -> web.StreamResponse:
-        self.sessions.close(request)
+        https = self._peer(request).https
+        self.sessions.close(request.cookies.get(auth.cookie_name(https), ""))
         response = web.HTTPSeeOther("/login")
-        response.del_cookie(auth.COOKIE, path="/")
+        response.del_cookie(auth.cookie_name(https), path="/", secure=https)
         raise response
 
     # -- the page ---------------------------------------------------------------------------
 
-    def _query(self, request: web.Request) -> dict[str, Any]:
-        q = request.query
-        sort: Sort = q.get("sort", "pending") if q.get("sort") in SORTS else "pending"  # type: ignore[assignment]
-        dead = q.get("dead", "0")
+    @staticmethod
+    def _query(q: MultiMapping[str]) -> dict[str, Any]:
+        """The page's view (sort, direction, cursor, dead offset) from its query; 400 for
+        anything that is not one of them as the page writes it."""
+
+        def one(name: str, default: str) -> str:
+            values = q.getall(name, [])
+            if len(values) > 1:
+                raise web.HTTPBadRequest(text=f"{name}: given more than once")
+            return values[0] if values else default
+
+        sort, direction = one("sort", "pending"), one("dir", "desc")
+        cursor, dead = one("cursor", ""), one("dead", "0")
+        if sort not in SORTS:
+            raise web.HTTPBadRequest(text=f"sort: one of {', '.join(SORTS)}")
+        if direction not in ("asc", "desc"):
+            raise web.HTTPBadRequest(text="dir: asc or desc")
+        if not _offset_ok(dead):
+            raise web.HTTPBadRequest(text=f"dead: a whole number up to {limits.OPS_OFFSET_MAX}")
+        problem = check_cursor(sort, cursor)
+        if problem is not None:
+            raise web.HTTPBadRequest(text=f"cursor: {problem}")
         return {
             "sort": sort,
-            "descending": q.get("dir", "desc") != "asc",
-            "cursor": q.get("cursor", ""),
-            "dead": int(dead) if dead.isdigit() else 0,
+            "descending": direction == "desc",
+            "cursor": cursor,
+            "dead": int(dead),
         }
 
     async def _live_context(self, request: web.Request) -> dict[str, Any]:
-        q = self._query(request)
+        q = self._query(request.query)
         stats = await self.lanes.stats()  # one cheap script call: the tiles are current
         now_ms = int(time.time() * 1000)
         rooms = await rooms_page(
@@ -182,6 +252,7 @@ class OpsPage:
             "csrf": session.csrf,
             "operator": session.operator,
             "now_ms": now_ms,
+            "hold_min": limits.ROUND_HOLD_S_MAX // 60,
         }
 
     async def index(self, request: web.Request) -> web.Response:
@@ -199,9 +270,11 @@ class OpsPage:
         form = await request.post()
         what = str(form.get("action", ""))
         room = str(form.get("room", "")) or None
-        back = "/?" + str(form.get("back", ""))
         if what not in ACTIONS:
-            raise web.HTTPBadRequest(text=f"unknown action {what!r}")
+            raise web.HTTPBadRequest(text=f"unknown action {what[:64]!r}")
+        if room is not None and not ids.is_valid(room, ids.ROOM):
+            raise web.HTTPBadRequest(text="room: not a room id (ROM…)")
+        back = "/?" + _back(str(form.get("back", "")))
         args: dict[str, Any] = {"operator": request[SESSION].operator, "via": "ops page"}
         try:
             if what in ("pause", "resume", "limit") and room is None:
@@ -218,6 +291,8 @@ class OpsPage:
                 await self.lanes.resume_queue()
             else:
                 args["job"] = str(form.get("job", ""))
+                if not ids.is_valid(args["job"], ids.JOB):
+                    raise ValueError("not a job id (JOB…)")
                 if not await self.lanes.requeue(args["job"]):
                     raise LaneError("that job is not dead (any more)")
         except (LaneError, ValueError) as exc:
@@ -233,7 +308,7 @@ class OpsPage:
     async def _limit(self, room: str, raw: str) -> int:
         """Set a room's ceiling: the room row first (the record the bot applies again on its
         next first sight of the room), then the lanes, as /limit does."""
-        if not raw.isdigit() or not limits.CEILING_MIN <= int(raw) <= limits.CEILING_MAX:
+        if not _digits(raw, 4) or not limits.CEILING_MIN <= int(raw) <= limits.CEILING_MAX:
             raise ValueError(
                 f"a ceiling is a whole number {limits.CEILING_MIN}..{limits.CEILING_MAX}"
             )
@@ -243,3 +318,35 @@ class OpsPage:
                 await store.update_room_settings(session, room, ceiling=ceiling)
         await self.lanes.limit(room, ceiling)
         return ceiling
+
+
+def _digits(raw: str, most: int) -> bool:
+    """ASCII digits only (str.isdigit takes "²" and "٣" too), at most `most` of them."""
+    return 0 < len(raw) <= most and raw.isascii() and raw.isdigit()
+
+
+def _offset_ok(raw: str) -> bool:
+    return _digits(raw, len(str(limits.OPS_OFFSET_MAX))) and int(raw) <= limits.OPS_OFFSET_MAX
+
+
+def _back(raw: str) -> str:
+    """The page's query an action returns to, rebuilt from its checked parts (400 when it is
+    not one): nothing else reaches the redirect."""
+    if len(raw) > 4 * limits.OPS_CURSOR_MAX:
+        raise web.HTTPBadRequest(text="back: too long")
+    try:
+        pairs = parse_qsl(raw, keep_blank_values=True, strict_parsing=bool(raw))
+    except ValueError:
+        raise web.HTTPBadRequest(text="back: not the page's query") from None
+    if any(name not in QUERY for name, _ in pairs):
+        raise web.HTTPBadRequest(text="back: not the page's query")
+    query: MultiDict[str] = MultiDict(pairs)
+    q = OpsPage._query(query)
+    return urlencode(
+        {
+            "sort": q["sort"],
+            "dir": "desc" if q["descending"] else "asc",
+            **({"cursor": q["cursor"]} if q["cursor"] else {}),
+            "dead": q["dead"],
+        }
+    )

@@ -1,68 +1,196 @@
 """Who may use the ops page: the holder of CODEMOJEX_OPS_TOKEN, after the login form.
 
+The token must be strong to start at all (`token_problem`): at least OPS_TOKEN_MIN characters
+and no placeholder. Each login attempt first takes a try from the login budget (`LoginBudget`:
+one bucket per client address and one for the page), before the token is compared, so parallel
+requests cannot slip through while others are compared; past the budget it is answered 429
+without a comparison. The comparison is constant-time over the whole token: a prefix, the
+token with a suffix or the empty string are all wrong.
+
 A login makes a server-side session (in memory: a restart logs everyone out) whose id is an
-HttpOnly, SameSite=Strict cookie; every action must carry the session's CSRF token. The
-operator's name, given at login, is what the audit log records of each action.
+HttpOnly, SameSite=Strict cookie: `__Host-cmx_ops`, `Secure`, over https (directly or from a
+trusted proxy, ops/page/proxies.py), `cmx_ops` over plain http (loopback). A session ends
+after OPS_SESSION_S, after OPS_SESSION_IDLE_S without a request, or when OPS_SESSIONS_MAX newer
+ones push it out; every action must carry the session's CSRF token. The operator's name,
+given at login, is what the audit log records of each action.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import secrets
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
 from aiohttp import web
 
-from codemojex.limits import OPS_SESSION_S
+from codemojex import limits
+from codemojex.secrecy import weakness
 
 COOKIE: Final = "cmx_ops"
+SECURE_COOKIE: Final = "__Host-cmx_ops"  # Secure, path /, no Domain: this host's alone
 NAME_MAX: Final = 64
-# Pages anyone may fetch: the login form, its assets.
+# Paths anyone may fetch: the login form, its assets.
 OPEN_PATHS: Final = ("/login", "/static/")
+TOKEN_NAME: Final = "CODEMOJEX_OPS_TOKEN"
 
 
-@dataclass(frozen=True, slots=True)
+def token_problem(token: str | None) -> str | None:
+    """Why the page will not start with this token (None: it will)."""
+    if not token:
+        return f"set {TOKEN_NAME}: the ops page lets whoever has it steer"
+    return weakness(token, TOKEN_NAME, limits.OPS_TOKEN_MIN)
+
+
+@dataclass(slots=True)
 class Session:
     operator: str
     csrf: str
-    expires: float
+    expires: float  # time.monotonic() it ends at the latest
+    seen: float  # time.monotonic() of its last request
+    https: bool  # opened over https: valid over https only (its cookie is Secure)
 
 
 class Sessions:
-    def __init__(self, token: str, lifetime_s: float = OPS_SESSION_S) -> None:
+    def __init__(
+        self,
+        token: str,
+        lifetime_s: float = limits.OPS_SESSION_S,
+        *,
+        idle_s: float = limits.OPS_SESSION_IDLE_S,
+        most: int = limits.OPS_SESSIONS_MAX,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if not token:
             raise ValueError("the ops page needs a token")
         self._token = token.encode()
         self._lifetime_s = lifetime_s
-        self._by_id: dict[str, Session] = {}
+        self._idle_s = idle_s
+        self._most = most
+        self._clock = clock
+        self._by_id: OrderedDict[str, Session] = OrderedDict()  # least recently used first
 
     def token_ok(self, given: str) -> bool:
-        return hmac.compare_digest(given.encode(), self._token)
+        return hmac.compare_digest(given.encode("utf-8", "replace"), self._token)
 
-    def open(self, operator: str) -> tuple[str, Session]:
+    def open(self, operator: str, *, https: bool = False) -> tuple[str, Session]:
+        now = self._clock()
         sid = secrets.token_urlsafe(32)
-        session = Session(operator, secrets.token_urlsafe(32), time.time() + self._lifetime_s)
+        session = Session(operator, secrets.token_urlsafe(32), now + self._lifetime_s, now, https)
         self._by_id[sid] = session
+        while len(self._by_id) > self._most:
+            self._by_id.popitem(last=False)
         return sid, session
 
-    def get(self, request: web.Request) -> Session | None:
-        sid = request.cookies.get(COOKIE, "")
+    def get(self, sid: str, *, https: bool = False) -> Session | None:
         session = self._by_id.get(sid)
-        if session is None:
+        if session is None or session.https != https:
             return None
-        if session.expires < time.time():
+        now = self._clock()
+        if session.expires <= now or session.seen + self._idle_s <= now:
             del self._by_id[sid]
             return None
+        session.seen = now
+        self._by_id.move_to_end(sid)
         return session
 
-    def close(self, request: web.Request) -> None:
-        self._by_id.pop(request.cookies.get(COOKIE, ""), None)
+    def close(self, sid: str) -> None:
+        self._by_id.pop(sid, None)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
 
     @property
     def lifetime_s(self) -> float:
         return self._lifetime_s
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    at: float
+
+
+class _Buckets:
+    """Token buckets: `burst` tries, one more every `refill_s`."""
+
+    def __init__(self, burst: int, refill_s: float, most: int, clock: Callable[[], float]):
+        self._burst = burst
+        self._refill_s = refill_s
+        self._most = most
+        self._clock = clock
+        self._by_key: OrderedDict[str, _Bucket] = OrderedDict()
+
+    def _bucket(self, key: str) -> _Bucket:
+        now = self._clock()
+        bucket = self._by_key.get(key)
+        if bucket is None:
+            bucket = self._by_key[key] = _Bucket(float(self._burst), now)
+            while len(self._by_key) > self._most:
+                self._by_key.popitem(last=False)  # forgotten: a full bucket when seen again
+        else:
+            self._by_key.move_to_end(key)
+            bucket.tokens = min(self._burst, bucket.tokens + (now - bucket.at) / self._refill_s)
+            bucket.at = now
+        return bucket
+
+    def has(self, key: str) -> bool:
+        return self._bucket(key).tokens >= 1
+
+    def take(self, key: str) -> None:
+        self._bucket(key).tokens -= 1
+
+    def give(self, key: str) -> None:
+        bucket = self._bucket(key)
+        bucket.tokens = min(self._burst, bucket.tokens + 1)
+
+
+class LoginBudget:
+    """Login attempts, per client address and for the whole page (limits.OPS_LOGIN_*)."""
+
+    def __init__(
+        self,
+        *,
+        burst_addr: int = limits.OPS_LOGIN_BURST_ADDR,
+        refill_addr_s: float = limits.OPS_LOGIN_REFILL_ADDR_S,
+        burst: int = limits.OPS_LOGIN_BURST,
+        refill_s: float = limits.OPS_LOGIN_REFILL_S,
+        addresses: int = limits.OPS_LOGIN_ADDRS_MAX,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._addr = _Buckets(burst_addr, refill_addr_s, addresses, clock)
+        self._all = _Buckets(burst, refill_s, 1, clock)
+
+    @staticmethod
+    def client_key(address: str) -> str:
+        """An IPv6 client by its /64 (one host usually has a whole /64 to pick from)."""
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return address[:64]
+        if isinstance(ip, ipaddress.IPv6Address):
+            if ip.ipv4_mapped is not None:
+                return str(ip.ipv4_mapped)
+            return str(ipaddress.IPv6Network((ip, 64), strict=False))
+        return str(ip)
+
+    def take(self, address: str) -> bool:
+        """Take a try for `address`; False (nothing taken) when it or the page has none left."""
+        key = self.client_key(address)
+        if not (self._addr.has(key) and self._all.has("")):
+            return False
+        self._addr.take(key)
+        self._all.take("")
+        return True
+
+    def give_back(self, address: str) -> None:
+        """The try was a right token: it costs nothing."""
+        self._addr.give(self.client_key(address))
+        self._all.give("")
 
 
 def clean_name(raw: str) -> str:
@@ -71,18 +199,20 @@ def clean_name(raw: str) -> str:
 
 
 def csrf_ok(session: Session, given: str) -> bool:
-    return hmac.compare_digest(given.encode(), session.csrf.encode())
+    return hmac.compare_digest(given.encode("utf-8", "replace"), session.csrf.encode())
 
 
-def set_cookie(
-    response: web.StreamResponse, request: web.Request, sid: str, max_age: float
-) -> None:
+def cookie_name(https: bool) -> str:
+    return SECURE_COOKIE if https else COOKIE
+
+
+def set_cookie(response: web.StreamResponse, https: bool, sid: str, max_age: float) -> None:
     response.set_cookie(
-        COOKIE,
+        cookie_name(https),
         sid,
         max_age=int(max_age),
         httponly=True,
         samesite="Strict",
-        secure=request.secure,  # behind TLS (or a proxy that says so): never sent in clear
+        secure=https,  # never sent in clear; with the __Host- prefix the browser insists
         path="/",
     )

@@ -9,7 +9,9 @@ import signal
 from aiohttp import web
 
 from codemojex.ops.page.app import OpsPage
+from codemojex.ops.page.auth import token_problem
 from codemojex.ops.page.history import History
+from codemojex.ops.page.proxies import TrustedProxies
 from codemojex.runtime import open_runtime
 from codemojex.settings import Settings
 
@@ -17,9 +19,12 @@ log = logging.getLogger(__name__)
 
 
 async def run_ops(settings: Settings, stop: asyncio.Event | None = None) -> None:
-    """Serve the page until SIGTERM/SIGINT (or `stop`), sampling the charts meanwhile."""
-    if settings.ops_token is None or not settings.ops_token.get_secret_value():
-        raise ValueError("the ops page needs CODEMOJEX_OPS_TOKEN")
+    """Serve the page until SIGTERM/SIGINT (or `stop`), sampling the charts meanwhile.
+    ValueError, before anything is started, when CODEMOJEX_OPS_TOKEN is missing or weak."""
+    token = settings.ops_token.get_secret_value() if settings.ops_token else None
+    problem = token_problem(token)
+    if problem is not None or token is None:
+        raise ValueError(problem)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -28,7 +33,11 @@ async def run_ops(settings: Settings, stop: asyncio.Event | None = None) -> None
         async with open_runtime(settings) as rt:
             history = History(rt.lanes, rt.sessionmaker, rt.redis, settings.queue)
             page = OpsPage(
-                rt.lanes, rt.sessionmaker, history, settings.ops_token.get_secret_value()
+                rt.lanes,
+                rt.sessionmaker,
+                history,
+                token,
+                proxies=TrustedProxies(settings.ops_trusted_proxies),
             )
             runner = web.AppRunner(page.app(), access_log=None)
             await runner.setup()

@@ -12,14 +12,36 @@ from typing import Final, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from codemojex import ids
 from codemojex.db.store.ops import rooms_by_title, rooms_info
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import DeadJob
-from codemojex.limits import OPS_PAGE_ROWS
+from codemojex.limits import OPS_CURSOR_MAX, OPS_OFFSET_MAX, OPS_PAGE_ROWS
 
 Sort = Literal["pending", "activity", "title"]
 SORTS: Final[tuple[Sort, ...]] = ("pending", "activity", "title")
 _SEP: Final = "\x1f"  # between title and id in a title cursor (never in either)
+
+
+def check_cursor(sort: Sort, cursor: str) -> str | None:
+    """What is wrong with a cursor of the rooms table in `sort` (None: nothing). A title
+    cursor is a title and a room id (as `rooms_page` writes it), an offset is a whole number."""
+    if not cursor:
+        return None
+    if sort == "title":
+        title, sep, last_id = cursor.partition(_SEP)
+        wrong = "not a cursor of the table by title"
+        if len(cursor) > OPS_CURSOR_MAX or not sep or "\x00" in title:
+            return wrong
+        try:
+            title.encode("utf-8")  # no lone surrogate (a %ED%A0%80 in the URL)
+        except UnicodeEncodeError:
+            return wrong
+        return None if ids.is_valid(last_id, ids.ROOM) else wrong
+    digits = len(str(OPS_OFFSET_MAX))
+    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= digits):
+        return f"a whole number up to {OPS_OFFSET_MAX}"
+    return None if int(cursor) <= OPS_OFFSET_MAX else f"a whole number up to {OPS_OFFSET_MAX}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +97,7 @@ async def rooms_page(
         more, ids = len(ids) > rows, ids[:rows]
         prev_cursor = "" if cursor else None  # a keyset pages forward; back is to the start
     else:
-        offset = int(cursor) if cursor.isdigit() else 0
+        offset = int(cursor) if cursor else 0
         book = "depth" if sort == "pending" else "activity"
         total, ranked = await lanes.rooms_by(book, offset, rows, descending=descending)
         ids = [room for room, _ in ranked]
