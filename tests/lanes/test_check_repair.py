@@ -64,13 +64,13 @@ async def room_twice_on_ring(env: Env, w: World) -> list[str]:
 
 
 async def lane_missing_from_room_ring(env: Env, w: World) -> list[str]:
-    await env.client.lrem(env.keys.room_ring(w.b), 0, w.b1)
+    await env.client.lrem(env.keys.lane_ring(w.b), 0, w.b1)
     # the room still has a serviceable lane, so its own place on the ring is right
     return [f"lane {w.b1} is serviceable but missing from the lane ring of room {w.b}"]
 
 
 async def lane_twice_on_room_ring(env: Env, w: World) -> list[str]:
-    await env.client.rpush(env.keys.room_ring(w.a), w.a1)
+    await env.client.rpush(env.keys.lane_ring(w.a), w.a1)
     return [f"lane {w.a1} appears 2 times on the lane ring of room {w.a}"]
 
 
