@@ -161,7 +161,7 @@ async def test_exception_is_retried_with_backoff_then_dead(env: Env) -> None:
 
 
 def test_backoff_is_exponential_with_full_jitter() -> None:
-    """The pool's handler retries wait `outages.backoff_ms` (the one backoff)."""
+    """The pool's handler retries wait `outages.backoff_ms` (the shared backoff)."""
     rng = random.Random(1)
     for attempts, ceiling in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (30, 1000)]:
         draws = [backoff_ms(attempts, base_ms=100, cap_ms=1_000, rng=rng) for _ in range(200)]
