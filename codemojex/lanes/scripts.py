@@ -16,8 +16,9 @@ Key names are not spelled in Lua: `codemojex/lanes/keys.py` renders them (`keys.
 and `source` puts, after the verb's header, `local P = KEYS[1]` and the definitions of the
 names the script's code uses (`RING`, `pending_key(lane)`, ...), no others.
 
-`read_lua` is the loader of every Lua file Codemojex ships (codemojex/posting reads its own
-scripts with it, and resolves their includes with `resolve`).
+`read_lua` is the loader of every Lua file Codemojex ships: codemojex/posting reads its own
+scripts with it and resolves their includes with `resolve` and `read_include` (the ring
+scripts include `now_ms`, the server's clock, from here).
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def resolve(text: str, read_include: Callable[[str], str]) -> str:
     return expand(text, ())
 
 
-def _lanes_include(name: str) -> str:
+def read_include(name: str) -> str:
+    """The text of `lua/includes/<name>.lua` (posting's scripts include the clock from here)."""
     return read_lua("codemojex.lanes", f"includes/{name}")
 
 
@@ -124,5 +126,5 @@ def source(verb: str) -> str:
         header < len(lines) and lines[header].startswith("--") and not INCLUDE.match(lines[header])
     ):
         header += 1
-    code = resolve("".join(lines[header:]), _lanes_include)
+    code = resolve("".join(lines[header:]), read_include)
     return "".join(lines[:header]) + key_prelude(code) + code
