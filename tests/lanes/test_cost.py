@@ -112,7 +112,7 @@ def test_every_include_is_used_and_each_file_holds_the_function_it_is_named_afte
 
 def test_the_hot_path_carries_a_handful_of_functions() -> None:
     """The reason for includes: wclaim and ack_many define only what they run (before, every
-    script carried the 23 helpers of one shared prelude)."""
+    script carried the 29 functions of one shared prelude)."""
     assert set(FUNCTION.findall(code("wclaim"))) == {
         "now_ms", "pending_changed", "head_changed", "serve", "job_key", "pending_key",
         "lane_ring_key",
