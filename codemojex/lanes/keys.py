@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 from codemojex import ids
 from codemojex.lanes.errors import LaneError
@@ -45,48 +45,37 @@ SINGLE: Final = (
     "rseen",
 )
 
-# Keys of one job, lane, room or dedupe digest, by builder: the text before and after the id.
-# `Keys.<builder>(id)` in Python, `<builder>_key(id)` in Lua.
+
+class Shape(NamedTuple):
+    """A key of one job, lane, room or dedupe digest: `before` + the id + `after`."""
+
+    before: str
+    after: str
+    arg: str  # what the id is called in Lua: the builder's parameter
+    brand: str | None  # the id's brand (codemojex/ids.py); None: a dedupe digest
+
+
+# `Keys.<builder>(id)` in Python, `<builder>_key(<arg>)` in Lua.
 PER_ID: Final = {
-    "job": ("job:", ""),
-    "pending": ("g:", ":pending"),
-    "lane_ring": ("r:", ":ring"),
-    "room_lanes": ("r:", ":lanes"),
-    "room_held": ("r:", ":held"),
-    "dedupe": ("dd:", ""),
+    "job": Shape("job:", "", "id", ids.JOB),
+    "pending": Shape("g:", ":pending", "lane", ids.PLAYER),
+    "lane_ring": Shape("r:", ":ring", "room", ids.ROOM),
+    "room_lanes": Shape("r:", ":lanes", "room", ids.ROOM),
+    "room_held": Shape("r:", ":held", "room", ids.ROOM),
+    "dedupe": Shape("dd:", "", "digest", None),
 }
-
-
-_ID_CHECK: Final = {
-    "job": lambda ident: ids.is_valid(ident, ids.JOB),
-    "pending": lambda ident: ids.is_valid(ident, ids.PLAYER),
-    "lane_ring": lambda ident: ids.is_valid(ident, ids.ROOM),
-    "room_lanes": lambda ident: ids.is_valid(ident, ids.ROOM),
-    "room_held": lambda ident: ids.is_valid(ident, ids.ROOM),
-    "dedupe": lambda ident: re.fullmatch(r"[0-9a-f]{32}", ident) is not None,
-}
-
-
-_LUA_ARG: Final = {
-    "job": "id",
-    "pending": "lane",
-    "lane_ring": "room",
-    "room_lanes": "room",
-    "room_held": "room",
-    "dedupe": "digest",
-}
+_DIGEST: Final = re.compile(r"[0-9a-f]{32}\Z")
 
 
 def lua_names() -> dict[str, str]:
     """The Lua definition of every key name a script may use, by the name it is used by:
-    `RING` -> `local RING = P .. 'ring'`, `pending_key` -> `local function pending_key(id)
-    return P .. 'g:' .. id .. ':pending' end` (P = KEYS[1], the queue prefix)."""
+    `RING` -> `local RING = P .. 'ring'`, `pending_key` -> `local function pending_key(lane)
+    return P .. 'g:' .. lane .. ':pending' end` (P = KEYS[1], the queue prefix)."""
     names = {suffix.upper(): f"local {suffix.upper()} = P .. '{suffix}'" for suffix in SINGLE}
-    for builder, (before, after) in PER_ID.items():
-        arg = _LUA_ARG[builder]
-        tail = f" .. '{after}'" if after else ""
+    for builder, shape in PER_ID.items():
+        arg, tail = shape.arg, f" .. '{shape.after}'" if shape.after else ""
         names[f"{builder}_key"] = (
-            f"local function {builder}_key({arg}) return P .. '{before}' .. {arg}{tail} end"
+            f"local function {builder}_key({arg}) return P .. '{shape.before}' .. {arg}{tail} end"
         )
     return names
 
@@ -219,8 +208,8 @@ class Keys:
         return self.prefix + "rseen"
 
     def _of(self, builder: str, ident: str) -> str:
-        before, after = PER_ID[builder]
-        return f"{self.prefix}{before}{ident}{after}"
+        shape = PER_ID[builder]
+        return f"{self.prefix}{shape.before}{ident}{shape.after}"
 
     def job(self, job_id: str) -> str:
         return self._of("job", check_job(job_id))
@@ -253,9 +242,9 @@ class Keys:
         rest = key[len(self.prefix) :]
         if rest in SINGLE:
             return rest, None
-        for builder, (before, after) in PER_ID.items():
-            if rest.startswith(before) and rest.endswith(after):
-                ident = rest[len(before) : len(rest) - len(after)]
-                if _ID_CHECK[builder](ident):
+        for builder, shape in PER_ID.items():
+            if rest.startswith(shape.before) and rest.endswith(shape.after):
+                ident = rest[len(shape.before) : len(rest) - len(shape.after)]
+                if ids.is_valid(ident, shape.brand) if shape.brand else _DIGEST.match(ident):
                     return builder, ident
         raise LaneError(f"key {key!r} is not part of the lanes keyspace")

@@ -14,7 +14,13 @@ defines no function it never calls.
 
 Key names are not spelled in Lua: `codemojex/lanes/keys.py` renders them (`keys.lua_names`),
 and `source` puts, after the verb's header, `local P = KEYS[1]` and the definitions of the
-names the script's code uses (`RING`, `pending_key(lane)`, ...), no others.
+names the script's code uses (`RING`, `pending_key(lane)`, ...), no others. A new key is a
+suffix in `keys.SINGLE` (used as its capitals) or a `keys.Shape` in `keys.PER_ID` (used as
+`<builder>_key(id)`), never a string in a Lua file (tests/lanes/test_cost.py checks).
+
+Adding a verb: `lua/<verb>.lua` with its header (KEYS, ARGV, Returns), one `--- @include`
+line per helper it calls, its name in `VERBS`, and a method of `Lanes` (facade.py) that calls
+it; a helper two verbs share goes into `lua/includes/<helper>.lua`.
 
 `read_lua` is the loader of every Lua file Codemojex ships: codemojex/posting reads its own
 scripts with it and resolves their includes with `resolve` and `read_include` (the ring
