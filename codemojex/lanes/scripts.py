@@ -8,9 +8,9 @@ function per file, named after it. A script names what it uses, BullMQ's way:
 on a line of its own. `resolve` replaces each such line with the include's text, the
 include's own includes resolved first (so a helper is defined before whatever calls it) and
 every include emitted once per script, wherever else it is named again; a cycle or a missing
-include is an error when the script is built. Redis compiles a script's whole text on every
-call's behalf (EVALSHA runs it from the top), so a script that carries only what it uses
-defines no function it never calls.
+include is an error when the script is built. Redis keeps a script compiled, but runs it
+from the top on every call: each `local function` and key name in it is made again per call,
+so a script that carries only what it uses makes nothing it never calls.
 
 Key names are not spelled in Lua: `codemojex/lanes/keys.py` renders them (`keys.lua_names`),
 and `source` puts, after the verb's header, `local P = KEYS[1]` and the definitions of the
