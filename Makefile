@@ -29,10 +29,12 @@ setup: $(STAMP)
 demo: $(DEMO_STAMP)
 	$(BIN)/codemojex demo
 
+# lint-imports: the layers of docs/architecture.md ([tool.importlinter] in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Two test processes (pytest-xdist), a file each at a time: the suite is mostly waiting on
 # Redis, Postgres and the stand-in, and every test keeps to its own queue name, database

@@ -1,6 +1,9 @@
 """What every benchmark shares: the Redis client, server-side cost counters, key cleanup,
 a realistic guess payload, percentiles, and the JSON/table output.
 
+A run's JSON goes to bench/out/ (untracked: a run leaves the checkout as it was) unless the
+run is asked to `--save` it into bench/results/, which holds what the docs cite.
+
 The benchmarks run on the machine's real Redis next to other people's tests, so they never
 FLUSHALL: each run uses a queue name of its own and deletes exactly its own keys after.
 """
@@ -30,7 +33,8 @@ from rich.table import Table
 from codemojex.jobs import GuessJob
 
 BENCH_DIR = Path(__file__).resolve().parent
-RESULTS_DIR = BENCH_DIR / "results"
+RESULTS_DIR = BENCH_DIR / "results"  # the runs docs/benchmarks.md and the README cite
+OUT_DIR = BENCH_DIR / "out"  # every other run's results (gitignored)
 PLOTS_DIR = BENCH_DIR / "plots"
 
 # Script commands: their usec already include the commands they run inside.
@@ -240,18 +244,21 @@ def _cpu_model() -> str:
     return platform.processor() or "n/a"
 
 
-def write_results(name: str, data: Mapping[str, Any]) -> Path:
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
+def write_results(name: str, data: Mapping[str, Any], *, save: bool = False) -> Path:
+    """Write `name`.json into bench/out/, or into bench/results/ when `save`."""
+    folder = RESULTS_DIR if save else OUT_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     tmp.replace(path)
     return path
 
 
-def save_results(name: str, benchmark: str, **fields: Any) -> Path:
+def save_results(name: str, benchmark: str, *, save: bool = False, **fields: Any) -> Path:
     """Write a run's results with what every results file carries (the benchmark, the command
-    that ran it, when, the machine) and say where."""
+    that ran it, when, the machine) and say where: bench/out/, or bench/results/ when `save`
+    (the run's `--save`)."""
     data = {
         "benchmark": benchmark,
         "command": " ".join([Path(sys.executable).name, "-m", f"bench.{benchmark}", *sys.argv[1:]]),
@@ -259,7 +266,7 @@ def save_results(name: str, benchmark: str, **fields: Any) -> Path:
         "machine": machine(),
         **fields,
     }
-    path = write_results(name, data)
+    path = write_results(name, data, save=save)
     console.print(f"results: {path.relative_to(BENCH_DIR.parent)}")
     return path
 

@@ -390,7 +390,7 @@ def quantiles(sorted_ms: list[float]) -> list[float]:
 app = typer.Typer(add_completion=False, help=__doc__)
 
 
-async def _main(p: Params, queues: list[str], out: str) -> None:
+async def _main(p: Params, queues: list[str], out: str, save: bool = False) -> None:
     runs: list[dict[str, Any]] = []
     # A short discarded run first: the first run of a process came out slower (imports,
     # script loading, connection set-up) and would skew its queue's no-flood baseline.
@@ -445,6 +445,7 @@ async def _main(p: Params, queues: list[str], out: str) -> None:
     save_results(
         out,
         "fairness",
+        save=save,
         params=p.__dict__,
         redis=redis_url(),
         runs=runs,
@@ -465,7 +466,10 @@ def main(
     queues: Annotated[str, typer.Option(help="subset of lanes,lanes-nocap,fifo")] = ",".join(
         QUEUES
     ),
-    out: Annotated[str | None, typer.Option(help="bench/results/NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    save: Annotated[
+        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+    ] = False,
     private: Annotated[
         bool, typer.Option(help="a throwaway redis-server instead of the shared one")
     ] = False,
@@ -485,7 +489,7 @@ def main(
     )
     wanted = [k.strip() for k in queues.split(",") if k.strip()]
     with maybe_private_redis(private):
-        asyncio.run(_main(p, wanted, out or ("fairness-quick" if quick else "fairness")))
+        asyncio.run(_main(p, wanted, out or ("fairness-quick" if quick else "fairness"), save))
 
 
 if __name__ == "__main__":

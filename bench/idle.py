@@ -103,7 +103,7 @@ def _env(queue: str, url: str, code: Code) -> dict[str, str]:
         CODEMOJEX_BOT_API_BASE_URL="http://127.0.0.1:9/bot",
         CODEMOJEX_BOT_API_BASE_FILE_URL="http://127.0.0.1:9/file/bot",
     )
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(code.root)  # the worker runs the code of the checkout measured
     return env
 
 
@@ -202,7 +202,7 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 
 async def _main(quick: bool, seconds: float | None, probes: int | None, baseline: Path | None,
-                out: str | None) -> None:  # fmt: skip
+                out: str | None, save: bool = False) -> None:  # fmt: skip
     seconds = seconds or (10.0 if quick else 30.0)
     probes = probes or (40 if quick else 200)
     codes = [Code("baseline", baseline), TODAY] if baseline else [TODAY]
@@ -252,6 +252,7 @@ async def _main(quick: bool, seconds: float | None, probes: int | None, baseline
     save_results(
         out or ("idle-quick" if quick else "idle"),
         "idle",
+        save=save,
         runs=runs,
     )
 
@@ -265,9 +266,12 @@ def main(
         Path | None,
         typer.Option(help="another checkout (with its .venv): its worker side by side"),
     ] = None,
-    out: Annotated[str | None, typer.Option(help="bench/results/NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    save: Annotated[
+        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+    ] = False,
 ) -> None:
-    asyncio.run(_main(quick, seconds, probes, baseline.resolve() if baseline else None, out))
+    asyncio.run(_main(quick, seconds, probes, baseline.resolve() if baseline else None, out, save))
 
 
 if __name__ == "__main__":

@@ -803,6 +803,7 @@ async def _main(
     bg_seconds: float | None,
     out: str | None,
     repeat: int = 1,
+    save: bool = False,
 ) -> None:
     jobs = jobs or (2_000 if quick else 32_000)
     if configs is None:
@@ -924,6 +925,7 @@ async def _main(
     save_results(
         name,
         "lanes",
+        save=save,
         params={
             "jobs": jobs,
             "rooms": rooms,
@@ -954,9 +956,10 @@ def main(
     weight: Annotated[int, typer.Option(help="lane weight for wclaim")] = 8,
     memory: Annotated[bool, typer.Option(help="measure memory per pending guess")] = True,
     bg_seconds: Annotated[float | None, typer.Option(help="background sample length")] = None,
-    out: Annotated[
-        str | None, typer.Option(help="results file name (bench/results/NAME.json)")
-    ] = None,
+    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    save: Annotated[
+        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+    ] = False,
     repeat: Annotated[int, typer.Option(help="rounds per row; the median is shown")] = 1,
     private: Annotated[
         bool, typer.Option(help="a throwaway redis-server instead of the shared one")
@@ -965,7 +968,7 @@ def main(
     with maybe_private_redis(private):
         _run_main(
             quick, jobs, configs, rooms, sweep_rooms, sweep_configs, modes, weight, memory,
-            bg_seconds, out, repeat,
+            bg_seconds, out, repeat, save,
         )  # fmt: skip
 
 

@@ -14,7 +14,9 @@ time. CPU per guess: the worker processes' and the Postgres backends' utime + st
 (/proc) and Redis's used_cpu, over the same window, divided by the guesses.
 
 ``--baseline PATH`` runs every configuration with that checkout's worker code too (its own
-.venv), alternating, in one run: today's code and the baseline's side by side.
+.venv), alternating, in one run: today's code and the baseline's side by side. Today's code
+runs on the interpreter running this benchmark, so a checkout needs no .venv of its own.
+The results go to bench/out/ (untracked) unless ``--save`` puts them into bench/results/.
 ``--profile DIR`` samples every worker process with py-spy (raw stacks in DIR) and prints
 the top entries of one process per side.
 
@@ -166,18 +168,27 @@ async def enqueue_backlog(queue: str, rooms: list[RoomSetup], guesses: int, ceil
 
 @dataclass(frozen=True)
 class Code:
-    """Which code the worker processes run: a checkout with its own .venv ("today" is this
-    one)."""
+    """Which code the worker processes run: a checkout and its interpreter. Today's code runs
+    on the interpreter running the benchmark (a checkout need not have a .venv of its own); a
+    `--baseline` checkout on its own .venv's."""
 
     label: str
     root: Path
+    interpreter: str | None = None
 
     @property
     def python(self) -> str:
-        return str(self.root / ".venv" / "bin" / "python")
+        if self.interpreter is not None:
+            return self.interpreter
+        python = self.root / ".venv" / "bin" / "python"
+        if not python.exists():
+            raise FileNotFoundError(
+                f"{self.label} checkout {self.root} has no .venv (make setup there first)"
+            )
+        return str(python)
 
 
-TODAY = Code("today", BENCH_DIR.parent)
+TODAY = Code("today", BENCH_DIR.parent, sys.executable)
 WORKER_SCRIPT = BENCH_DIR / "pipeline_worker.py"
 
 
@@ -259,7 +270,7 @@ async def run_pipeline(
         key_bytes, job_bytes, keys = await _key_bytes(client, f"emq:{{{queue}}}:*")
 
         env = dict(os.environ, CODEMOJEX_CONCURRENCY=str(topology.consumers))
-        env.pop("PYTHONPATH", None)  # the checkout's own interpreter finds its own code
+        env["PYTHONPATH"] = str(code.root)  # the worker runs the code of the checkout measured
         procs = [
             await asyncio.create_subprocess_exec(
                 code.python,
@@ -392,6 +403,7 @@ async def _main(
     quick: bool, rooms: int | None, players: int, guesses: int | None, configs: str | None,
     ceiling: int, out: str | None, metrics: bool = False, compare_metrics: int = 0,
     baseline: Path | None = None, repeat: int = 1, profile: Path | None = None,
+    save: bool = False,
 ) -> None:  # fmt: skip
     rooms = rooms or (200 if quick else 1000)
     guesses = guesses or (2_000 if quick else 10_000)
@@ -490,6 +502,7 @@ async def _main(
     save_results(
         out or ("pipeline-quick" if quick else "pipeline"),
         "pipeline",
+        save=save,
         runs=runs,
     )
 
@@ -502,7 +515,10 @@ def main(
     guesses: Annotated[int | None, typer.Option(help="backlog (default 10,000)")] = None,
     configs: Annotated[str | None, typer.Option(help="worker processes x consumers")] = None,
     ceiling: Annotated[int, typer.Option(help="every room's ceiling")] = 2,
-    out: Annotated[str | None, typer.Option(help="bench/results/NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    save: Annotated[
+        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+    ] = False,
     metrics: Annotated[
         bool, typer.Option(help="each worker serves /metrics, scraped every second")
     ] = False,
@@ -520,7 +536,7 @@ def main(
 ) -> None:
     asyncio.run(
         _main(quick, rooms, players, guesses, configs, ceiling, out, metrics, compare_metrics,
-              baseline.resolve() if baseline else None, repeat, profile)
+              baseline.resolve() if baseline else None, repeat, profile, save)
     )  # fmt: skip
 
 

@@ -175,7 +175,10 @@ def main(
     rooms: Annotated[int | None, typer.Option(help="default: jobs / 16")] = None,
     weight: Annotated[int, typer.Option()] = 8,
     private: Annotated[bool, typer.Option(help="run on a throwaway redis-server")] = False,
-    out: Annotated[str | None, typer.Option(help="bench/results/NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    save: Annotated[
+        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+    ] = False,
 ) -> None:
     n = 2_000 if quick else 16_000
     # 16 jobs per lane: every wclaim serves a full batch of `weight` (8) jobs.
@@ -212,6 +215,7 @@ def main(
     save_results(
         out or ("verbs-quick" if quick else "verbs"),
         "verbs",
+        save=save,
         private_redis=private,
         rows=rows,
     )

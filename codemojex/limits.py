@@ -134,7 +134,7 @@ SENDER_RECONCILE_S: Final = 60.0
 
 # --- retries --------------------------------------------------------------------------------
 
-# The one backoff (outages.backoff_ms): full jitter over base * 2^(attempt-1), capped.
+# The shared backoff (outages.backoff_ms): full jitter over base * 2^(attempt-1), capped.
 BACKOFF_BASE_MS: Final = 500
 BACKOFF_CAP_MS: Final = 30_000
 

@@ -331,18 +331,6 @@ def result_line(lang: Lang, guess: str | Sequence[str], fb: Feedback, attempt_no
     return _(lang, "%(result)s  (attempt %(n)s)", result=render_result(guess, fb), n=attempt_no)
 
 
-def result_for(
-    lang: Lang, name: str, guess: str | Sequence[str], fb: Feedback, attempt_no: int
-) -> str:
-    """A scored guess inside a combined message, where it is not a reply: named."""
-    return f"{name}: {result_line(lang, guess, fb, attempt_no)}"
-
-
-def results_digest(lines: Sequence[str]) -> str:
-    """Several `result_for` lines posted together when a busy chat's results queue up."""
-    return "\n".join(lines)
-
-
 def win(lang: Lang, name: str, secret: str | Sequence[str], attempt_no: int, points: int) -> str:
     cracked = _n(
         lang,

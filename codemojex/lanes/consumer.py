@@ -6,7 +6,7 @@ are waiting at that moment as ONE script call (`ack_wclaims`: their finished bat
 a batch claimed for each, N rota steps), so a pool pays one round trip per round, not one
 per consumer; requests made while a call is in flight go in the next one (like a group
 commit). `Retry(delay_ms)` from the handler retries the batch after that delay; any other
-exception retries it with the one backoff (`outages.backoff_ms`: exponential, full
+exception retries it with the shared backoff (`outages.backoff_ms`: exponential, full
 jitter); the retry script sends a job whose attempts are spent to `dead`.
 
 With nothing to claim a consumer parks locally; ONE waiter per pool blocks on the wake list
@@ -64,7 +64,7 @@ def _failed(what: str, exc: Exception, **extra: object) -> None:
 
 
 @contextlib.contextmanager
-def _waived(what: str) -> Iterator[None]:
+def _best_effort(what: str) -> Iterator[None]:
     """A best-effort call (a wake, a lease extension): an outage is passed over in silence,
     as the next pass tries again; a bug is still logged."""
     try:
@@ -263,7 +263,7 @@ class ConsumerPool:
                     answer.set_result(batches[i] if i < len(batches) else [])
             if self._woken and more:
                 # a wake token woke this pool and work remains: another pool may be parked
-                with _waived("wake"):
+                with _best_effort("wake"):
                     await self.lanes.wake()
             self._woken = False
 
@@ -285,7 +285,7 @@ class ConsumerPool:
         finally:
             self._parked -= 1
 
-    def _ring(self) -> None:
+    def _ring_bell(self) -> None:
         bell, self._bell = self._bell, asyncio.Event()
         bell.set()
 
@@ -309,15 +309,15 @@ class ConsumerPool:
             finally:
                 self._waiting = False
             self._woken = self._woken or woken
-            self._ring()
+            self._ring_bell()
 
     async def _unpark_on_stop(self) -> None:
         """Wake our parked consumers when stopping, and our waiter (redis-py may ignore the
         cancellation of a BLPOP that has just started, so it is woken the regular way)."""
         await self._stop.wait()
-        self._ring()
+        self._ring_bell()
         if self._waiting:
-            with _waived("wake"):
+            with _best_effort("wake"):
                 await self.lanes.wake()
 
     async def _sleep(self, seconds: float) -> None:
@@ -389,7 +389,7 @@ class ConsumerPool:
             for jobs, since in list(self._in_hand.values()):
                 if now - since >= period:
                     for job in jobs:
-                        with _waived("extend"):
+                        with _best_effort("extend"):
                             await self.lanes.extend(job, self.lease_ms)
 
     async def _maintain(self) -> None:

@@ -1,11 +1,13 @@
 """Every Redis key name of a lanes queue, built in one place.
 
 The keyspace is the one of docs `lanes.md`: all keys of queue `q` start with `emq:{q}:`,
-so a queue lives on one Cluster slot. The Lua scripts receive that prefix as KEYS[1] and
-build their names in `lua/_common.lua` alone, with the same suffixes as the builders below
-(a lane or room found on a ring inside a script cannot be declared by the caller beforehand;
-tests/lanes/test_cost.py checks the two agree); `parse` names every key a script may write,
-and the tests check every key they see against it.
+so a queue lives on one Cluster slot. The names are spelled here once: `Keys` builds them
+for Python, and the Lua scripts get theirs rendered from the same spellings when their text
+is built (`lua_names`, used by `codemojex/lanes/scripts.py`): each key of `SINGLE` as a
+constant in capitals (`RING`, `GACTIVE`, ...), each builder of `PER_ID` as a function
+(`pending_key(lane)`, `lane_ring_key(room)`, ...) on the queue prefix the scripts get as
+KEYS[1] (a lane or room found on a ring inside a script cannot be declared by its caller).
+`parse` names every key a script may write, and the tests check every key they see against it.
 
 Ids are validated before any key is built, so user text never reaches a key name.
 """
@@ -14,14 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 from codemojex import ids
 from codemojex.lanes.errors import LaneError
 
 _QUEUE: Final = re.compile(r"[a-z0-9_-]{1,32}\Z")
 
-# Keys holding one value for the whole queue, by suffix.
+# Keys holding one value for the whole queue, by suffix (the Lua constant is its capitals).
 SINGLE: Final = (
     "seq",
     "lroom",
@@ -42,6 +44,40 @@ SINGLE: Final = (
     "lhead",
     "rseen",
 )
+
+
+class Shape(NamedTuple):
+    """A key of one job, lane, room or dedupe digest: `before` + the id + `after`."""
+
+    before: str
+    after: str
+    arg: str  # what the id is called in Lua: the builder's parameter
+    brand: str | None  # the id's brand (codemojex/ids.py); None: a dedupe digest
+
+
+# `Keys.<builder>(id)` in Python, `<builder>_key(<arg>)` in Lua.
+PER_ID: Final = {
+    "job": Shape("job:", "", "id", ids.JOB),
+    "pending": Shape("g:", ":pending", "lane", ids.PLAYER),
+    "lane_ring": Shape("r:", ":ring", "room", ids.ROOM),
+    "room_lanes": Shape("r:", ":lanes", "room", ids.ROOM),
+    "room_held": Shape("r:", ":held", "room", ids.ROOM),
+    "dedupe": Shape("dd:", "", "digest", None),
+}
+_DIGEST: Final = re.compile(r"[0-9a-f]{32}\Z")
+
+
+def lua_names() -> dict[str, str]:
+    """The Lua definition of every key name a script may use, by the name it is used by:
+    `RING` -> `local RING = P .. 'ring'`, `pending_key` -> `local function pending_key(lane)
+    return P .. 'g:' .. lane .. ':pending' end` (P = KEYS[1], the queue prefix)."""
+    names = {suffix.upper(): f"local {suffix.upper()} = P .. '{suffix}'" for suffix in SINGLE}
+    for builder, shape in PER_ID.items():
+        arg, tail = shape.arg, f" .. '{shape.after}'" if shape.after else ""
+        names[f"{builder}_key"] = (
+            f"local function {builder}_key({arg}) return P .. '{shape.before}' .. {arg}{tail} end"
+        )
+    return names
 
 
 def check_queue(queue: object) -> str:
@@ -171,27 +207,33 @@ class Keys:
         idle time: the ops page's "last activity"."""
         return self.prefix + "rseen"
 
+    def _of(self, builder: str, ident: str) -> str:
+        shape = PER_ID[builder]
+        return f"{self.prefix}{shape.before}{ident}{shape.after}"
+
     def job(self, job_id: str) -> str:
-        return f"{self.prefix}job:{check_job(job_id)}"
+        return self._of("job", check_job(job_id))
 
     def pending(self, lane: str) -> str:
-        return f"{self.prefix}g:{check_lane(lane)}:pending"
+        """The lane's pending jobs (`g:` for the design's "group": a lane, not a room)."""
+        return self._of("pending", check_lane(lane))
 
-    def room_ring(self, room: str) -> str:
-        return f"{self.prefix}r:{check_room(room)}:ring"
+    def lane_ring(self, room: str) -> str:
+        """The room's lane ring: its serviceable lanes (the room ring is `ring`)."""
+        return self._of("lane_ring", check_room(room))
 
     def room_lanes(self, room: str) -> str:
         """Extra key: the set of lanes bound to the room (until retain forgets them)."""
-        return f"{self.prefix}r:{check_room(room)}:lanes"
+        return self._of("room_lanes", check_room(room))
 
     def room_held(self, room: str) -> str:
         """Extra key: the room's paused lanes that hold pending jobs (with its lane ring,
         every lane of the room with work: what snapshot reads)."""
-        return f"{self.prefix}r:{check_room(room)}:held"
+        return self._of("room_held", check_room(room))
 
     def dedupe(self, dedupe_key: str) -> str:
         """Extra key: dedupe digest -> first job id, expiring with the window."""
-        return f"{self.prefix}dd:{dedupe_digest(dedupe_key)}"
+        return self._of("dedupe", dedupe_digest(dedupe_key))
 
     def parse(self, key: str) -> tuple[str, str | None]:
         """(kind, id) of a key of this queue; LaneError when it is not one of ours."""
@@ -200,14 +242,9 @@ class Keys:
         rest = key[len(self.prefix) :]
         if rest in SINGLE:
             return rest, None
-        kind, _, tail = rest.partition(":")
-        if kind == "job" and ids.is_valid(tail, ids.JOB):
-            return "job", tail
-        if kind == "dd" and re.fullmatch(r"[0-9a-f]{32}", tail):
-            return "dd", tail
-        ident, _, what = tail.partition(":")
-        if kind == "g" and what == "pending" and ids.is_valid(ident, ids.PLAYER):
-            return "pending", ident
-        if kind == "r" and what in ("ring", "lanes", "held") and ids.is_valid(ident, ids.ROOM):
-            return f"room_{what}", ident
+        for builder, shape in PER_ID.items():
+            if rest.startswith(shape.before) and rest.endswith(shape.after):
+                ident = rest[len(shape.before) : len(rest) - len(shape.after)]
+                if ids.is_valid(ident, shape.brand) if shape.brand else _DIGEST.match(ident):
+                    return builder, ident
         raise LaneError(f"key {key!r} is not part of the lanes keyspace")

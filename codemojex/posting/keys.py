@@ -98,11 +98,6 @@ class Keys:
     def cool(self) -> str:
         return f"{self.prefix}send:cool"
 
-    @property
-    def lease_prefix(self) -> str:
-        """`chat_lease(c)` is this plus the chat id (the ring's scripts build it in Lua)."""
-        return f"{self.prefix}send:lease:"
-
     def chat_lease(self, chat_id: int) -> str:
         return f"{self.prefix}send:lease:{_integer(chat_id, 'chat id'):d}"
 

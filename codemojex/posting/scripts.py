@@ -1,5 +1,6 @@
 """The Lua scripts of the posting state (`lua/*.lua`, each headed by its KEYS, ARGV and
-return value), read from package data when first needed, with the lanes' loader."""
+return value), read from package data when first needed, with the lanes' loader; a script's
+`--- @include "<name>"` lines are resolved from the lanes' `lua/includes/` (the clock)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Final, Literal, get_args
 
 from redis.commands.core import AsyncScript
 
-from codemojex.lanes.scripts import read_lua
+from codemojex.lanes.scripts import read_include, read_lua, resolve
 from codemojex.redistypes import AnyRedis
 
 Name = Literal[
@@ -29,7 +30,7 @@ NAMES: Final[tuple[Name, ...]] = get_args(Name)
 def source(name: Name) -> str:
     if name not in NAMES:
         raise KeyError(name)
-    return read_lua("codemojex.posting", name)
+    return resolve(read_lua("codemojex.posting", name), read_include)
 
 
 def register(redis: AnyRedis, name: Name) -> AsyncScript:

@@ -150,18 +150,18 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
     assert info.value.kind == "repeats_palette"
     assert await _settings(session, room.id) == (5, "🍎🍌🍇🍒🍋", False)
 
-    # What can be drawn is accepted: repeats back on, then a short palette; a fresh palette
-    # per round (6 emojis) holds a code of 6 without repeats.
+    # What can be drawn is accepted: repeats back on, then a short palette; a palette of 6
+    # holds a code of 6 without repeats.
     await store.update_room_settings(session, room.id, repeats=True, palette="🍎🍌🍇🍒")
     fresh = await store.update_room_settings(
-        session, room.id, random_palette=True, length=6, repeats=False
+        session, room.id, palette="🐶🐱🐭🐰🦊🐻", length=6, repeats=False
     )
-    assert (fresh.length, fresh.palette, fresh.repeats) == (6, None, False)
+    assert (fresh.length, fresh.palette, fresh.repeats) == (6, "🐶🐱🐭🐰🦊🐻", False)
     # Refusals are values the parser would also refuse.
     with pytest.raises(scoring.InvalidSettings) as info:
         await store.update_room_settings(session, room.id, repeats="maybe")
     assert info.value.kind == "repeats_value"
-    assert await _settings(session, room.id) == (6, None, False)
+    assert await _settings(session, room.id) == (6, "🐶🐱🐭🐰🦊🐻", False)
 
 
 async def test_a_refusal_leaves_no_lock_behind(sessions: async_sessionmaker[AsyncSession]) -> None:

@@ -83,14 +83,13 @@ def test_round_started_shows_palette_length_and_clock() -> None:
     assert '"(no emoji repeats)"' in DOC
 
 
-def test_result_line_and_digest() -> None:
+def test_result_line() -> None:
     guess = ("🍎", "🍌", "🍇", "🍒")
     fb = feedback(guess, ("🍎", "🍌", "🍒", "🍋"))
-    assert texts.result_line(EN, guess, fb, 3) == "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)"
-    line = texts.result_for(EN, "Alice", guess, fb, 3)
-    assert line == "Alice: 🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)"
-    assert texts.results_digest([line, line]) == f"{line}\n{line}"
-    assert f"`{line}`" in DOC
+    line = texts.result_line(EN, guess, fb, 3)
+    assert line == "🍎🍌🍇🍒 → 🟢🟢🟡⚫  (attempt 3)"
+    # folded into a message with others, it is named (posting/fold.py), as the doc shows
+    assert f"`Alice: {line}`" in DOC
 
 
 def test_win_and_endings() -> None:

@@ -63,14 +63,14 @@ async def room_twice_on_ring(env: Env, w: World) -> list[str]:
     return [f"room {w.b} appears 2 times on the room ring"]
 
 
-async def lane_missing_from_room_ring(env: Env, w: World) -> list[str]:
-    await env.client.lrem(env.keys.room_ring(w.b), 0, w.b1)
+async def lane_missing_from_its_lane_ring(env: Env, w: World) -> list[str]:
+    await env.client.lrem(env.keys.lane_ring(w.b), 0, w.b1)
     # the room still has a serviceable lane, so its own place on the ring is right
     return [f"lane {w.b1} is serviceable but missing from the lane ring of room {w.b}"]
 
 
-async def lane_twice_on_room_ring(env: Env, w: World) -> list[str]:
-    await env.client.rpush(env.keys.room_ring(w.a), w.a1)
+async def lane_twice_on_its_lane_ring(env: Env, w: World) -> list[str]:
+    await env.client.rpush(env.keys.lane_ring(w.a), w.a1)
     return [f"lane {w.a1} appears 2 times on the lane ring of room {w.a}"]
 
 
@@ -152,8 +152,8 @@ DAMAGES = [
     gactive_off_by_one,
     room_missing_from_ring,
     room_twice_on_ring,
-    lane_missing_from_room_ring,
-    lane_twice_on_room_ring,
+    lane_missing_from_its_lane_ring,
+    lane_twice_on_its_lane_ring,
     job_lost_its_place,
     job_in_two_places,
     wrong_state,
@@ -214,7 +214,7 @@ async def test_repair_reports_each_fix(env: Env) -> None:
     w = await build(env)
     await gactive_off_by_one(env, w)
     await room_twice_on_ring(env, w)
-    await lane_missing_from_room_ring(env, w)
+    await lane_missing_from_its_lane_ring(env, w)
     fixes = await env.lanes.repair()
     assert f"gactive of room {w.a}: 2 -> 1" in fixes
     assert f"removed a duplicate of room {w.b} from the room ring" in fixes

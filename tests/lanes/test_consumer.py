@@ -161,7 +161,7 @@ async def test_exception_is_retried_with_backoff_then_dead(env: Env) -> None:
 
 
 def test_backoff_is_exponential_with_full_jitter() -> None:
-    """The pool's handler retries wait `outages.backoff_ms` (the one backoff)."""
+    """The pool's handler retries wait `outages.backoff_ms` (the shared backoff)."""
     rng = random.Random(1)
     for attempts, ceiling in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (30, 1000)]:
         draws = [backoff_ms(attempts, base_ms=100, cap_ms=1_000, rng=rng) for _ in range(200)]
@@ -296,10 +296,11 @@ async def test_a_batch_costs_one_script_call_its_ack_rides_on_the_next_claim(env
     pool.stop()
     await task
     assert [len(batch) for batch in seen] == [4] * 10
-    # 10 batches + the round that acked the last one and found nothing + a round after
-    # each of the waiter's timeouts (but the one that stopping cut short)
+    # 10 batches + the round that acked the last one and found nothing + at most a round
+    # after each of the waiter's timeouts (on a loaded machine, stopping may come before the
+    # woken consumer runs again, after more than one timeout: those rounds never happen)
     calls = lanes.calls["ack_wclaims"]
-    assert 11 + pool.stats.waits - 1 <= calls <= 11 + pool.stats.waits
+    assert 11 <= calls <= 11 + pool.stats.waits
     assert "ack_many" not in lanes.calls and "wclaim" not in lanes.calls
     assert await env.lanes.check() == []
 

@@ -1,19 +1,21 @@
 """The cost rule, read off the scripts: nothing on the enqueue/claim/ack path (nor the
 maintenance: reap, promote, retain) scans a ring or a list of lanes.
 
-Every Redis command a hot verb can run (its own file plus every helper of _common.lua it
-reaches) is listed; none may be LPOS, LRANGE, SCAN, KEYS, HGETALL or SMEMBERS, every
-LREM must be `LREM key -1 x` (it stops at the tail, where the LMOVE just put x) and every
-ZRANGE must read one head (`ZRANGE key, 0, 0`: O(log n), the operators' books).
+Every Redis command a hot verb can run is in the text `scripts.source` builds for it (its
+own file plus every include it names, transitively); none may be LPOS, LRANGE, SCAN, KEYS,
+HGETALL or SMEMBERS, every LREM must be `LREM key -1 x` (it stops at the tail, where the
+LMOVE just put x) and every ZRANGE must read one head (`ZRANGE key, 0, 0`: O(log n), the
+operators' books).
 """
 
 from __future__ import annotations
 
 import re
+from importlib import resources
 
 import pytest
 
-from codemojex.lanes.scripts import _read
+from codemojex.lanes.scripts import VERBS, IncludeError, read_lua, resolve, source
 
 HOT = [
     "enqueue", "claim", "wclaim", "ack", "ack_many", "ack_wclaim", "ack_wclaims", "retry", "extend",
@@ -22,36 +24,17 @@ HOT = [
 SCANNING = {"LPOS", "LRANGE", "SCAN", "KEYS", "HGETALL", "SMEMBERS", "ZRANGE", "HKEYS"}
 CALL = re.compile(r"redis\.call\('([A-Z]+)'([^)]*)\)")
 FUNCTION = re.compile(r"^local function (\w+)\(", re.M)
+COMMENT = re.compile(r"--[^\n]*")
 
 
-def helpers() -> dict[str, str]:
-    common = _read("_common")
-    starts = [(m.start(), m.group(1)) for m in FUNCTION.finditer(common)]
-    bodies = {}
-    for (start, name), (end, _) in zip(starts, [*starts[1:], (len(common), "")], strict=True):
-        bodies[name] = common[start:end]
-    return bodies
-
-
-def reachable(source: str, bodies: dict[str, str]) -> str:
-    """The text of `source` plus every helper it calls, transitively."""
-    seen: set[str] = set()
-    todo = [source]
-    text = ""
-    while todo:
-        chunk = todo.pop()
-        text += chunk
-        for name, body in bodies.items():
-            if name not in seen and re.search(rf"\b{name}\(", chunk):
-                seen.add(name)
-                todo.append(body)
-    return text
+def code(verb: str) -> str:
+    """What the script of `verb` runs: its built text, comments aside."""
+    return COMMENT.sub("", source(verb))
 
 
 @pytest.mark.parametrize("verb", HOT)
 def test_hot_verbs_never_scan(verb: str) -> None:
-    text = reachable(_read(verb), helpers())
-    calls = CALL.findall(text)
+    calls = CALL.findall(code(verb))
     assert calls, "the pattern must see the script's commands"
     names = {name for name, args in calls if not _reads_a_head(name, args)}
     assert not names & SCANNING, f"{verb} may scan: {sorted(names & SCANNING)}"
@@ -69,7 +52,7 @@ def _reads_a_head(name: str, args: str) -> bool:
 def test_stats_reads_only_the_books() -> None:
     """The metrics call stats every scrape: it may read whole only gactive (a room per busy
     consumer at most) and the paused set (what admins paused), never a ring or the rooms."""
-    calls = CALL.findall(reachable(_read("stats"), helpers()))
+    calls = CALL.findall(code("stats"))
     assert calls
     for name, args in calls:
         key = args.split(",")[1].strip() if "," in args else args.strip()
@@ -84,12 +67,92 @@ def test_stats_reads_only_the_books() -> None:
 
 
 def test_the_helpers_that_scan_are_only_reached_by_admin_verbs() -> None:
-    bodies = helpers()
-    scanning = {n for n, b in bodies.items() if re.search(r"'LREM', \w+, 0", b)}
+    includes = {name: read_lua("codemojex.lanes", f"includes/{name}") for name in INCLUDES}
+    scanning = {n for n, text in includes.items() if re.search(r"'LREM', \w+, 0", text)}
     assert scanning == {"room_recheck", "lane_unring"}
     for verb in HOT:
-        text = reachable(_read(verb), bodies)
-        assert not any(re.search(rf"\b{n}\(", text) for n in scanning), verb
+        assert not set(FUNCTION.findall(code(verb))) & scanning, verb
+
+
+# -- what a script carries -------------------------------------------------------------------
+
+INCLUDES = sorted(
+    path.name.removesuffix(".lua")
+    for path in (resources.files("codemojex.lanes") / "lua" / "includes").iterdir()
+    if path.name.endswith(".lua")
+)
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_a_script_defines_only_what_it_runs(verb: str) -> None:
+    """Every function a built script defines is used in it, every helper it uses is
+    included, every key name it declares is used, and nothing is defined twice (an include
+    named by several is emitted once)."""
+    text = re.sub(r"'[^'\n]*'", "''", code(verb))  # names, not the words of messages
+    defined = FUNCTION.findall(text)
+    assert len(defined) == len(set(defined)), verb
+    for name in defined:
+        assert len(re.findall(rf"\b{name}\b", text)) >= 2, f"{verb} defines {name}, never uses it"
+    for name in INCLUDES:
+        if re.search(rf"\b{name}\b", text):
+            assert name in defined, f"{verb} uses {name} without including it"
+    for name in re.findall(r"^local ([A-Z]+) = P \.\. ", text, re.M):
+        assert len(re.findall(rf"\b{name}\b", text)) >= 2, f"{verb} declares {name}, never uses it"
+
+
+def test_every_include_is_used_and_each_file_holds_the_function_it_is_named_after() -> None:
+    used: set[str] = set()
+    for verb in VERBS:
+        used |= set(FUNCTION.findall(code(verb)))
+    for name in INCLUDES:
+        text = read_lua("codemojex.lanes", f"includes/{name}")
+        assert name in FUNCTION.findall(text), name
+        assert name in used, f"no verb includes {name}"
+
+
+def test_the_hot_path_carries_a_handful_of_functions() -> None:
+    """The reason for includes: wclaim and ack_many define only what they run (before, every
+    script carried the 29 functions of one shared prelude)."""
+    assert set(FUNCTION.findall(code("wclaim"))) == {
+        "now_ms", "pending_changed", "head_changed", "serve", "job_key", "pending_key",
+        "lane_ring_key",
+    }  # fmt: skip
+    assert set(FUNCTION.findall(code("ack_many"))) == {
+        "ack_pairs", "holder", "permit_freed", "is_paused", "ring_room", "wake", "job_key",
+        "lane_ring_key",
+    }  # fmt: skip
+
+
+# -- the include mechanism ---------------------------------------------------------------------
+
+
+def test_includes_resolve_transitively_dependencies_first_and_once_each() -> None:
+    files = {
+        "a": '--- @include "b"\n--- @include "c"\nlocal function a() return b() + c() end\n',
+        "b": '--- @include "c"\nlocal function b() return c() end\n',
+        "c": "local function c() return 1 end\n",
+    }
+    text = resolve('--- @include "a"\n--- @include "c"\nreturn a()\n', files.__getitem__)
+    assert text == (
+        "local function c() return 1 end\n"
+        "local function b() return c() end\n"
+        "local function a() return b() + c() end\n"
+        "return a()\n"
+    )
+
+
+def test_a_circular_or_missing_include_is_an_error_naming_the_chain() -> None:
+    files = {"a": '--- @include "b"\n', "b": '--- @include "a"\n'}
+
+    def read(name: str) -> str:
+        if name not in files:
+            raise FileNotFoundError(name)
+        return files[name]
+
+    with pytest.raises(IncludeError, match="circular include: a -> b -> a"):
+        resolve('--- @include "a"\n', read)
+    with pytest.raises(IncludeError, match="include not found: 'nope'"):
+        resolve('--- @include "nope"\n', read)
 
 
 # -- key names -----------------------------------------------------------------------------
@@ -97,37 +160,33 @@ def test_the_helpers_that_scan_are_only_reached_by_admin_verbs() -> None:
 PREFIXED = re.compile(r"P \.\. '([^']*)'")
 
 
-def test_key_names_are_built_only_in_common_and_agree_with_keys_py() -> None:
-    """The scripts build key names in _common.lua alone, from the suffixes of keys.py."""
-    from codemojex.lanes.keys import SINGLE, Keys
-    from codemojex.lanes.scripts import VERBS
+def test_key_names_are_spelled_only_in_keys_py() -> None:
+    """The scripts' key names are rendered from keys.py (`lua_names`): no Lua file spells
+    one (the survey only matches the prefix to SCAN it), and each rendered name builds the
+    key the Python builder does."""
+    from codemojex.lanes.keys import PER_ID, SINGLE, Keys, lua_names
 
-    common = _read("_common")
-    suffixes = set(PREFIXED.findall(common))
-    singles = {s for s in suffixes if not s.endswith(":")}
-    assert singles == set(SINGLE)
-    # the per-job/lane/room names: the builders of _common.lua and of keys.py must agree
-    keys, job, lane, room = Keys("q"), "JOB" + "0" * 26, "PLR" + "0" * 26, "ROM" + "0" * 26
-    shapes = [
-        ("'job:' .. id", keys.job(job), job),
-        ("'g:' .. lane .. ':pending'", keys.pending(lane), lane),
-        ("'r:' .. room .. ':ring'", keys.room_ring(room), room),
-        ("'r:' .. room .. ':lanes'", keys.room_lanes(room), room),
-        ("'r:' .. room .. ':held'", keys.room_held(room), room),
-        ("'dd:' .. digest", keys.dedupe("x"), keys.dedupe("x").rpartition(":")[2]),
-    ]
-    for lua, python, ident in shapes:
-        assert f"P .. {lua}" in common
-        python_pieces = [p for p in python.removeprefix(keys.prefix).split(ident) if p]
-        assert re.findall(r"'([^']*)'", lua) == python_pieces
-    # no verb builds a name of its own (the survey only matches the prefix to SCAN it)
-    for verb in [*VERBS, "_survey", "_oldest"]:
-        assert PREFIXED.findall(_read(verb)) in ([], ["*"]), verb
+    for name in [*VERBS, *(f"includes/{i}" for i in INCLUDES)]:
+        assert PREFIXED.findall(read_lua("codemojex.lanes", name)) in ([], ["*"]), name
+    keys = Keys("q")
+    names = lua_names()
+    for suffix in SINGLE:
+        assert getattr(keys, suffix) == keys.prefix + suffix
+        assert names[suffix.upper()] == f"local {suffix.upper()} = P .. '{suffix}'"
+    ident = {"job": "JOB" + "0" * 26, "pending": "PLR" + "0" * 26, "dedupe": "0" * 32}
+    for builder in PER_ID:
+        value = ident.get(builder, "ROM" + "0" * 26)
+        python = getattr(keys, builder)(value) if builder != "dedupe" else keys.dedupe("x")
+        value = python.rpartition(":")[2] if builder == "dedupe" else value
+        lua = names[f"{builder}_key"]
+        pieces = [p for p in python.removeprefix(keys.prefix).split(value) if p]
+        assert re.findall(r"'([^']*)'", lua) == pieces, builder
+        assert keys.parse(python) == (builder, value)
 
 
 def test_a_rooms_snapshot_reads_its_lanes_with_work_not_every_lane_it_had() -> None:
     """snapshot finds a room's lanes on its lane ring and in its held set, never in the set
     of every lane bound to the room (test_retention.py counts the commands it runs)."""
-    snapshot = _read("snapshot")
+    snapshot = code("snapshot")
     assert "room_lanes_key" not in snapshot
     assert "lane_ring_key(room)" in snapshot and "room_held_key(room)" in snapshot

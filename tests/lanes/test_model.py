@@ -727,7 +727,7 @@ class LanesMachine(RuleBasedStateMachine):
             pipe = self.client.pipeline(transaction=True)
             pipe.lrange(k.ring, 0, -1)
             for room in ROOMS:
-                pipe.lrange(k.room_ring(room), 0, -1)
+                pipe.lrange(k.lane_ring(room), 0, -1)
             for lane in LANES:
                 pipe.zrange(k.pending(lane), 0, -1, withscores=True)
             for name in (k.active, k.delayed, k.dead):

@@ -32,6 +32,9 @@ def test_every_script_names_its_keys_argv_and_return_value(name: str) -> None:
     # The header describes what the body uses.
     body = text[len("\n".join(header)) :]
     assert "KEYS[" in body and "ARGV[" in body
+    # includes are resolved (the ring scripts take the server's clock from the lanes' helpers)
+    assert "@include" not in text
+    assert ("now_ms()" in body) == ("local function now_ms()" in body)
 
 
 def test_an_unknown_script_is_refused() -> None:

@@ -1,4 +1,4 @@
-"""The soak harness (bench/soak.py), CI-sized: real bot, real worker processes, private Redis
+"""The soak harness (bench/soak/), CI-sized: real bot, real worker processes, private Redis
 (AOF, fsync always) and private Postgres, with every fault of the full run injected once or
 more: workers SIGKILLed and restarted, Redis SHUTDOWN and restarted, Redis SIGKILLed and
 restarted, Postgres stopped for a few seconds. The full-size figures are in the README."""

@@ -13,8 +13,8 @@ expire_on_commit=False).
 
 from codemojex.db.store.admin import audit, audit_refused, ban, is_banned, trim_audit, unban
 from codemojex.db.store.errors import (
-    InvalidCeiling,
     RoundAlreadyOpen,
+    SettingOutOfRange,
     StoreError,
     UnknownPlayer,
     UnknownRoom,
@@ -62,10 +62,10 @@ from codemojex.db.store.stats import (
 __all__ = [
     "GlobalStats",
     "GuessContext",
-    "InvalidCeiling",
     "LeaderRow",
     "PlayerStats",
     "RoundAlreadyOpen",
+    "SettingOutOfRange",
     "StoreError",
     "UnknownPlayer",
     "UnknownRoom",

@@ -15,8 +15,9 @@ class UnknownPlayer(StoreError, LookupError):
     """No such player, or the player is not in the room."""
 
 
-class InvalidCeiling(StoreError, ValueError):
-    """A ceiling or round timeout out of range (the bot checks first: this guards the rows)."""
+class SettingOutOfRange(StoreError, ValueError):
+    """A room's ceiling or round timeout outside its range in codemojex/limits.py (the bot
+    checks first: this guards the rows)."""
 
 
 class RoundAlreadyOpen(StoreError):

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from codemojex import limits, scoring
 from codemojex.db.engine import READ_ONLY
 from codemojex.db.models import Ban, Player, Room, Round
-from codemojex.db.store.errors import InvalidCeiling, UnknownRoom
+from codemojex.db.store.errors import SettingOutOfRange, UnknownRoom
 
 
 async def ensure_room(
@@ -160,17 +160,15 @@ async def update_room_settings(
     language: str | None = None,
     ceiling: int | None = None,
     round_timeout_s: int | None = None,
-    random_palette: bool = False,
 ) -> Room:
     """Change a room's settings for its next rounds (the open round keeps its own).
 
     Everything is validated before anything is written: length, palette (distinct emojis),
     repeats (a bool, or on/off as typed) and language (a shipped one, as typed: "ru", "pt-br")
     by codemojex.scoring (raising `scoring.InvalidSettings`), the ceiling and round timeout
-    against codemojex.limits here (raising `InvalidCeiling`). `random_palette=True` goes back
-    to a fresh random palette per round. The settings as they would be afterwards must be
-    drawable: with repeats off, the palette (or the size of the palette drawn per round) must
-    be at least the length, whichever of them is being changed; otherwise
+    against codemojex.limits here (raising `SettingOutOfRange`). The settings as they would
+    be afterwards must be drawable: with repeats off, the palette (or the size of the palette
+    drawn per round) must be at least the length, whichever of them is being changed; otherwise
     `scoring.InvalidSettings` (kind "repeats_palette") and nothing changes.
     """
     new_length = scoring.parse_length(length) if length is not None else None
@@ -181,13 +179,13 @@ async def update_room_settings(
         text = palette if isinstance(palette, str) else " ".join(palette)
         new_palette = scoring.parse_palette(text)
     if ceiling is not None and not limits.CEILING_MIN <= ceiling <= limits.CEILING_MAX:
-        raise InvalidCeiling(
+        raise SettingOutOfRange(
             f"The limit must be from {limits.CEILING_MIN} to {limits.CEILING_MAX}."
         )
     if round_timeout_s is not None and not (
         limits.ROUND_TIMEOUT_S_MIN <= round_timeout_s <= limits.ROUND_TIMEOUT_S_MAX
     ):
-        raise InvalidCeiling(
+        raise SettingOutOfRange(
             f"The round timeout must be from {limits.ROUND_TIMEOUT_S_MIN} to "
             f"{limits.ROUND_TIMEOUT_S_MAX} seconds."
         )
@@ -202,10 +200,10 @@ async def update_room_settings(
     if room is None:
         await session.commit()
         raise UnknownRoom(room_id)
-    if random_palette or any(v is not None for v in (new_length, new_palette, new_repeats)):
+    if any(v is not None for v in (new_length, new_palette, new_repeats)):
         if new_palette is not None:
             palette_size = len(new_palette)
-        elif random_palette or room.palette is None:
+        elif room.palette is None:
             palette_size = room.palette_size
         else:
             palette_size = len(room.palette_emojis or ())
@@ -224,8 +222,6 @@ async def update_room_settings(
         room.repeats = new_repeats
     if new_language is not None:
         room.language = new_language
-    if random_palette:
-        room.palette = None
     if new_palette is not None:
         room.palette = "".join(new_palette)
     if ceiling is not None:

@@ -6,12 +6,14 @@
 -- a further serve would find nothing either).
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  lease in ms      ARGV[2]  N, the batches wanted (>= 0)
 -- ARGV[3..]  job id, attempts, job id, attempts, ... (may be none)
 -- Returns  {acked, ring length after the last serve (0 when none served), then per batch:
 --          F (its fields: 6 per job), room, lane, then F fields: id, payload, attempts,
 --          max_attempts, seq, enqueued_ms per job}
+--- @include "ack_pairs"
+--- @include "serve"
 local acked = ack_pairs(3)
 local out = {acked, 0}
 for _ = 1, tonumber(ARGV[2]) do

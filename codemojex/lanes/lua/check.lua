@@ -2,10 +2,18 @@
 -- the whole queue, atomically).
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  '1' = deep: also SCAN the database for keys nothing in the queue leads to
 --          (orphan job hashes and the like); '0' = only what the queue's books reach
 -- Returns  a sorted list of human-readable problems; empty when the queue is sound
+--- @include "books"
+--- @include "count_jobs"
+--- @include "held_lanes"
+--- @include "is_paused"
+--- @include "lane_ok"
+--- @include "room_block"
+--- @include "survey"
+--- @include "zset_table"
 local S = survey(ARGV[1] == '1')
 local bad = {}
 local function say(msg) bad[#bad + 1] = msg end

@@ -2,7 +2,7 @@
 -- decide on a requeue (never the payload: it is the player's guess).
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  offset          ARGV[2]  at most this many
 -- Returns  {dead jobs in all, jobs} where jobs is a list of {id, died ms, room, lane,
 --          attempts, max_attempts, enqueued_ms, last_error ('' = none)}

@@ -3,7 +3,7 @@
 -- lane's entry in `lseen` and the room's in `rseen` become now (their last enqueue).
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  room id          ARGV[2]  lane id         ARGV[3]  job id
 -- ARGV[4]  payload          ARGV[5]  max_attempts    ARGV[6]  max_depth (0 = none)
 -- ARGV[7]  dedupe digest ('' = none)                 ARGV[8]  dedupe window in ms
@@ -11,6 +11,9 @@
 --          already exists in that lane.
 -- Errors   LANEERR (the lane is bound to another room, the job id is taken elsewhere),
 --          LANEFULL (the lane holds max_depth pending jobs). Nothing is written then.
+--- @include "bind"
+--- @include "now_ms"
+--- @include "pend"
 local room, lane, id = ARGV[1], ARGV[2], ARGV[3]
 local ddk = nil
 if ARGV[7] ~= '' then

@@ -2,9 +2,11 @@
 -- the ring until it drains below the new ceiling; raising it may put the room back.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  room id          ARGV[2]  ceiling (>= 1)
 -- Returns  1
+--- @include "room_recheck"
+--- @include "room_serviceable"
 local room = ARGV[1]
 local before = room_serviceable(room)
 redis.call('HSET', GLIMIT, room, ARGV[2])

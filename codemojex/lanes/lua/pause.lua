@@ -3,9 +3,12 @@
 -- last lane). Backlog and in-flight work are untouched; new jobs are still accepted.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  room or lane id  ARGV[2]  'room' or 'lane'
 -- Returns  1 when newly paused, 0 when it already was
+--- @include "lane_unring"
+--- @include "room_recheck"
+--- @include "room_serviceable"
 local x = ARGV[1]
 if ARGV[2] == 'room' then
   local before = room_serviceable(x)

@@ -1,9 +1,12 @@
 -- promote: delayed jobs that are due go back to their lanes at their original seq.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  at most this many jobs per call
 -- Returns  how many jobs were promoted
+--- @include "delayed_removed"
+--- @include "now_ms"
+--- @include "put_back"
 local ids = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', now_ms(), 'LIMIT', 0,
   tonumber(ARGV[1]))
 local n = 0
@@ -13,7 +16,7 @@ for _, id in ipairs(ids) do
   local f = redis.call('HMGET', jk, 'room', 'lane', 'seq')
   if f[1] then
     delayed_removed(f[2])
-    requeue(id, jk, f[1], f[2], f[3])
+    put_back(id, jk, f[1], f[2], f[3])
     n = n + 1
   end
 end

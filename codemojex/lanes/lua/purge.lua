@@ -2,9 +2,12 @@
 -- delayed are left alone.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  lane id
 -- Returns  how many jobs were purged
+--- @include "lane_emptied"
+--- @include "now_ms"
+--- @include "pending_changed"
 local lane = ARGV[1]
 local pk = pending_key(lane)
 local ids = redis.call('ZRANGE', pk, 0, -1)

@@ -2,9 +2,12 @@
 -- `dead` when its attempts are spent; its permit is freed. Idempotent; any worker runs it.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  at most this many leases per call
 -- Returns  how many leases were reaped
+--- @include "now_ms"
+--- @include "permit_freed"
+--- @include "put_back"
 local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 for _, id in ipairs(ids) do
@@ -17,7 +20,7 @@ for _, id in ipairs(ids) do
       redis.call('ZADD', DEAD, now, id)
       redis.call('HSET', jk, 'state', 'dead', 'last_error', 'lease expired')
     else
-      requeue(id, jk, f[1], f[2], f[3])
+      put_back(id, jk, f[1], f[2], f[3])
     end
   end
 end

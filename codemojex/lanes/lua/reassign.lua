@@ -2,10 +2,16 @@
 -- keeps its place in mint order). A lane of another room is refused.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  job id           ARGV[2]  target lane id
 -- Returns  1 when the job is now pending in the target lane, 0 when the job is not pending
 -- Errors   LANEERR when the target lane belongs to another room (nothing is written)
+--- @include "bind"
+--- @include "head_changed"
+--- @include "lane_emptied"
+--- @include "now_ms"
+--- @include "pend"
+--- @include "pending_changed"
 local id, target = ARGV[1], ARGV[2]
 local jk = job_key(id)
 local f = redis.call('HMGET', jk, 'state', 'room', 'lane', 'seq')

@@ -8,8 +8,18 @@
 -- verb: it reads the whole queue, atomically.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- Returns  the list of fixes made, in order; empty when nothing needed fixing
+--- @include "books"
+--- @include "count_jobs"
+--- @include "held_lanes"
+--- @include "lane_ok"
+--- @include "room_serviceable"
+--- @include "now_ms"
+--- @include "sorted_keys"
+--- @include "survey"
+--- @include "wake"
+--- @include "zset_table"
 local S = survey(true)
 local fixed = {}
 local function did(msg) fixed[#fixed + 1] = msg end

@@ -4,10 +4,13 @@
 -- the allowance. A lane forgotten meanwhile is bound to the job's room again.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  job id
 -- Returns  1 when the job is pending again, 0 when it is not a dead job (any more)
 -- Errors   LANEERR when its lane is bound to another room now (nothing is written)
+--- @include "bind"
+--- @include "now_ms"
+--- @include "pend"
 local id = ARGV[1]
 if not redis.call('ZSCORE', DEAD, id) then return 0 end
 local jk = job_key(id)

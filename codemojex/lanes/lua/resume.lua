@@ -1,9 +1,11 @@
 -- resume: unpark a room or a lane; it comes back on its ring when serviceable, with a wake.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  room or lane id  ARGV[2]  'room' or 'lane'
 -- Returns  1 when it was paused, 0 otherwise
+--- @include "lane_join"
+--- @include "room_recheck"
 local x = ARGV[1]
 if ARGV[2] == 'room' then
   if redis.call('SREM', PAUSED, x) == 0 then return 0 end

@@ -6,12 +6,13 @@
 -- when the lane comes back). A lane that still holds work is looked at again later.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  dead jobs kept at most (0 = none)     ARGV[2]  dead jobs' age limit in ms
 -- ARGV[3]  idle time in ms before a lane is forgotten
 -- ARGV[4]  ms before a lane whose room has jobs in flight is looked at again
 -- ARGV[5]  at most this many dead jobs, and this many lanes, per call
 -- Returns  {dead jobs deleted, lanes forgotten}
+--- @include "now_ms"
 local now = now_ms()
 local batch = tonumber(ARGV[5])
 

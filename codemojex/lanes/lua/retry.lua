@@ -2,10 +2,14 @@
 -- Frees the permit like ack. A stale token is refused and changes nothing.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  job id      ARGV[2]  attempts (token)      ARGV[3]  delay in ms
 -- ARGV[4]  error text (stored as last_error)
 -- Returns  'delayed', 'dead' or 'stale'
+--- @include "delayed_added"
+--- @include "holder"
+--- @include "now_ms"
+--- @include "permit_freed"
 local id = ARGV[1]
 local jk, room = holder(id, ARGV[2])
 if not jk then return 'stale' end

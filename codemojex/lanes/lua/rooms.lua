@@ -3,11 +3,12 @@
 -- held set), never the list of every lane it has had.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV     room ids
 -- Returns  per room, in the order given: {room, pending, in flight, ceiling (-1 = none),
 --          paused 0/1, the oldest pending job's enqueued_ms (-1 = none), the last enqueue
 --          in ms (-1 = none within the lanes' idle time)}
+--- @include "room_oldest"
 local out = {}
 for _, room in ipairs(ARGV) do
   local oldest = room_oldest(room)

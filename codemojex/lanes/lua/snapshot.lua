@@ -4,7 +4,7 @@
 -- never the list of every lane the room has had.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  one room id, or '' for every room the queue knows (that reads all of lroom)
 -- Returns  {queue paused 0/1, room ring, #active, #delayed, #dead, rooms} where rooms is a
 --          list of {room, paused 0/1, ceiling (-1 = none), in flight, lane ring, lanes}

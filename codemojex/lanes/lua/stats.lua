@@ -3,13 +3,14 @@
 -- (gactive: at most one room per busy consumer) and the paused set (what admins paused).
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  how many of the deepest rooms to list (0 = none)
 -- Returns  {queue paused 0/1, pending, active, delayed, dead, rooms with pending jobs,
 --          rooms serviceable (on the room ring), rooms with pending jobs held at their
 --          ceiling, rooms paused, the oldest pending job's enqueued_ms (-1 = none),
 --          the server's time in ms, deepest rooms} where deepest rooms is a list of
 --          {room, pending, in flight}, deepest first
+--- @include "now_ms"
 local at_ceiling = 0
 local act = redis.call('HGETALL', GACTIVE)
 for i = 1, #act, 2 do

@@ -1,5 +1,5 @@
 -- waiting: which of some rooms still hold a job enqueued before a moment of their own, pending
--- (the room's oldest pending job, _oldest.lua), in flight (a lease in `active`) or waiting for
+-- (the room's oldest pending job, includes/room_oldest.lua), in flight (a lease in `active`) or waiting for
 -- a retry (`delayed`). The round timer asks it about rounds past
 -- their deadline: a round stays open while guesses taken before its deadline wait (a job keeps
 -- its enqueued_ms through retries and reaps). Costs the given rooms' lanes with work, the
@@ -7,10 +7,12 @@
 -- outage), never every room.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV     room id, moment in ms, room id, moment in ms, ...
 -- Returns  {the server's time in ms, then per room in the order given: 1 when it holds a job
 --          enqueued before its moment, else 0}
+--- @include "now_ms"
+--- @include "room_oldest"
 local before, order, open = {}, {}, 0
 for i = 1, #ARGV, 2 do
   local room = ARGV[i]

@@ -2,7 +2,7 @@
 -- changes. A weight of 1 is the default and is stored as no entry.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
--- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
+-- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  lane id          ARGV[2]  weight (>= 1)
 -- Returns  1
 if tonumber(ARGV[2]) == 1 then

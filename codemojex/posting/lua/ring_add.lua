@@ -9,8 +9,8 @@
 --          `send:cool`)
 -- ARGV[1]  a chat id; ARGV[2..] more chat ids
 -- Returns  how many chats were new to the ring
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+--- @include "now_ms"
+local now = now_ms()
 local ring, dirty, cool = KEYS[1] .. 'send:ring', KEYS[1] .. 'send:dirty', KEYS[1] .. 'send:cool'
 redis.call('ZREMRANGEBYSCORE', cool, '-inf', now)
 local added = 0

@@ -10,8 +10,8 @@
 -- ARGV[4]  1 when the holder knows rows are left, 0 when it posted all it found
 -- Returns  1 when the chat stays in the ring, 0 when it left, -1 when the lease was no longer
 --          this holder's (the ring is then the new holder's to keep)
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+--- @include "now_ms"
+local now = now_ms()
 local chat = ARGV[1]
 local ring, dirty = KEYS[1] .. 'send:ring', KEYS[1] .. 'send:dirty'
 local lease = KEYS[1] .. 'send:lease:' .. chat

@@ -8,8 +8,8 @@
 -- ARGV[2]  the chat lease, ms
 -- ARGV[3]  the lease's token (the holder's, checked by lease_renew, lease_fence, ring_release)
 -- Returns  {ms until the next turn in the ring after these (-1: the ring is empty), chat...}
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+--- @include "now_ms"
+local now = now_ms()
 local ring, dirty = KEYS[1] .. 'send:ring', KEYS[1] .. 'send:dirty'
 local n, lease_ms, token = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local out = {-1}

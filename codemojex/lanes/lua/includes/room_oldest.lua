@@ -1,5 +1,3 @@
--- _oldest.lua: prepended to rooms and waiting (the readers of one room's oldest pending job).
-
 -- The enqueued_ms of `room`'s oldest pending job (-1 = none): the lowest head seq of its lanes
 -- with work (its lane ring and its held set: paused lanes), never of every lane it has had.
 local function room_oldest(room)

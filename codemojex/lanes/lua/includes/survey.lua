@@ -1,6 +1,5 @@
--- _survey.lua: prepended to check and repair only (admin verbs that may read everything).
--- survey() reads the whole keyspace of the queue once, in the script's atomic view.
-
+-- survey(deep): the whole keyspace of the queue read once, in the script's atomic view (check
+-- and repair, admin verbs that may read everything).
 -- every key of the queue, in one SCAN pass (SCAN walks the whole database, so once)
 local function scan_queue()
   local keys = {}
@@ -11,13 +10,6 @@ local function scan_queue()
     for _, k in ipairs(r[2]) do keys[#keys + 1] = k end
   until cursor == '0'
   return keys
-end
-
-local function sorted_keys(set)
-  local out = {}
-  for k in pairs(set) do out[#out + 1] = k end
-  table.sort(out)
-  return out
 end
 
 -- deep: also SCAN for keys the queue's own books do not lead to (orphan job hashes, a
@@ -75,8 +67,8 @@ local function survey(deep)
     local z = redis.call('ZRANGE', pending_key(lane), 0, -1, 'WITHSCORES')
     for i = 1, #z, 2 do put(z[i], 'pending', lane, tonumber(z[i + 1])) end
   end
-  for _, where in ipairs({'active', 'delayed', 'dead'}) do
-    for _, id in ipairs(redis.call('ZRANGE', P .. where, 0, -1)) do put(id, where) end
+  for _, where in ipairs({{'active', ACTIVE}, {'delayed', DELAYED}, {'dead', DEAD}}) do
+    for _, id in ipairs(redis.call('ZRANGE', where[2], 0, -1)) do put(id, where[1]) end
   end
   for id in pairs(S.place) do
     local f = redis.call('HMGET', job_key(id), 'state', 'room', 'lane', 'seq')
@@ -91,72 +83,4 @@ local function survey(deep)
   end
   table.sort(S.orphans)
   return S
-end
-
--- jobs in `where` per `field` of their hashes ('room' or 'lane'): gactive counts the
--- leases per room, ldelayed the delayed jobs per lane
-local function count_jobs(S, where, field)
-  local counts = {}
-  for id, places in pairs(S.place) do
-    local job = S.jobs[id]
-    for _, p in ipairs(places) do
-      if p.where == where and job and job[field] then
-        counts[job[field]] = (counts[job[field]] or 0) + 1
-      end
-    end
-  end
-  return counts
-end
-
--- the lanes of `room` that belong in its held set: paused, with pending jobs
-local function held_lanes(S, room)
-  local out = {}
-  for lane in pairs(S.room_lanes[room] or {}) do
-    if is_paused(lane) and redis.call('ZCARD', pending_key(lane)) > 0 then out[lane] = true end
-  end
-  return out
-end
-
-local function lane_ok(lane)
-  return redis.call('ZCARD', pending_key(lane)) > 0 and not is_paused(lane)
-end
-
--- why a room is not serviceable given the true in-flight count; nil when it is
-local function room_block(S, room, act)
-  if is_paused(room) then return 'paused' end
-  local lim = redis.call('HGET', GLIMIT, room)
-  if lim and act >= tonumber(lim) then
-    return 'at its ceiling (' .. act .. ' in flight, ceiling ' .. lim .. ')'
-  end
-  for lane in pairs(S.room_lanes[room] or {}) do
-    if lane_ok(lane) then return nil end
-  end
-  return 'no serviceable lane'
-end
-
--- the operators' books as the pending zsets say they should be: pending jobs per room, each
--- lane's head seq, and the total (check compares, repair rewrites)
-local function books(S)
-  local depth, heads, total = {}, {}, 0
-  for id, places in pairs(S.place) do
-    for _, p in ipairs(places) do
-      if p.where == 'pending' then
-        total = total + 1
-        local room = S.lroom[p.lane] or (S.jobs[id] and S.jobs[id].room)
-        if room then depth[room] = (depth[room] or 0) + 1 end
-        -- by seq, which repair restores as the score (a damaged score is named elsewhere)
-        local seq = (S.jobs[id] and S.jobs[id].seq) or p.score
-        if not heads[p.lane] or seq < heads[p.lane] then heads[p.lane] = seq end
-      end
-    end
-  end
-  return depth, heads, total
-end
-
--- a zset's members and scores as a table
-local function zset_table(key)
-  local kv = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
-  local out = {}
-  for i = 1, #kv, 2 do out[kv[i]] = tonumber(kv[i + 1]) end
-  return out
 end
