@@ -25,12 +25,13 @@ from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.limits import ROUND_TIMEOUT_S_MIN, SENDER_RECONCILE_S
 from codemojex.outages import OUTAGES, backoff_ms, is_outage
+from codemojex.posting.board import DailyBoard
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.worker.botapi import make_bot
-from codemojex.worker.retention import AuditTrim
+from codemojex.worker.retention import AuditTrim, DailyTrim, Trim
 from codemojex.worker.score import ScoreStats, ScoreWorker
 
 __all__ = ["WorkerStats", "expire_rounds_once", "make_bot", "run_worker", "settle_process"]
@@ -55,6 +56,7 @@ class WorkerStats:
     pool: PoolStats = field(default_factory=PoolStats)
     rounds_expired: int = 0
     audit_trimmed: int = 0
+    daily_trimmed: int = 0
 
     def as_dict(self) -> dict[str, int]:
         out = {f"pool_{k}": v for k, v in self.pool.as_dict().items()}
@@ -62,6 +64,7 @@ class WorkerStats:
         out |= {f"sent_{k}": v for k, v in self.sender.as_dict().items()}
         out["rounds_expired"] = self.rounds_expired
         out["audit_trimmed"] = self.audit_trimmed
+        out["daily_trimmed"] = self.daily_trimmed
         return out
 
 
@@ -85,7 +88,8 @@ async def _round_timer(
     stats: WorkerStats,
     stop: asyncio.Event,
     every_s: float,
-    trim: AuditTrim,
+    audit: Trim,
+    dailies: Trim,
 ) -> None:
     """Close rounds when their time runs out. It sleeps until the first open round's expiry,
     or `every_s` at most: a round the bot starts meanwhile runs at least ROUND_TIMEOUT_S_MIN,
@@ -102,10 +106,14 @@ async def _round_timer(
                 wait_s = 0.0
             elif first is not None:
                 wait_s = min(every_s, (first - utcnow()).total_seconds())
-            trimmed = await trim.tick(sessionmaker)
-            stats.audit_trimmed += trimmed
-            if trimmed >= trim.batch:  # a backlog: its next batch is due at once
-                wait_s = min(wait_s, 1.0)
+            for trim in (audit, dailies):
+                trimmed = await trim.tick(sessionmaker)
+                if trim is audit:
+                    stats.audit_trimmed += trimmed
+                else:
+                    stats.daily_trimmed += trimmed
+                if trimmed >= trim.batch:  # a backlog: its next batch is due at once
+                    wait_s = min(wait_s, 1.0)
             OUTAGES.ok("postgres")
             failures = 0
         except Exception as exc:
@@ -176,11 +184,15 @@ async def run_worker(
     async def poke(chat_id: int) -> None:
         sender.poke(chat_id)
 
+    # Finished dailies go onto the world board once committed (posting/board.py).
+    board = DailyBoard(redis, settings.queue)
     scorer = ScoreWorker(
         sessionmaker,
         hold_s=score_hold_s,
         stats=stats.score,
         on_recorded=poke,
+        on_finished=board.finished,
+        share=settings.inline_mode,
     )
     pool = ConsumerPool(
         lanes,
@@ -195,7 +207,13 @@ async def run_worker(
     sender_task = asyncio.create_task(sender.run(sender_stop), name="worker:sender")
     timer_task = asyncio.create_task(
         _round_timer(
-            sessionmaker, sender, stats, sender_stop, timer_s, AuditTrim(settings.audit_keep_days)
+            sessionmaker,
+            sender,
+            stats,
+            sender_stop,
+            timer_s,
+            AuditTrim(settings.audit_keep_days),
+            DailyTrim(settings.daily_keep_days),
         ),
         name="worker:timer",
     )
