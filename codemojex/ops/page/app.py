@@ -3,7 +3,7 @@
 Every action is a POST with the session's CSRF token, is written to the audit log (the
 admin commands' log) naming the operator, and answers with a redirect back to the page.
 Nothing here reads a round (so no secret can reach the page): rooms, lanes, the outbox
-count and the processes' counters only.
+count, the processes' counters and the daily code's counts (the world board's) only.
 """
 
 from __future__ import annotations
@@ -22,10 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import limits
 from codemojex.db import store
+from codemojex.db.models import utcnow
+from codemojex.game.daily import day_of
 from codemojex.lanes import LaneError, Lanes
 from codemojex.ops.page import auth
 from codemojex.ops.page.history import History
 from codemojex.ops.page.views import SORTS, Sort, dead_page, rooms_page
+from codemojex.posting.board import DailyBoard
 
 HERE: Final = Path(__file__).parent
 SESSION: Final = web.RequestKey("ops_session", auth.Session)
@@ -64,6 +67,7 @@ class OpsPage:
         self.lanes = lanes
         self.sessionmaker = sessionmaker
         self.history = history
+        self.board = DailyBoard(lanes.client, lanes.queue)
         self.sessions = auth.Sessions(token)
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -156,6 +160,8 @@ class OpsPage:
             self.lanes, self.sessionmaker, q["sort"], q["descending"], q["cursor"], now_ms
         )
         dead_total, dead = await dead_page(self.lanes, self.sessionmaker, q["dead"])
+        # Today's daily code: who opened it and who finished it (O(1) reads of the board).
+        daily = await self.board.counts(day_of(utcnow()))
         last = self.history.points[-1] if self.history.points else None
 
         def link(**changes: Any) -> str:
@@ -173,6 +179,7 @@ class OpsPage:
             "stats": stats,
             "point": last,
             "fleet": self.history.fleet,
+            "daily": daily,
             "rooms": rooms,
             "dead_total": dead_total,
             "dead": dead,
