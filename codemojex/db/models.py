@@ -9,6 +9,7 @@ to SQLite's INTEGER so its rowid autoincrement works, and partial indexes carry 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import (
     BigInteger,
@@ -149,7 +150,23 @@ class Player(Base):
         return f"Player(id={self.id!r}, room_id={self.room_id!r}, tg_user_id={self.tg_user_id!r})"
 
 
-class Round(Base):
+class _Code:
+    """A stored palette and secret (emojis run together), read back as emojis."""
+
+    if TYPE_CHECKING:  # the mapped classes declare the columns
+        palette: str
+        secret: str
+
+    @property
+    def palette_emojis(self) -> tuple[str, ...]:
+        return split_emojis(self.palette)
+
+    @property
+    def secret_emojis(self) -> tuple[str, ...]:
+        return split_emojis(self.secret)
+
+
+class Round(_Code, Base):
     """One secret code of one room. Open while `ended_at` is NULL; at most one open per room."""
 
     __tablename__ = "rounds"
@@ -206,14 +223,6 @@ class Round(Base):
     @property
     def is_open(self) -> bool:
         return self.ended_at is None
-
-    @property
-    def palette_emojis(self) -> tuple[str, ...]:
-        return split_emojis(self.palette)
-
-    @property
-    def secret_emojis(self) -> tuple[str, ...]:
-        return split_emojis(self.secret)
 
     def __repr__(self) -> str:
         # Never the secret: rounds end up in logs and tracebacks.
@@ -362,7 +371,7 @@ class Outbox(Base):
         return f"Outbox(id={self.id!r}, chat_id={self.chat_id!r}, kind={self.kind!r})"
 
 
-class DailyPuzzle(Base):
+class DailyPuzzle(_Code, Base):
     """One UTC day's code, the same for the whole world: drawn once (the first INSERT wins,
     ON CONFLICT DO NOTHING) and kept, one row a day, so that #N keeps counting from the
     deployment's first daily."""
@@ -376,14 +385,6 @@ class DailyPuzzle(Base):
     length: Mapped[int] = mapped_column(Integer)
     max_attempts: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-    @property
-    def palette_emojis(self) -> tuple[str, ...]:
-        return split_emojis(self.palette)
-
-    @property
-    def secret_emojis(self) -> tuple[str, ...]:
-        return split_emojis(self.secret)
 
     def __repr__(self) -> str:
         # Never the secret.

@@ -331,16 +331,37 @@ def _daily_guess(
     said = [_answer(item, rnd, player, result_text, KIND_RESULT)]
     cracked = fb.exact == rnd.length
     last = rnd.max_attempts is not None and attempt_no >= rnd.max_attempts
-    if not (cracked or last):
-        progress[rnd.id] = daily.Progress(rnd.id, state.day, state.tg_user_id, rows)
-        verdict = Verdict(
-            "scored",
-            exact=fb.exact,
-            misplaced=fb.misplaced,
-            attempt_no=attempt_no,
+    finish = None
+    if cracked or last:
+        done, card = daily.finish(
+            lang=rnd.language,
+            daily=state,
+            rows=rows,
+            cracked=cracked,
+            round_id=rnd.id,
             chat_id=rnd.chat_id,
+            length=rnd.length,
+            max_attempts=rnd.max_attempts or len(rows),
+            secret=rnd.secret,
+            now=now,
+            share=share,
         )
-        return verdict, said
+        progress[rnd.id], finish = done, done.finish
+        said.append(card)
+        said.append(keys_off(round_id=rnd.id, chat_id=rnd.chat_id, announce_message_id=None))
+    else:
+        progress[rnd.id] = daily.Progress(rnd.id, state.day, state.tg_user_id, rows)
+    verdict = Verdict(
+        "scored",
+        exact=fb.exact,
+        misplaced=fb.misplaced,
+        attempt_no=attempt_no,
+        won=cracked,
+        round_closed=finish is not None,
+        chat_id=rnd.chat_id,
+        finish=finish,
+    )
+    return verdict, said
     done, card = daily.finish(
         lang=rnd.language,
         daily=state,
