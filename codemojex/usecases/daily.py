@@ -20,11 +20,10 @@ from typing import Literal
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex.db.models import DailyResult, Round
 from codemojex.db.store import daily as daily_store
 from codemojex.db.store.outbox import write_messages
 from codemojex.game import daily, taps, texts
-from codemojex.game.types import KIND_ROUND, ROUND_DAILY, TIMEOUT, Message
+from codemojex.game.types import KIND_ROUND, TIMEOUT, Message
 from codemojex.locale import Lang
 
 Status = Literal["none", "opened", "playing", "finished"]
@@ -96,31 +95,18 @@ async def open_daily(
             await session.commit()
             return _view(puzzle, mine)
         await daily_store.speak(session, room_id, language)
-        await _close_stale(session, room_id, now)
-        rnd = Round(
+        # An earlier day's daily still open here (its midnight passed moments ago and the
+        # workers' round timer has not closed it yet): closed now, quietly, as the timer would.
+        await daily_store.close_open_round(session, room_id, now, TIMEOUT)
+        rnd, result = await daily_store.add_daily(
+            session,
             room_id=room_id,
-            secret="".join(puzzle.secret),
-            palette="".join(puzzle.palette),
-            length=puzzle.length,
-            repeats=True,
-            started_at=now,
-            expires_at=daily.next_code_at(now),
-            kind=ROUND_DAILY,
-            max_attempts=puzzle.max_attempts,
-        )
-        session.add(rnd)
-        await session.flush()  # a second open round of the room: IntegrityError
-        result = DailyResult(
-            day=day,
+            puzzle=puzzle,
             tg_user_id=tg_user_id,
-            round_id=rnd.id,
-            display_name=name[:255],
-            started_at=now,
-            finished_at=None,
-            cracked=False,
-            rows="",
+            name=name,
+            now=now,
+            expires_at=daily.next_code_at(now),
         )
-        await daily_store.add_result(session, result)
         text = texts.daily_puzzle(
             language, puzzle.number, puzzle.palette, puzzle.length, puzzle.max_attempts
         )
@@ -153,16 +139,6 @@ async def _todays_puzzle(session: AsyncSession, day: date, rng: random.Random) -
     if found is None:  # pragma: no cover - the insert or its winner is there to read
         raise RuntimeError(f"the daily puzzle of {day} is neither inserted nor found")
     return found
-
-
-async def _close_stale(session: AsyncSession, room_id: str, now: datetime) -> None:
-    """An earlier day's daily still open in the chat (its midnight passed moments ago and the
-    workers' round timer has not closed it yet): closed now, as the timer would, quietly."""
-    stale = await daily_store.open_round_of(session, room_id)
-    if stale is not None:
-        stale.ended_at = now
-        stale.end_reason = TIMEOUT
-        await session.flush()
 
 
 async def todays(

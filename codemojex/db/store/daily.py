@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, select, update
@@ -34,6 +34,7 @@ from codemojex.db.models import (
     utcnow,
 )
 from codemojex.game import daily
+from codemojex.game.types import ROUND_DAILY
 
 Db = AsyncSession | AsyncConnection
 
@@ -125,13 +126,59 @@ async def today_of(db: AsyncSession, day: date, tg_user_id: int) -> Today:
     return Today(None, record_of(record))
 
 
-async def open_round_of(db: AsyncSession, room_id: str) -> Round | None:
+async def close_open_round(db: AsyncSession, room_id: str, now: datetime, reason: str) -> None:
+    """Close the room's open round, if any, without a word (an earlier day's daily)."""
     stmt = (
         select(Round)
         .where(Round.room_id == room_id, Round.ended_at.is_(None))
         .execution_options(populate_existing=True)
     )
-    return (await db.execute(stmt)).scalar_one_or_none()
+    stale = (await db.execute(stmt)).scalar_one_or_none()
+    if stale is not None:
+        stale.ended_at = now
+        stale.end_reason = reason
+        await db.flush()
+
+
+async def add_daily(
+    db: AsyncSession,
+    *,
+    room_id: str,
+    puzzle: daily.Puzzle,
+    tg_user_id: int,
+    name: str,
+    now: datetime,
+    expires_at: datetime,
+) -> tuple[Round, DailyResult]:
+    """The player's daily of the puzzle's day: its round in the room (kind "daily", the
+    puzzle's code and attempts) and its result row. IntegrityError when the room has an open
+    round or the player a result of the day (another process opened it first)."""
+    rnd = Round(
+        room_id=room_id,
+        secret="".join(puzzle.secret),
+        palette="".join(puzzle.palette),
+        length=puzzle.length,
+        repeats=True,
+        started_at=now,
+        expires_at=expires_at,
+        kind=ROUND_DAILY,
+        max_attempts=puzzle.max_attempts,
+    )
+    db.add(rnd)
+    await db.flush()
+    result = DailyResult(
+        day=puzzle.day,
+        tg_user_id=tg_user_id,
+        round_id=rnd.id,
+        display_name=name[:255],
+        started_at=now,
+        finished_at=None,
+        cracked=False,
+        rows="",
+    )
+    db.add(result)
+    await db.flush()
+    return rnd, result
 
 
 async def speak(db: AsyncSession, room_id: str, language: str) -> None:
@@ -141,11 +188,6 @@ async def speak(db: AsyncSession, room_id: str, language: str) -> None:
         .where(Room.id == room_id, Room.language.is_distinct_from(language))
         .values(language=language)
     )
-
-
-async def add_result(db: AsyncSession, result: DailyResult) -> None:
-    db.add(result)
-    await db.flush()
 
 
 # --- recording guesses (store.guesses, under the rounds' locks) --------------------------------
