@@ -160,6 +160,32 @@ LANE_RECHECK_MS: Final = 60_000
 LEADERBOARD_ROWS: Final = 10
 
 
+# --- the daily code (codemojex/game/daily.py) -------------------------------------------------
+
+# One code for the whole world each UTC day: its length, the palette it is drawn from (drawn
+# afresh each day), and the attempts a player has (Wordle's six, plus two for the emojis that
+# may repeat).
+DAILY_LENGTH: Final = 4
+DAILY_PALETTE_SIZE: Final = 6
+DAILY_ATTEMPTS: Final = 8
+# A player's daily rows (their result, their daily round and its guesses) are kept this many
+# days, then trimmed by the workers (worker/retention.py), a bounded batch at a time. The day's
+# puzzle row (one a day) and each player's streak and histogram are kept.
+DAILY_KEEP_DAYS_DEFAULT: Final = 30
+DAILY_KEEP_DAYS_MAX: Final = 3650
+DAILY_TRIM_BATCH: Final = 1000
+# The world board (a sorted set per day in Redis) and its companions expire this long after
+# their day began: yesterday's stays readable for a while after midnight.
+DAILY_BOARD_TTL_S: Final = 3 * 24 * 3600
+# Finishers and starters read from Postgres per round trip when a lost board is rebuilt.
+DAILY_REBUILD_CHUNK: Final = 5000
+# /top daily shows this many; /daily in a group at most this many of its members.
+DAILY_TOP_ROWS: Final = 10
+DAILY_GROUP_ROWS: Final = 20
+# Telegram may cache an inline answer this long (per user: each card is personal).
+DAILY_INLINE_CACHE_S: Final = 5
+
+
 # --- hardening: webhook, refused admin attempts, audit retention ------------------------------
 
 # The webhook's secret header: Telegram allows 1-256 of A-Z a-z 0-9 _ -; we start only with 32

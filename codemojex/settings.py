@@ -94,6 +94,13 @@ class Settings(BaseSettings):
     # Hardening: how long the audit log of admin commands is kept (the workers trim it)
     audit_keep_days: int = Field(default=L.AUDIT_KEEP_DAYS_DEFAULT, ge=1, le=L.AUDIT_KEEP_DAYS_MAX)
 
+    # The daily code: how long players' daily rows are kept (the workers trim them), and
+    # whether inline mode is switched on for the bot (BotFather: /setinline). Only then does
+    # a daily card carry a Share button: without inline mode Telegram never sends the bot
+    # the query the button starts, so the button would share nothing.
+    daily_keep_days: int = Field(default=L.DAILY_KEEP_DAYS_DEFAULT, ge=1, le=L.DAILY_KEEP_DAYS_MAX)
+    inline_mode: bool = False
+
     @field_validator("bot_api_base_url", "bot_api_base_file_url")
     @classmethod
     def _https_unless_loopback(cls, value: str) -> str:

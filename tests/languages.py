@@ -18,10 +18,11 @@ _SYNTAX = re.compile(r"%\(\w+\)s|/\w+(?:@\w+)?|\b\w+=\S*|\b(?:yes/no|true/false)
 _WORD = re.compile(r"[^\W\d_]{3,}")  # letters of any script: "allí" is not "all"
 
 # Borrowed as they are: "emoji", "chat", "admin" (and their plurals), the name of the game, the
-# "pts" of a board, the UTC of a week, and the setting names an admin types.
+# "pts" of a board, the UTC of a week, the setting names an admin types, and the arguments of
+# /top (week, daily: "Codemojex daily" is also the name on every daily card).
 SHARED = frozenset(
     {"emoji", "emojis", "chat", "chats", "admin", "admins", "codemojex", "pts", "utc"}
-    | {"length", "palette", "repeats", "lang", "week"}
+    | {"length", "palette", "repeats", "lang", "week", "daily"}
 )
 # Words a language has of its own that English happens to spell alike.
 SAME_SPELLING: dict[str, frozenset[str]] = {

@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -38,6 +39,7 @@ from telegram.ext import (
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
+from codemojex.bot.daily import DailyCommands
 from codemojex.bot.drafts import Drafts
 from codemojex.bot.language import user_language
 from codemojex.bot.player_commands import (
@@ -50,6 +52,7 @@ from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.bot.replies import answer
 from codemojex.bot.taps import on_tap
 from codemojex.bot.webhook import WebhookServer, webhook_config
+from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
@@ -62,12 +65,16 @@ from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# Every kind of update we act on; chat_member must be asked for explicitly.
+# Every kind of update we act on; chat_member must be asked for explicitly. Channel posts: a
+# /daily there is told where the daily is played. Inline queries: a daily card's Share button
+# (Telegram sends them only to a bot with inline mode on).
 ALLOWED_UPDATES: list[str] = [
     Update.MESSAGE,
     Update.CALLBACK_QUERY,
     Update.CHAT_MEMBER,
     Update.MY_CHAT_MEMBER,
+    Update.CHANNEL_POST,
+    Update.INLINE_QUERY,
 ]
 
 
@@ -101,12 +108,14 @@ def build_application(
     lanes: Lanes,
     sessionmaker: async_sessionmaker[AsyncSession],
     redis: AnyRedis,
+    clock: Callable[[], datetime] = utcnow,
     **overrides: Any,
 ) -> CodemojexApp:
     """The bot, ready for `running` (polling, or our webhook server).
 
     `overrides` are BotServices fields (rng, max_depth, admins, flood, pacer, reply_wait_s) for
     tests and the demo. The pacer's namespace is the queue name, as for the worker's sender.
+    `clock`: the daily code's now (tests play it over midnight).
     """
     if settings.token is None:
         raise ValueError("the bot needs a token (CODEMOJEX_TOKEN)")
@@ -127,15 +136,18 @@ def build_application(
         .post_init(register_commands)
         .build()
     )
-    add_handlers(application)
+    add_handlers(application, DailyCommands(clock))
     return application
 
 
-def add_handlers(application: CodemojexApp) -> None:
+def add_handlers(application: CodemojexApp, daily: DailyCommands) -> None:
     # New messages only: an edited message is not a guess and does not re-run a command.
     new = filters.UpdateType.MESSAGE
-    for name, callback in {**PLAYER_COMMANDS, **ADMIN_COMMANDS}.items():
+    commands = {**PLAYER_COMMANDS, **ADMIN_COMMANDS, **daily.commands()}
+    for name, callback in commands.items():
         application.add_handler(CommandHandler(name, callback, filters=new))
+    for handler in daily.handlers():
+        application.add_handler(handler)
     application.add_handler(MessageHandler(new & filters.COMMAND, cmd_unknown))
     application.add_handler(
         MessageHandler(new & filters.ChatType.GROUPS & filters.TEXT, on_group_text)
@@ -161,7 +173,7 @@ async def on_member_change(update: Update, context: CodemojexContext) -> None:
 def command_menus(lang: Lang) -> list[tuple[BotCommandScope, list[BotCommand]]]:
     """The menus of one language, per scope: the players' commands in every group chat, the
     same plus the admins' for chat administrators (a scope's list replaces, never adds to, a
-    wider one), and /me /help /rules in private chats."""
+    wider one), and /daily /top /rules /me /help in private chats."""
     players = [BotCommand(name, text) for name, text in texts.player_commands(lang)]
     admins = players + [BotCommand(name, text) for name, text in texts.admin_commands(lang)]
     private = [BotCommand(name, text) for name, text in texts.private_commands(lang)]

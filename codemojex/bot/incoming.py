@@ -30,10 +30,11 @@ log = logging.getLogger(__name__)
 Handler = Callable[[Update, CodemojexContext], Coroutine[Any, Any, None]]
 
 
-def guarded(handler: Handler) -> Handler:
-    """Storage outages (Redis, Postgres) become "try again in a moment" instead of an error
-    report: nothing was half-written (each lanes verb is one script, each store use-case one
-    transaction). Telegram failing is not one of them: that is reported, and apologised for."""
+def guarded(handler: Handler, *, outage_text: Callable[[Lang], str] = texts.try_again) -> Handler:
+    """Storage outages (Redis, Postgres) become "try again in a moment" (or `outage_text`)
+    instead of an error report: nothing was half-written (each lanes verb is one script, each
+    store use-case one transaction). Telegram failing is not one of them: that is reported,
+    and apologised for. An inline query is answered with nothing (no result to offer)."""
 
     @functools.wraps(handler)
     async def wrapper(update: Update, context: CodemojexContext) -> None:
@@ -53,9 +54,11 @@ def guarded(handler: Handler) -> Handler:
             lang = user_language(update.effective_user)
             if update.message is not None:
                 # Paced like any answer; unpaced when it is Redis that is down (replies.answer).
-                await answer(context.services, update.message, texts.try_again(lang))
+                await answer(context.services, update.message, outage_text(lang))
             elif update.callback_query is not None:
-                await update.callback_query.answer(texts.try_again(lang))
+                await update.callback_query.answer(outage_text(lang))
+            elif update.inline_query is not None:
+                await update.inline_query.answer([], cache_time=0, is_personal=True)
 
     return wrapper
 

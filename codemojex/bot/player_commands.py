@@ -1,6 +1,7 @@
 """The players' commands and the group chatter that may be a guess: thin handlers that call a
 store use-case or the guess intake and answer briefly. Results and round announcements are
-posted by the worker's outbox sender, not from here."""
+posted by the worker's outbox sender, not from here. /daily, /top daily and /me (which shows
+the daily's record too) are the daily's (bot/daily.py)."""
 
 from __future__ import annotations
 
@@ -179,22 +180,6 @@ async def cmd_top(update: Update, context: CodemojexContext) -> None:
 
 
 @guarded
-async def cmd_me(update: Update, context: CodemojexContext) -> None:
-    who = sender_of(update)
-    if who is None:
-        return
-    lang = await chat_language(context.services, who)
-    if who.user is None:
-        await answer(context.services, who.message, texts.anonymous_player(lang))
-        return
-    async with context.services.sessionmaker() as session:
-        stats = await store.global_stats(session, who.user.id)
-    await answer(
-        context.services, who.message, texts.record_everywhere(lang, display_name(who.user), stats)
-    )
-
-
-@guarded
 async def cmd_unknown(update: Update, context: CodemojexContext) -> None:
     """Commands we do not have: answered in private, and in groups only when addressed to us
     by name (/foo@ourbot); a bare /foo in a group may be meant for another bot."""
@@ -217,5 +202,4 @@ PLAYER_COMMANDS: Final[dict[str, Handler]] = {
     "top": cmd_top,
     "help": cmd_help,
     "start": cmd_help,
-    "me": cmd_me,
 }

@@ -8,11 +8,13 @@ to SQLite's INTEGER so its rowid autoincrement works, and partial indexes carry 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    Date,
     DateTime,
     Dialect,
     ForeignKey,
@@ -148,7 +150,23 @@ class Player(Base):
         return f"Player(id={self.id!r}, room_id={self.room_id!r}, tg_user_id={self.tg_user_id!r})"
 
 
-class Round(Base):
+class _Code:
+    """A stored palette and secret (emojis run together), read back as emojis."""
+
+    if TYPE_CHECKING:  # the mapped classes declare the columns
+        palette: str
+        secret: str
+
+    @property
+    def palette_emojis(self) -> tuple[str, ...]:
+        return split_emojis(self.palette)
+
+    @property
+    def secret_emojis(self) -> tuple[str, ...]:
+        return split_emojis(self.secret)
+
+
+class Round(_Code, Base):
     """One secret code of one room. Open while `ended_at` is NULL; at most one open per room."""
 
     __tablename__ = "rounds"
@@ -196,18 +214,15 @@ class Round(Base):
     winning_guess_id: Mapped[str | None] = mapped_column(String(ID_LEN), default=None)
     end_reason: Mapped[str | None] = mapped_column(String(16), default=None)
     announce_message_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    # "group": a group's (or forum topic's) round; "daily": a player's daily code in their
+    # private chat (its result is a DailyResult). codemojex.game.types names them.
+    kind: Mapped[str] = mapped_column(String(8), default="group", server_default="group")
+    # A player's scored guesses in the round at most (the daily's 8); None: no cap.
+    max_attempts: Mapped[int | None] = mapped_column(Integer, default=None)
 
     @property
     def is_open(self) -> bool:
         return self.ended_at is None
-
-    @property
-    def palette_emojis(self) -> tuple[str, ...]:
-        return split_emojis(self.palette)
-
-    @property
-    def secret_emojis(self) -> tuple[str, ...]:
-        return split_emojis(self.secret)
 
     def __repr__(self) -> str:
         # Never the secret: rounds end up in logs and tracebacks.
@@ -354,3 +369,64 @@ class Outbox(Base):
 
     def __repr__(self) -> str:
         return f"Outbox(id={self.id!r}, chat_id={self.chat_id!r}, kind={self.kind!r})"
+
+
+class DailyPuzzle(_Code, Base):
+    """One UTC day's code, the same for the whole world: drawn once (the first INSERT wins,
+    ON CONFLICT DO NOTHING) and kept, one row a day, so that #N keeps counting from the
+    deployment's first daily."""
+
+    __tablename__ = "daily_puzzles"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    number: Mapped[int] = mapped_column(Integer)  # N of "Daily #N"
+    palette: Mapped[str] = mapped_column(Text)
+    secret: Mapped[str] = mapped_column(Text)
+    length: Mapped[int] = mapped_column(Integer)
+    max_attempts: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        # Never the secret.
+        return f"DailyPuzzle(day={self.day!r}, number={self.number!r})"
+
+
+class DailyResult(Base):
+    """A player's daily of one day: opened by /daily (with its round), its feedback rows kept
+    with every scored guess, finished when cracked or out of attempts. Kept
+    CODEMOJEX_DAILY_KEEP_DAYS days; it goes with its round (the trim deletes the round)."""
+
+    __tablename__ = "daily_results"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    tg_user_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id", ondelete="CASCADE"), unique=True)
+    # The name boards show (as when the daily was opened).
+    display_name: Mapped[str] = mapped_column(String(255), default="")
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    cracked: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The (exact, misplaced) of every scored attempt, in order: "21,40" (game.daily.encode_rows).
+    rows: Mapped[str] = mapped_column(Text, default="")
+
+    def __repr__(self) -> str:
+        return f"DailyResult(day={self.day!r}, tg_user_id={self.tg_user_id!r})"
+
+
+class DailyRecord(Base):
+    """A player's dailies over time: the streak of consecutive UTC days cracked (as of
+    `last_cracked`), the best streak, and the attempts histogram (game.daily.Record). Written
+    by the finish of a daily, under its round's lock."""
+
+    __tablename__ = "daily_records"
+
+    tg_user_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    streak: Mapped[int] = mapped_column(Integer, default=0)
+    best: Mapped[int] = mapped_column(Integer, default=0)
+    last_cracked: Mapped[date | None] = mapped_column(Date, default=None)
+    # Finished dailies by attempts, then the not cracked: "0,1,4,2,0,0,0,0,1".
+    histogram: Mapped[str] = mapped_column(Text, default="")
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"DailyRecord(tg_user_id={self.tg_user_id!r})"

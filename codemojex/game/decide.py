@@ -23,6 +23,11 @@ The rules, in the order `decide` applies them to each guess:
 * Otherwise `scored`: attempt number = the player's scored guesses in the round + 1; the first
   all-exact guess wins the round (it closes, later guesses of it are late), earns
   `points_for(attempt_no)`, and is announced.
+* A round with an attempts cap (`max_attempts`: the daily code's 8) takes no more of a
+  player's guesses than that: one beyond it is late. A daily round (`daily`) books no points
+  and no leaderboard; it closes when cracked or when its last attempt is used, posting the
+  player's card (codemojex.game.daily), and its guesses after that are answered "come back
+  tomorrow" (or, once its day ran out unfinished, "send /daily").
 
 Guesses are decided in the order given (a player's in the order they were sent), as if one at a
 time: a round won by one guess of the batch is over for the guesses after it.
@@ -35,9 +40,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Final, Literal
 
-from codemojex.game import texts
+from codemojex.game import daily, texts
 from codemojex.game.rounds import in_time, keys_off
-from codemojex.game.types import KIND_LATE, KIND_RESULT, KIND_WIN, SOLVED, Message
+from codemojex.game.types import (
+    KIND_LATE,
+    KIND_RESULT,
+    KIND_WIN,
+    OUT_OF_ATTEMPTS,
+    SOLVED,
+    Message,
+)
 from codemojex.locale import Lang
 from codemojex.scoring import feedback, points_for
 
@@ -73,6 +85,8 @@ class RoundState:
     language: Lang  # the room's: every text about the round is written in it
     thread_id: int = 0  # the room's forum topic (0: none): where the round's messages go
     deadline_ms: int | None = None  # its expires_at in ms (None: not known, no deadline kept)
+    max_attempts: int | None = None  # a player's scored guesses in the round at most
+    daily: daily.DailyRound | None = None  # a daily code's round: its player's progress
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +142,9 @@ class Verdict:
     late: bool = False
     points: int = 0
     chat_id: int | None = field(default=None, compare=False)  # where, not what
+    # A daily round finished with this guess (also reported by its duplicates): the world
+    # board takes it once the decision is committed.
+    finish: daily.Finish | None = field(default=None, compare=False)
 
     @property
     def duplicate(self) -> bool:
@@ -155,11 +172,13 @@ class Tally:
 
 @dataclass(frozen=True, slots=True)
 class Closing:
-    """A round won in this batch (end reason SOLVED)."""
+    """A round won in this batch (end reason SOLVED), or a daily round whose last attempt was
+    used (OUT_OF_ATTEMPTS: no winner)."""
 
     round_id: int
-    winner_player_id: str
-    winning_guess_id: str
+    winner_player_id: str | None
+    winning_guess_id: str | None
+    reason: str = SOLVED
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,13 +190,17 @@ class Decision:
     tallies: dict[tuple[str, str], Tally]  # (room id, player id) -> change
     closings: list[Closing]
     messages: list[Message]  # in the order they are to be posted
+    daily: list[daily.Progress] = field(default_factory=list)  # daily rounds' rows and finishes
 
 
 _BANNED: Final = Verdict("banned")
 
 
-def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Decision:
-    """Decide a batch of guesses against the state loaded for it (see the module docstring)."""
+def decide(
+    attempts: Sequence[Attempt], state: BatchState, now: datetime, *, share: bool = False
+) -> Decision:
+    """Decide a batch of guesses against the state loaded for it (see the module docstring).
+    `share`: inline mode is on, so a daily card carries a Share button."""
     verdicts: list[Verdict] = []
     new_guesses: list[tuple[Attempt, Verdict]] = []
     messages: list[Message] = []
@@ -185,6 +208,8 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
     closings: list[Closing] = []
     decided: dict[str, Verdict] = {}  # new guesses of this batch, by id
     won: dict[int, str] = {}  # rounds won in this batch -> the winning guess id
+    closed: set[int] = set()  # rounds closed in this batch, won or out of attempts
+    progress: dict[int, daily.Progress] = {}  # daily rounds' changes, by round id
     scored_before = dict(state.scored_before)
 
     for item in attempts:
@@ -215,16 +240,40 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
             verdicts.append(Verdict("mismatch"))
             continue
 
-        if rnd.ended or rnd.id in won or not in_time(item.taken_ms, rnd.deadline_ms):
-            solved = rnd.id in won or rnd.end_reason == SOLVED
-            late_text = (texts.already_solved if solved else texts.already_over)(
-                rnd.language, item.emojis
-            )
+        key = (rnd.id, item.player_id)
+        capped = rnd.max_attempts is not None and scored_before.get(key, 0) >= rnd.max_attempts
+        late = not in_time(item.taken_ms, rnd.deadline_ms)
+        if rnd.ended or rnd.id in closed or capped or late:
+            if rnd.daily is not None and (rnd.daily.finished_at or rnd.id in closed or capped):
+                late_text = texts.daily_come_back(rnd.language, daily.seconds_to_next(now))
+            elif rnd.daily is not None:  # its day ended unfinished: a new code is out
+                late_text = texts.daily_send_first(rnd.language)
+            else:
+                solved = rnd.id in won or rnd.end_reason == SOLVED
+                late_text = (texts.already_solved if solved else texts.already_over)(
+                    rnd.language, item.emojis
+                )
             messages.append(_answer(item, rnd, player, late_text, KIND_LATE))
             verdict = Verdict("late", round_closed=True, late=True, chat_id=rnd.chat_id)
+        elif rnd.daily is not None:
+            verdict, said = _daily_guess(
+                item, rnd, rnd.daily, player, scored_before, progress, now, share=share
+            )
+            messages.extend(said)
+            if verdict.round_closed:
+                closed.add(rnd.id)
+                if verdict.won:
+                    won[rnd.id] = item.guess_id
+                closings.append(
+                    Closing(
+                        rnd.id,
+                        item.player_id if verdict.won else None,
+                        item.guess_id if verdict.won else None,
+                        SOLVED if verdict.won else OUT_OF_ATTEMPTS,
+                    )
+                )
         else:
             fb = feedback(item.emojis, rnd.secret)
-            key = (rnd.id, item.player_id)
             attempt_no = scored_before[key] = scored_before.get(key, 0) + 1
             wins = fb.exact == rnd.length
             points = points_for(attempt_no) if wins else 0
@@ -235,6 +284,7 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
             messages.append(_answer(item, rnd, player, result_text, KIND_RESULT))
             if wins:
                 won[rnd.id] = item.guess_id
+                closed.add(rnd.id)
                 closings.append(Closing(rnd.id, item.player_id, item.guess_id))
                 tally.wins += 1
                 tally.best_solve = min(attempt_no, tally.best_solve or attempt_no)
@@ -258,7 +308,92 @@ def decide(attempts: Sequence[Attempt], state: BatchState, now: datetime) -> Dec
         decided[item.guess_id] = verdict
         verdicts.append(verdict)
         new_guesses.append((item, verdict))
-    return Decision(now, verdicts, new_guesses, tallies, closings, messages)
+    return Decision(
+        now, verdicts, new_guesses, tallies, closings, messages, list(progress.values())
+    )
+
+
+def _daily_guess(
+    item: Attempt,
+    rnd: RoundState,
+    state: daily.DailyRound,
+    player: PlayerState,
+    scored_before: dict[tuple[int, str], int],
+    progress: dict[int, daily.Progress],
+    now: datetime,
+    *,
+    share: bool,
+) -> tuple[Verdict, list[Message]]:
+    """A scored guess of a daily round: its row joins the round's; cracking the code or using
+    the last attempt finishes the daily (the card, the record, the round closed). No points:
+    the daily keeps its own records."""
+    fb = feedback(item.emojis, rnd.secret)
+    key = (rnd.id, item.player_id)
+    attempt_no = scored_before[key] = scored_before.get(key, 0) + 1
+    before = progress[rnd.id].rows if rnd.id in progress else state.rows
+    rows = (*before, (fb.exact, fb.misplaced))
+    result_text = texts.result_line(rnd.language, item.emojis, fb, attempt_no)
+    said = [_answer(item, rnd, player, result_text, KIND_RESULT)]
+    cracked = fb.exact == rnd.length
+    last = rnd.max_attempts is not None and attempt_no >= rnd.max_attempts
+    finish = None
+    if cracked or last:
+        done, card = daily.finish(
+            lang=rnd.language,
+            daily=state,
+            rows=rows,
+            cracked=cracked,
+            round_id=rnd.id,
+            chat_id=rnd.chat_id,
+            length=rnd.length,
+            max_attempts=rnd.max_attempts or len(rows),
+            secret=rnd.secret,
+            now=now,
+            share=share,
+        )
+        progress[rnd.id], finish = done, done.finish
+        said.append(card)
+        said.append(keys_off(round_id=rnd.id, chat_id=rnd.chat_id, announce_message_id=None))
+    else:
+        progress[rnd.id] = daily.Progress(rnd.id, state.day, state.tg_user_id, rows)
+    verdict = Verdict(
+        "scored",
+        exact=fb.exact,
+        misplaced=fb.misplaced,
+        attempt_no=attempt_no,
+        won=cracked,
+        round_closed=finish is not None,
+        chat_id=rnd.chat_id,
+        finish=finish,
+    )
+    return verdict, said
+    done, card = daily.finish(
+        lang=rnd.language,
+        daily=state,
+        rows=rows,
+        cracked=cracked,
+        round_id=rnd.id,
+        chat_id=rnd.chat_id,
+        length=rnd.length,
+        max_attempts=rnd.max_attempts or len(rows),
+        secret=rnd.secret,
+        now=now,
+        share=share,
+    )
+    progress[rnd.id] = done
+    said.append(card)
+    said.append(keys_off(round_id=rnd.id, chat_id=rnd.chat_id, announce_message_id=None))
+    verdict = Verdict(
+        "scored",
+        exact=fb.exact,
+        misplaced=fb.misplaced,
+        attempt_no=attempt_no,
+        won=cracked,
+        round_closed=True,
+        chat_id=rnd.chat_id,
+        finish=done.finish,
+    )
+    return verdict, said
 
 
 def _answer(
@@ -281,6 +416,10 @@ def _stored(guess_id: str, guess: StoredGuess, rnd: RoundState, won: Mapping[int
     """A guess recorded before this batch, as it was decided then."""
     winner = won.get(rnd.id, rnd.winning_guess_id)
     is_winner = winner == guess_id
+    booked = is_winner and rnd.daily is None  # a daily's win books no points
+    finish = None
+    if rnd.daily is not None and not guess.late and guess.attempt_no == len(rnd.daily.rows):
+        finish = daily.finish_of(rnd.daily)  # the finishing guess again: the board takes it
     return Verdict(
         "duplicate",
         exact=guess.exact,
@@ -289,5 +428,6 @@ def _stored(guess_id: str, guess: StoredGuess, rnd: RoundState, won: Mapping[int
         won=is_winner,
         round_closed=rnd.ended or rnd.id in won,
         late=guess.late,
-        points=points_for(guess.attempt_no) if is_winner and guess.attempt_no else 0,
+        points=points_for(guess.attempt_no) if booked and guess.attempt_no else 0,
+        finish=finish,
     )

@@ -15,11 +15,11 @@ the same in every language. Pure: no state but the catalogs, each read once on f
 Plain text (sent without parse_mode): names and emojis typed by players are embedded as is,
 so no Markdown/HTML escaping is needed or wanted.
 
-Why one module of about 800 lines: it is a catalog, not logic: some seventy functions of a
+Why one module of about 1,100 lines: it is a catalog, not logic: some hundred functions of a
 few lines each, in the order a player meets them (menus, short answers, rounds, refusals,
-admin answers, records, the queue). Translators and reviewers read the English beside the
-`.po` files top to bottom, and one file keeps every message id of the `codemojex` domain in
-one place for `make i18n`; the sections are marked `# ---`.
+admin answers, records, the daily code, the queue). Translators and reviewers read the
+English beside the `.po` files top to bottom, and one file keeps every message id of the
+`codemojex` domain in one place for `make i18n`; the sections are marked `# ---`.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ def player_commands(lang: Lang) -> tuple[tuple[str, str], ...]:
         ("stats", _(lang, "Your record in this chat")),
         ("top", _(lang, "Leaderboard: /top all time, /top week this week")),
         ("me", _(lang, "Your record in all chats")),
+        ("daily", _(lang, "Today's daily code: who here cracked it")),
         ("help", _(lang, "Commands")),
     )
 
@@ -88,9 +89,14 @@ def admin_commands(lang: Lang) -> tuple[tuple[str, str], ...]:
 
 
 def private_commands(lang: Lang) -> tuple[tuple[str, str], ...]:
-    """The menu of a private chat with the bot (the game itself is played in groups)."""
+    """The menu of a private chat with the bot: the daily code is played here, rounds in
+    groups."""
     names = {"me", "help", "rules"}
-    return tuple(item for item in player_commands(lang) if item[0] in names)
+    return (
+        ("daily", _(lang, "Today's code, the same for everyone")),
+        ("top", _(lang, "/top daily: today's best in the world")),
+        *(item for item in player_commands(lang) if item[0] in names),
+    )
 
 
 SETTINGS_EXAMPLE: Final = "/settings length=5 palette=🍎🍌🍇🍒🍋🥝 repeats=off"
@@ -108,6 +114,11 @@ def help_text(lang: Lang) -> str:
                 lang,
                 "/rules how a round works · /stats your record · /top leaderboard "
                 "(/top week: this week) · /me all chats",
+            ),
+            _(
+                lang,
+                "/daily today's code, the same for everyone: play it in a private chat with "
+                "me (in a group: who here cracked it) · /top daily the world's best",
             ),
             _(
                 lang,
@@ -156,7 +167,11 @@ def group_only(lang: Lang) -> str:
 
 
 def private_hint(lang: Lang) -> str:
-    return _(lang, "Codemojex is played in group chats. Add me to one and send /newgame. /help")
+    return _(
+        lang,
+        "Codemojex rounds are played in group chats: add me to one and send /newgame. "
+        "Here you can play today's daily code: /daily. /help",
+    )
 
 
 def unknown_command(lang: Lang) -> str:
@@ -637,7 +652,11 @@ def whole_number_usage(lang: Lang, command: str, low: int, high: int) -> str:
 
 def top_usage(lang: Lang) -> str:
     """/top with an argument it does not know."""
-    return _(lang, "/top shows the leaderboard of all time, /top week this week's.")
+    return _(
+        lang,
+        "/top shows the leaderboard of all time, /top week this week's, "
+        "/top daily today's daily code in the world.",
+    )
 
 
 # --- records ---
@@ -743,6 +762,284 @@ def leaderboard(lang: Lang, rows: Sequence[tuple[str, int, int]], *, week: bool 
             )
         )
     return "\n".join(lines)
+
+
+# --- the daily code ---
+
+DAILY_CARD_NAME: Final = "Codemojex daily"  # the card's header, the same in every language
+MISSED_MARK: Final = "X"  # the card's score when the code was not cracked
+
+
+def span(lang: Lang, seconds: int) -> str:
+    """A length of time in its two largest units: "5 hours 12 minutes", "2 minutes 10 seconds",
+    "40 seconds" (each part `duration`'s)."""
+    seconds = max(0, int(seconds))
+    parts = [(seconds // 3600, 3600), (seconds % 3600 // 60, 60), (seconds % 60, 1)]
+    first = next((i for i, (n, _unit) in enumerate(parts) if n), len(parts) - 1)
+    shown = [(n, unit) for n, unit in parts[first : first + 2] if n] or [(0, 1)]
+    return " ".join(duration(lang, n * unit) for n, unit in shown)
+
+
+def time_left(lang: Lang, seconds: int) -> str:
+    """Time until something, rounded up to whole minutes past the first one."""
+    if seconds > 60:
+        seconds = -(-seconds // 60) * 60
+    return span(lang, seconds)
+
+
+def daily_puzzle(
+    lang: Lang, number: int, palette: str | Sequence[str], length: int, attempts: int
+) -> str:
+    """The day's puzzle, posted in a player's private chat with the tap keyboard."""
+    head = _(lang, "📅 Daily #%(number)s: today's code, the same for everyone.", number=number)
+    task = _n(
+        lang,
+        "You have %(n)s attempt to crack a code of %(length)s emojis (emojis may repeat).",
+        "You have %(n)s attempts to crack a code of %(length)s emojis (emojis may repeat).",
+        attempts,
+        length=length,
+    )
+    pal = _(lang, "Palette: %(palette)s", palette=_spaced(palette))
+    send = _n(
+        lang,
+        "Send %(n)s palette emoji, or tap the buttons below.",
+        "Send %(n)s palette emojis, or tap the buttons below.",
+        length,
+    )
+    return f"{head}\n{pal}\n{task}\n{send}\n{_pegs_legend(lang)}"
+
+
+def daily_card(
+    lang: Lang,
+    number: int,
+    rows: Sequence[str],
+    max_attempts: int,
+    *,
+    cracked: bool,
+    streak: int,
+) -> str:
+    """The spoiler-free card: `Codemojex daily #N 4/8` (X/8 when not cracked), one row of
+    🟢🟡⚫ per attempt (no palette emoji: nothing about the code), then the streak."""
+    score = f"{len(rows) if cracked else MISSED_MARK}/{max_attempts}"
+    head = f"{DAILY_CARD_NAME} #{number} {score}"
+    # Translators: the run of consecutive days with a cracked daily code.
+    tail = _n(lang, "🔥 Streak: %(n)s day", "🔥 Streak: %(n)s days", streak)
+    return "\n".join((head, *rows, tail))
+
+
+def daily_cracked(lang: Lang, attempts: int) -> str:
+    return _n(
+        lang,
+        "🎉 You cracked today's code in %(n)s attempt!",
+        "🎉 You cracked today's code in %(n)s attempts!",
+        attempts,
+    )
+
+
+def daily_missed(lang: Lang, secret: str | Sequence[str]) -> str:
+    return _(lang, "Out of attempts: today's code was %(secret)s.", secret=_joined(secret))
+
+
+def daily_next_code(lang: Lang, seconds: int) -> str:
+    """When the next daily code comes (at 00:00 UTC)."""
+    return _(lang, "Next code in %(duration)s.", duration=time_left(lang, seconds))
+
+
+def daily_send_first(lang: Lang) -> str:
+    """A guess in a private chat with no daily running there."""
+    return _(lang, "No daily code running here: send /daily to get today's.")
+
+
+def daily_come_back(lang: Lang, seconds: int) -> str:
+    """A guess after the player's daily is over (cracked, or out of attempts)."""
+    return _(
+        lang,
+        "You have played today's code: come back tomorrow, the next one is in %(duration)s.",
+        duration=time_left(lang, seconds),
+    )
+
+
+def daily_playing(lang: Lang, number: int, left: int, palette: str | Sequence[str]) -> str:
+    """/daily again while the day's code is being played: no second puzzle."""
+    on = _n(
+        lang,
+        "Daily #%(number)s is on: %(n)s attempt left.",
+        "Daily #%(number)s is on: %(n)s attempts left.",
+        left,
+        number=number,
+    )
+    pal = _(lang, "Palette: %(palette)s", palette=_spaced(palette))
+    send = _(lang, "Send your guess, or tap the buttons of the puzzle above.")
+    return f"{on}\n{pal}\n{send}"
+
+
+def daily_again(lang: Lang, card: str, seconds: int, *, share_via: str | None = None) -> str:
+    """/daily again after the day's code is over: the card, and when the next code comes;
+    with inline mode on, how to share the card (the bot's username in any chat)."""
+    parts = [card, daily_next_code(lang, seconds)]
+    if share_via:
+        parts.append(_(lang, "Share it: type @%(bot)s in any chat.", bot=share_via))
+    return "\n\n".join(parts)
+
+
+def daily_in_channel(lang: Lang, bot: str) -> str:
+    return _(
+        lang,
+        "The daily code is played in a private chat with me: open @%(bot)s and send /daily.",
+        bot=bot,
+    )
+
+
+def daily_unavailable(lang: Lang) -> str:
+    """/daily while the database is out of reach: nothing was opened."""
+    return _(lang, "The daily code is out of reach right now; try again in a moment.")
+
+
+def share_button(lang: Lang) -> str:
+    """The card's button that opens Telegram's chat picker to post the card elsewhere."""
+    return _(lang, "Share")
+
+
+def daily_share_description(lang: Lang) -> str:
+    """The inline answer's line under the card's title: what choosing it does."""
+    return _(lang, "Post your card in this chat")
+
+
+def daily_invite_title(lang: Lang) -> str:
+    """The inline answer for someone who has not finished today's code (nothing to share)."""
+    return _(lang, "Play today's code")
+
+
+def daily_invite(lang: Lang, number: int, bot: str) -> str:
+    """What that answer posts: an invitation, nothing about the code."""
+    return _(
+        lang,
+        "🧩 Codemojex daily #%(number)s: crack today's emoji code with @%(bot)s (/daily).",
+        number=number,
+        bot=bot,
+    )
+
+
+class GroupRow(Protocol):
+    """A member's daily on a group's board (the store's rows fit)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def cracked(self) -> bool: ...
+    @property
+    def seconds(self) -> int | None: ...  # time taken; None while still playing
+
+
+def _score(row: GroupRow, max_attempts: int) -> str:
+    return f"{row.attempts if row.cracked else MISSED_MARK}/{max_attempts}"
+
+
+def daily_group_board(
+    lang: Lang, number: int, rows: Sequence[GroupRow], played: int, max_attempts: int
+) -> str:
+    """/daily in a group: its members' dailies of today (best first), and the world's count."""
+    world = _n(
+        lang,
+        "%(n)s player in the world played it today.",
+        "%(n)s players in the world played it today.",
+        played,
+    )
+    if not rows:
+        none = _(
+            lang,
+            "Nobody here has played Daily #%(number)s yet. Play it in a private chat with me: "
+            "/daily",
+            number=number,
+        )
+        return f"{none}\n{world}"
+    lines = [_(lang, "📅 Daily #%(number)s in this chat", number=number)]
+    for i, row in enumerate(rows):
+        if row.seconds is None:
+            lines.append(_(lang, "%(name)s: still playing", name=row.name))
+            continue
+        medal = MEDALS[i] if i < len(MEDALS) and row.cracked else "·"
+        taken = span(lang, row.seconds)
+        lines.append(f"{medal} {row.name}: {_score(row, max_attempts)} · {taken}")
+    lines.append(world)
+    return "\n".join(lines)
+
+
+def daily_world_top(
+    lang: Lang,
+    number: int,
+    rows: Sequence[tuple[str, int]],
+    max_attempts: int,
+    mine: str | None,
+) -> str:
+    """/top daily: the world's best of today (name, attempts), then where the asker stands
+    (`mine`, one of the daily_rank_* texts; None: nothing to say)."""
+    if not rows:
+        lines = [_(lang, "Nobody has cracked Daily #%(number)s yet.", number=number)]
+    else:
+        lines = [_(lang, "🌍 Daily #%(number)s: the best in the world today", number=number)]
+    for i, (name, attempts) in enumerate(rows):
+        rank = MEDALS[i] if i < len(MEDALS) else f"{i + 1}."
+        lines.append(f"{rank} {name}: {attempts}/{max_attempts}")
+    if mine:
+        lines.append(mine)
+    return "\n".join(lines)
+
+
+def daily_rank_cracked(lang: Lang, rank: int, cracked: int) -> str:
+    return _n(
+        lang,
+        "You: place %(rank)s of %(n)s who cracked it.",
+        "You: place %(rank)s of %(n)s who cracked it.",
+        cracked,
+        rank=rank,
+    )
+
+
+def daily_rank_missed(lang: Lang) -> str:
+    return _(lang, "You did not crack today's code: try again tomorrow.")
+
+
+def daily_rank_playing(lang: Lang) -> str:
+    return _(lang, "You have not finished today's code yet: keep going in our private chat.")
+
+
+def daily_rank_none(lang: Lang) -> str:
+    return _(lang, "You have not played today's code: send /daily in a private chat with me.")
+
+
+HISTOGRAM_WIDTH: Final = 10  # blocks of the longest bar
+
+
+def daily_histogram(histogram: Sequence[int]) -> str:
+    """How many dailies took 1, 2, … attempts, and X (not cracked), as bars (like Wordle's)."""
+    top = max(histogram, default=0) or 1
+    labels = [str(i + 1) for i in range(len(histogram) - 1)] + [MISSED_MARK]
+    lines = []
+    for label, n in zip(labels, histogram, strict=True):
+        bar = "█" * (-(-n * HISTOGRAM_WIDTH // top)) if n else "▏"
+        lines.append(f"{label} {bar} {n}")
+    return "\n".join(lines)
+
+
+def daily_record(
+    lang: Lang, streak: int, best: int, played: int, cracked: int, histogram: Sequence[int]
+) -> str:
+    """/me's daily part: streaks, how many were cracked, and the attempts histogram."""
+    if not played:
+        return _(lang, "Daily code: none played yet. /daily in a private chat with me.")
+    head = _n(
+        lang,
+        "Daily code: streak %(streak)s (best %(best)s), %(cracked)s of %(n)s cracked.",
+        "Daily code: streak %(streak)s (best %(best)s), %(cracked)s of %(n)s cracked.",
+        played,
+        streak=streak,
+        best=best,
+        cracked=cracked,
+    )
+    return f"{head}\n{daily_histogram(histogram)}"
 
 
 # --- the queue ---

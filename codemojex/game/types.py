@@ -16,11 +16,20 @@ KIND_REVEAL: Final = "reveal"  # a round ended without a winner: the secret
 # Not a post: the round ended, its announcement's tap keyboard is removed (the row's reply_to
 # is the announcement; the store fills it in once the announcement is posted).
 KIND_KEYS_OFF: Final = "keys_off"
+# A daily code finished: its spoiler-free card (with a Share button when inline mode is on).
+# Posted on its own, never folded into other lines: it carries a keyboard.
+KIND_CARD: Final = "card"
+
+# Kinds of round: a group's (or a forum topic's), and a player's daily code in their private
+# chat with the bot (codemojex/game/daily.py).
+ROUND_GROUP: Final = "group"
+ROUND_DAILY: Final = "daily"
 
 # Why a round ended.
 SOLVED: Final = "solved"
 TIMEOUT: Final = "timeout"
 ENDROUND: Final = "endround"  # an admin's /endround
+OUT_OF_ATTEMPTS: Final = "attempts"  # a daily's last attempt was used without cracking it
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,10 @@ import regex
 MAX_MESSAGE: Final = 4096
 
 # Rows of these kinds always go out on their own: a round announcement is the message
-# players reply to with their guesses, so it must not be buried inside a batch of results.
-# Removing a round's keyboard (keys_off) is an edit of the announcement, not a post.
-STANDALONE_KINDS: Final = frozenset({"round", "keys_off"})  # KIND_ROUND, KIND_KEYS_OFF
+# players reply to with their guesses, so it must not be buried inside a batch of results;
+# a daily's card carries its Share button, which a folded message would lose. Removing a
+# round's keyboard (keys_off) is an edit of the announcement, not a post.
+STANDALONE_KINDS: Final = frozenset({"round", "card", "keys_off"})  # KIND_ROUND, KIND_CARD, …
 # Answers to one player's guess: a tapped guess has no message to reply to, so even alone its
 # line names the player (KIND_RESULT, KIND_LATE).
 ANSWER_KINDS: Final = frozenset({"result", "late"})

@@ -22,18 +22,24 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:tap:draft:<round>:<user>  a player's tapped draft of a round (expires with it)
     cmx:{q}:tap:rate:<user>        a user's taps in the current rate window
     cmx:{q}:tap:seen:<hash>        a callback query already handled (its id, hashed)
+    cmx:{q}:daily:board:<day>      the day's world board of the daily code (zset: user id ->
+                                   attempts then finish time, game.daily.board_score)
+    cmx:{q}:daily:played:<day>     who opened the day's daily (HyperLogLog of user ids)
+    cmx:{q}:daily:built:<day>      the board holds every finish Postgres has (else rebuilt)
+    cmx:{q}:daily:rebuild:<day>    the process rebuilding the day's board (a lock)
     cmx:{q}:ops:procs              the processes that publish for the operator page (zset:
                                    process id -> when it last published, ms)
     cmx:{q}:ops:proc:<id>          that process's kind, pid, host and counters (expires)
 
-Chat, row, round and user ids are integers formatted with %d, players are branded ids checked
-here, callback query ids are hashed: user text never reaches a key name.
+Chat, row, round and user ids are integers formatted with %d, days as YYYYMMDD, players are
+branded ids checked here, callback query ids are hashed: user text never reaches a key name.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from datetime import date
 from typing import Final, Literal
 
 from codemojex import ids
@@ -48,6 +54,12 @@ def _integer(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{what} must be an integer, got {value!r}")
     return value
+
+
+def _day(day: date) -> str:
+    if not isinstance(day, date):
+        raise ValueError(f"a day must be a date, got {day!r}")
+    return day.strftime("%Y%m%d")
 
 
 def check_proc(proc_id: str) -> str:
@@ -128,6 +140,20 @@ class Keys:
     def tap_seen(self, query_id: str) -> str:
         digest = hashlib.blake2b(query_id.encode(), digest_size=12).hexdigest()
         return f"{self.prefix}tap:seen:{digest}"
+
+    # -- the daily code's world board (posting/board.py) ---------------------------------------
+
+    def daily_board(self, day: date) -> str:
+        return f"{self.prefix}daily:board:{_day(day)}"
+
+    def daily_played(self, day: date) -> str:
+        return f"{self.prefix}daily:played:{_day(day)}"
+
+    def daily_built(self, day: date) -> str:
+        return f"{self.prefix}daily:built:{_day(day)}"
+
+    def daily_rebuild(self, day: date) -> str:
+        return f"{self.prefix}daily:rebuild:{_day(day)}"
 
     # -- the processes the operator page lists (ops/fleet.py) ----------------------------------
 

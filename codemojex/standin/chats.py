@@ -239,6 +239,8 @@ class Chats(Updates):
         if chat.type == "private":
             if chat.blocked:
                 raise ApiError(403, "Forbidden: bot was blocked by the user")
+        elif chat.type == "channel" and chat.bot_status != "administrator":
+            raise bad("need administrator rights in the channel chat")
         elif chat.bot_status == "kicked":
             raise ApiError(403, f"Forbidden: bot was kicked from the {chat.type} chat")
         elif chat.bot_status == "left":

@@ -27,6 +27,11 @@ ACTIONS = frozenset(
         "migrate_to_supergroup",
         "block_bot",
         "add_topic",
+        "add_channel",
+        "post_in_channel",
+        "inline_query",
+        "inline_results",
+        "choose_inline_result",
         "send_text",
         "send_as_anonymous_admin",
         "send_as_channel",
@@ -50,7 +55,15 @@ ACTIONS = frozenset(
     }
 )
 READ_ONLY = frozenset(
-    {"sent_messages", "edited_messages", "message", "message_ts", "registered_commands", "stats"}
+    {
+        "sent_messages",
+        "edited_messages",
+        "message",
+        "message_ts",
+        "registered_commands",
+        "stats",
+        "inline_results",
+    }
 )
 
 

@@ -8,9 +8,9 @@ simulation methods are plain functions and are called from that loop.
 
 StandIn is put together from one mixin per Bot API area, each in its own module:
 updates (queue, getUpdates, webhook), chats (users, groups, members), messages (typed and
-posted), keyboards (inline keyboards, callback queries), commands, limits (faults and flood
-limits). This module holds what is left: the HTTP server, the method table, request parsing
-and the application of injected faults.
+posted), keyboards (inline keyboards, callback queries), inline (inline queries, channels),
+commands, limits (faults and flood limits). This module holds what is left: the HTTP
+server, the method table, request parsing and the application of injected faults.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from aiohttp import web
 
 from codemojex.standin import control
 from codemojex.standin.commands import Commands
+from codemojex.standin.inline import Inline
 from codemojex.standin.keyboards import Keyboards
-from codemojex.standin.messages import Messages
 from codemojex.standin.model import ApiCall, ApiError, Params, User, bad, safe_int
 
 log = logging.getLogger("codemojex.standin")
@@ -37,7 +37,7 @@ log = logging.getLogger("codemojex.standin")
 _TOKEN_RE = re.compile(r"\d+:[A-Za-z0-9_-]+")
 
 
-class StandIn(Messages, Keyboards, Commands):
+class StandIn(Inline, Keyboards, Commands):
     """The Bot API stand-in. See the module docstring; one instance = one bot token.
 
     ```python
@@ -57,6 +57,7 @@ class StandIn(Messages, Keyboards, Commands):
         bot_username: str = "codemojex_bot",
         bot_name: str = "Codemojex",
         privacy_mode: bool = False,
+        inline_mode: bool = False,
     ) -> None:
         if not _TOKEN_RE.fullmatch(token):
             raise ValueError("token must look like '<digits>:<letters>'")
@@ -64,6 +65,7 @@ class StandIn(Messages, Keyboards, Commands):
         self.host = host
         self.port = port
         self.privacy_mode = privacy_mode
+        self.inline_mode = inline_mode
         self.bot = User(int(token.split(":", 1)[0]), bot_name, bot_username, is_bot=True)
         super().__init__()  # each area sets up its own state
 
@@ -77,6 +79,7 @@ class StandIn(Messages, Keyboards, Commands):
             "editMessageText": self._edit_message_text,
             "editMessageReplyMarkup": self._edit_message_reply_markup,
             "answerCallbackQuery": self._answer_callback_query,
+            "answerInlineQuery": self._answer_inline_query,
             "deleteMessage": self._delete_message,
             "getChat": self._get_chat,
             "getChatAdministrators": self._get_chat_administrators,
@@ -251,7 +254,7 @@ class StandIn(Messages, Keyboards, Commands):
             **self.bot.to_dict(),
             "can_join_groups": True,
             "can_read_all_group_messages": not self.privacy_mode,
-            "supports_inline_queries": False,
+            "supports_inline_queries": self.inline_mode,
             "can_connect_to_business": False,
             "has_main_web_app": False,
         }

@@ -1,34 +1,41 @@
-"""What the workers delete so it does not grow forever: audit rows past their keep time.
+"""What the workers delete so it does not grow forever: audit rows past their keep time, and
+players' dailies (their results, rounds and guesses) past theirs.
 
 Run from the round timer (worker/service.py): a bounded batch per tick while there is a
-backlog, otherwise one look (one probe of ix_audit_log_at) every AUDIT_TRIM_EVERY_S per worker.
+backlog, otherwise one look (one index probe) every AUDIT_TRIM_EVERY_S per worker.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from datetime import timedelta
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db import store
 from codemojex.db.models import utcnow
-from codemojex.limits import AUDIT_TRIM_BATCH, AUDIT_TRIM_EVERY_S
+from codemojex.game.daily import day_of
+from codemojex.limits import AUDIT_TRIM_BATCH, AUDIT_TRIM_EVERY_S, DAILY_TRIM_BATCH
+
+# Delete up to `batch` rows older than `before`; the number deleted.
+Delete = Callable[[AsyncSession, datetime, int], Awaitable[int]]
 
 
-class AuditTrim:
-    """Deletes audit rows older than `keep_days`, at most `batch` per call."""
+class Trim:
+    """Deletes rows older than `keep_days`, at most `batch` per call, with `delete`."""
 
     def __init__(
         self,
         keep_days: int,
+        delete: Delete,
         *,
-        batch: int = AUDIT_TRIM_BATCH,
+        batch: int,
         every_s: float = AUDIT_TRIM_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.keep = timedelta(days=keep_days)
+        self.delete = delete
         self.batch = batch
         self.every_s = every_s
         self._clock = clock
@@ -41,6 +48,39 @@ class AuditTrim:
         if now < self._next:
             return 0
         async with sessionmaker() as session:
-            deleted = await store.trim_audit(session, utcnow() - self.keep, self.batch)
+            deleted = await self.delete(session, utcnow() - self.keep, self.batch)
         self._next = now if deleted >= self.batch else now + self.every_s
         return deleted
+
+
+class AuditTrim(Trim):
+    """Audit rows older than CODEMOJEX_AUDIT_KEEP_DAYS."""
+
+    def __init__(
+        self,
+        keep_days: int,
+        *,
+        batch: int = AUDIT_TRIM_BATCH,
+        every_s: float = AUDIT_TRIM_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(keep_days, store.trim_audit, batch=batch, every_s=every_s, clock=clock)
+
+
+async def _trim_daily(session: AsyncSession, before: datetime, batch: int) -> int:
+    return await store.trim_daily(session, day_of(before), batch)
+
+
+class DailyTrim(Trim):
+    """Players' dailies of days more than CODEMOJEX_DAILY_KEEP_DAYS ago: the day `keep_days`
+    ago is the oldest kept."""
+
+    def __init__(
+        self,
+        keep_days: int,
+        *,
+        batch: int = DAILY_TRIM_BATCH,
+        every_s: float = AUDIT_TRIM_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(keep_days, _trim_daily, batch=batch, every_s=every_s, clock=clock)

@@ -43,6 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, a
 
 from codemojex import ids
 from codemojex.db import store
+from codemojex.game.daily import Finish
 from codemojex.game.decide import Attempt, Verdict
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Job, Retry
@@ -93,16 +94,22 @@ class ScoreWorker:
         max_flush: int = 512,
         stats: ScoreStats | None = None,
         on_recorded: Callable[[int], Awaitable[None]] | None = None,
+        on_finished: Callable[[list[Finish]], Awaitable[None]] | None = None,
+        share: bool = False,
     ) -> None:
         """`hold_s` is how long a database outage is waited out before the batch is handed
         back with Retry. `max_flush` caps the guesses recorded in one transaction.
         `on_recorded(chat_id)` is told after a batch wrote outbox rows for a chat (the sender
-        uses it to look at that chat sooner)."""
+        uses it to look at that chat sooner). `on_finished(finishes)` is told the dailies a
+        batch finished, once committed (the world board takes them; a finish delivered again
+        is told again). `share`: daily cards carry a Share button (inline mode is on)."""
         self._sessionmaker = sessionmaker
         self._hold_s = hold_s
         self._max_flush = max_flush
         self.stats = stats or ScoreStats()
         self._on_recorded = on_recorded
+        self._on_finished = on_finished
+        self._share = share
         self._waiting: list[_Waiting] = []
         self._flush_lock = asyncio.Lock()
         # The flushes hold one connection while batches keep coming (no pool checkout, no
@@ -143,6 +150,26 @@ class ScoreWorker:
         if self._on_recorded is not None:
             for chat in answered:
                 await self._on_recorded(chat)
+        finishes = [v.finish for v in verdicts if v.finish is not None]
+        if finishes and self._on_finished is not None:
+            await self._tell_finished(self._on_finished, jobs, finishes)
+
+    async def _tell_finished(
+        self,
+        tell: Callable[[list[Finish]], Awaitable[None]],
+        jobs: Sequence[Job],
+        finishes: list[Finish],
+    ) -> None:
+        """The finishes onto the world board. Redis out: the batch is handed back (Retry), so
+        its guesses come again, are found recorded, and their finishes are told again."""
+        try:
+            await tell(finishes)
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            self.stats.retries += 1
+            delay = max(1, backoff_ms(max(job.attempts for job in jobs)))
+            raise Retry(delay, f"the daily board is unavailable: {type(exc).__name__}") from exc
 
     async def _record_patiently(
         self, jobs: Sequence[Job], attempts: list[Attempt]
@@ -231,12 +258,12 @@ class ScoreWorker:
         attempts = [attempt for waiting in taken for attempt in waiting.attempts]
         if self._engine is None:
             async with self._sessionmaker() as session:
-                verdicts = await store.record_guesses(session, attempts)
+                verdicts = await store.record_guesses(session, attempts, share=self._share)
         else:
             if self._conn is None:
                 self._conn = await self._engine.connect()
             try:
-                verdicts = await store.record_guesses(self._conn, attempts)
+                verdicts = await store.record_guesses(self._conn, attempts, share=self._share)
             except BaseException:
                 await self._release()
                 raise

@@ -31,12 +31,13 @@ from codemojex.limits import (
     SENDER_RECONCILE_S,
 )
 from codemojex.outages import OUTAGES, backoff_ms, is_outage
+from codemojex.posting.board import DailyBoard
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.worker.botapi import make_bot
-from codemojex.worker.retention import AuditTrim
+from codemojex.worker.retention import AuditTrim, DailyTrim, Trim
 from codemojex.worker.score import ScoreStats, ScoreWorker
 
 __all__ = [
@@ -68,6 +69,7 @@ class WorkerStats:
     pool: PoolStats = field(default_factory=PoolStats)
     rounds_expired: int = 0
     audit_trimmed: int = 0
+    daily_trimmed: int = 0
 
     def as_dict(self) -> dict[str, int]:
         out = {f"pool_{k}": v for k, v in self.pool.as_dict().items()}
@@ -75,6 +77,7 @@ class WorkerStats:
         out |= {f"sent_{k}": v for k, v in self.sender.as_dict().items()}
         out["rounds_expired"] = self.rounds_expired
         out["audit_trimmed"] = self.audit_trimmed
+        out["daily_trimmed"] = self.daily_trimmed
         return out
 
 
@@ -132,7 +135,8 @@ async def _round_timer(
     stats: WorkerStats,
     stop: asyncio.Event,
     every_s: float,
-    trim: AuditTrim,
+    audit: Trim,
+    dailies: Trim,
     hold_s: float,
 ) -> None:
     """Close rounds when their time runs out. It sleeps until the first open round's expiry,
@@ -153,10 +157,14 @@ async def _round_timer(
                 wait_s = min(every_s, ROUND_HOLD_RECHECK_S) if expiry.held else 0.0
             elif first is not None:
                 wait_s = min(every_s, (first - utcnow()).total_seconds())
-            trimmed = await trim.tick(sessionmaker)
-            stats.audit_trimmed += trimmed
-            if trimmed >= trim.batch:  # a backlog: its next batch is due at once
-                wait_s = min(wait_s, 1.0)
+            for trim in (audit, dailies):
+                trimmed = await trim.tick(sessionmaker)
+                if trim is audit:
+                    stats.audit_trimmed += trimmed
+                else:
+                    stats.daily_trimmed += trimmed
+                if trimmed >= trim.batch:  # a backlog: its next batch is due at once
+                    wait_s = min(wait_s, 1.0)
             OUTAGES.ok("postgres")
             failures = 0
         except Exception as exc:
@@ -230,11 +238,15 @@ async def run_worker(
     async def poke(chat_id: int) -> None:
         sender.poke(chat_id)
 
+    # Finished dailies go onto the world board once committed (posting/board.py).
+    board = DailyBoard(redis, settings.queue)
     scorer = ScoreWorker(
         sessionmaker,
         hold_s=score_hold_s,
         stats=stats.score,
         on_recorded=poke,
+        on_finished=board.finished,
+        share=settings.inline_mode,
     )
     pool = ConsumerPool(
         lanes,
@@ -256,6 +268,7 @@ async def run_worker(
             sender_stop,
             timer_s,
             AuditTrim(settings.audit_keep_days),
+            DailyTrim(settings.daily_keep_days),
             round_hold_s,
         ),
         name="worker:timer",

@@ -14,9 +14,10 @@ import contextlib
 import itertools
 import random
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from codemojex.bot import CodemojexApp, CodemojexContext, build_application, running
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, store, upgrade
+from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.locale import EN
@@ -161,13 +163,15 @@ async def bot_world(
     *,
     redis: AnyRedis | None = None,
     webhook: bool = False,
+    clock: Callable[[], datetime] = utcnow,
     **settings_extra: Any,
 ) -> AsyncIterator[World]:
-    """A stand-in and a running bot on it (polling, or a webhook when asked)."""
+    """A stand-in and a running bot on it (polling, or a webhook when asked); `clock` is the
+    daily code's now. With the setting inline_mode, the stand-in's inline mode is on too."""
     redis = redis if redis is not None else aioredis.Redis.from_url(REDIS_URL)
     engine = make_engine(database_url)
     sessionmaker = make_sessionmaker(engine)
-    standin = StandIn()
+    standin = StandIn(inline_mode=bool(settings_extra.get("inline_mode")))
     await standin.start()
     populate(standin)
     settings = bot_settings(standin, queue, database_url, **settings_extra)
@@ -177,6 +181,7 @@ async def bot_world(
         lanes=lanes,
         sessionmaker=sessionmaker,
         redis=redis,
+        clock=clock,
         rng=random.Random(7),
         max_depth=MAX_DEPTH,
         # The shared pacer, with limits no test reaches (test_pacing uses Telegram's).

@@ -164,7 +164,13 @@ async def test_post_init_registered_the_command_lists(world: World, lang: Lang) 
     assert menu("all_group_chats") == players
     assert menu("all_chat_administrators") == players + list(texts.admin_commands(lang))
     assert menu("all_private_chats") == list(texts.private_commands(lang))
-    assert [name for name, _ in menu("all_private_chats")] == ["rules", "me", "help"]
+    assert [name for name, _ in menu("all_private_chats")] == [
+        "daily",
+        "top",
+        "rules",
+        "me",
+        "help",
+    ]
     if lang != EN:  # described in the language itself
         assert menu("all_group_chats") != list(texts.player_commands(EN))
 

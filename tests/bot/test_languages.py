@@ -140,7 +140,12 @@ async def test_private_chats_follow_the_users_language(world: World) -> None:
     assert await ask_privately(world, HANS, "hallo") == texts.private_hint(EN)
     assert await ask_privately(world, IVAN, "/newgame") == texts.group_only(RU)
     me = await ask_privately(world, JOAO, "/me")
-    assert me == texts.player_stats(PT, "João", 0, 0, 0, None, rooms=0)
+    assert me == "\n\n".join(
+        (
+            texts.player_stats(PT, "João", 0, 0, 0, None, rooms=0),
+            texts.daily_record(PT, 0, 0, 0, 0, ()),
+        )
+    )
     rules = await ask_privately(world, IVAN, "/rules")
     assert rules == texts.rules_text(RU, 4, None, 600)
 

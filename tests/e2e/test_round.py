@@ -20,6 +20,9 @@ from tests.e2e.harness import (
 )
 from tests.support import wrong_guess
 
+# What /me says of the daily code to someone who never played it (after the rooms' records).
+NO_DAILY = "\n\n" + texts.daily_record(EN, 0, 0, 0, 0, ())
+
 
 async def ask(stack: Stack, chat: int, user: int, command: str) -> str:
     """The bot's answer to `command` sent by `user` in `chat`: a group (the answer replies to
@@ -109,8 +112,8 @@ async def test_a_round_is_played_won_and_booked(stack: Stack) -> None:
                 "Alice: 0 pts, 0 wins",
                 "Dave: 0 pts, 0 wins",
             ]
-        assert await ask(stack, chat, BOB, "/me") == f"Bob in 1 chat: {bob}"
-        assert await ask(stack, chat, ALICE, "/me") == f"Alice in 1 chat: {alice}"
+        assert await ask(stack, chat, BOB, "/me") == f"Bob in 1 chat: {bob}{NO_DAILY}"
+        assert await ask(stack, chat, ALICE, "/me") == f"Alice in 1 chat: {alice}{NO_DAILY}"
 
         await stack.settle()
         rows = await stack.all_posted()
@@ -188,9 +191,9 @@ async def test_records_are_kept_per_chat_and_me_adds_them_up(stack: Stack) -> No
         assert await ask(stack, second, DAVE, "/top") == "🏆 Leaderboard\n🥇 Bob: 90 pts, 1 win"
 
         everywhere = "Bob in 2 chats: 190 points, 2 wins, 3 guesses, best solve in 1 attempt."
-        assert await ask(stack, second, BOB, "/me") == everywhere
-        assert await ask(stack, BOB, BOB, "/me") == everywhere  # a private chat with the bot
-        assert (
-            await ask(stack, first, ALICE, "/me") == "Alice in 1 chat: 0 points, 0 wins, 1 guess."
-        )
+        assert await ask(stack, second, BOB, "/me") == everywhere + NO_DAILY
+        # a private chat with the bot
+        assert await ask(stack, BOB, BOB, "/me") == everywhere + NO_DAILY
+        alice = "Alice in 1 chat: 0 points, 0 wins, 1 guess."
+        assert await ask(stack, first, ALICE, "/me") == alice + NO_DAILY
         assert stats.score.scored == 4 and stats.score.won == 2

@@ -25,7 +25,7 @@ from codemojex.scoring import (
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "game.md").read_text(encoding="utf-8")
 DESIGN_COMMANDS = {
-    "newgame", "g", "rules", "stats", "top", "help", "me",
+    "newgame", "g", "rules", "stats", "top", "help", "me", "daily",
     "pause", "resume", "limit", "weight", "ban", "unban", "endround", "settings", "queue",
 }  # fmt: skip
 ALL_COMMANDS = [name for name, _ in (*texts.player_commands(EN), *texts.admin_commands(EN))]
@@ -41,7 +41,13 @@ def test_command_lists_cover_the_design(lang: Lang) -> None:
         # Telegram's limits for setMyCommands
         assert re.fullmatch(r"[a-z0-9_]{1,32}", name)
         assert 1 <= len(description) <= 256
-    assert [name for name, _ in texts.private_commands(lang)] == ["rules", "me", "help"]
+    assert [name for name, _ in texts.private_commands(lang)] == [
+        "daily",
+        "top",
+        "rules",
+        "me",
+        "help",
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(DESIGN_COMMANDS))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date
 from typing import Any
 
 import pytest
@@ -83,3 +84,22 @@ def test_the_queue_name_is_checked_like_the_lanes_one() -> None:
         Keys("Bad}{Queue")
     with pytest.raises(ValueError):
         Keys("cm").notice(ids.mint(ids.PLAYER), "shout")  # type: ignore[arg-type]
+
+
+def test_the_daily_boards_keys_are_per_day() -> None:
+    keys = Keys("cm")
+    day = date(2026, 3, 14)
+    assert [
+        keys.daily_board(day),
+        keys.daily_played(day),
+        keys.daily_built(day),
+        keys.daily_rebuild(day),
+    ] == [
+        "cmx:{cm}:daily:board:20260314",
+        "cmx:{cm}:daily:played:20260314",
+        "cmx:{cm}:daily:built:20260314",
+        "cmx:{cm}:daily:rebuild:20260314",
+    ]
+    for bad in ("20260314", "2026-03-14}:x", 20260314, None):
+        with pytest.raises(ValueError):
+            keys.daily_board(bad)  # type: ignore[arg-type]

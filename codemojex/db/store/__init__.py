@@ -3,7 +3,9 @@
 
 One module per use: `rooms` (rooms, players, a room's settings), `rounds` (open, close,
 expire), `guesses` (record a batch), `outbox` (what the sender posts), `stats` (records),
-`admin` (bans, audit). Callers use the names re-exported here: `store.record_guesses(...)`.
+`admin` (bans, audit), `daily` (the daily code's puzzles, results and records; its parts of a
+transaction are for `codemojex.usecases.daily`). Callers use the names re-exported here:
+`store.record_guesses(...)`.
 
 Every function commits (or rolls back) its own transaction, readers included: on SQLite every
 transaction holds the write lock (BEGIN IMMEDIATE, see `engine.py`), so none may be left open.
@@ -12,6 +14,15 @@ expire_on_commit=False).
 """
 
 from codemojex.db.store.admin import audit, audit_refused, ban, is_banned, trim_audit, unban
+from codemojex.db.store.daily import (
+    DailyEntry,
+    MemberDaily,
+    daily_entries,
+    daily_names,
+    daily_record,
+    group_dailies,
+    trim_daily,
+)
 from codemojex.db.store.errors import (
     RoundAlreadyOpen,
     SettingOutOfRange,
@@ -60,9 +71,11 @@ from codemojex.db.store.stats import (
 )
 
 __all__ = [
+    "DailyEntry",
     "GlobalStats",
     "GuessContext",
     "LeaderRow",
+    "MemberDaily",
     "PlayerStats",
     "RoundAlreadyOpen",
     "SettingOutOfRange",
@@ -76,6 +89,9 @@ __all__ = [
     "chats_with_unsent",
     "claim_outbox",
     "close_round",
+    "daily_entries",
+    "daily_names",
+    "daily_record",
     "due_rounds",
     "ensure_player",
     "ensure_room",
@@ -83,6 +99,7 @@ __all__ = [
     "get_player",
     "get_room",
     "global_stats",
+    "group_dailies",
     "guess_context",
     "is_banned",
     "leaderboard",
@@ -97,6 +114,7 @@ __all__ = [
     "room_chats",
     "start_round",
     "trim_audit",
+    "trim_daily",
     "unban",
     "update_room_settings",
     "week_start",

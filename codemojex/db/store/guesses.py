@@ -39,7 +39,9 @@ from codemojex.db.models import (
     split_emojis,
     utcnow,
 )
+from codemojex.db.store import daily
 from codemojex.db.store.outbox import keys_off_written, write_messages
+from codemojex.game.daily import DailyRound
 from codemojex.game.decide import (
     Attempt,
     BatchState,
@@ -52,7 +54,7 @@ from codemojex.game.decide import (
     decide,
 )
 from codemojex.game.rounds import deadline_ms
-from codemojex.game.types import SOLVED
+from codemojex.game.types import ROUND_DAILY
 from codemojex.locale import resolve
 
 
@@ -61,9 +63,11 @@ async def record_guesses(
     attempts: Sequence[Attempt],
     *,
     now: datetime | None = None,
+    share: bool = False,
 ) -> list[Verdict]:
     """Decide and record a batch of guesses in ONE transaction, with their outbox rows and
-    leaderboard changes: one verdict per attempt, in order (see `codemojex.game.decide`).
+    leaderboard changes: one verdict per attempt, in order (see `codemojex.game.decide`;
+    `share`: daily cards carry a Share button, inline mode being on).
     Idempotent per guess id: recording a batch again changes nothing and reports duplicates.
     `db` is a session or a connection (the score worker's flush holds one), outside a
     transaction; the transaction is committed, or rolled back on a failure."""
@@ -74,10 +78,10 @@ async def record_guesses(
         try:
             conn = db if isinstance(db, AsyncConnection) else await db.connection()
             if conn.dialect.name == "postgresql":
-                decision = decide(attempts, await _load_pg(conn, attempts), now)
+                decision = decide(attempts, await _load_pg(conn, attempts), now, share=share)
                 await _write_pg(conn, decision)
             else:
-                decision = decide(attempts, await load_batch(conn, attempts), now)
+                decision = decide(attempts, await load_batch(conn, attempts), now, share=share)
                 await write_decision(conn, decision)
             await db.commit()
             return decision.verdicts
@@ -93,7 +97,13 @@ async def record_guesses(
     raise AssertionError("unreachable")
 
 
-def _round_state(r: Any) -> RoundState:
+async def _round_states(conn: AsyncConnection, locked: Sequence[Any]) -> dict[int, RoundState]:
+    """The locked rounds as the game sees them; a daily one with its player's progress."""
+    dailies = await daily.load_rounds(conn, [r.id for r in locked if r.kind == ROUND_DAILY])
+    return {r.id: _round_state(r, dailies.get(r.id)) for r in locked}
+
+
+def _round_state(r: Any, progress: DailyRound | None) -> RoundState:
     return RoundState(
         id=r.id,
         room_id=r.room_id,
@@ -107,6 +117,8 @@ def _round_state(r: Any) -> RoundState:
         language=resolve(r.language),
         thread_id=int(r.thread_id),
         deadline_ms=deadline_ms(r.expires_at),
+        max_attempts=r.max_attempts,
+        daily=progress,
     )
 
 
@@ -116,7 +128,8 @@ def _round_state(r: Any) -> RoundState:
 _PG_LOCK = text(
     """
     SELECT r.id, r.room_id, rm.chat_id, r.length, r.palette, r.secret, r.ended_at,
-           r.end_reason, r.winning_guess_id, rm.language, rm.thread_id, r.expires_at
+           r.end_reason, r.winning_guess_id, rm.language, rm.thread_id, r.expires_at,
+           r.kind, r.max_attempts
     FROM rounds r JOIN rooms rm ON rm.id = r.room_id
     WHERE r.id = ANY(CAST(:round_ids AS bigint[]))
     ORDER BY r.id
@@ -150,8 +163,8 @@ _PG_LOOKUP = text(
 
 async def _load_pg(conn: AsyncConnection, attempts: Sequence[Attempt]) -> BatchState:
     round_ids = sorted({a.round_id for a in attempts})
-    locked = await conn.execute(_PG_LOCK, {"round_ids": round_ids})
-    rounds = {r.id: _round_state(r) for r in locked}
+    locked = (await conn.execute(_PG_LOCK, {"round_ids": round_ids})).all()
+    rounds = await _round_states(conn, locked)
     rows = await conn.execute(
         _PG_LOOKUP,
         {
@@ -217,10 +230,11 @@ _PG_WRITE = text(
                 WHEN lb.best_solve IS NULL THEN excluded.best_solve
                 ELSE least(lb.best_solve, excluded.best_solve) END
     ), closed AS (
-        UPDATE rounds r SET ended_at = :now, end_reason = :solved,
+        UPDATE rounds r SET ended_at = :now, end_reason = c.reason,
                             winner_player_id = c.winner, winning_guess_id = c.guess
         FROM unnest(CAST(:c_rounds AS bigint[]), CAST(:c_winners AS text[]),
-                    CAST(:c_guesses AS text[])) AS c(id, winner, guess)
+                    CAST(:c_guesses AS text[]), CAST(:c_reasons AS text[]))
+             AS c(id, winner, guess, reason)
         WHERE r.id = c.id
     )
     INSERT INTO outbox (chat_id, thread_id, text, kind, reply_to_message_id, markup, round_id,
@@ -249,7 +263,6 @@ async def _write_pg(conn: AsyncConnection, decision: Decision) -> None:
         _PG_WRITE,
         {
             "now": decision.now,
-            "solved": SOLVED,
             "g_ids": [a.guess_id for a, _ in guesses],
             "g_rounds": [a.round_id for a, _ in guesses],
             "g_players": [a.player_id for a, _ in guesses],
@@ -267,6 +280,7 @@ async def _write_pg(conn: AsyncConnection, decision: Decision) -> None:
             "c_rounds": [c.round_id for c in decision.closings],
             "c_winners": [c.winner_player_id for c in decision.closings],
             "c_guesses": [c.winning_guess_id for c in decision.closings],
+            "c_reasons": [c.reason for c in decision.closings],
             "m_chats": [m.chat_id for m in messages],
             "m_threads": [m.thread_id for m in messages],
             "m_texts": [m.text for m in messages],
@@ -281,6 +295,7 @@ async def _write_pg(conn: AsyncConnection, decision: Decision) -> None:
     # a won round's keys_off row learns its announcement's message id (a statement of its
     # own: it must see the row just inserted; only when a round closes)
     await keys_off_written(conn, messages)
+    await daily.write_progress(conn, decision.daily)
 
 
 # -- SQLite (and any other dialect): portable Core statements -----------------------------
@@ -305,13 +320,15 @@ async def load_batch(conn: AsyncConnection, attempts: Sequence[Attempt]) -> Batc
             Room.language,
             Room.thread_id,
             Round.expires_at,
+            Round.kind,
+            Round.max_attempts,
         )
         .join(Room, Room.id == Round.room_id)
         .where(Round.id.in_(round_ids))
         .order_by(Round.id)
         .with_for_update(of=Round, key_share=True)
     )
-    rounds = {r.id: _round_state(r) for r in locked}
+    rounds = await _round_states(conn, locked.all())
     recorded = await conn.execute(
         select(
             Guess.id, Guess.round_id, Guess.exact, Guess.misplaced, Guess.attempt_no, Guess.late
@@ -371,12 +388,13 @@ async def write_decision(conn: AsyncConnection, decision: Decision) -> None:
             .where(Round.id == c.round_id)
             .values(
                 ended_at=now,
-                end_reason=SOLVED,
+                end_reason=c.reason,
                 winner_player_id=c.winner_player_id,
                 winning_guess_id=c.winning_guess_id,
             )
         )
     await write_messages(conn, decision.messages, now)
+    await daily.write_progress(conn, decision.daily)
 
 
 async def _bump_leaderboard(

@@ -20,7 +20,7 @@ from codemojex.db.models import Room, Round, utcnow
 from codemojex.db.store.errors import RoundAlreadyOpen, StoreError, UnknownRoom
 from codemojex.db.store.outbox import write_messages
 from codemojex.game import rounds, taps
-from codemojex.game.types import KIND_ROUND, TIMEOUT, Message
+from codemojex.game.types import KIND_ROUND, ROUND_DAILY, TIMEOUT, Message
 from codemojex.locale import Lang, resolve
 
 
@@ -219,6 +219,11 @@ async def _locked_round(session: AsyncSession, round_id: int) -> Round | None:
 async def _close_with_reveal(session: AsyncSession, rnd: Round, now: datetime, reason: str) -> None:
     rnd.ended_at = now
     rnd.end_reason = reason
+    if rnd.kind == ROUND_DAILY:
+        # Its day is over unfinished: nothing is posted (a new code is out, and a reveal in
+        # every unfinished player's chat at midnight would be a burst for nothing). The tap
+        # keyboard stays: a tap on it is answered "this round is over".
+        return
     chat_id, thread_id, language = (
         await session.execute(
             select(Room.chat_id, Room.thread_id, Room.language).where(Room.id == rnd.room_id)

@@ -6,8 +6,8 @@ token, is written to the audit log (the admin commands' log) naming the operator
 answers with a redirect back to the page. Every query and form parameter is checked before
 use: a bad one is a 400 saying which, never a 500. Every response, redirects and errors
 included, carries the security headers (`_secure`), and HSTS over https. Nothing here reads
-a round (so no secret can reach the page): rooms, lanes, the outbox count and the
-processes' counters only.
+a round (so no secret can reach the page): rooms, lanes, the outbox count, the
+processes' counters and the daily code's counts (the world board's) only.
 """
 
 from __future__ import annotations
@@ -27,11 +27,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import ids, limits
 from codemojex.db import store
+from codemojex.db.models import utcnow
+from codemojex.game.daily import day_of
 from codemojex.lanes import LaneError, Lanes
 from codemojex.ops.page import auth
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import HSTS, Peer, TrustedProxies
 from codemojex.ops.page.views import SORTS, check_cursor, dead_page, rooms_page
+from codemojex.posting.board import DailyBoard
 
 HERE: Final = Path(__file__).parent
 SESSION: Final = web.RequestKey("ops_session", auth.Session)
@@ -77,6 +80,7 @@ class OpsPage:
         self.lanes = lanes
         self.sessionmaker = sessionmaker
         self.history = history
+        self.board = DailyBoard(lanes.client, lanes.queue)
         self.sessions = auth.Sessions(token)
         self.proxies = proxies or TrustedProxies()
         self.budget = budget or auth.LoginBudget()
@@ -226,6 +230,8 @@ class OpsPage:
             self.lanes, self.sessionmaker, q["sort"], q["descending"], q["cursor"], now_ms
         )
         dead_total, dead = await dead_page(self.lanes, self.sessionmaker, q["dead"])
+        # Today's daily code: who opened it and who finished it (O(1) reads of the board).
+        daily = await self.board.counts(day_of(utcnow()))
         last = self.history.points[-1] if self.history.points else None
 
         def link(**changes: Any) -> str:
@@ -243,6 +249,7 @@ class OpsPage:
             "stats": stats,
             "point": last,
             "fleet": self.history.fleet,
+            "daily": daily,
             "rooms": rooms,
             "dead_total": dead_total,
             "dead": dead,

@@ -1,0 +1,259 @@
+"""The daily code in the bot: `/daily` (in a private chat: today's puzzle; in a group: who of
+its members played today; in a channel: where to play it), `/top daily` (the world's best
+today), `/me` (the records of every chat, and the daily's streaks and histogram), and the
+inline answer that a card's Share button asks for.
+
+Thin handlers: the flows are `codemojex.usecases.daily` (opening a daily), the store's reads
+and the world board in Redis (`codemojex.posting.board`); the texts are the game's. Each
+answer goes through the answers' pace (`replies.answer`); the puzzle, like a round's
+announcement, through the outbox. The guesses of a daily are the guess intake's.
+
+`clock` is when "now" is (UTC): which day's code, when the next comes; tests pass their own
+to play over midnight.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+from telegram import InlineQueryResultArticle, InputTextMessageContent, Update
+from telegram.constants import ChatType
+from telegram.ext import BaseHandler, CommandHandler, InlineQueryHandler, filters
+
+from codemojex.bot.context import BotServices, CodemojexContext
+from codemojex.bot.incoming import Handler, Sender, command_text, guarded, sender_of
+from codemojex.bot.language import chat_language, user_language
+from codemojex.bot.player_commands import cmd_top
+from codemojex.bot.replies import answer, outbox_written
+from codemojex.bot.rooms import display_name, ensure_room
+from codemojex.db import store
+from codemojex.db.models import utcnow
+from codemojex.game import daily, texts
+from codemojex.limits import DAILY_GROUP_ROWS, DAILY_INLINE_CACHE_S, DAILY_TOP_ROWS
+from codemojex.locale import EN, Lang
+from codemojex.outages import outage_of
+from codemojex.posting.board import DailyBoard
+from codemojex.usecases import daily as flows
+
+log = logging.getLogger(__name__)
+
+TOP_DAILY = "daily"  # /top daily
+
+Clock = Callable[[], datetime]
+
+
+class DailyCommands:
+    """The daily's handlers, with the clock they read."""
+
+    def __init__(self, clock: Clock = utcnow) -> None:
+        self.clock = clock
+
+    def commands(self) -> dict[str, Handler]:
+        """Command name -> handler, for the messages of people (/top: the rooms' boards
+        unless it says daily)."""
+        return {
+            "daily": guarded(self.cmd_daily, outage_text=texts.daily_unavailable),
+            "top": guarded(self.cmd_top),
+            "me": guarded(self.cmd_me),
+        }
+
+    def handlers(self) -> list[BaseHandler[Update, CodemojexContext, None]]:
+        """What is not a person's message: /daily posted in a channel, inline queries."""
+        return [
+            CommandHandler("daily", self.in_channel, filters=filters.UpdateType.CHANNEL_POST),
+            InlineQueryHandler(guarded(self.on_inline_query)),
+        ]
+
+    # -- /daily ----------------------------------------------------------------------------
+
+    async def cmd_daily(self, update: Update, context: CodemojexContext) -> None:
+        who = sender_of(update)
+        if who is None:
+            return
+        if who.in_group:
+            await self._group_board(context.services, who)
+        elif who.chat.type == ChatType.PRIVATE and who.user is not None:
+            await self._open(context, who)
+
+    async def _open(self, context: CodemojexContext, who: Sender) -> None:
+        """Today's puzzle in the player's private chat (through the outbox, with the tap
+        keyboard), or, opened already today, how they stand: never a second puzzle."""
+        services, user = context.services, who.user
+        assert user is not None
+        lang = user_language(user)
+        now = self.clock()
+        name = display_name(user)
+        async with services.sessionmaker() as session:
+            room = await ensure_room(services, session, who.chat)
+            await store.ensure_player(session, room.id, user.id, name)
+            view = await flows.open_daily(
+                session,
+                room_id=room.id,
+                chat_id=who.chat.id,
+                tg_user_id=user.id,
+                name=name,
+                language=lang,
+                rng=services.rng,
+                now=now,
+            )
+        day = view.puzzle.day
+        if view.status == "opened":
+            await outbox_written(services, who.chat.id)
+            board = _board(services)
+            await _best_effort(board.started(day, user.id), "note a player")
+            await _best_effort(board.ensure(day, services.sessionmaker), "build the board")
+            return
+        if view.status == "playing":
+            text = texts.daily_playing(lang, view.puzzle.number, view.left, view.puzzle.palette)
+        else:
+            share = context.bot.username if services.settings.inline_mode else None
+            text = texts.daily_again(
+                lang, view.card(lang), daily.seconds_to_next(now), share_via=share
+            )
+        await answer(services, who.message, text)
+
+    async def _group_board(self, services: BotServices, who: Sender) -> None:
+        """Today's dailies of the group's members (the users seen playing in its rooms), and
+        how many played in the world. Nothing starts in the group."""
+        lang = await chat_language(services, who)
+        now = self.clock()
+        day = daily.day_of(now)
+        async with services.sessionmaker() as session:
+            puzzle = await flows.puzzle_today(session, now, services.rng)
+            members = await store.group_dailies(session, who.chat.id, day, DAILY_GROUP_ROWS)
+        board = _board(services)
+        await board.ensure(day, services.sessionmaker)
+        counts = await board.counts(day)
+        text = texts.daily_group_board(
+            lang, puzzle.number, members, counts.played, puzzle.max_attempts
+        )
+        await answer(services, who.message, text)
+
+    async def in_channel(self, update: Update, context: CodemojexContext) -> None:
+        """/daily posted in a channel: played in a private chat, said once (nothing read)."""
+        post = update.channel_post
+        if post is not None:
+            await answer(context.services, post, texts.daily_in_channel(EN, context.bot.username))
+
+    # -- /top daily ------------------------------------------------------------------------
+
+    async def cmd_top(self, update: Update, context: CodemojexContext) -> None:
+        who = sender_of(update)
+        if who is None:
+            return
+        if command_text(who.message).strip().lower() != TOP_DAILY:
+            await cmd_top(update, context)  # the room's boards (group chats only)
+            return
+        services = context.services
+        lang = await chat_language(services, who)
+        now = self.clock()
+        day = daily.day_of(now)
+        async with services.sessionmaker() as session:
+            if who.user is None:  # an anonymous admin: no place of their own
+                view = None
+                puzzle = await flows.puzzle_today(session, now, services.rng)
+            else:
+                view = await flows.todays(session, who.user.id, now, services.rng)
+                puzzle = view.puzzle
+        board = _board(services)
+        await board.ensure(day, services.sessionmaker)
+        best = await board.top(day, DAILY_TOP_ROWS)
+        async with services.sessionmaker() as session:
+            names = await store.daily_names(session, day, [uid for uid, _ in best])
+        mine = None
+        if view is not None and who.user is not None:
+            mine = await _standing(board, lang, view, who.user.id)
+        rows = [(names.get(uid, "?"), attempts) for uid, attempts in best]
+        await answer(
+            services,
+            who.message,
+            texts.daily_world_top(lang, puzzle.number, rows, puzzle.max_attempts, mine),
+        )
+
+    # -- /me -------------------------------------------------------------------------------
+
+    async def cmd_me(self, update: Update, context: CodemojexContext) -> None:
+        """The user's records of every chat, and their daily's streaks and histogram."""
+        who = sender_of(update)
+        if who is None:
+            return
+        services = context.services
+        lang = await chat_language(services, who)
+        if who.user is None:
+            await answer(services, who.message, texts.anonymous_player(lang))
+            return
+        async with services.sessionmaker() as session:
+            stats = await store.global_stats(session, who.user.id)
+            record = await store.daily_record(session, who.user.id)
+        everywhere = texts.record_everywhere(lang, display_name(who.user), stats)
+        streak = daily.streak_on(record, daily.day_of(self.clock()))
+        dailies = texts.daily_record(
+            lang, streak, record.best, record.played, record.cracked, record.histogram
+        )
+        await answer(services, who.message, f"{everywhere}\n\n{dailies}")
+
+    # -- the Share button's inline query ---------------------------------------------------
+
+    async def on_inline_query(self, update: Update, context: CodemojexContext) -> None:
+        """The asker's card of today, to post in the chat they picked; nothing that tells
+        the code to someone who has not finished it (an invitation to play instead)."""
+        query = update.inline_query
+        if query is None:
+            return
+        services = context.services
+        user = query.from_user
+        lang = user_language(user)
+        async with services.sessionmaker() as session:
+            view = await flows.todays(session, user.id, self.clock(), services.rng)
+        number = view.puzzle.number
+        if view.status == "finished":
+            card = view.card(lang)
+            result = InlineQueryResultArticle(
+                id=f"card-{number}",
+                title=card.split("\n", 1)[0],
+                description=texts.daily_share_description(lang),
+                input_message_content=InputTextMessageContent(card),
+            )
+        else:
+            result = InlineQueryResultArticle(
+                id=f"play-{number}",
+                title=texts.daily_invite_title(lang),
+                input_message_content=InputTextMessageContent(
+                    texts.daily_invite(lang, number, context.bot.username)
+                ),
+            )
+        # Personal: each asker has a card of their own.
+        await query.answer([result], cache_time=DAILY_INLINE_CACHE_S, is_personal=True)
+
+
+def _board(services: BotServices) -> DailyBoard:
+    return DailyBoard(services.redis, services.settings.queue)
+
+
+async def _standing(
+    board: DailyBoard, lang: Lang, view: flows.DailyView, user_id: int
+) -> str | None:
+    """The asker's line under the world's best."""
+    if view.status == "none":
+        return texts.daily_rank_none(lang)
+    if view.status != "finished":
+        return texts.daily_rank_playing(lang)
+    if not view.cracked:
+        return texts.daily_rank_missed(lang)
+    standing = await board.standing(view.puzzle.day, user_id)
+    if standing.rank is None:  # finished this instant: the board has not taken it yet
+        return None
+    return texts.daily_rank_cracked(lang, standing.rank, standing.cracked)
+
+
+async def _best_effort(step: Awaitable[None], what: str) -> None:
+    """A step the answer does not depend on (the world board's): Redis out, it is skipped
+    (the board is rebuilt from Postgres when next read)."""
+    try:
+        await step
+    except Exception as exc:
+        if outage_of(exc) != "redis":
+            raise
+        log.warning("could not %s on the daily board: %s", what, type(exc).__name__)

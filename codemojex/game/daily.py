@@ -1,0 +1,311 @@
+"""The daily code, pure (no I/O): one code for the whole world each UTC day.
+
+What is decided here: which day it is and when the next code comes (UTC midnights), the
+puzzle's number, the day's palette and secret (drawn from a random source the caller gives:
+`random.SystemRandom()` in production, so the code cannot be derived from the date), the
+feedback rows a card shows, a player's record (streak and histogram) after a finish, the world
+board's order, and the messages a finish posts. `decide` scores a daily round's guesses like any
+other round's and calls `finish` when its last attempt is used or it is cracked.
+
+A player's daily record: `streak` is the run of consecutive UTC days with a cracked daily up to
+`last_cracked`; it still counts the day after (today's code may be cracked yet) and is over after
+that (`streak_on`). The histogram counts finished dailies by attempts (index 0: cracked in one,
+…, index max-1: in max) and, last, the ones not cracked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
+from typing import Final
+
+from codemojex import limits
+from codemojex.game import texts
+from codemojex.game.types import KIND_CARD, Message
+from codemojex.locale import Lang
+from codemojex.scoring import Feedback, draw_palette, draw_secret
+
+LENGTH: Final = limits.DAILY_LENGTH
+ATTEMPTS: Final = limits.DAILY_ATTEMPTS
+PALETTE_SIZE: Final = limits.DAILY_PALETTE_SIZE
+DAY: Final = timedelta(days=1)
+# What a card's Share button asks Telegram to type after the bot's name in the chosen chat.
+SHARE_QUERY: Final = "daily"
+
+# --- days ---------------------------------------------------------------------------------------
+
+
+def day_of(now: datetime) -> date:
+    """The UTC day `now` is in: the day whose code is played."""
+    return now.astimezone(UTC).date()
+
+
+def day_start(day: date) -> datetime:
+    """00:00 UTC of `day`."""
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def next_code_at(now: datetime) -> datetime:
+    """When the next code comes: the next 00:00 UTC. A daily round is open until then."""
+    return day_start(day_of(now) + DAY)
+
+
+def seconds_to_next(now: datetime) -> int:
+    """Whole seconds (rounded up) until the next code."""
+    return max(0, math.ceil((next_code_at(now) - now).total_seconds()))
+
+
+def puzzle_number(day: date, first_day: date) -> int:
+    """#N of `day`'s puzzle: 1 for the deployment's first daily, then one more each day."""
+    return (day - first_day).days + 1
+
+
+# --- the puzzle ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Puzzle:
+    """One day's code: the same palette and secret for everyone."""
+
+    day: date
+    number: int
+    palette: tuple[str, ...]
+    secret: tuple[str, ...]
+    length: int = LENGTH
+    max_attempts: int = ATTEMPTS
+
+    def __repr__(self) -> str:
+        # Never the secret: puzzles end up in logs and tracebacks.
+        return f"Puzzle(day={self.day!r}, number={self.number!r})"
+
+
+def draw_puzzle(rng: random.Random, day: date, number: int) -> Puzzle:
+    """A fresh palette of PALETTE_SIZE emojis and a secret of LENGTH of them (they may repeat,
+    as in groups). Drawn once per day: the store keeps the first one drawn (race-free), so
+    every process and every player sees that one."""
+    palette = draw_palette(rng, PALETTE_SIZE)
+    return Puzzle(day, number, palette, draw_secret(rng, palette, LENGTH, repeats=True))
+
+
+# --- feedback rows ------------------------------------------------------------------------------
+
+Row = tuple[int, int]  # (exact, misplaced) of one attempt
+
+
+def encode_rows(rows: Sequence[Row]) -> str:
+    """Rows as stored: "21,40" (two digits an attempt: a code is at most 6 long)."""
+    return ",".join(f"{exact:d}{misplaced:d}" for exact, misplaced in rows)
+
+
+def decode_rows(text: str | None) -> tuple[Row, ...]:
+    if not text:
+        return ()
+    return tuple((int(part[0]), int(part[1])) for part in text.split(","))
+
+
+def pegs(row: Row, length: int) -> str:
+    """One row of a card: 🟢 per exact, 🟡 per misplaced, ⚫ the rest (no palette emoji)."""
+    return Feedback(row[0], row[1], length).pegs
+
+
+# --- a player's record --------------------------------------------------------------------------
+
+
+def empty_histogram(max_attempts: int = ATTEMPTS) -> tuple[int, ...]:
+    return (0,) * (max_attempts + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A player's dailies: streak (as of `last_cracked`), best streak, and the histogram."""
+
+    streak: int = 0
+    best: int = 0
+    last_cracked: date | None = None
+    histogram: tuple[int, ...] = empty_histogram()
+
+    @property
+    def played(self) -> int:
+        """Dailies finished (cracked or out of attempts)."""
+        return sum(self.histogram)
+
+    @property
+    def cracked(self) -> int:
+        return sum(self.histogram[:-1])
+
+
+def streak_on(record: Record, today: date) -> int:
+    """The current streak as of `today`: the stored run while it may still go on (its last
+    crack was today or yesterday), else 0."""
+    if record.last_cracked is None or (today - record.last_cracked).days > 1:
+        return 0
+    return record.streak
+
+
+def record_after(record: Record, day: date, attempts: int, cracked: bool) -> Record:
+    """The record once `day`'s daily finished (`attempts` used, `cracked` or not)."""
+    histogram = list(record.histogram)
+    histogram[attempts - 1 if cracked else -1] += 1
+    if not cracked:
+        return replace(record, streak=0, histogram=tuple(histogram))
+    if record.last_cracked == day:  # the same day again: nothing to add
+        streak = record.streak
+    elif record.last_cracked == day - DAY:
+        streak = record.streak + 1
+    else:
+        streak = 1
+    return Record(streak, max(record.best, streak), day, tuple(histogram))
+
+
+def encode_histogram(histogram: Sequence[int]) -> str:
+    return ",".join(str(int(n)) for n in histogram)
+
+
+def decode_histogram(text: str | None, max_attempts: int = ATTEMPTS) -> tuple[int, ...]:
+    """A stored histogram; its length is max_attempts + 1 whatever was stored (a change of the
+    attempts keeps the counts it can)."""
+    counts = [int(part) for part in text.split(",")] if text else []
+    out = list(empty_histogram(max_attempts))
+    if counts:
+        out[-1] = counts[-1]
+        for i, n in enumerate(counts[:-1][:max_attempts]):
+            out[i] = n
+    return tuple(out)
+
+
+# --- what a round of the daily carries through `decide` -----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DailyRound:
+    """A daily round's player and progress, loaded with the round under its lock."""
+
+    day: date
+    number: int
+    tg_user_id: int
+    started_at: datetime
+    rows: tuple[Row, ...]  # every scored attempt so far, in order
+    finished_at: datetime | None
+    cracked: bool
+    record: Record
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """A daily finished: what the world board takes (after the finish is committed)."""
+
+    day: date
+    tg_user_id: int
+    attempts: int
+    cracked: bool
+    finished_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What a batch changed in one daily round: its rows, and on a finish the result and the
+    player's record after it."""
+
+    round_id: int
+    day: date
+    tg_user_id: int
+    rows: tuple[Row, ...]
+    finish: Finish | None = None
+    record: Record | None = None
+
+
+def finish_of(daily: DailyRound) -> Finish | None:
+    """The finish already recorded (a re-delivered finishing guess reports it again)."""
+    if daily.finished_at is None:
+        return None
+    return Finish(daily.day, daily.tg_user_id, len(daily.rows), daily.cracked, daily.finished_at)
+
+
+def share_markup(lang: Lang) -> str:
+    """The card's Share button: Telegram's chat picker, then the bot's inline answer (the
+    player's card) in the chat picked."""
+    button = {"text": texts.share_button(lang), "switch_inline_query": SHARE_QUERY}
+    return json.dumps({"inline_keyboard": [[button]]}, ensure_ascii=False, separators=(",", ":"))
+
+
+def card(
+    lang: Lang,
+    number: int,
+    rows: Sequence[Row],
+    *,
+    length: int,
+    max_attempts: int,
+    cracked: bool,
+    streak: int,
+) -> str:
+    """The card (shared as is): header, a row of pegs per attempt, the streak."""
+    lines = [pegs(row, length) for row in rows]
+    return texts.daily_card(lang, number, lines, max_attempts, cracked=cracked, streak=streak)
+
+
+def finish(
+    *,
+    lang: Lang,
+    daily: DailyRound,
+    rows: tuple[Row, ...],
+    cracked: bool,
+    round_id: int,
+    chat_id: int,
+    length: int,
+    max_attempts: int,
+    secret: Sequence[str],
+    now: datetime,
+    share: bool,
+) -> tuple[Progress, Message]:
+    """A daily round's last scored attempt (cracked, or the last allowed): the result and the
+    record to store, and the card to post (its Share button only when inline mode is on)."""
+    record = record_after(daily.record, daily.day, len(rows), cracked)
+    done = Finish(daily.day, daily.tg_user_id, len(rows), cracked, now)
+    shown = card(
+        lang,
+        daily.number,
+        rows,
+        length=length,
+        max_attempts=max_attempts,
+        cracked=cracked,
+        streak=record.streak,
+    )
+    head = texts.daily_cracked(lang, len(rows)) if cracked else texts.daily_missed(lang, secret)
+    text = f"{head}\n\n{shown}\n\n{texts.daily_next_code(lang, seconds_to_next(now))}"
+    message = Message(
+        chat_id=chat_id,
+        text=text,
+        kind=KIND_CARD,
+        round_id=round_id,
+        markup=share_markup(lang) if share else None,
+    )
+    return Progress(round_id, daily.day, daily.tg_user_id, rows, done, record), message
+
+
+# --- the world board's order --------------------------------------------------------------------
+
+# A finisher's place on the day's board is one number (a sorted set's score): attempts first
+# (the not cracked after every cracked one), then the time of the finish, in ms since the day's
+# 00:00 UTC. Scores stay exact integers in a double (< 2**53).
+_MS_SPAN: Final = 10**10  # 115 days of ms: more than a finish can lag its day
+
+
+def board_score(finish: Finish, max_attempts: int = ATTEMPTS) -> int:
+    """The finisher's score on the day's board: the lower, the better."""
+    attempts = finish.attempts if finish.cracked else max_attempts + 1
+    ms = int((finish.finished_at - day_start(finish.day)).total_seconds() * 1000)
+    return attempts * _MS_SPAN + min(max(0, ms), _MS_SPAN - 1)
+
+
+def cracked_below(max_attempts: int = ATTEMPTS) -> int:
+    """Every cracked finisher's score is below this; the not cracked are at or above it."""
+    return (max_attempts + 1) * _MS_SPAN
+
+
+def attempts_of(score: float) -> int:
+    """The attempts a score stands for (max_attempts + 1: not cracked)."""
+    return int(score) // _MS_SPAN

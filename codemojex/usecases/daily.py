@@ -1,0 +1,168 @@
+"""The daily code's flows: opening today's daily in a player's private chat (`open_daily`), and
+where a player stands with today's code (`todays`). Finishing one is part of recording its
+guesses (`store.record_guesses`: the game's `decide` finishes it, under the round's lock).
+
+A player's private chat with the bot is a room like any other (its chat id is the user's id);
+`/daily` opens there a round of kind "daily": the day's palette and secret, at most the puzzle's
+attempts, open until the next 00:00 UTC. Its guesses take the path every guess takes (the
+player's lane, the rooms' rotation, the worker's `decide`), its posts the outbox like every
+round's. Opening it twice the same day opens nothing: the second `/daily` is told how the
+player stands.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Literal
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from codemojex.db.store import daily as daily_store
+from codemojex.db.store.outbox import write_messages
+from codemojex.game import daily, taps, texts
+from codemojex.game.types import KIND_ROUND, TIMEOUT, Message
+from codemojex.locale import Lang
+
+Status = Literal["none", "opened", "playing", "finished"]
+
+
+@dataclass(frozen=True, slots=True)
+class DailyView:
+    """A player and the day's code: not opened (`none`), just opened, being played, or over."""
+
+    status: Status
+    puzzle: daily.Puzzle
+    rows: tuple[daily.Row, ...] = ()
+    cracked: bool = False
+    record: daily.Record = field(default_factory=daily.Record)
+
+    @property
+    def left(self) -> int:
+        """Attempts still allowed."""
+        return max(0, self.puzzle.max_attempts - len(self.rows))
+
+    def streak(self) -> int:
+        """The player's streak as of the puzzle's day."""
+        return daily.streak_on(self.record, self.puzzle.day)
+
+    def card(self, lang: Lang) -> str:
+        """The player's card of the day (a finished daily's)."""
+        return daily.card(
+            lang,
+            self.puzzle.number,
+            self.rows,
+            length=self.puzzle.length,
+            max_attempts=self.puzzle.max_attempts,
+            cracked=self.cracked,
+            streak=self.streak(),
+        )
+
+
+def _view(puzzle: daily.Puzzle, mine: daily_store.Today, *, opened: bool = False) -> DailyView:
+    result = mine.result
+    if result is None:
+        return DailyView("none", puzzle, record=mine.record)
+    status: Status = (
+        "opened" if opened else "finished" if result.finished_at is not None else "playing"
+    )
+    return DailyView(status, puzzle, daily.decode_rows(result.rows), result.cracked, mine.record)
+
+
+async def open_daily(
+    session: AsyncSession,
+    *,
+    room_id: str,
+    chat_id: int,
+    tg_user_id: int,
+    name: str,
+    language: Lang,
+    rng: random.Random,
+    now: datetime,
+) -> DailyView:
+    """Open today's daily for the player of a private chat's room (`room_id`, the chat
+    `chat_id`) and queue its puzzle (with the tap keyboard) in `language`, which the chat
+    speaks from now on; or, when they opened it already today, open nothing and say how they
+    stand. One transaction: the day's puzzle (drawn by `rng` if the day has none yet: the first
+    drawn is stored and everybody plays it), the round, the result row, the outbox row."""
+    day = daily.day_of(now)
+    try:
+        puzzle = await _todays_puzzle(session, day, rng)
+        mine = await daily_store.today_of(session, day, tg_user_id)
+        if mine.result is not None:
+            await session.commit()
+            return _view(puzzle, mine)
+        await daily_store.speak(session, room_id, language)
+        # An earlier day's daily still open here (its midnight passed moments ago and the
+        # workers' round timer has not closed it yet): closed now, quietly, as the timer would.
+        await daily_store.close_open_round(session, room_id, now, TIMEOUT)
+        rnd, result = await daily_store.add_daily(
+            session,
+            room_id=room_id,
+            puzzle=puzzle,
+            tg_user_id=tg_user_id,
+            name=name,
+            now=now,
+            expires_at=daily.next_code_at(now),
+        )
+        text = texts.daily_puzzle(
+            language, puzzle.number, puzzle.palette, puzzle.length, puzzle.max_attempts
+        )
+        markup = taps.keyboard(rnd.id, puzzle.palette)
+        await write_messages(
+            session, [Message(chat_id, text, KIND_ROUND, rnd.id, markup=markup)], now
+        )
+        await session.commit()
+        return _view(puzzle, daily_store.Today(result, mine.record), opened=True)
+    except IntegrityError:
+        # The same player's /daily, handled at the same moment by another process, opened it
+        # first (one open round per room, one result per player and day): theirs stands.
+        await session.rollback()
+        return await todays(session, tg_user_id, now, rng)
+    except BaseException:
+        await session.rollback()
+        raise
+
+
+async def _todays_puzzle(session: AsyncSession, day: date, rng: random.Random) -> daily.Puzzle:
+    """The day's puzzle, drawn and stored now if the day has none yet (race-free: the first
+    stored wins, the others read it)."""
+    found = await daily_store.get_puzzle(session, day)
+    if found is not None:
+        return found
+    first = await daily_store.first_day(session)
+    number = daily.puzzle_number(day, min(first or day, day))
+    await daily_store.insert_puzzle(session, daily.draw_puzzle(rng, day, number))
+    found = await daily_store.get_puzzle(session, day)
+    if found is None:  # pragma: no cover - the insert or its winner is there to read
+        raise RuntimeError(f"the daily puzzle of {day} is neither inserted nor found")
+    return found
+
+
+async def todays(
+    session: AsyncSession, tg_user_id: int, now: datetime, rng: random.Random
+) -> DailyView:
+    """Where the player stands with today's code (the day's puzzle drawn now if nobody has
+    opened it yet: boards and invitations name it by its number)."""
+    day = daily.day_of(now)
+    try:
+        puzzle = await _todays_puzzle(session, day, rng)
+        mine = await daily_store.today_of(session, day, tg_user_id)
+        await session.commit()
+    except BaseException:
+        await session.rollback()
+        raise
+    return _view(puzzle, mine)
+
+
+async def puzzle_today(session: AsyncSession, now: datetime, rng: random.Random) -> daily.Puzzle:
+    """Today's puzzle (drawn now if nobody has opened it yet): boards name it by its number."""
+    try:
+        puzzle = await _todays_puzzle(session, daily.day_of(now), rng)
+        await session.commit()
+    except BaseException:
+        await session.rollback()
+        raise
+    return puzzle

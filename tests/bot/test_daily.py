@@ -1,0 +1,243 @@
+"""The daily code through the real bot (python-telegram-bot on the Bot API stand-in, the real
+Redis and Postgres), on a clock the tests move over midnight: /daily in a private chat (the
+puzzle, once a day), in a group (its members' board) and in a channel, /top daily, /me, and the
+inline answer of a card's Share button. The guesses of a daily are recorded here as the worker
+records them (their intake by the bot comes with the guess intake's rewrite)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import pytest_asyncio
+from sqlalchemy import func, select
+
+from codemojex.db import Outbox, Round, store
+from codemojex.game import daily, taps, texts
+from codemojex.game.types import KIND_ROUND
+from codemojex.locale import EN, Lang
+from codemojex.posting.board import DailyBoard
+from codemojex.scoring import feedback
+from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round
+from tests.dailies import daily_round, misses, play
+from tests.support import free_port
+
+pytestmark = E2E
+
+BOT = "codemojex_bot"
+DAY1 = datetime(2026, 3, 14, tzinfo=UTC)
+IVAN = 1010  # a Russian-speaking player
+CHANNEL = -1007770001
+
+
+class Clock:
+    """The bot's daily clock, moved by the tests."""
+
+    def __init__(self) -> None:
+        self.now = DAY1 + timedelta(hours=12)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+CLOCK = Clock()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(bot_database_url: str, bot_queue: str) -> AsyncIterator[World]:
+    async with bot_world(bot_database_url, bot_queue, clock=CLOCK, inline_mode=True) as world:
+        world.standin.add_user(IVAN, "Иван", language_code="ru")
+        yield world
+
+
+@pytest.fixture(autouse=True)
+def noon() -> None:
+    CLOCK.now = DAY1 + timedelta(hours=12)
+
+
+async def ask(world: World, user: int, text: str) -> list[str]:
+    """What the bot answers `user` in their private chat (there it does not quote)."""
+    before = len(world.said(user))
+    world.standin.send_private(user, text)
+    await world.settle()
+    return [m.text for m in world.said(user)[before:]]
+
+
+async def puzzle_rows(world: World, user: int) -> list[Outbox]:
+    async with world.sessionmaker() as session:
+        stmt = select(Outbox).where(Outbox.chat_id == user, Outbox.kind == KIND_ROUND)
+        rows = list((await session.execute(stmt)).scalars())
+        await session.commit()
+    return rows
+
+
+async def finish(world: World, user: int, guesses: list[tuple[str, ...]], at: datetime) -> None:
+    """The user's guesses recorded as the worker records them, and their finish put on the
+    world board as the worker does after the commit."""
+    verdicts = await play(world.sessionmaker, user, guesses, at)
+    finishes = [v.finish for v in verdicts if v.finish is not None]
+    await DailyBoard(world.redis, world.settings.queue).finished(finishes)
+
+
+def rows_of(guesses: list[tuple[str, ...]], secret: tuple[str, ...]) -> list[daily.Row]:
+    """A card's rows: the (exact, misplaced) of each guess."""
+    return [(fb.exact, fb.misplaced) for fb in (feedback(g, secret) for g in guesses)]
+
+
+async def test_daily_in_a_private_chat_posts_the_puzzle_once(world: World) -> None:
+    assert await ask(world, ALICE, "/daily") == []  # the puzzle goes through the outbox
+    [post] = await puzzle_rows(world, ALICE)
+    rnd = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
+    palette = rnd.palette_emojis
+    assert post.text == texts.daily_puzzle(EN, 1, palette, 4, 8)
+    assert post.markup == taps.keyboard(rnd.id, palette)  # the tap keyboard, as a round's
+    # again the same day: how Alice stands, never a second puzzle
+    assert await ask(world, ALICE, "/daily") == [texts.daily_playing(EN, 1, 8, palette)]
+    assert len(await puzzle_rows(world, ALICE)) == 1
+    # Bob and Ivan get the same puzzle; Ivan's in his language
+    await ask(world, BOB, "/daily")
+    await ask(world, IVAN, "/daily")
+    [ivans] = await puzzle_rows(world, IVAN)
+    assert ivans.text == texts.daily_puzzle(Lang("ru"), 1, palette, 4, 8)
+    async with world.sessionmaker() as session:
+        secrets = set((await session.execute(select(Round.secret))).scalars())
+        await session.commit()
+    assert secrets == {rnd.secret}
+
+
+async def test_daily_again_after_the_finish_shows_the_card_and_the_next_code(
+    world: World,
+) -> None:
+    await ask(world, ALICE, "/daily")
+    rnd = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
+    tries = [*misses(rnd, 1), rnd.secret_emojis]
+    await finish(world, ALICE, tries, CLOCK.now)
+    CLOCK.now += timedelta(hours=2, minutes=30)
+    card = daily.card(
+        EN, 1, rows_of(tries, rnd.secret_emojis), length=4, max_attempts=8, cracked=True, streak=1
+    )
+    assert await ask(world, ALICE, "/daily") == [
+        texts.daily_again(EN, card, 9 * 3600 + 30 * 60, share_via=BOT)
+    ]
+    assert len(await puzzle_rows(world, ALICE)) == 1
+
+
+async def test_a_streak_is_carried_over_midnight_and_the_next_day_is_a_new_puzzle(
+    world: World,
+) -> None:
+    CLOCK.now = DAY1 + timedelta(hours=23, minutes=58)
+    await ask(world, ALICE, "/daily")
+    first = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
+    await finish(world, ALICE, [first.secret_emojis], CLOCK.now + timedelta(minutes=1))
+    CLOCK.now = DAY1 + timedelta(days=1, minutes=1)
+    await ask(world, ALICE, "/daily")
+    await ask(world, BOB, "/daily")
+    alice, bob = (await puzzle_rows(world, ALICE))[-1], (await puzzle_rows(world, BOB))[-1]
+    second = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
+    assert alice.text == bob.text == texts.daily_puzzle(EN, 2, second.palette_emojis, 4, 8)
+    assert (await daily_round(world.sessionmaker, BOB, CLOCK.now)).secret == second.secret
+    assert second.id != first.id
+    tries = [*misses(second, 2), second.secret_emojis]
+    await finish(world, ALICE, tries, CLOCK.now + timedelta(minutes=3))
+    [me] = await ask(world, ALICE, "/me")
+    histogram = (1, 0, 1, 0, 0, 0, 0, 0, 0)
+    assert me.endswith(texts.daily_record(EN, 2, 2, 2, 2, histogram))
+    # two days later the run is over, the best stays
+    CLOCK.now += timedelta(days=2)
+    [later] = await ask(world, ALICE, "/me")
+    assert later.endswith(texts.daily_record(EN, 0, 2, 2, 2, histogram))
+
+
+async def test_a_groups_board_and_the_world_top(world: World) -> None:
+    group = world.new_group()
+    async with world.sessionmaker() as session:
+        room = await store.ensure_room(session, group, "G", default_ceiling=2, round_timeout_s=600)
+        for user, name in ((ALICE, "Alice"), (BOB, "Bob"), (CAROL, "Carol")):
+            await store.ensure_player(session, room.id, user, name)
+    for user in (ALICE, BOB, DAVE):  # Dave plays, but never played in the group
+        await ask(world, user, "/daily")
+    rnd = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
+    await finish(
+        world, ALICE, [*misses(rnd, 1), rnd.secret_emojis], CLOCK.now + timedelta(minutes=2)
+    )
+    await finish(world, BOB, [rnd.secret_emojis], CLOCK.now + timedelta(minutes=5))
+    await finish(world, DAVE, [*misses(rnd, 2), rnd.secret_emojis], CLOCK.now)
+    asked = world.standin.send_text(group, CAROL, "/daily")
+    await world.settle()
+    [board] = world.replies_to(group, asked)
+    assert board.splitlines() == [
+        "📅 Daily #1 in this chat",
+        "🥇 Bob: 1/8 · 5 minutes",
+        "🥈 Alice: 2/8 · 2 minutes",
+        "3 players in the world played it today.",
+    ]
+    assert await open_round(world, group) is None  # nothing started in the group
+    asked = world.standin.send_text(group, ALICE, "/top daily")
+    await world.settle()
+    [top] = world.replies_to(group, asked)
+    assert top.splitlines() == [
+        "🌍 Daily #1: the best in the world today",
+        "🥇 Bob: 1/8",
+        "🥈 Alice: 2/8",
+        "🥉 Dave: 3/8",
+        "You: place 2 of 3 who cracked it.",
+    ]
+    [carols] = await ask(world, CAROL, "/top daily")
+    assert carols.splitlines()[-1] == texts.daily_rank_none(EN)
+    # /top alone in a private chat is still a group's board
+    assert await ask(world, CAROL, "/top") == [texts.group_only(EN)]
+
+
+async def test_the_inline_answer_is_the_card_or_an_invitation(world: World) -> None:
+    await ask(world, ALICE, "/daily")
+    await ask(world, BOB, "/daily")
+    rnd = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
+    tries = [*misses(rnd, 1), rnd.secret_emojis]
+    await finish(world, ALICE, tries, CLOCK.now)
+    card = daily.card(
+        EN, 1, rows_of(tries, rnd.secret_emojis), length=4, max_attempts=8, cracked=True, streak=1
+    )
+    queries = {user: world.standin.inline_query(user, "daily") for user in (ALICE, BOB, CAROL)}
+    await world.settle()
+    [alices] = world.standin.inline_results(queries[ALICE])
+    assert alices["title"] == "Codemojex daily #1 2/8"
+    assert alices["input_message_content"]["message_text"] == card
+    for user in (BOB, CAROL):  # playing, or not even started: nothing about the code
+        [invite] = world.standin.inline_results(queries[user])
+        text = invite["input_message_content"]["message_text"]
+        assert text == texts.daily_invite(EN, 1, BOT)
+        assert not set(rnd.palette_emojis) & set(text) and "🟢" not in text
+    answer = next(a for a in world.standin.inline_answers if a["inline_query_id"] == queries[ALICE])
+    assert answer["is_personal"]
+    # Alice picks her card in a group: it is posted there, from her, via the bot
+    group = world.new_group()
+    posted = world.standin.choose_inline_result(queries[ALICE], alices["id"], group)
+    message = world.standin.message(group, posted)
+    assert message is not None and message["text"] == card
+    await world.settle()
+    assert world.replies_to(group, posted) == []  # a card is not a guess
+
+
+async def test_daily_in_a_channel_says_where_it_is_played(world: World) -> None:
+    world.standin.add_channel(CHANNEL, "News")
+    world.standin.post_in_channel(CHANNEL, "/daily")
+    await world.settle()
+    assert [m.text for m in world.said(CHANNEL)] == [texts.daily_in_channel(EN, BOT)]
+    async with world.sessionmaker() as session:
+        assert (await session.execute(select(func.count()).select_from(Round))).scalar() == 0
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world_without_postgres(bot_queue: str) -> AsyncIterator[World]:
+    url = f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/nothing"
+    async with bot_world(url, bot_queue + "p", clock=CLOCK) as world:
+        yield world
+
+
+async def test_daily_while_the_database_is_away_says_so_once(
+    world_without_postgres: World,
+) -> None:
+    world = world_without_postgres
+    assert await ask(world, ALICE, "/daily") == [texts.daily_unavailable(EN)]
+    assert world.errors == []

@@ -1,0 +1,136 @@
+"""The worker's side of the daily code, on the real Redis lanes and the real Postgres: a
+daily's guesses come through the player's lane like any guess, the finish goes onto the world
+board once committed (again when its guess comes back after the board was out), the card gets
+its Share button when inline mode is on, and old dailies are trimmed."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import pytest_asyncio
+import redis.asyncio as aioredis
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from codemojex import ids
+from codemojex.db import DailyResult, Outbox
+from codemojex.db.models import utcnow
+from codemojex.game import daily
+from codemojex.game.types import KIND_CARD
+from codemojex.jobs import GuessJob
+from codemojex.lanes import Job, Lanes, Retry
+from codemojex.posting.board import DailyBoard
+from codemojex.worker.retention import DailyTrim
+from codemojex.worker.score import ScoreWorker
+from tests.dailies import daily_round, misses, open_for, player_of
+from tests.support import free_port
+
+LEASE = 10_000
+ALICE, BOB = 9101, 9102
+
+
+@pytest_asyncio.fixture
+async def redis_down() -> AsyncIterator[aioredis.Redis]:
+    """A client of a Redis that is not there: every call is an outage."""
+    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
+    yield down
+    await down.aclose()
+
+
+async def enqueue_daily(
+    lanes: Lanes, sm: async_sessionmaker[AsyncSession], user: int, guesses: list[tuple[str, ...]]
+) -> None:
+    """What the guess intake does with a daily's guesses: jobs in the player's lane, under
+    their private chat's room."""
+    room_id, player_id = await player_of(sm, user)
+    rnd = await daily_round(sm, user, utcnow())
+    for n, emojis in enumerate(guesses):
+        payload = GuessJob(round_id=rnd.id, message_id=n + 1, emojis=emojis).encode()
+        await lanes.enqueue(room_id, player_id, payload, job_id=ids.mint(ids.JOB), max_attempts=20)
+
+
+async def claim_all(lanes: Lanes) -> list[list[Job]]:
+    batches: list[list[Job]] = []
+    while batch := await lanes.wclaim(LEASE):
+        batches.append(batch)
+    return batches
+
+
+async def test_a_daily_played_through_the_lanes_lands_on_the_board(
+    redis_r: aioredis.Redis, queue_name: str, sessionmaker: async_sessionmaker[AsyncSession]
+) -> None:
+    lanes = Lanes(redis_r, queue=queue_name)
+    board = DailyBoard(redis_r, queue_name)
+    now = utcnow()
+    for user in (ALICE, BOB):
+        await open_for(sessionmaker, user, now, random.Random(user))
+        room_id, _ = await player_of(sessionmaker, user)
+        await lanes.limit(room_id, 4)
+    rnd = await daily_round(sessionmaker, ALICE, now)
+    await enqueue_daily(lanes, sessionmaker, ALICE, [*misses(rnd, 2), rnd.secret_emojis])
+    await enqueue_daily(lanes, sessionmaker, BOB, [rnd.secret_emojis])
+    worker = ScoreWorker(sessionmaker, on_finished=board.finished, share=True)
+    while batches := await claim_all(lanes):
+        for batch in batches:
+            await worker(batch)
+            await lanes.ack_many(batch)
+    assert worker.stats.scored == 4 and worker.stats.won == 2
+    assert await board.top(daily.day_of(now), 10) == [(BOB, 1), (ALICE, 3)]
+    async with sessionmaker() as session:
+        cards = list(
+            (await session.execute(select(Outbox).where(Outbox.kind == KIND_CARD))).scalars()
+        )
+        await session.commit()
+    assert sorted(c.chat_id for c in cards) == [ALICE, BOB]
+    assert all(c.markup is not None and "switch_inline_query" in c.markup for c in cards)
+
+
+async def test_a_finish_the_board_missed_is_told_again_when_its_guess_comes_back(
+    redis_r: aioredis.Redis,
+    redis_down: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    lanes = Lanes(redis_r, queue=queue_name)
+    now = utcnow()
+    await open_for(sessionmaker, ALICE, now)
+    rnd = await daily_round(sessionmaker, ALICE, now)
+    await enqueue_daily(lanes, sessionmaker, ALICE, [rnd.secret_emojis])
+    [batch] = await claim_all(lanes)
+    # the finish is committed, but the board's Redis is out: the batch is handed back
+    out = ScoreWorker(sessionmaker, on_finished=DailyBoard(redis_down, queue_name).finished)
+    with pytest.raises(Retry):
+        await out(batch)
+    assert out.stats.retries == 1
+    async with sessionmaker() as session:
+        result = await session.get(DailyResult, (daily.day_of(now), ALICE))
+        await session.commit()
+    assert result is not None and result.cracked
+    # it comes back: recorded already (a duplicate), its finish goes onto the board now
+    board = DailyBoard(redis_r, queue_name)
+    back = ScoreWorker(sessionmaker, on_finished=board.finished)
+    await back(batch)
+    assert back.stats.duplicates == 1 and back.stats.scored == 0
+    assert await board.top(daily.day_of(now), 10) == [(ALICE, 1)]
+
+
+async def test_old_dailies_are_trimmed_by_the_workers(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    today = datetime.now(UTC)
+    for days_ago in (40, 31, 30, 1):
+        await open_for(sessionmaker, ALICE, today - timedelta(days=days_ago))
+    clock = [0.0]
+    trim = DailyTrim(30, batch=1, every_s=60, clock=lambda: clock[0])
+    assert await trim.tick(sessionmaker) == 1  # a full batch: the next one is due at once
+    assert await trim.tick(sessionmaker) == 1
+    assert await trim.tick(sessionmaker) == 0  # nothing older: the next look in a minute
+    clock[0] = 59
+    assert await trim.tick(sessionmaker) == 0
+    async with sessionmaker() as session:
+        kept = (await session.execute(select(func.count()).select_from(DailyResult))).scalar()
+        await session.commit()
+    assert kept == 2  # 30 days ago is kept, 31 is not
