@@ -17,10 +17,20 @@ Redis server (TIME: hosts with skewed clocks still agree) and answers with the w
 - the bot's second: a sliding log of the last `limit` grants, a grant counted as "now" while
   its post is in flight and from its answer once answered, so it needs no margin for the wire
   and sustains 30 posts per (1 s + the time from a grant to its answer);
-- RetryAfter blocks of the chat or the bot.
+- a RetryAfter's block of the chat.
 A post takes a slot in all of them at once or in none. The answer says how long to wait and
 whether it is the chat's own limits or the bot's that bind (the sender hands a chat back to
 the ring in the first case and waits its turn for the bot in the second).
+
+Two kinds of post share these limits, each with a policy of its own (`PacePolicy`): the
+results (the outbox sender: results, round announcements) and the bot's own answers
+(`PacePolicy.from_settings(..., answers=True)`). Every grant is logged with its kind, so the
+answers are held to a share of each limit whatever a chat's members send (limits.PACE_ANSWER_*):
+at most a quarter of a group's minute (the rest is the results' alone), a fifth of the bot's
+second, and never two of a chat's seconds in a row. A member's spam cannot starve a result.
+
+A RetryAfter blocks the chat it answered a post to: Telegram's 429 names no other scope, and
+the pace keeps the bot's second, so nothing here blocks the whole bot.
 
 A grant is stamped when taken and stamped again when its post is answered (`settle`): the
 next post is then measured from the answer, which comes after Telegram received the post, so
@@ -50,6 +60,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from codemojex.limits import (
+    PACE_ANSWER_BOT_PCT,
+    PACE_ANSWER_GAP,
+    PACE_ANSWER_GROUP_PCT,
     PACE_ANSWER_RESERVE,
     PACE_BOT_PER_S,
     PACE_CHAT_PER_S,
@@ -100,22 +113,31 @@ class _Stamp:
 
 @dataclass(frozen=True, slots=True)
 class PacePolicy:
-    """The limits a post must fit in, in milliseconds. The defaults are Telegram's published
-    limits; `margin_ms` is added to a chat's interval and a group's sliding minute for the
-    time a request spends on the wire. The bot's second counts a grant in flight as "now"
-    instead (for at most `flight_ms`), so it needs no margin."""
+    """The limits one kind of post must fit in, in milliseconds: the results (the default) or
+    the bot's own answers (`answers`). The defaults are the results' share of Telegram's
+    published limits. `group_limit` is this kind's share of a group's minute and `bot_share`
+    the answers' of the bot's second (the results may use all of it), `group_total` and
+    `bot_limit` what every post together may use (a share above them is the whole).
+    `margin_ms` is added to a chat's interval and a group's sliding minute for the time a
+    request spends on the wire. The bot's second counts a grant in flight as "now" instead
+    (for at most `flight_ms`), so it needs no margin."""
 
     chat_ms: int = 1000 // PACE_CHAT_PER_S
     group_spacing_ms: int = -(-60_000 // (PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE))
     group_burst: int = PACE_GROUP_BURST
     group_limit: int = PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE
     group_window_ms: int = 60_000
+    group_total: int = PACE_GROUP_PER_MIN
     bot_limit: int = PACE_BOT_PER_S
+    bot_share: int = PACE_BOT_PER_S * PACE_ANSWER_BOT_PCT // 100
     bot_window_ms: int = 1000
     margin_ms: int = PACE_MARGIN_MS
     flight_ms: int = PACE_FLIGHT_MS
     # A group's posts a minute a process may make alone, while Redis is away (LocalPace).
     group_alone: int = PACE_ANSWER_RESERVE
+    # The bot's own answers (else results), and the ms between two of them to one chat.
+    answers: bool = False
+    answer_gap_ms: int = 0
 
     @classmethod
     def from_rates(
@@ -128,24 +150,32 @@ class PacePolicy:
         margin_ms: int = PACE_MARGIN_MS,
     ) -> PacePolicy:
         """The pace of the settings CODEMOJEX_PACE_CHAT_PER_S, _GROUP_PER_MIN, _BOT_PER_S: for
-        the results (the sender), a group's minute less PACE_ANSWER_RESERVE spread evenly; for
-        the bot's own answers (`answers`), Telegram's limits only (no spacing, the whole
-        minute). Both on the same keys: each sees the other's posts."""
+        the results (the sender), a group's minute less PACE_ANSWER_RESERVE spread evenly and
+        the whole bot's second; for the bot's own answers (`answers`), no spacing but their
+        share of the minute (PACE_ANSWER_GROUP_PCT) and of the bot's second
+        (PACE_ANSWER_BOT_PCT), and PACE_ANSWER_GAP chat intervals between two answers to one
+        chat. Both on the same keys: each sees the other's posts."""
+        chat_ms = -(-1000 // chat_per_s)
         if answers:
             return cls(
-                chat_ms=-(-1000 // chat_per_s),
+                chat_ms=chat_ms,
                 group_spacing_ms=0,
                 group_burst=1,
-                group_limit=group_per_min,
+                group_limit=_share(group_per_min, PACE_ANSWER_GROUP_PCT),
+                group_total=group_per_min,
                 bot_limit=bot_per_s,
+                bot_share=_share(bot_per_s, PACE_ANSWER_BOT_PCT),
                 margin_ms=margin_ms,
+                answers=True,
+                answer_gap_ms=PACE_ANSWER_GAP * (chat_ms + margin_ms),
             )
         share = max(1, group_per_min - PACE_ANSWER_RESERVE)
         return cls(
-            chat_ms=-(-1000 // chat_per_s),
+            chat_ms=chat_ms,
             group_spacing_ms=-(-60_000 // share),
             group_burst=min(PACE_GROUP_BURST, share),
             group_limit=share,
+            group_total=group_per_min,
             bot_limit=bot_per_s,
             margin_ms=margin_ms,
         )
@@ -163,6 +193,20 @@ class PacePolicy:
     def chat_interval_ms(self) -> int:
         return self.chat_ms + self.margin_ms
 
+    @property
+    def kind(self) -> str:
+        """What a grant's token starts with in the shared logs (pace_take.lua)."""
+        return "a" if self.answers else "r"
+
+    @property
+    def own_bot_limit(self) -> int:
+        """What this kind may use of the bot's second."""
+        return min(self.bot_limit, self.bot_share) if self.answers else self.bot_limit
+
+
+def _share(limit: int, percent: int) -> int:
+    return max(1, limit * percent // 100)
+
 
 class LocalPace:
     """The pace's limits kept in this process alone (monotonic clock): the fallback while
@@ -174,9 +218,11 @@ class LocalPace:
     def __init__(self, policy: PacePolicy) -> None:
         self.policy = policy
         self._chat_next: dict[int, float] = {}
+        # Answers only: when the next answer to a chat may go (PacePolicy.answer_gap_ms).
+        self._answer_next: dict[int, float] = {}
         self._minute: dict[int, deque[_Stamp]] = {}
         self._bot: deque[_Stamp] = deque()
-        self._blocks: dict[int | None, float] = {}
+        self._blocks: dict[int, float] = {}
         # Since when Redis could not be asked (ms).
         self._alone_since: float | None = None
 
@@ -212,13 +258,15 @@ class LocalPace:
         return time.monotonic() * 1000
 
     def _flight_wait(self, now: float) -> float:
-        """The bot's second, as `flight_wait` in pace_take.lua (a grant in flight is stamped
-        `flight_ms` ahead until settled, so the log is not in time order)."""
+        """This process's share of the bot's second, as `nth_wait` in pace_take.lua (a grant
+        in flight is stamped `flight_ms` ahead until settled, so the log is not in time
+        order). Its grants are all of its policy's kind."""
         p = self.policy
+        limit = p.own_bot_limit
         self._bot = deque(e for e in self._bot if e.at > now - p.bot_window_ms)
-        if len(self._bot) < p.bot_limit:
+        if len(self._bot) < limit:
             return 0.0
-        at = sorted(e.at for e in self._bot)[-p.bot_limit]
+        at = sorted(e.at for e in self._bot)[-limit]
         return float(p.bot_window_ms) if at > now else at + p.bot_window_ms - now
 
     def _spread_wait(self, minute: deque[_Stamp], now: float) -> float:
@@ -249,10 +297,6 @@ class LocalPace:
         mine = sorted(s.at for s in minute if s.at > now - window)
         return mine[-p.group_alone] + window - now if len(mine) >= p.group_alone else 0.0
 
-    def take(self, grant: Grant) -> Wait:
-        """As pace_take.lua does in Redis, here."""
-        return self._take(grant, self._now())
-
     def wait(self, chat_id: int) -> Wait:
         return self._take(Grant(chat_id, ""), self._now(), ask=True)
 
@@ -261,6 +305,7 @@ class LocalPace:
         chat_wait = max(
             self._chat_next.get(chat, 0.0) - now,
             self._blocks.get(chat, 0.0) - now,
+            self._answer_next.get(chat, 0.0) - now,
         )
         if chat < 0:
             minute = self._minute.setdefault(chat, deque())
@@ -270,7 +315,7 @@ class LocalPace:
             # old (the results keep to the rest).
             if any(stamp.alone for stamp in minute):
                 chat_wait = max(chat_wait, self._reserve_wait(minute, now))
-        bot_wait = max(self._flight_wait(now), self._blocks.get(None, 0.0) - now)
+        bot_wait = self._flight_wait(now)
         if chat_wait > 0 or bot_wait > 0 or ask:
             ms = max(0, int(-(-max(chat_wait, bot_wait) // 1)))
             return Wait(ms, bot_wait > chat_wait)
@@ -283,6 +328,8 @@ class LocalPace:
         if len(self._chat_next) > self._MAX_CHATS:
             self._forget(now)
         self._chat_next[chat] = max(self._chat_next.get(chat, 0.0), now) + p.chat_interval_ms
+        if p.answer_gap_ms:
+            self._answer_next[chat] = now + p.answer_gap_ms
         self._bot.append(_Stamp(now + p.flight_ms, grant.token))
         if chat < 0:
             # Trimmed by age when checked (as in pace_take.lua).
@@ -298,7 +345,7 @@ class LocalPace:
                 if stamp.token == grant.token:
                     stamp.at = now
 
-    def block(self, chat_id: int | None, ms: int) -> None:
+    def block(self, chat_id: int, ms: int) -> None:
         until = self._now() + ms
         self._blocks[chat_id] = max(self._blocks.get(chat_id, 0.0), until)
 
@@ -311,6 +358,7 @@ class LocalPace:
                     self._chat_next.pop(chat, None)
                     self._minute.pop(chat, None)
         self._blocks = {c: t for c, t in self._blocks.items() if t > now}
+        self._answer_next = {c: t for c, t in self._answer_next.items() if t > now}
 
 
 class Pacer:
@@ -336,7 +384,7 @@ class Pacer:
 
     def _keys_of(self, chat_id: int) -> list[str]:
         k = self._keys
-        keys = [k.chat_pace(chat_id), k.chat_block(chat_id), k.bot_second, k.bot_block]
+        keys = [k.chat_pace(chat_id), k.chat_block(chat_id), k.bot_second, k.chat_answers(chat_id)]
         # Telegram group and supergroup chat ids are negative; private chats positive.
         if chat_id < 0:
             keys.append(k.group_minute(chat_id))
@@ -345,11 +393,14 @@ class Pacer:
     def _args(self, chat_id: int, token: str) -> list[int | str]:
         p = self.policy
         args: list[int | str] = [
+            p.kind,
             token,
             p.chat_interval_ms,
             p.bot_limit,
             p.bot_window_ms,
             p.flight_ms,
+            p.own_bot_limit,
+            p.answer_gap_ms,
         ]
         if chat_id < 0:
             args += [
@@ -357,8 +408,13 @@ class Pacer:
                 p.group_burst,
                 p.group_limit,
                 p.group_window_ms + p.margin_ms,
+                p.group_total,
             ]
         return args
+
+    def _token(self, grant: Grant) -> str:
+        """The grant's entry in the shared logs: its kind, then its token."""
+        return f"{self.policy.kind}:{grant.token}"
 
     async def take(self, chat_id: int, grant: Grant | None = None) -> Wait:
         """Take a slot for one post to `chat_id` now (`Wait(0)`; `grant`, if given, names it
@@ -368,7 +424,7 @@ class Pacer:
         if mine.ms > 0:
             return mine  # this process's own posts already fill a limit
         # While Redis is thought away, only ask: if it answers, the quiet below applies.
-        token = "" if OUTAGES.is_open("redis") else grant.token
+        token = "" if OUTAGES.is_open("redis") else self._token(grant)
         try:
             ms, who = await self._take(keys=self._keys_of(chat_id), args=self._args(chat_id, token))
         except Exception as exc:
@@ -398,10 +454,6 @@ class Pacer:
             return 0
         return max(0, math.ceil(self.policy.chat_interval_ms - since * 1000))
 
-    async def try_acquire(self, chat_id: int, grant: Grant | None = None) -> int:
-        """`take`, answering only the milliseconds to wait (0: taken)."""
-        return (await self.take(chat_id, grant)).ms
-
     async def wait(self, chat_id: int) -> Wait:
         """How long until a post to `chat_id` would be granted, and who binds. Takes nothing."""
         mine = self.local.wait(chat_id)
@@ -417,10 +469,6 @@ class Pacer:
         if (quiet := self._quiet_ms()) > shared.ms:
             shared = Wait(quiet, by_bot=True)
         return mine if mine.ms > shared.ms else shared
-
-    async def wait_ms(self, chat_id: int) -> int:
-        """How long until a post to `chat_id` would be granted (0: now). Takes nothing."""
-        return (await self.wait(chat_id)).ms
 
     async def acquire(self, chat_id: int, *, deadline: float | None = None) -> Grant | None:
         """Wait for a slot for one post to `chat_id`; `settle` it once the post is answered.
@@ -443,7 +491,7 @@ class Pacer:
         logs = [keys[2]] + ([keys[4]] if grant.chat_id < 0 else [])
         try:
             await self._settle(
-                keys=[keys[0], *logs], args=[grant.token, self.policy.chat_interval_ms]
+                keys=[keys[0], *logs], args=[self._token(grant), self.policy.chat_interval_ms]
             )
         except Exception as exc:
             if not is_outage(exc):
@@ -452,16 +500,8 @@ class Pacer:
     async def block_chat(self, chat_id: int, ms: int) -> None:
         """Nobody posts to this chat for `ms` (Telegram answered RetryAfter for it)."""
         self.local.block(chat_id, max(1, ms))
-        await self._block_shared(self._keys.chat_block(chat_id), ms)
-
-    async def block_bot(self, ms: int) -> None:
-        """Nobody posts anywhere for `ms` (a RetryAfter that is not about one chat)."""
-        self.local.block(None, max(1, ms))
-        await self._block_shared(self._keys.bot_block, ms)
-
-    async def _block_shared(self, key: str, ms: int) -> None:
         try:
-            await self._block(keys=[key], args=[max(1, ms)])
+            await self._block(keys=[self._keys.chat_block(chat_id)], args=[max(1, ms)])
         except Exception as exc:
             if not is_outage(exc):
                 raise

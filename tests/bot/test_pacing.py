@@ -107,7 +107,7 @@ async def test_a_notice_that_could_not_be_sent_is_not_spent(paced: World) -> Non
     await world.settle()
     assert world.replies_to(chat, dropped) == []
 
-    await asyncio.sleep(await services.pacer.wait_ms(chat) / 1000)  # the block is over
+    await asyncio.sleep((await services.pacer.wait(chat)).ms / 1000)  # the block is over
     told = world.standin.send_text(chat, ALICE, valid_guess(rnd))
     again = world.standin.send_text(chat, ALICE, valid_guess(rnd))
     await world.settle()
