@@ -222,6 +222,46 @@ async def test_429_storm_delays_but_loses_and_duplicates_nothing(
     assert standin.rate_violations == 0
 
 
+async def refused(standin: StandIn, before: int, timeout: float = 10.0) -> float:  # noqa: ASYNC109
+    """When the stand-in answered an injected fault past the `before`-th (time.monotonic())."""
+    deadline = time.monotonic() + timeout
+    while standin.injected_errors <= before:
+        assert time.monotonic() < deadline, "no post was refused"
+        await asyncio.sleep(0.005)
+    return time.monotonic()
+
+
+async def test_a_429s_retry_after_holds_the_chats_next_post_for_all_of_it(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """Telegram's retry_after (3 s, longer than the chat's own pace of 1.1 s) is waited out
+    in full before the chat's next post, by every sender; another chat posts meanwhile."""
+    chat, other = -2020, -2021
+    for c in (chat, other):
+        standin.add_group(c, f"g{c}")
+    standin.inject_429(count=1, retry_after=3, chat_id=chat)
+    await add_rows(sessionmaker, chat, ["held"])
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    stop = asyncio.Event()
+    task = asyncio.create_task(sender.run(stop))
+    try:
+        sender.poke(chat)
+        at = await refused(standin, 0)
+        await add_rows(sessionmaker, other, ["meanwhile"])
+        sender.poke(other)
+        held = await standin.wait_for_sent(lambda m: m.text == "held", 15, chat_id=chat)
+    finally:
+        stop.set()
+        await task
+    assert held.ts - at >= 2.95
+    assert [m.ts < held.ts for m in standin.sent_messages(other)] == [True]
+    assert sender.stats.retry_after == 1
+
+
 async def test_two_senders_never_post_a_row_twice(
     redis_rc: AnyRedis,
     queue_name: str,
