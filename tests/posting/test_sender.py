@@ -222,6 +222,41 @@ async def test_429_storm_delays_but_loses_and_duplicates_nothing(
     assert standin.rate_violations == 0
 
 
+async def test_results_that_are_not_replies_go_to_their_forum_topic(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """A reply lands in its guess's topic anyway; a tapped guess's result (no message to reply
+    to) and a busy topic's folded results reply to nothing: they carry the topic themselves."""
+    chat = -2025
+    standin.add_user(2025, "Ann")
+    standin.add_group(chat, "forum", admins=[2025], forum=True)
+    topic = standin.add_topic(chat, "Puzzles", 2025)
+
+    async def write(*rows: tuple[str, int | None]) -> None:
+        async with sessionmaker() as s:
+            messages = [
+                Message(chat, text, "result", None, reply_to, player_name="Ann", thread_id=topic)
+                for text, reply_to in rows
+            ]
+            await store.write_messages(s, messages, utcnow())
+            await s.commit()
+
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    await write(("tapped", None))
+    await run_senders([sender], lambda: _zero(sessionmaker))
+    await write(("one", topic + 1), ("two", topic + 2), ("three", topic + 3))
+    await run_senders([sender], lambda: _zero(sessionmaker))
+    posted = [(m.text, m.reply_to_message_id, m.thread_id) for m in standin.sent_messages(chat)]
+    assert posted == [
+        ("Ann: tapped", None, topic),
+        ("Ann: one\nAnn: two\nAnn: three", None, topic),
+    ]
+
+
 async def refused(standin: StandIn, before: int, timeout: float = 10.0) -> float:  # noqa: ASYNC109
     """When the stand-in answered an injected fault past the `before`-th (time.monotonic())."""
     deadline = time.monotonic() + timeout
