@@ -114,12 +114,12 @@ PACE_GROUP_BURST: Final = 3
 # Of a group's minute, the results (the sender) spread PACE_GROUP_PER_MIN - this evenly, so a
 # room whose results fill their share still has a post a minute for a refusal or a "slow down".
 PACE_ANSWER_RESERVE: Final = 1
-# The bot's own answers are capped in every limit they share with the results, so that whatever
-# a chat's members send, the results keep a share nobody else can use:
-# - a group's minute: answers take at most this percentage of it (5 of 20; the results' 15
-#   are theirs alone, and they may use 19 while the answers do not);
-# - the bot's second: answers take at most this percentage of it (6 of 30), so spammers in
-#   many chats cannot starve every chat's results;
+# The bot's own answers get what the results leave of every limit they share, never all of it,
+# so that whatever a chat's members send, the results keep a share nobody else can use:
+# - a group's minute: answers take at most this percentage of it (5 of 20), and beyond their
+#   reserve only while the minute holds fewer than the rest (15): those are the results';
+# - the bot's second: answers take at most this percentage of it (6 of 30), and only while it
+#   holds fewer than the rest (24), so spammers in many chats take nothing from the results;
 # - a chat's second: two answers to one chat are PACE_ANSWER_GAP of its intervals apart, so an
 #   answer never takes two of a chat's seconds in a row and a result waiting for the chat gets
 #   the one between.

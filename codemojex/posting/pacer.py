@@ -25,9 +25,12 @@ the ring in the first case and waits its turn for the bot in the second).
 Two kinds of post share these limits, each with a policy of its own (`PacePolicy`): the
 results (the outbox sender: results, round announcements) and the bot's own answers
 (`PacePolicy.from_settings(..., answers=True)`). Every grant is logged with its kind, so the
-answers are held to a share of each limit whatever a chat's members send (limits.PACE_ANSWER_*):
-at most a quarter of a group's minute (the rest is the results' alone), a fifth of the bot's
-second, and never two of a chat's seconds in a row. A member's spam cannot starve a result.
+answers get what the results leave, never all of it, whatever a chat's members send
+(limits.PACE_ANSWER_*): at most a quarter of a group's minute, and beyond one a minute only
+while the minute has room for the results' three quarters; at most a fifth of the bot's
+second, and only while the second has room for the results' four fifths; never two of a
+chat's seconds in a row. A member's spam cannot starve a result, nor spammers in many chats
+the results of all.
 
 A RetryAfter blocks the chat it answered a post to: Telegram's 429 names no other scope, and
 the pace keeps the bot's second, so nothing here blocks the whole bot.
@@ -135,9 +138,11 @@ class PacePolicy:
     flight_ms: int = PACE_FLIGHT_MS
     # A group's posts a minute a process may make alone, while Redis is away (LocalPace).
     group_alone: int = PACE_ANSWER_RESERVE
-    # The bot's own answers (else results), and the ms between two of them to one chat.
+    # The bot's own answers (else results), the ms between two of them to one chat, and how
+    # many a group's minute they may post whatever the results use.
     answers: bool = False
     answer_gap_ms: int = 0
+    answer_reserve: int = PACE_ANSWER_RESERVE
 
     @classmethod
     def from_rates(
@@ -409,6 +414,7 @@ class Pacer:
                 p.group_limit,
                 p.group_window_ms + p.margin_ms,
                 p.group_total,
+                p.answer_reserve,
             ]
         return args
 

@@ -288,6 +288,41 @@ async def test_the_answers_take_their_share_of_the_bots_second_and_no_more(
     assert (await elsewhere(results, -6)).by_bot  # the bot's whole second is
 
 
+async def test_the_answers_take_what_the_results_leave_of_a_groups_minute(
+    redis_any: AnyRedis, queue_name: str
+) -> None:
+    """Past their reserve, the answers post only while the minute has room for the results'
+    part: a busy room's results are never crowded out by answers (the reserve is never
+    theirs)."""
+    results, answers = _kinds(
+        PacePolicy(chat_ms=0, group_spacing_ms=0, group_limit=4, group_total=5, margin_ms=0),
+        PacePolicy(chat_ms=0, group_spacing_ms=0, group_limit=2, group_total=5, margin_ms=0),
+        redis_any,
+        queue_name,
+    )
+    assert [await ms(results, GROUP) for _ in range(3)] == [0, 0, 0]  # the results' part
+    assert await ms(answers, GROUP) == 0  # the answers' reserve
+    assert await ms(answers, GROUP) > 59_000  # their share is not spent; the results' room is
+    assert await ms(results, GROUP) == 0  # the results' fourth
+    # A group whose results are quiet: the answers' whole share.
+    assert [await ms(answers, OTHER_GROUP) for _ in range(3)][:2] == [0, 0]
+
+
+async def test_the_answers_take_none_of_the_bots_second_the_results_need(
+    redis_any: AnyRedis, queue_name: str
+) -> None:
+    results, answers = _kinds(
+        PacePolicy(chat_ms=0, group_spacing_ms=0, bot_limit=5, bot_window_ms=60_000),
+        PacePolicy(chat_ms=0, group_spacing_ms=0, bot_limit=5, bot_share=2, bot_window_ms=60_000),
+        redis_any,
+        queue_name,
+    )
+    assert [await ms(results, -n) for n in range(1, 4)] == [0, 0, 0]  # the results' part
+    wait = await elsewhere(answers, -4)
+    assert wait.by_bot and wait.ms > 59_000  # their share is not spent; the results' room is
+    assert [await ms(results, -n) for n in range(4, 6)] == [0, 0]
+
+
 async def test_two_answers_to_a_chat_leave_a_slot_between_for_a_result(
     redis_any: AnyRedis, queue_name: str
 ) -> None:

@@ -5,12 +5,15 @@
 --
 -- Two kinds of post share these limits: the results (and round announcements: the outbox
 -- sender) and the bot's own answers. A grant's token starts with its kind ('r:' or 'a:'), so
--- every log holds both and each kind can be held to its own share of it:
+-- every log holds both and each kind can be held to its own share of it. The answers get what
+-- the results leave, never all of it:
 -- - a group's minute: a kind's own grants are spread evenly over its share (`limit`), and
---   every grant of both counts against the minute's `total`; the answers' share is small, so
---   the rest of the minute is the results' alone whatever a chat's members send;
--- - the bot's second: every grant counts against `bot_limit`, and a kind's own against its
---   `bot_share` (the answers': a fifth, so spammers in many chats cannot starve the results);
+--   every grant of both counts against the minute's `total`. Answers take at most their share
+--   and, past their `reserve` (the minute's post the results never use), only while the
+--   minute holds fewer than `total - share` posts: the results' part is theirs alone;
+-- - the bot's second: every grant counts against `bot_limit`; answers take at most their
+--   `bot_share`, and only while the second holds fewer than `bot_limit - bot_share` posts, so
+--   spammers in many chats take nothing from results that need the bot's whole second;
 -- - a chat's second: every post counts; answers also keep `gap` ms between each other
 --   (KEYS[4]), so a result waiting for the chat gets the second between two answers.
 --
@@ -39,11 +42,12 @@
 -- ARGV[3]  the chat's interval, ms (margin included)
 -- ARGV[4]  the bot's limit    ARGV[5] the bot's window, ms (no margin: see above)
 -- ARGV[6]  how long a grant never answered counts as in flight, ms (longer than any post)
--- ARGV[7]  this kind's share of the bot's limit (at most ARGV[4])
+-- ARGV[7]  answers: their share of the bot's limit (results: the limit itself)
 -- ARGV[8]  ms between two answers to one chat (0: no such gap, the results)
 -- ARGV[9]  groups: spacing ms ARGV[10] burst (posts a quiet group may make at its second's
 --          pace) ARGV[11] this kind's share of the minute ARGV[12] its window, ms (margin
---          included) ARGV[13] every post's limit in the minute
+--          included) ARGV[13] every post's limit in the minute ARGV[14] answers: how many a
+--          minute they may post whatever the results use (their reserve)
 -- Returns  {wait ms, who}: {0, 0} when the slot was taken; else nothing was taken, and who is
 --          1 when the chat's own limits (or its block) bind longest, 2 when the bot's do.
 --          The clock is the server's TIME.
@@ -97,6 +101,14 @@ local function nth_wait(entries, of, n, win)
   return 0
 end
 
+local function count_of(entries, of)
+  local n = 0
+  for i = 1, #entries, 2 do
+    if kind_of(entries[i]) == of then n = n + 1 end
+  end
+  return n
+end
+
 -- A kind's grants in a group's minute, spread evenly (see above).
 local function spread_wait(entries, of, limit, win, spacing, burst)
   local w, k = 0, 0
@@ -131,10 +143,16 @@ if group then
   local minute = recent(KEYS[5], min_win)
   need(spread_wait(minute, kind, share, min_win, spacing, burst), 1)
   need(nth_wait(minute, nil, math.max(total, share), min_win), 1)
+  if kind == 'a' and share < total and count_of(minute, 'a') >= tonumber(ARGV[14]) then
+    need(nth_wait(minute, nil, total - share, min_win), 1)
+  end
 end
 local second = recent(KEYS[3], bot_win)
 need(nth_wait(second, nil, bot_limit, bot_win), 2)
-if bot_share < bot_limit then need(nth_wait(second, kind, bot_share, bot_win), 2) end
+if kind == 'a' and bot_share < bot_limit then
+  need(nth_wait(second, 'a', bot_share, bot_win), 2)
+  need(nth_wait(second, nil, bot_limit - bot_share, bot_win), 2)
+end
 wait = math.ceil(wait)
 if wait > 0 or token == '' then
   return {wait, who}
