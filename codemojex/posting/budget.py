@@ -1,12 +1,13 @@
 """The answer budget: how many of the bot's answers one member gets in one chat.
 
-Every answer the bot posts (to a command, a refused guess or admin command, a "slow down") is
-spent from its member's budget in that chat: ANSWER_BUDGET_DEFAULT answers (settings
-CODEMOJEX_ANSWER_BUDGET), refilled evenly over ANSWER_BUDGET_WINDOW_S. Past it the member is
-told once to slow down, and then gets no answer at all until the budget is whole again. So
-a member sending a command every half second gets a few answers and one notice a minute,
-and the chat's posts stay free for its results (the pace, pacer.py, caps what all of a
-chat's answers together may take; the budget keeps one member from taking all of that).
+Every answer the bot gives (to a command, a refused guess or admin command, a "slow down") is
+spent from its member's budget in that chat when it is given, whether or not the pace then
+lets it out in time: ANSWER_BUDGET_DEFAULT answers (the setting CODEMOJEX_ANSWER_BUDGET),
+refilled evenly over ANSWER_BUDGET_WINDOW_S. Past it the member is told once to slow down,
+and then gets no answer at all until the budget is whole again. So a member sending a command
+every half second gets a few answers and one notice a minute, and the chat's posts stay free
+for its results (the pace, pacer.py, caps what all of a chat's answers together may take; the
+budget keeps one member from taking all of that).
 
 In Redis (`lua/budget_take.lua`, key `cmx:{q}:answers:<chat>:<member>`), so every bot process
 spends the same budget. While Redis cannot be asked, everyone is answered: the pace, kept by
