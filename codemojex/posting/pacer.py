@@ -49,7 +49,9 @@ grant is also booked locally, so a process never exceeds the limits with its own
 in the moment Redis comes back without the posts made while it was away. What the other
 processes cannot see is kept safe by rule: a post made alone takes a group's answers'
 reserve (the results never use it), after which its process keeps off that group for the
-minute; and every process posts nothing for a chat interval after Redis comes back.
+minute; and every process posts nothing for a chat interval after Redis comes back (asking
+only, meanwhile: a slot taken and not used would count as a post in flight). Answers Redis
+could not be told of (`settle` in an outage) are told with the process's next take.
 """
 
 from __future__ import annotations
@@ -230,6 +232,9 @@ class LocalPace:
         self._blocks: dict[int, float] = {}
         # Since when Redis could not be asked (ms).
         self._alone_since: float | None = None
+        # Grants whose answer Redis could not be told (an outage): until it is, Redis counts
+        # each as a post in flight for `flight_ms`, a slot nobody uses (Pacer.settle).
+        self.unsettled: deque[Grant] = deque(maxlen=1000)
 
     def alone(self) -> None:
         """Redis cannot be asked: from now on (until `together`), this process cannot see the
@@ -429,8 +434,12 @@ class Pacer:
         mine = self.local.wait(chat_id)
         if mine.ms > 0:
             return mine  # this process's own posts already fill a limit
-        # While Redis is thought away, only ask: if it answers, the quiet below applies.
-        token = "" if OUTAGES.is_open("redis") else self._token(grant)
+        # While Redis is thought away, or in the quiet just after it came back, only ask: a slot
+        # taken in Redis and then not used would count as a post in flight for `flight_ms`.
+        asking = OUTAGES.is_open("redis") or self._quiet_ms() > 0
+        token = "" if asking else self._token(grant)
+        if token and self.local.unsettled:
+            await self._settle_late()
         try:
             ms, who = await self._take(keys=self._keys_of(chat_id), args=self._args(chat_id, token))
         except Exception as exc:
@@ -491,17 +500,36 @@ class Pacer:
             await asyncio.sleep(pause)
 
     async def settle(self, grant: Grant) -> None:
-        """The post of `grant` was answered (accepted or not): measure the next from now."""
+        """The post of `grant` was answered (accepted or not): measure the next from now. When
+        Redis cannot be told, it is told with this process's next take through Redis."""
         self.local.settle(grant)
-        keys = self._keys_of(grant.chat_id)
-        logs = [keys[2]] + ([keys[4]] if grant.chat_id < 0 else [])
         try:
-            await self._settle(
-                keys=[keys[0], *logs], args=[self._token(grant), self.policy.chat_interval_ms]
-            )
+            await self._settle_shared(grant)
         except Exception as exc:
             if not is_outage(exc):
                 raise
+            self.local.unsettled.append(grant)
+
+    async def _settle_shared(self, grant: Grant) -> None:
+        keys = self._keys_of(grant.chat_id)
+        logs = [keys[2]] + ([keys[4]] if grant.chat_id < 0 else [])
+        await self._settle(
+            keys=[keys[0], *logs], args=[self._token(grant), self.policy.chat_interval_ms]
+        )
+
+    async def _settle_late(self) -> None:
+        """Tell Redis of the answers it missed (stamped now: later than they came, so no limit
+        is broken), so that they stop counting as posts in flight."""
+        unsettled = self.local.unsettled
+        while unsettled:
+            grant = unsettled.popleft()
+            try:
+                await self._settle_shared(grant)
+            except Exception as exc:
+                unsettled.appendleft(grant)
+                if not is_outage(exc):
+                    raise
+                return
 
     async def block_chat(self, chat_id: int, ms: int) -> None:
         """Nobody posts to this chat for `ms` (Telegram answered RetryAfter for it)."""
