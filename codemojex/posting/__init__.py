@@ -4,7 +4,8 @@ the lanes (same `{q}` hash tag) but not part of them.
 - `keys.py`    builds every `cmx:{q}:` key name (from integers and checked ids only)
 - `lua/`       the scripts, one file each, headed by their KEYS, ARGV and return value
 - `pacer.py`   the posting pace every process shares (per chat, per group, per bot), with a
-               per-process fallback while Redis is down
+               per-process fallback while Redis is down (`local_pace.py`); the limits of
+               each kind of post, results or the bot's answers, in `pace_policy.py`
 - `ring.py`    the posting ring: chats with unsent rows taking turns for the bot's messages
 - `flags.py`   once-per-episode notices ("slow down", "scoring is paused")
 - `budget.py`  the answer budget: how many of the bot's answers a member gets in a chat
