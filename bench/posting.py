@@ -25,8 +25,23 @@ Patterns (the issue's):
            send one such message, a second apart. The latency is the quiet groups' send ->
            answer posted (inf: none within a minute): an update that waits for an update
            slot shows here.
+- spam1:   issue 22: a player at a person's pace (3-6 s of thought after each result, 75 s:
+           past the answer budget's refill) in a group where another member sends /help,
+           /rules or an unknown command (/nope@bot) every 0.5 s through the real bot
+           (`codemojex bot`, a process of its own as deployed, polling the stand-in). Target:
+           every result within 3.5 s, 0 RetryAfter.
+- spam100: issue 22: 100 groups, each with a player guessing 0.2 s after each result (the
+           bot's 30 a second bind, as in `many`) and a member sending a command every 3 s
+           (the issue's reckoning: at 20 a minute, one /help every ~3 s filled a group's
+           minute, 90 such groups the bot's second) through the real bot (its own process),
+           40 s; then the same run without the spammers (the bot running idle), and one with
+           as many messages of chatter the bot ignores (the same load on the bot and the
+           stand-in, no answer: what the machine's CPU costs the results). Target: the
+           results' p99 within 10 % of the run without spammers (`p99_ratio`), 0 RetryAfter.
+           (``--spam-think``: the players' thought, e.g. 3 for a person's pace;
+           ``--spam-every``: the spammers' pace, e.g. 0.5: 200 updates a second.)
 
-Run: ``.venv/bin/python -m bench.posting`` (about 7 minutes for both sides; ``--patterns``
+Run: ``.venv/bin/python -m bench.posting`` (about 12 minutes for both sides; ``--patterns``
 to pick, ``--baseline`` for the checkout to compare with, default /work/baseline-main: main
 before this change; ``--no-baseline`` for this checkout alone). Each side runs in a process
 of its own with that checkout first on PYTHONPATH.
@@ -42,13 +57,15 @@ import json
 import math
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +76,10 @@ REDIS_URL = os.environ.get("CODEMOJEX_BENCH_REDIS_URL", "redis://127.0.0.1:6379/
 HERE = Path(__file__).resolve().parent.parent
 # Results one group commit writes at most.
 GROUP_COMMIT_MAX = 256
-PATTERNS = ("eager", "human", "room10", "chats40", "many", "raid")
+PATTERNS = ("eager", "human", "room10", "chats40", "many", "raid", "spam1", "spam100")
+# What a spammer sends, in turn (the bot answers each in a group; /nope@<bot> is an unknown
+# command addressed to it).
+SPAM = ("/help", "/rules", "/nope@{bot}")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -111,7 +131,7 @@ class Run:
         self.db = f"bench_posting_{uuid.uuid4().hex[:10]}"
         await _admin(f'CREATE DATABASE "{self.db}"')
         base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
-        url = f"{base}/{self.db}"
+        self.url = url = f"{base}/{self.db}"
         await asyncio.to_thread(upgrade, url)
         self.engine = make_engine(url, pool_size=20, max_overflow=10)
         self.sm = make_sessionmaker(self.engine)
@@ -265,18 +285,14 @@ async def _player(
         await asyncio.sleep(think())
 
 
-async def raid(run: Run) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def _bot(run: Run) -> AsyncIterator[None]:
+    """The real bot (python-telegram-bot polling the stand-in) on the run's Redis, database
+    and queue, with the checkout's defaults (its pace for answers, its answer budget)."""
     from codemojex.bot import build_application, running
     from codemojex.lanes import Lanes
     from codemojex.settings import Settings
 
-    raided, quiet = -500_000, [-500_001 - i for i in range(10)]
-    raiders, locals_ = list(range(7001, 7017)), list(range(7101, 7111))
-    for uid in raiders + locals_:
-        run.standin.add_user(uid, f"U{uid}")
-    run.standin.add_group(raided, "raided", members=raiders)
-    for chat, uid in zip(quiet, locals_, strict=True):
-        run.standin.add_group(chat, f"quiet {chat}", members=[uid])
     settings = Settings(
         token=run.standin.token,
         bot_api_base_url=run.standin.base_url,
@@ -286,8 +302,153 @@ async def raid(run: Run) -> dict[str, Any]:
     app = build_application(
         settings, lanes=Lanes(run.redis, run.queue), sessionmaker=run.sm, redis=run.redis
     )
-    latencies: list[float] = []
     async with running(app, poll_timeout=1):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def _bot_process(run: Run) -> AsyncIterator[None]:
+    """`codemojex bot` as the process it is deployed as (its own interpreter and event loop),
+    on the stand-in, the run's Redis, database and queue, with the checkout's defaults; up once
+    it answered a /help in a private chat, stopped with SIGTERM."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEMOJEX_")}
+    env.update(
+        CODEMOJEX_TOKEN=run.standin.token,
+        CODEMOJEX_BOT_API_BASE_URL=run.standin.base_url,
+        CODEMOJEX_BOT_API_BASE_FILE_URL=run.standin.base_file_url,
+        CODEMOJEX_REDIS_URL=REDIS_URL,
+        CODEMOJEX_DATABASE_URL=run.url,
+        CODEMOJEX_QUEUE=run.queue,
+    )
+    workdir = Path(tempfile.mkdtemp(prefix="bench-bot-"))  # no stray .env is read
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "codemojex.cli",
+        "bot",
+        env=env,
+        cwd=workdir,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        probe = 8999
+        run.standin.add_user(probe, "Probe")
+        run.standin.send_private(probe, "/help")
+        await run.standin.wait_for_sent_count(1, chat_id=probe, timeout=60)
+        yield
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 30)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+async def _spammer(
+    run: Run, chat: int, uid: int, every_s: float, until: float, texts: tuple[str, ...] = SPAM
+) -> int:
+    """A member sending `texts` (the commands of SPAM) in turn every `every_s` until `until`."""
+    bot = run.standin.bot.username or "bot"
+    sent = 0
+    while time.monotonic() < until:
+        run.standin.send_text(chat, uid, texts[sent % len(texts)].format(bot=bot))
+        sent += 1
+        await asyncio.sleep(every_s)
+    return sent
+
+
+def _answers(run: Run, chats: set[int]) -> list[Any]:
+    """The posts in `chats` that carry no result: the bot's answers."""
+    return [
+        m
+        for m in run.standin.sent_messages()
+        if m.chat_id in chats and not any(line in run.written for line in m.text.split("\n"))
+    ]
+
+
+async def spam1(run: Run) -> dict[str, Any]:
+    chat, spammer = -600_001, 8001
+    run.standin.add_user(spammer, "Spammer")
+    run.standin.add_group(chat, "spammed", members=[spammer])
+    rng = random.Random(22)
+    async with _bot_process(run):
+        started = time.monotonic()
+        until = started + 75.0
+        commands, _ = await asyncio.gather(
+            _spammer(run, chat, spammer, 0.5, until),
+            _player(run, chat, None, lambda: rng.uniform(3.0, 6.0), until),
+        )
+        await run.drain()
+        await asyncio.sleep(4)  # the last answers (posted or dropped)
+    ended = time.monotonic()
+    answers = _answers(run, {chat})
+    return {
+        **run.summary(started, ended, {chat}),
+        "commands": commands,
+        "answer_posts": len(answers),
+        "within_3_5s": sum(1 for v in run.latencies({chat}) if v <= 3.5),
+    }
+
+
+async def _hundred(run: Run, spam: tuple[str, ...], every_s: float, think: float) -> dict[str, Any]:
+    chats = [-700_000 - i for i in range(100)]
+    spammers = list(range(9000, 9100))
+    for chat, uid in zip(chats, spammers, strict=True):
+        run.standin.add_user(uid, f"S{uid}")
+        run.standin.add_group(chat, f"room {chat}", members=[uid])
+    async with _bot_process(run):
+        started = time.monotonic()
+        until = started + 40.0
+        pairs = zip(chats, spammers, strict=True)
+        spamming = [_spammer(run, c, uid, every_s, until, spam) for c, uid in pairs] if spam else []
+        _, commands = await asyncio.gather(
+            asyncio.gather(*(_player(run, c, None, lambda: think, until) for c in chats)),
+            asyncio.gather(*spamming),
+        )
+        await run.drain()
+        await asyncio.sleep(4)
+    ended = time.monotonic()
+    out = run.summary(started, ended, set(chats))
+    out["commands"] = sum(commands)
+    out["answer_posts"] = len(_answers(run, set(chats)))
+    return out
+
+
+async def spam100(think: float, every_s: float) -> dict[str, Any]:
+    """`spam100`, its twin without spammers, and one whose members send as many messages of
+    chatter the bot ignores (the same load on the bot, no answer), one after the other."""
+    async with Run("spam100") as run:
+        spammed = await _hundred(run, SPAM, every_s, think)
+    async with Run("quiet100") as run:
+        quiet = await _hundred(run, (), every_s, think)
+    async with Run("chatter100") as run:
+        chatter = await _hundred(run, ("lol",), every_s, think)
+    return {
+        **spammed,
+        "p99_without_spam": quiet["p99"],
+        "p99_ratio": spammed["p99"] / quiet["p99"],
+        "results_without_spam": quiet["results"],
+        "retry_after_without_spam": quiet["retry_after"],
+        "p99_chatter": chatter["p99"],
+        "p99_ratio_to_chatter": spammed["p99"] / chatter["p99"],
+    }
+
+
+async def raid(run: Run) -> dict[str, Any]:
+    raided, quiet = -500_000, [-500_001 - i for i in range(10)]
+    raiders, locals_ = list(range(7001, 7017)), list(range(7101, 7111))
+    for uid in raiders + locals_:
+        run.standin.add_user(uid, f"U{uid}")
+    run.standin.add_group(raided, "raided", members=raiders)
+    for chat, uid in zip(quiet, locals_, strict=True):
+        run.standin.add_group(chat, f"quiet {chat}", members=[uid])
+    latencies: list[float] = []
+    async with _bot(run):
         until = time.monotonic() + 10.0
 
         async def raider(uid: int) -> None:
@@ -329,11 +490,17 @@ async def raid(run: Run) -> dict[str, Any]:
     }
 
 
-async def pattern(name: str, long: bool) -> dict[str, Any]:
+async def pattern(
+    name: str, long: bool, spam_think: float = 0.2, spam_every: float = 3.0
+) -> dict[str, Any]:
     rng = random.Random(7)
+    if name == "spam100":
+        return await spam100(spam_think, spam_every)
     async with Run(name) as run:
         if name == "raid":
             return await raid(run)
+        if name == "spam1":
+            return await spam1(run)
         started = time.monotonic()
         extra: dict[str, Any] = {}
         if name in ("eager", "human"):
@@ -412,14 +579,15 @@ def _child(args: argparse.Namespace) -> None:
     import logging
 
     logging.basicConfig(level=logging.ERROR)
-    out = asyncio.run(pattern(args.child, args.long))
+    out = asyncio.run(pattern(args.child, args.long, args.spam_think, args.spam_every))
     print("RESULT " + json.dumps(out), flush=True)
 
 
-def _side(checkout: Path, name: str, long: bool) -> dict[str, Any] | None:
+def _side(checkout: Path, name: str, args: argparse.Namespace) -> dict[str, Any] | None:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name]
-    if long:
+    cmd += ["--spam-think", str(args.spam_think), "--spam-every", str(args.spam_every)]
+    if args.long:
         cmd.append("--long")
     proc = subprocess.run(cmd, env=env, cwd=checkout, capture_output=True, text=True)
     for line in proc.stdout.splitlines():
@@ -441,6 +609,12 @@ def main() -> None:
     parser.add_argument("--baseline", default="/work/baseline-main")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--long", action="store_true")
+    parser.add_argument(
+        "--spam-think", type=float, default=0.2, help="spam100: the players' thought, s"
+    )
+    parser.add_argument(
+        "--spam-every", type=float, default=3.0, help="spam100: s between a spammer's commands"
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plot", type=Path, help="write the latency plot (PNG) here")
     parser.add_argument("--replot", type=Path, help="only plot the results of this JSON")
@@ -470,9 +644,11 @@ def main() -> None:
     print(" | ".join(columns))
     for name in args.patterns.split(","):
         for checkout in sides:
-            out = _side(checkout, name, args.long)
+            out = _side(checkout, name, args)
             if out is None:
                 continue
+            if len(sides) > 1:  # both sides may have the same sender: name them by checkout
+                out["side"] = "this" if checkout == HERE else "base"
             results[f"{name}:{out['side']}"] = out
             extra = {k: v for k, v in out.items() if k not in columns and k != "latencies"}
             row = [name] + [_fmt(out.get(c)) for c in columns[1:-1]]
@@ -493,14 +669,19 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
 
     names = [n for n in PATTERNS if any(k.startswith(n + ":") for k in results)]
     stats = ("p50", "p95", "p99", "max")
+    # Older results name the sides by their sender (main, ring), newer by checkout.
+    sides = (
+        (("main", "#d62728", "main (6749618)"), ("ring", "#2ca02c", "posting ring"))
+        if any(k.endswith((":main", ":ring")) for k in results)
+        else (("base", "#d62728", "base (--baseline)"), ("this", "#2ca02c", "this checkout"))
+    )
     fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.6))
     for ax, name in zip(axes if len(names) > 1 else [axes], names, strict=True):
-        for i, (side, color) in enumerate((("main", "#d62728"), ("ring", "#2ca02c"))):
+        for i, (side, color, label) in enumerate(sides):
             out = results.get(f"{name}:{side}")
             if out is None:
                 continue
             xs = [j + (i - 0.5) * 0.38 for j in range(len(stats))]
-            label = "main (6749618)" if side == "main" else "posting ring"
             ax.bar(xs, [out[s] for s in stats], width=0.38, color=color, label=label)
         ax.set_xticks(range(len(stats)), stats)
         ax.set_title(name)

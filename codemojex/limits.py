@@ -103,6 +103,15 @@ BOT_CONCURRENCY_DEFAULT: Final = 16
 # outside the update's handling (bot/replies.py), so this bounds staleness, not a slot.
 REPLY_WAIT_S_DEFAULT: Final = 3.0
 
+# Every answer of the bot (to a command, a refused guess or admin command, a "slow down")
+# spends one of its member's answer budget in that chat: ANSWER_BUDGET answers, refilled
+# evenly over ANSWER_BUDGET_WINDOW_S (one every 15 s). Past it the member is told once to
+# slow down and then gets no answer, and leaves no audit row, until the budget is whole again
+# (a minute after the last answer). Kept in Redis, so every bot process spends the same budget.
+ANSWER_BUDGET_DEFAULT: Final = 4
+ANSWER_BUDGET_MAX: Final = 1000
+ANSWER_BUDGET_WINDOW_S: Final = 60
+
 # --- posting pace ---------------------------------------------------------------------------
 
 # Telegram's published limits (settings CODEMOJEX_PACE_*). A group's minute is spread evenly:
@@ -112,10 +121,21 @@ PACE_CHAT_PER_S: Final = 1
 PACE_GROUP_PER_MIN: Final = 20
 PACE_BOT_PER_S: Final = 30
 PACE_GROUP_BURST: Final = 3
-# Of a group's minute, the results (the sender) spread PACE_GROUP_PER_MIN - this evenly; the
-# bot's own answers are held to Telegram's limits only (1 a second, the whole minute), so a room
-# whose results fill their share still has a post a minute for a refusal or a "slow down".
+# Of a group's minute, the results (the sender) spread PACE_GROUP_PER_MIN - this evenly, so a
+# room whose results fill their share still has a post a minute for a refusal or a "slow down".
 PACE_ANSWER_RESERVE: Final = 1
+# The bot's own answers get what the results leave of every limit they share, never all of it,
+# so that whatever a chat's members send, the results keep a share nobody else can use:
+# - a group's minute: answers take at most this percentage of it (5 of 20), and beyond their
+#   reserve only while the minute holds fewer than the rest (15): those are the results';
+# - the bot's second: answers take at most this percentage of it (6 of 30), and only while it
+#   holds fewer than the rest (24), so spammers in many chats take nothing from the results;
+# - a chat's second: two answers to one chat are PACE_ANSWER_GAP of its intervals apart, so an
+#   answer never takes two of a chat's seconds in a row and a result waiting for the chat gets
+#   the one between.
+PACE_ANSWER_GROUP_PCT: Final = 25
+PACE_ANSWER_BOT_PCT: Final = 20
+PACE_ANSWER_GAP: Final = 2
 # Added to a chat's second and a group's minute for the time a request spends on the wire. The
 # bot's second needs none: a grant counts as "now" there until its post is answered, or at
 # most PACE_FLIGHT_MS (longer than any post: the Bot API client's timeouts are 10 s).
@@ -186,7 +206,7 @@ DAILY_GROUP_ROWS: Final = 20
 DAILY_INLINE_CACHE_S: Final = 5
 
 
-# --- hardening: webhook, refused admin attempts, audit retention ------------------------------
+# --- hardening: webhook, audit retention ----------------------------------------------------
 
 # The webhook's secret header: Telegram allows 1-256 of A-Z a-z 0-9 _ -; we start only with 32
 # or more (a guessable secret lets anyone inject updates as any user, admins included).
@@ -195,11 +215,6 @@ WEBHOOK_SECRET_MAX: Final = 256
 # Bodies over this are refused before they are read. An update is a few KB (a message is at
 # most 4,096 characters, with the message it replies to); 2 MiB leaves room for any of them.
 WEBHOOK_BODY_MAX: Final = 2 * 1024 * 1024
-
-# Refused admin attempts audited (and answered) per user per chat per window; past that they
-# are dropped unanswered, so a spammer cannot fill the audit table or the chat's posting pace.
-REFUSED_ADMIN_MAX: Final = 5
-REFUSED_ADMIN_WINDOW_S: Final = 600
 
 # Audit rows are kept this long, then deleted by the workers' round timer, a bounded batch at a
 # time: a full batch is followed by the next one on the next tick, otherwise the next look is

@@ -66,6 +66,8 @@ class Settings(BaseSettings):
 
     # Bot: guesses a player may have waiting before "slow down"; how long admin lists are cached
     max_depth: int = Field(default=L.DEPTH_DEFAULT, ge=1, le=L.DEPTH_MAX)
+    # The bot's answers one member gets in one chat per ANSWER_BUDGET_WINDOW_S (a minute)
+    answer_budget: int = Field(default=L.ANSWER_BUDGET_DEFAULT, ge=1, le=L.ANSWER_BUDGET_MAX)
     admin_cache_ttl_s: float = Field(
         default=L.ADMIN_CACHE_TTL_S_DEFAULT, gt=0, le=L.ADMIN_CACHE_TTL_S_MAX
     )

@@ -1,14 +1,16 @@
 """The admins' commands: each runs only after the admin gate (chat administrators, this
-chat's anonymous admin, operators). Every allowed attempt is audited; refused ones are audited
-and answered up to REFUSED_ADMIN_MAX per user per chat per REFUSED_ADMIN_WINDOW_S, and dropped
-silently past that."""
+chat's anonymous admin, operators). Every allowed attempt is audited and answered outside the
+answer budget (the pace still holds the answers to their share of the chat). A refused one
+spends its sender's answer budget in the chat (posting/budget.py), like any answer: within
+it, audited and answered; past it, told once to slow down, and then neither answered nor
+audited until the budget is whole again, so a spammer fills neither the audit log nor the
+chat's posts."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Final
 
 from telegram import Update, User
@@ -25,26 +27,19 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import room_language, user_language
-from codemojex.bot.replies import answer, outbox_written
+from codemojex.bot.replies import answer, answer_as, outbox_written, spend
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
 from codemojex.game import texts
-from codemojex.limits import (
-    CEILING_MAX,
-    CEILING_MIN,
-    REFUSED_ADMIN_MAX,
-    REFUSED_ADMIN_WINDOW_S,
-    WEIGHT_MAX,
-    WEIGHT_MIN,
-)
+from codemojex.limits import CEILING_MAX, CEILING_MIN, WEIGHT_MAX, WEIGHT_MIN
 from codemojex.locale import Lang
 from codemojex.ops import metrics
+from codemojex.posting.budget import Say
 from codemojex.scoring import InvalidSettings, parse_settings
 
 LIMIT_RANGE: Final = (CEILING_MIN, CEILING_MAX)
 WEIGHT_RANGE: Final = (WEIGHT_MIN, WEIGHT_MAX)
 AUDIT_ARGS_MAX: Final = 200
-REFUSED_ADMIN_WINDOW: Final = timedelta(seconds=REFUSED_ADMIN_WINDOW_S)
 QUEUE_LINES_MAX: Final = texts.QUEUE_LINES_MAX
 
 
@@ -59,46 +54,46 @@ class AdminCall:
 
 async def _admin_gate(update: Update, context: CodemojexContext, action: str) -> AdminCall | None:
     """Authorise an admin command; the attempt is audited whether allowed or refused (refused
-    ones up to the limit)."""
+    ones within their sender's answer budget)."""
     who = sender_of(update)
     if who is None:
         return None
-    if not who.in_group:
-        await answer(context.services, who.message, texts.group_only(user_language(who.user)))
-        return None
     services = context.services
+    if not who.in_group:
+        lang = user_language(who.user)
+        await answer(services, who.message, texts.group_only(lang), lang=lang)
+        return None
     allowed = await is_admin(
         context.bot, who.message, services.admins, services.settings.operator_ids
     )
+    # Past the budget: neither a row nor an answer, so a spammer fills neither the audit log
+    # nor the chat's posting pace.
+    said = Say.ANSWER if allowed else await spend(services, who.message)
+    if said is Say.NOTHING:
+        return None
     actor = who.user.id if who.user is not None else who.chat.id
     args = command_text(who.message)
-    stored = storable(args[:AUDIT_ARGS_MAX])
     async with services.sessionmaker() as session:
         room = await ensure_room(services, session, who.chat, who.thread_id)
-        if allowed:
+        if said is Say.ANSWER:  # not the attempt told to slow down: it is past the budget
             await store.audit(
                 session,
                 room_id=room.id,
                 actor_tg_id=actor,
                 action=action,
-                args=stored,
-                allowed=True,
+                args=storable(args[:AUDIT_ARGS_MAX]),
+                allowed=allowed,
             )
-            return AdminCall(who, room, actor, args, room_language(room, who.user))
-        # Past REFUSED_ADMIN_MAX in the window: neither a row nor an answer, so a spammer fills
-        # neither the audit log nor the chat's posting pace.
-        counted = await store.audit_refused(
-            session,
-            room_id=room.id,
-            actor_tg_id=actor,
-            action=action,
-            args=stored,
-            most=REFUSED_ADMIN_MAX,
-            window=REFUSED_ADMIN_WINDOW,
-        )
-    if counted:
-        await answer(context.services, who.message, texts.not_admin(room_language(room, who.user)))
+    lang = room_language(room, who.user)
+    if allowed:
+        return AdminCall(who, room, actor, args, lang)
+    await answer_as(services, who.message, said, texts.not_admin(lang), lang=lang)
     return None
+
+
+async def reply(call: AdminCall, context: CodemojexContext, text: str) -> None:
+    """Answer an admin's allowed command (outside the answer budget: see the module's doc)."""
+    await answer_as(context.services, call.who.message, Say.ANSWER, text)
 
 
 def admin_command(
@@ -120,20 +115,20 @@ def admin_command(
 @admin_command("pause")
 async def cmd_pause(call: AdminCall, context: CodemojexContext) -> None:
     await context.services.lanes.pause(call.room.id)
-    await answer(context.services, call.who.message, texts.paused(call.lang))
+    await reply(call, context, texts.paused(call.lang))
 
 
 @admin_command("resume")
 async def cmd_resume(call: AdminCall, context: CodemojexContext) -> None:
     await context.services.lanes.resume(call.room.id)
-    await answer(context.services, call.who.message, texts.resumed(call.lang))
+    await reply(call, context, texts.resumed(call.lang))
 
 
 @admin_command("limit")
 async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
     parsed = parse_bounded_int(call.args, *LIMIT_RANGE, "/limit", call.lang)
     if isinstance(parsed, str):
-        await answer(context.services, call.who.message, parsed)
+        await reply(call, context, parsed)
         return
     services = context.services
     # The room row is the record (re-applied to the lanes on the next first sight), so it is
@@ -143,7 +138,7 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
     services.ceilings_applied.discard(call.room.id)
     await services.lanes.limit(call.room.id, parsed)
     services.ceilings_applied.add(call.room.id)
-    await answer(context.services, call.who.message, texts.limit_set(call.lang, parsed))
+    await reply(call, context, texts.limit_set(call.lang, parsed))
 
 
 async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
@@ -152,7 +147,7 @@ async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
     replied = replied_to(call.who.message)
     user = replied.from_user if replied is not None else None
     if replied is None or user is None or user.is_bot or replied.sender_chat is not None:
-        await answer(context.services, call.who.message, texts.reply_to_player(call.lang))
+        await reply(call, context, texts.reply_to_player(call.lang))
         return None
     return user
 
@@ -161,7 +156,7 @@ async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
 async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
     parsed = parse_bounded_int(call.args, *WEIGHT_RANGE, "/weight", call.lang)
     if isinstance(parsed, str):
-        await answer(context.services, call.who.message, parsed)
+        await reply(call, context, parsed)
         return
     user = await _target(call, context)
     if user is None:
@@ -171,7 +166,7 @@ async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
         player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
     await services.lanes.weight(player.id, parsed)
     shown = texts.weight_set(call.lang, display_name(user), parsed)
-    await answer(context.services, call.who.message, shown)
+    await reply(call, context, shown)
 
 
 @admin_command("ban")
@@ -185,9 +180,9 @@ async def cmd_ban(call: AdminCall, context: CodemojexContext) -> None:
         # The ban is recorded first: a guess racing the purge is then refused by the bot.
         await store.ban(session, call.room.id, player.id, call.actor_tg_id)
     dropped = await services.lanes.purge(player.id)
-    await answer(
-        context.services,
-        call.who.message,
+    await reply(
+        call,
+        context,
         texts.player_banned(call.lang, display_name(user), dropped),
     )
 
@@ -202,7 +197,7 @@ async def cmd_unban(call: AdminCall, context: CodemojexContext) -> None:
         player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
         await store.unban(session, call.room.id, player.id, call.actor_tg_id)
     shown = texts.player_unbanned(call.lang, display_name(user))
-    await answer(context.services, call.who.message, shown)
+    await reply(call, context, shown)
 
 
 @admin_command("endround")
@@ -210,7 +205,7 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
     async with context.services.sessionmaker() as session:
         round_ = await store.open_round(session, call.room.id)
         if round_ is None:
-            await answer(context.services, call.who.message, texts.no_round(call.lang))
+            await reply(call, context, texts.no_round(call.lang))
             return
         # The reveal goes through the outbox, like every game post.
         await store.close_round(session, round_.id, "endround")
@@ -225,7 +220,7 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
     room = call.room
     if not call.args.strip():
         shown = texts.settings_shown(call.lang, room.length, room.palette, repeats=room.repeats)
-        await answer(context.services, call.who.message, shown)
+        await reply(call, context, shown)
         return
     try:
         wanted = parse_settings(call.args)
@@ -242,12 +237,12 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
             )
     except InvalidSettings as exc:
         # Answered outside the session: waiting for a posting slot holds no connection.
-        await answer(context.services, call.who.message, texts.settings_refused(call.lang, exc))
+        await reply(call, context, texts.settings_refused(call.lang, exc))
         return
     # In the chat's language as it is now: a new one answers in itself.
     lang = room_language(room, call.who.user)
     changed = texts.settings_changed(lang, room.length, room.palette, repeats=room.repeats)
-    await answer(context.services, call.who.message, changed)
+    await reply(call, context, changed)
 
 
 @admin_command("queue")
@@ -263,7 +258,7 @@ async def cmd_queue(call: AdminCall, context: CodemojexContext) -> None:
                 player = await store.get_player(session, lane)
                 if player is not None:
                     names[lane] = player.display_name
-    await answer(context.services, call.who.message, texts.queue_view(call.lang, room_view, names))
+    await reply(call, context, texts.queue_view(call.lang, room_view, names))
 
 
 ADMIN_COMMANDS: Final[dict[str, Handler]] = {

@@ -57,6 +57,7 @@ from codemojex.game import texts
 from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
+from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.flags import FloodNotices
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.ring import PostingRing
@@ -96,6 +97,8 @@ def make_services(
         flood=overrides.pop("flood", None) or FloodNotices(redis, lanes.queue),
         pacer=overrides.pop("pacer", None)
         or Pacer(redis, lanes.queue, PacePolicy.from_settings(settings, answers=True)),
+        budget=overrides.pop("budget", None)
+        or AnswerBudget(redis, lanes.queue, budget=settings.answer_budget),
         ring=overrides.pop("ring", None) or PostingRing(redis, lanes.queue),
         drafts=Drafts(redis, lanes.queue, overrides.pop("tap_rate", None)),
         **overrides,
@@ -113,8 +116,9 @@ def build_application(
 ) -> CodemojexApp:
     """The bot, ready for `running` (polling, or our webhook server).
 
-    `overrides` are BotServices fields (rng, max_depth, admins, flood, pacer, reply_wait_s) for
-    tests and the demo. The pacer's namespace is the queue name, as for the worker's sender.
+    `overrides` are BotServices fields (rng, max_depth, admins, flood, pacer, budget,
+    reply_wait_s) for tests and the demo. The pacer's and the budget's namespace is the queue
+    name, as for the worker's sender.
     `clock`: the daily code's now (tests play it over midnight).
     """
     if settings.token is None:

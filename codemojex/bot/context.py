@@ -22,6 +22,7 @@ from codemojex.bot.drafts import Drafts
 from codemojex.bot.replies import Answers
 from codemojex.lanes import Lanes
 from codemojex.limits import DEPTH_DEFAULT, REPLY_WAIT_S_DEFAULT
+from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.flags import FloodNotices
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
@@ -39,6 +40,8 @@ class BotServices:
     flood: FloodNotices
     # Posting pace shared with the worker's outbox sender (see replies.answer).
     pacer: Pacer
+    # How many answers each member gets in each chat (see replies.answer).
+    budget: AnswerBudget
     # Tap to guess: drafts, tap rate, callback queries seen (bot/taps.py).
     drafts: Drafts
     # The posting ring: the bot adds the chats it wrote outbox rows for (a round's announcement

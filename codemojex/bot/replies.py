@@ -1,11 +1,19 @@
-"""The bot's own answers, paced with every other post of the bot, never holding an update.
+"""The bot's own answers, budgeted per member, paced with every other post of the bot, never
+holding an update.
 
 Telegram allows about one message a second per chat, twenty a minute in a group and thirty a
 second for the whole bot. The worker's outbox sender and the bot post into the same chats, so
 both take their slots from the same `Pacer` (its state is in Redis, namespace = the queue,
 limits from the settings CODEMOJEX_PACE_*; while Redis is down, each process keeps the pace
-alone). The answers are held to Telegram's limits only (`PacePolicy.from_settings(...,
-answers=True)`: no spacing, a group's whole minute); the results spread their share evenly.
+alone). The answers are held to a share of each limit (`PacePolicy.from_settings(...,
+answers=True)`: a quarter of a group's minute, a fifth of the bot's second, never two of a
+chat's seconds in a row), so that the results keep the rest whatever a chat's members send.
+
+Each member's answers in a chat are budgeted first (posting/budget.py, the setting
+CODEMOJEX_ANSWER_BUDGET: 4 a minute): past the budget the member gets one "slow down" instead
+of the answer, then nothing until the budget is whole again, so one member's spam cannot take
+the chat's whole share of answers either. An admin's allowed commands are answered outside the
+budget (`answer_as(..., Say.ANSWER, ...)`): the pace still holds them to the answers' share.
 
 The rule for an answer (a refusal, "slow down", an admin reply):
 - the chat's pace allows a post now: it goes out at once, as a reply to the message it
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import time
@@ -37,7 +46,11 @@ from typing import TYPE_CHECKING
 from telegram import Message
 from telegram.error import RetryAfter, TelegramError
 
+from codemojex.bot.rooms import display_name
+from codemojex.game import texts
+from codemojex.locale import Lang, resolve
 from codemojex.outages import is_outage, retry_after_ms
+from codemojex.posting.budget import Say
 from codemojex.posting.fold import fold
 from codemojex.posting.pacer import Grant, Pacer
 
@@ -67,8 +80,10 @@ class _Waiting:
 
     @property
     def player_name(self) -> str | None:
+        # Folded with others, the line names whom it answers: as every other text names them
+        # (no bidi controls that would turn the line around).
         user = self.message.from_user
-        return user.first_name if user is not None else None
+        return display_name(user) if user is not None else None
 
     @property
     def thread_id(self) -> int | None:
@@ -191,16 +206,55 @@ class Answers:
             await pacer.settle(grant)
 
 
+def member_of(message: Message) -> int:
+    """Whose answer budget an answer to `message` spends: its sender's (an anonymous admin's
+    or a channel's: the chat it posted as)."""
+    if message.sender_chat is not None:
+        return message.sender_chat.id
+    return message.from_user.id if message.from_user is not None else message.chat_id
+
+
+async def spend(services: BotServices, message: Message) -> Say:
+    """Spend one answer of the budget of `message`'s sender in its chat: what to say."""
+    return await services.budget.spend(message.chat_id, member_of(message))
+
+
 async def answer(
     services: BotServices,
     message: Message,
     text: str,
     *,
+    lang: Lang | None = None,
     on_dropped: OnDropped | None = None,
 ) -> None:
-    """Answer `message`: at once when the chat's pace allows, else later from the chat's queue
-    (folded with the other answers waiting there), or never (dropped past `reply_wait_s`;
-    `on_dropped` is then called). Returns without waiting for a posting slot."""
+    """Answer `message` with `text` (in `lang`), within its sender's answer budget in the chat
+    (`answer_as` with what `spend` says). Returns without waiting for a posting slot."""
+    said = await spend(services, message)
+    await answer_as(services, message, said, text, lang=lang, on_dropped=on_dropped)
+
+
+async def answer_as(
+    services: BotServices,
+    message: Message,
+    said: Say,
+    text: str,
+    *,
+    lang: Lang | None = None,
+    on_dropped: OnDropped | None = None,
+) -> None:
+    """Answer `message` as the budget said: `text`, or once "slow down" (in `lang`, the
+    language of `text`; by default the sender's own), or nothing. At once when the chat's pace
+    allows, else later from the chat's queue (folded with the other answers waiting there),
+    or never (dropped past `reply_wait_s`). `on_dropped` is called when `text` is not posted."""
+    if said is not Say.ANSWER and on_dropped is not None:
+        with contextlib.suppress(Exception):
+            await on_dropped()  # `text` will not be posted: a once-per-episode one is unspent
+    if said is Say.NOTHING:
+        return
+    if said is Say.NOTICE:
+        user = message.from_user
+        text = texts.answers_spent(lang or resolve(user.language_code if user else None))
+        on_dropped = functools.partial(services.budget.untell, message.chat_id, member_of(message))
     chat_id = message.chat_id
     pacer = services.pacer
     item = _Waiting(message, text, time.monotonic() + services.reply_wait_s, on_dropped)

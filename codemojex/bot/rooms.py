@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import regex
 from sqlalchemy.ext.asyncio import AsyncSession
 from telegram import Chat, User
 
-from codemojex.bot.context import BotServices
 from codemojex.db import Room, store
+
+if TYPE_CHECKING:  # the answers (replies.py, which the services hold) name players from here
+    from codemojex.bot.context import BotServices
 
 NAME_MAX = 64
 

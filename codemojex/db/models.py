@@ -295,14 +295,15 @@ class Ban(Base):
 
 
 class AuditLog(Base):
-    """Every admin action, allowed or refused (refused ones rate-limited per user and chat),
-    kept for CODEMOJEX_AUDIT_KEEP_DAYS."""
+    """Every admin action, allowed or refused (refused ones within their sender's answer
+    budget, posting/budget.py), kept for CODEMOJEX_AUDIT_KEEP_DAYS."""
 
     __tablename__ = "audit_log"
     __table_args__ = (
         # The retention trim: the oldest rows first, a batch at a time.
         Index("ix_audit_log_at", "at"),
-        # The refused-attempt limit: one user's recent refusals in one room.
+        # One user's recent refusals in one room (it served the refused-attempt limit kept in
+        # this table before the answer budget in Redis replaced it).
         Index(
             "ix_audit_log_refused",
             "room_id",

@@ -194,6 +194,11 @@ def slow_down(lang: Lang) -> str:
     return _(lang, "Slow down: your earlier guesses are still being scored.")
 
 
+def answers_spent(lang: Lang) -> str:
+    """Said once to a member past their answer budget in a chat (posting/budget.py)."""
+    return _(lang, "Slow down: I will answer you again in a minute.")
+
+
 def try_again(lang: Lang) -> str:
     return _(lang, "The game is busy; try again in a moment.")
 

@@ -8,8 +8,8 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:pace:c:<chat>          a chat's next free second (GCRA: its theoretical arrival time)
     cmx:{q}:pace:m:<chat>          a group's last minute of posts (sorted set of grants)
     cmx:{q}:pace:g                 the bot's last second of posts (sorted set of grants)
+    cmx:{q}:pace:a:<chat>          the chat's next slot for one of the bot's answers
     cmx:{q}:pace:block:c:<chat>    nobody posts to the chat before <value> (a RetryAfter)
-    cmx:{q}:pace:block:g           nobody posts anywhere before <value>
     cmx:{q}:send:ring              the posting ring: chats with unsent rows, scored by when
                                    their turn comes (ms, Redis time)
     cmx:{q}:send:dirty             chats given rows while a sender held them
@@ -18,6 +18,7 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:send:sending:<row>     intent: an outbox row is being posted (owner and time)
     cmx:{q}:send:posted:<row>      posted: the message id that carried an outbox row
     cmx:{q}:flood:<PLR…>           "slow down" was said this episode
+    cmx:{q}:answers:<chat>:<member>  a member's answer budget in a chat (hash: next free, told)
     cmx:{q}:paused:<PLR…>          "scoring is paused" was said this episode
     cmx:{q}:tap:draft:<round>:<user>  a player's tapped draft of a round (expires with it)
     cmx:{q}:tap:rate:<user>        a user's taps in the current rate window
@@ -89,12 +90,11 @@ class Keys:
     def bot_second(self) -> str:
         return f"{self.prefix}pace:g"
 
+    def chat_answers(self, chat_id: int) -> str:
+        return f"{self.prefix}pace:a:{_integer(chat_id, 'chat id'):d}"
+
     def chat_block(self, chat_id: int) -> str:
         return f"{self.prefix}pace:block:c:{_integer(chat_id, 'chat id'):d}"
-
-    @property
-    def bot_block(self) -> str:
-        return f"{self.prefix}pace:block:g"
 
     # -- the sender (posting/sender.py) --------------------------------------------------------
 
@@ -127,6 +127,12 @@ class Keys:
         if notice not in NOTICES:
             raise ValueError(f"unknown notice {notice!r}")
         return f"{self.prefix}{notice}:{lane}"
+
+    # -- the answer budget (posting/budget.py) ------------------------------------------------
+
+    def answer_budget(self, chat_id: int, member_id: int) -> str:
+        chat = _integer(chat_id, "chat id")
+        return f"{self.prefix}answers:{chat:d}:{_integer(member_id, 'member id'):d}"
 
     # -- tap to guess (bot/taps.py) ------------------------------------------------------------
 

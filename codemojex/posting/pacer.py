@@ -17,10 +17,23 @@ Redis server (TIME: hosts with skewed clocks still agree) and answers with the w
 - the bot's second: a sliding log of the last `limit` grants, a grant counted as "now" while
   its post is in flight and from its answer once answered, so it needs no margin for the wire
   and sustains 30 posts per (1 s + the time from a grant to its answer);
-- RetryAfter blocks of the chat or the bot.
+- a RetryAfter's block of the chat.
 A post takes a slot in all of them at once or in none. The answer says how long to wait and
 whether it is the chat's own limits or the bot's that bind (the sender hands a chat back to
 the ring in the first case and waits its turn for the bot in the second).
+
+Two kinds of post share these limits, each with a policy of its own (`PacePolicy`): the
+results (the outbox sender: results, round announcements) and the bot's own answers
+(`PacePolicy.from_settings(..., answers=True)`). Every grant is logged with its kind, so the
+answers get what the results leave, never all of it, whatever a chat's members send
+(limits.PACE_ANSWER_*): at most a quarter of a group's minute, and beyond one a minute only
+while the minute has room for the results' three quarters; at most a fifth of the bot's
+second, and only while the second has room for the results' four fifths; never two of a
+chat's seconds in a row. A member's spam cannot starve a result, nor spammers in many chats
+the results of all.
+
+A RetryAfter blocks the chat it answered a post to: Telegram's 429 names no other scope, and
+the pace keeps the bot's second, so nothing here blocks the whole bot.
 
 A grant is stamped when taken and stamped again when its post is answered (`settle`): the
 next post is then measured from the answer, which comes after Telegram received the post, so
@@ -36,7 +49,9 @@ grant is also booked locally, so a process never exceeds the limits with its own
 in the moment Redis comes back without the posts made while it was away. What the other
 processes cannot see is kept safe by rule: a post made alone takes a group's answers'
 reserve (the results never use it), after which its process keeps off that group for the
-minute; and every process posts nothing for a chat interval after Redis comes back.
+minute; and every process posts nothing for a chat interval after Redis comes back (asking
+only, meanwhile: a slot taken and not used would count as a post in flight). Answers Redis
+could not be told of (`settle` in an outage) are told with the process's next take.
 """
 
 from __future__ import annotations
@@ -44,273 +59,21 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-import uuid
-from collections import deque
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from codemojex.limits import (
-    PACE_ANSWER_RESERVE,
-    PACE_BOT_PER_S,
-    PACE_CHAT_PER_S,
-    PACE_FLIGHT_MS,
-    PACE_GROUP_BURST,
-    PACE_GROUP_PER_MIN,
-    PACE_MARGIN_MS,
-)
 from codemojex.outages import OUTAGES, is_outage
 from codemojex.posting import scripts
 from codemojex.posting.keys import Keys
+from codemojex.posting.local_pace import LocalPace
+from codemojex.posting.pace_policy import Grant, PacePolicy, Wait
 from codemojex.redistypes import AnyRedis
 
-if TYPE_CHECKING:
-    from codemojex.settings import Settings
+__all__ = ["Grant", "LocalPace", "PacePolicy", "Pacer", "Wait"]
 
 # Who binds a wait (pace_take's answer): nothing (the slot was taken), the chat, the bot.
 TAKEN: Final = 0
 CHAT: Final = 1
 BOT: Final = 2
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """The answer to a take: `ms` 0 when the slot was taken; else how long until it could be,
-    and whether the bot's limits (`by_bot`) rather than the chat's own bind longest."""
-
-    ms: int
-    by_bot: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Grant:
-    """A slot taken for one post to `chat_id`."""
-
-    chat_id: int
-    token: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-
-@dataclass(slots=True)
-class _Stamp:
-    """A grant in one of LocalPace's logs: when it counts from (ms), and its token."""
-
-    at: float
-    token: str
-    alone: bool = False  # made while Redis could not be asked: the other processes never saw it
-
-
-@dataclass(frozen=True, slots=True)
-class PacePolicy:
-    """The limits a post must fit in, in milliseconds. The defaults are Telegram's published
-    limits; `margin_ms` is added to a chat's interval and a group's sliding minute for the
-    time a request spends on the wire. The bot's second counts a grant in flight as "now"
-    instead (for at most `flight_ms`), so it needs no margin."""
-
-    chat_ms: int = 1000 // PACE_CHAT_PER_S
-    group_spacing_ms: int = -(-60_000 // (PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE))
-    group_burst: int = PACE_GROUP_BURST
-    group_limit: int = PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE
-    group_window_ms: int = 60_000
-    bot_limit: int = PACE_BOT_PER_S
-    bot_window_ms: int = 1000
-    margin_ms: int = PACE_MARGIN_MS
-    flight_ms: int = PACE_FLIGHT_MS
-    # A group's posts a minute a process may make alone, while Redis is away (LocalPace).
-    group_alone: int = PACE_ANSWER_RESERVE
-
-    @classmethod
-    def from_rates(
-        cls,
-        chat_per_s: int = PACE_CHAT_PER_S,
-        group_per_min: int = PACE_GROUP_PER_MIN,
-        bot_per_s: int = PACE_BOT_PER_S,
-        *,
-        answers: bool = False,
-        margin_ms: int = PACE_MARGIN_MS,
-    ) -> PacePolicy:
-        """The pace of the settings CODEMOJEX_PACE_CHAT_PER_S, _GROUP_PER_MIN, _BOT_PER_S: for
-        the results (the sender), a group's minute less PACE_ANSWER_RESERVE spread evenly; for
-        the bot's own answers (`answers`), Telegram's limits only (no spacing, the whole
-        minute). Both on the same keys: each sees the other's posts."""
-        if answers:
-            return cls(
-                chat_ms=-(-1000 // chat_per_s),
-                group_spacing_ms=0,
-                group_burst=1,
-                group_limit=group_per_min,
-                bot_limit=bot_per_s,
-                margin_ms=margin_ms,
-            )
-        share = max(1, group_per_min - PACE_ANSWER_RESERVE)
-        return cls(
-            chat_ms=-(-1000 // chat_per_s),
-            group_spacing_ms=-(-60_000 // share),
-            group_burst=min(PACE_GROUP_BURST, share),
-            group_limit=share,
-            bot_limit=bot_per_s,
-            margin_ms=margin_ms,
-        )
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, answers: bool = False) -> PacePolicy:
-        return cls.from_rates(
-            settings.pace_chat_per_s,
-            settings.pace_group_per_min,
-            settings.pace_bot_per_s,
-            answers=answers,
-        )
-
-    @property
-    def chat_interval_ms(self) -> int:
-        return self.chat_ms + self.margin_ms
-
-
-class LocalPace:
-    """The pace's limits kept in this process alone (monotonic clock): the fallback while
-    Redis cannot be asked, and the book of this process's own grants."""
-
-    # Chats remembered at most; the oldest (long since free to post) are forgotten first.
-    _MAX_CHATS: Final = 10_000
-
-    def __init__(self, policy: PacePolicy) -> None:
-        self.policy = policy
-        self._chat_next: dict[int, float] = {}
-        self._minute: dict[int, deque[_Stamp]] = {}
-        self._bot: deque[_Stamp] = deque()
-        self._blocks: dict[int | None, float] = {}
-        # Since when Redis could not be asked (ms).
-        self._alone_since: float | None = None
-
-    def alone(self) -> None:
-        """Redis cannot be asked: from now on (until `together`), this process cannot see the
-        others' posts, so it keeps to what nobody else uses (see `take_alone`)."""
-        if self._alone_since is None:
-            self._alone_since = self._now()
-
-    def together(self) -> None:
-        """Redis answers again."""
-        self._alone_since = None
-
-    def take_alone(self, grant: Grant) -> Wait:
-        """A slot while Redis is away. The other processes may have posted to the chat just
-        before the outage and post nothing during it (the sender needs Redis for its leases),
-        so: a chat's first post a chat interval after the outage began, and in a group no
-        more than `group_alone` posts of this process in the sliding minute, those it made
-        through Redis before the outage included (the answers' reserve,
-        PACE_ANSWER_RESERVE: the results may have used the rest of the minute)."""
-        self.alone()
-        assert self._alone_since is not None
-        p, now, chat = self.policy, self._now(), grant.chat_id
-        wait = self._alone_since + p.chat_interval_ms - now
-        if chat < 0:
-            wait = max(wait, self._reserve_wait(self._minute.get(chat, deque()), now))
-        if wait > 0:
-            return Wait(int(-(-wait // 1)))
-        return self._take(grant, now, alone=True)
-
-    @staticmethod
-    def _now() -> float:
-        return time.monotonic() * 1000
-
-    def _flight_wait(self, now: float) -> float:
-        """The bot's second, as `flight_wait` in pace_take.lua (a grant in flight is stamped
-        `flight_ms` ahead until settled, so the log is not in time order)."""
-        p = self.policy
-        self._bot = deque(e for e in self._bot if e.at > now - p.bot_window_ms)
-        if len(self._bot) < p.bot_limit:
-            return 0.0
-        at = sorted(e.at for e in self._bot)[-p.bot_limit]
-        return float(p.bot_window_ms) if at > now else at + p.bot_window_ms - now
-
-    def _spread_wait(self, minute: deque[_Stamp], now: float) -> float:
-        """A group's minute spread evenly, as `spread_wait` in pace_take.lua."""
-        p = self.policy
-        window = p.group_window_ms + p.margin_ms
-        while minute and minute[0].at <= now - window:
-            minute.popleft()
-        wait = 0.0
-        newest_first = list(reversed(minute))[: p.group_limit]
-        for k, stamp in enumerate(newest_first, start=1):
-            at = stamp.at
-            if k >= p.group_limit:
-                due = at + window
-            else:
-                credit = (p.group_burst - 1) * p.group_spacing_ms
-                due = (
-                    at + k * p.group_spacing_ms - credit * (p.group_limit - k) / (p.group_limit - 1)
-                )
-            wait = max(wait, due - now)
-        return wait
-
-    def _reserve_wait(self, minute: deque[_Stamp], now: float) -> float:
-        """Until this process's posts in a group's sliding minute are fewer than the answers'
-        reserve (`group_alone`)."""
-        p = self.policy
-        window = p.group_window_ms + p.margin_ms
-        mine = sorted(s.at for s in minute if s.at > now - window)
-        return mine[-p.group_alone] + window - now if len(mine) >= p.group_alone else 0.0
-
-    def take(self, grant: Grant) -> Wait:
-        """As pace_take.lua does in Redis, here."""
-        return self._take(grant, self._now())
-
-    def wait(self, chat_id: int) -> Wait:
-        return self._take(Grant(chat_id, ""), self._now(), ask=True)
-
-    def _take(self, grant: Grant, now: float, *, ask: bool = False, alone: bool = False) -> Wait:
-        chat = grant.chat_id
-        chat_wait = max(
-            self._chat_next.get(chat, 0.0) - now,
-            self._blocks.get(chat, 0.0) - now,
-        )
-        if chat < 0:
-            minute = self._minute.setdefault(chat, deque())
-            chat_wait = max(chat_wait, self._spread_wait(minute, now))
-            # A post made alone is in no other process's view of the group's minute: it took
-            # the answers' reserve, so this process keeps to the reserve until it is a minute
-            # old (the results keep to the rest).
-            if any(stamp.alone for stamp in minute):
-                chat_wait = max(chat_wait, self._reserve_wait(minute, now))
-        bot_wait = max(self._flight_wait(now), self._blocks.get(None, 0.0) - now)
-        if chat_wait > 0 or bot_wait > 0 or ask:
-            ms = max(0, int(-(-max(chat_wait, bot_wait) // 1)))
-            return Wait(ms, bot_wait > chat_wait)
-        self.book(grant, alone=alone)
-        return Wait(0)
-
-    def book(self, grant: Grant, *, alone: bool = False) -> None:
-        """Take the slot of `grant` here (Redis granted it, or this is the fallback: `alone`)."""
-        p, chat, now = self.policy, grant.chat_id, self._now()
-        if len(self._chat_next) > self._MAX_CHATS:
-            self._forget(now)
-        self._chat_next[chat] = max(self._chat_next.get(chat, 0.0), now) + p.chat_interval_ms
-        self._bot.append(_Stamp(now + p.flight_ms, grant.token))
-        if chat < 0:
-            # Trimmed by age when checked (as in pace_take.lua).
-            self._minute.setdefault(chat, deque()).append(_Stamp(now, grant.token, alone))
-
-    def settle(self, grant: Grant) -> None:
-        now, chat = self._now(), grant.chat_id
-        self._chat_next[chat] = max(
-            self._chat_next.get(chat, 0.0), now + self.policy.chat_interval_ms
-        )
-        for log in (self._bot, self._minute.get(chat, ())):
-            for stamp in log:
-                if stamp.token == grant.token:
-                    stamp.at = now
-
-    def block(self, chat_id: int | None, ms: int) -> None:
-        until = self._now() + ms
-        self._blocks[chat_id] = max(self._blocks.get(chat_id, 0.0), until)
-
-    def _forget(self, now: float) -> None:
-        horizon = now - self.policy.group_window_ms - self.policy.margin_ms
-        for chat, t in list(self._chat_next.items()):
-            if t < now:
-                minute = self._minute.get(chat)
-                if not minute or minute[-1].at < horizon:
-                    self._chat_next.pop(chat, None)
-                    self._minute.pop(chat, None)
-        self._blocks = {c: t for c, t in self._blocks.items() if t > now}
 
 
 class Pacer:
@@ -336,7 +99,7 @@ class Pacer:
 
     def _keys_of(self, chat_id: int) -> list[str]:
         k = self._keys
-        keys = [k.chat_pace(chat_id), k.chat_block(chat_id), k.bot_second, k.bot_block]
+        keys = [k.chat_pace(chat_id), k.chat_block(chat_id), k.bot_second, k.chat_answers(chat_id)]
         # Telegram group and supergroup chat ids are negative; private chats positive.
         if chat_id < 0:
             keys.append(k.group_minute(chat_id))
@@ -345,11 +108,14 @@ class Pacer:
     def _args(self, chat_id: int, token: str) -> list[int | str]:
         p = self.policy
         args: list[int | str] = [
+            p.kind,
             token,
             p.chat_interval_ms,
             p.bot_limit,
             p.bot_window_ms,
             p.flight_ms,
+            p.own_bot_limit,
+            p.answer_gap_ms,
         ]
         if chat_id < 0:
             args += [
@@ -357,8 +123,14 @@ class Pacer:
                 p.group_burst,
                 p.group_limit,
                 p.group_window_ms + p.margin_ms,
+                p.group_total,
+                p.answer_reserve,
             ]
         return args
+
+    def _token(self, grant: Grant) -> str:
+        """The grant's entry in the shared logs: its kind, then its token."""
+        return f"{self.policy.kind}:{grant.token}"
 
     async def take(self, chat_id: int, grant: Grant | None = None) -> Wait:
         """Take a slot for one post to `chat_id` now (`Wait(0)`; `grant`, if given, names it
@@ -367,8 +139,12 @@ class Pacer:
         mine = self.local.wait(chat_id)
         if mine.ms > 0:
             return mine  # this process's own posts already fill a limit
-        # While Redis is thought away, only ask: if it answers, the quiet below applies.
-        token = "" if OUTAGES.is_open("redis") else grant.token
+        # While Redis is thought away, or in the quiet just after it came back, only ask: a slot
+        # taken in Redis and then not used would count as a post in flight for `flight_ms`.
+        asking = OUTAGES.is_open("redis") or self._quiet_ms() > 0
+        token = "" if asking else self._token(grant)
+        if token and self.local.unsettled:
+            await self._settle_late()
         try:
             ms, who = await self._take(keys=self._keys_of(chat_id), args=self._args(chat_id, token))
         except Exception as exc:
@@ -398,10 +174,6 @@ class Pacer:
             return 0
         return max(0, math.ceil(self.policy.chat_interval_ms - since * 1000))
 
-    async def try_acquire(self, chat_id: int, grant: Grant | None = None) -> int:
-        """`take`, answering only the milliseconds to wait (0: taken)."""
-        return (await self.take(chat_id, grant)).ms
-
     async def wait(self, chat_id: int) -> Wait:
         """How long until a post to `chat_id` would be granted, and who binds. Takes nothing."""
         mine = self.local.wait(chat_id)
@@ -418,10 +190,6 @@ class Pacer:
             shared = Wait(quiet, by_bot=True)
         return mine if mine.ms > shared.ms else shared
 
-    async def wait_ms(self, chat_id: int) -> int:
-        """How long until a post to `chat_id` would be granted (0: now). Takes nothing."""
-        return (await self.wait(chat_id)).ms
-
     async def acquire(self, chat_id: int, *, deadline: float | None = None) -> Grant | None:
         """Wait for a slot for one post to `chat_id`; `settle` it once the post is answered.
         None, at once, when the wait would end after `deadline` (time.monotonic()): a caller
@@ -437,31 +205,42 @@ class Pacer:
             await asyncio.sleep(pause)
 
     async def settle(self, grant: Grant) -> None:
-        """The post of `grant` was answered (accepted or not): measure the next from now."""
+        """The post of `grant` was answered (accepted or not): measure the next from now. When
+        Redis cannot be told, it is told with this process's next take through Redis."""
         self.local.settle(grant)
-        keys = self._keys_of(grant.chat_id)
-        logs = [keys[2]] + ([keys[4]] if grant.chat_id < 0 else [])
         try:
-            await self._settle(
-                keys=[keys[0], *logs], args=[grant.token, self.policy.chat_interval_ms]
-            )
+            await self._settle_shared(grant)
         except Exception as exc:
             if not is_outage(exc):
                 raise
+            self.local.unsettled.append(grant)
+
+    async def _settle_shared(self, grant: Grant) -> None:
+        keys = self._keys_of(grant.chat_id)
+        logs = [keys[2]] + ([keys[4]] if grant.chat_id < 0 else [])
+        await self._settle(
+            keys=[keys[0], *logs], args=[self._token(grant), self.policy.chat_interval_ms]
+        )
+
+    async def _settle_late(self) -> None:
+        """Tell Redis of the answers it missed (stamped now: later than they came, so no limit
+        is broken), so that they stop counting as posts in flight."""
+        unsettled = self.local.unsettled
+        while unsettled:
+            grant = unsettled.popleft()
+            try:
+                await self._settle_shared(grant)
+            except Exception as exc:
+                unsettled.appendleft(grant)
+                if not is_outage(exc):
+                    raise
+                return
 
     async def block_chat(self, chat_id: int, ms: int) -> None:
         """Nobody posts to this chat for `ms` (Telegram answered RetryAfter for it)."""
         self.local.block(chat_id, max(1, ms))
-        await self._block_shared(self._keys.chat_block(chat_id), ms)
-
-    async def block_bot(self, ms: int) -> None:
-        """Nobody posts anywhere for `ms` (a RetryAfter that is not about one chat)."""
-        self.local.block(None, max(1, ms))
-        await self._block_shared(self._keys.bot_block, ms)
-
-    async def _block_shared(self, key: str, ms: int) -> None:
         try:
-            await self._block(keys=[key], args=[max(1, ms)])
+            await self._block(keys=[self._keys.chat_block(chat_id)], args=[max(1, ms)])
         except Exception as exc:
             if not is_outage(exc):
                 raise

@@ -16,6 +16,7 @@ Name = Literal[
     "pace_take",
     "pace_settle",
     "pace_block",
+    "budget_take",
     "lease_renew",
     "lease_fence",
     "lease_release",

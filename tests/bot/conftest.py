@@ -33,7 +33,9 @@ from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, 
 from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.lanes import Lanes
+from codemojex.limits import ANSWER_BUDGET_DEFAULT, ANSWER_BUDGET_MAX
 from codemojex.locale import EN
+from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
@@ -184,8 +186,10 @@ async def bot_world(
         clock=clock,
         rng=random.Random(7),
         max_depth=MAX_DEPTH,
-        # The shared pacer, with limits no test reaches (test_pacing uses Telegram's).
+        # The shared pacer, and an answer budget, with limits no test reaches (test_pacing
+        # uses Telegram's limits and the default budget, `budgeted`).
         pacer=Pacer(redis, queue, UNPACED),
+        budget=AnswerBudget(redis, queue, budget=ANSWER_BUDGET_MAX),
     )
     world = World(standin, app, lanes, redis, engine, sessionmaker, settings)
 
@@ -221,6 +225,16 @@ async def clean_slate(world: World, bot_queue: str) -> AsyncIterator[None]:
     world.errors.clear()
     yield
     assert world.errors == [], f"handlers raised into the error handler: {world.errors!r}"
+
+
+@pytest.fixture
+def budgeted(world: World, bot_queue: str) -> Iterator[World]:
+    """The world with the default answer budget (its members' budgets start whole)."""
+    services = world.app.bot_data
+    before = services.budget
+    services.budget = AnswerBudget(world.redis, bot_queue, budget=ANSWER_BUDGET_DEFAULT)
+    yield world
+    services.budget = before
 
 
 async def start_round(world: World, chat_id: int, by: int = ALICE) -> Round:

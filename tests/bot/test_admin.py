@@ -11,7 +11,7 @@ import regex
 
 from codemojex.db import Room, store
 from codemojex.game import texts
-from codemojex.limits import REFUSED_ADMIN_MAX
+from codemojex.limits import ANSWER_BUDGET_DEFAULT
 from codemojex.locale import EN
 from tests.bot.conftest import (
     ADMIN,
@@ -164,22 +164,26 @@ async def test_promotion_takes_effect_at_once(world: World) -> None:
     assert world.replies_to(chat, third) == [texts.not_admin(EN)]
 
 
-async def test_a_spammer_is_answered_and_audited_only_up_to_the_limit(world: World) -> None:
+async def test_a_spammer_is_answered_and_audited_only_within_the_answer_budget(
+    budgeted: World,
+) -> None:
+    """Refused admin commands spend their sender's answer budget like any answer: within it,
+    answered and audited; then told once to slow down; then neither answered nor audited."""
+    world = budgeted
     chat = world.new_group()
-    spam = [
-        world.standin.send_text(chat, BOB, f"/pause {i}") for i in range(REFUSED_ADMIN_MAX + 15)
-    ]
+    budget = ANSWER_BUDGET_DEFAULT
+    spam = [world.standin.send_text(chat, BOB, f"/pause {i}") for i in range(budget + 15)]
     await world.settle()
     answers = [text for mid in spam for text in world.replies_to(chat, mid)]
-    assert answers == [texts.not_admin(EN)] * REFUSED_ADMIN_MAX
-    assert await world.audits("pause", allowed=False) == REFUSED_ADMIN_MAX
+    assert answers == [texts.not_admin(EN)] * budget + [texts.answers_spent(EN)]
+    assert await world.audits("pause", allowed=False) == budget
     # Another player is still answered, and an admin still acts and is audited.
     alice = world.standin.send_text(chat, ALICE, "/pause")
     admin = world.standin.send_text(chat, ADMIN, "/pause")
     await world.settle()
     assert world.replies_to(chat, alice) == [texts.not_admin(EN)]
     assert world.replies_to(chat, admin) == [texts.paused(EN)]
-    assert await world.audits("pause", allowed=False) == REFUSED_ADMIN_MAX + 1
+    assert await world.audits("pause", allowed=False) == budget + 1
     assert await world.audits("pause", allowed=True) == 1
 
 

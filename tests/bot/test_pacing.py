@@ -5,9 +5,11 @@ those slots off the update path: a raid of answers holds no update slot."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import pytest
+import regex
 
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.game import texts
@@ -107,10 +109,58 @@ async def test_a_notice_that_could_not_be_sent_is_not_spent(paced: World) -> Non
     await world.settle()
     assert world.replies_to(chat, dropped) == []
 
-    await asyncio.sleep(await services.pacer.wait_ms(chat) / 1000)  # the block is over
+    await asyncio.sleep((await services.pacer.wait(chat)).ms / 1000)  # the block is over
     told = world.standin.send_text(chat, ALICE, valid_guess(rnd))
     again = world.standin.send_text(chat, ALICE, valid_guess(rnd))
     await world.settle()
     assert world.replies_to(chat, told) == [texts.slow_down(EN)]
     assert world.replies_to(chat, again) == []
     assert await world.queued() == MAX_DEPTH
+
+
+async def test_folded_answers_name_members_as_every_text_does(paced: World) -> None:
+    """Answers folded into one message say whom each line answers with the display name
+    everything else uses: a right-to-left override in a name cannot turn the line around."""
+    world = paced
+    world.app.bot_data.reply_wait_s = 10.0  # nothing dropped: the folded message goes out
+    eve = 1078
+    world.standin.add_user(eve, "Eve\u202egnp.exe", last_name="\u2067\u200f")
+    chat = world.new_group()
+    world.standin.send_text(chat, ALICE, "/g nope")
+    await world.settle()
+    assert len(world.said(chat)) == 1  # at once; the chat's next answer waits
+    for user in (eve, BOB):
+        world.standin.send_text(chat, user, "/g nope")
+    await world.settle()
+    folded = [sorted(m.text.split("\n")) for m in world.said(chat)[1:]]
+    assert folded == [[f"Bob: {texts.no_round(EN)}", f"Evegnp.exe: {texts.no_round(EN)}"]]
+    assert not any(regex.search(r"\p{Bidi_Control}", m.text) for m in world.said(chat))
+
+
+async def _refused(world: World, before: int) -> float:
+    """When the stand-in answered an injected fault past the `before`-th (time.monotonic())."""
+    deadline = time.monotonic() + 10
+    while world.standin.injected_errors <= before:
+        assert time.monotonic() < deadline, "no answer was refused"
+        await asyncio.sleep(0.005)
+    return time.monotonic()
+
+
+async def test_a_429s_retry_after_holds_the_chats_next_answer_for_all_of_it(paced: World) -> None:
+    """Telegram's retry_after (4 s: longer than the chat's pace and the answers' gap) is
+    waited out in full, whether the refused answer went out at once or from the chat's queue;
+    the refused answer is dropped."""
+    world = paced
+    world.app.bot_data.reply_wait_s = 10.0
+    chat = world.new_group()
+    nope = texts.no_round(EN)
+    for first, then in ((ALICE, BOB), (DAVE, CAROL)):
+        before = world.standin.injected_errors
+        world.standin.inject_429(count=1, retry_after=4, chat_id=chat)
+        refused = world.standin.send_text(chat, first, "/g nope")  # the next answer to post
+        at = await _refused(world, before)
+        held = world.standin.send_text(chat, then, "/g nope")
+        await world.settle()
+        assert world.replies_to(chat, refused) == []
+        (answer,) = [m for m in world.said(chat) if m.reply_to_message_id == held]
+        assert answer.text == nope and answer.ts - at >= 3.95

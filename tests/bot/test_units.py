@@ -244,9 +244,10 @@ def test_answers_keep_the_senders_pace() -> None:
     lanes = Lanes(aioredis.Redis(), "cm")
     services = make_services(settings, lanes=lanes, sessionmaker=None, redis=aioredis.Redis())  # type: ignore[arg-type]
     assert services.pacer.policy == PacePolicy.from_settings(settings, answers=True)
-    # The answers are held to Telegram's limits only; the results spread a minute less the
-    # answers' reserve evenly, on the same keys.
-    assert services.pacer.policy.group_limit == 10
+    # The answers are held to their share of a group's minute, unspaced; the results spread a
+    # minute less the answers' reserve evenly, on the same keys.
+    assert services.pacer.policy.answers
+    assert services.pacer.policy.group_limit == 2
     assert services.pacer.policy.group_spacing_ms == 0
     assert PacePolicy.from_settings(settings).group_limit == 9
 

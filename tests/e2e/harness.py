@@ -43,15 +43,17 @@ from tests.support import checkout_env, codemojex_command
 
 T = TypeVar("T")
 
-ALICE, BOB, CAROL, DAVE, OPERATOR, BARRIER = 2001, 2002, 2003, 2004, 2009, 2999
+ALICE, BOB, CAROL, DAVE, OPERATOR = 2001, 2002, 2003, 2004, 2009
 ADMIN = CAROL  # the owner (an administrator) of every test group
+# Barrier users take turns, so that none of them runs out of answers (4 a minute each).
+BARRIERS = range(2900, 3000)
 NAMES = {
     ALICE: "Alice",
     BOB: "Bob",
     CAROL: "Carol",
     DAVE: "Dave",
     OPERATOR: "Olga",
-    BARRIER: "Barrier",
+    **dict.fromkeys(BARRIERS, "Barrier"),
 }
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,8 +171,10 @@ class Stack:
         after them every earlier one has been dispatched; a bot that handles updates
         concurrently (per sender) is done with them once its update processor is idle."""
         self._barriers += 1
-        self.standin.send_private(BARRIER, "/help")
-        await self.standin.wait_for_sent_count(self._barriers, chat_id=BARRIER, timeout=timeout)
+        barrier = BARRIERS[self._barriers % len(BARRIERS)]
+        before = len(self.said(barrier))
+        self.standin.send_private(barrier, "/help")
+        await self.standin.wait_for_sent_count(before + 1, chat_id=barrier, timeout=timeout)
         wait_idle = getattr(self.app.update_processor, "wait_idle", None)
         if wait_idle is not None:
             await asyncio.wait_for(wait_idle(), timeout)

@@ -65,6 +65,14 @@ async def test_two_topics_of_a_forum_play_their_own_rounds_in_their_own_topics(
         assert "1 guess" in stats_l.text and "0 guesses" in stats_p.text
         me = await answer_in(puzzles, send(chat, BOB, "/me", thread_id=puzzles))
         assert me.text.startswith("Bob in 2 chats: 0 points, 0 wins, 2 guesses")
+
+        # A tapped guess's result replies to nothing: it carries its topic itself.
+        keys = dict(stack.buttons(chat, ann_l.message_id))
+        tapped = wrong_guess(round_l.secret_emojis, ann_l.palette, 1)
+        for emoji in tapped:
+            await stack.tap(chat, ann_l.message_id, BOB, keys[emoji])
+        posted = await stack.result(chat, -1, "Bob", "".join(tapped))
+        assert posted.reply_to_message_id is None and posted.thread_id == lounge
         await stack.all_posted()
     # Every post of the forum's game went to one of its topics.
     assert all(m.thread_id in (puzzles, lounge) for m in stack.said(chat))

@@ -31,7 +31,8 @@ def test_every_key_carries_the_queue_hash_tag() -> None:
         keys.dirty,
         keys.cool,
         keys.chat_block(-100123),
-        keys.bot_block,
+        keys.chat_answers(-100123),
+        keys.answer_budget(-100123, 2001),
         keys.chat_lease(-100123),
         keys.sending(7),
         keys.posted(7),
@@ -47,7 +48,8 @@ def test_every_key_carries_the_queue_hash_tag() -> None:
         "cmx:{cm}:send:dirty",
         "cmx:{cm}:send:cool",
         "cmx:{cm}:pace:block:c:-100123",
-        "cmx:{cm}:pace:block:g",
+        "cmx:{cm}:pace:a:-100123",
+        "cmx:{cm}:answers:-100123:2001",
         "cmx:{cm}:send:lease:-100123",
         "cmx:{cm}:send:sending:7",
         "cmx:{cm}:send:posted:7",
@@ -70,9 +72,12 @@ def test_chat_and_row_ids_must_be_integers(bad: Any) -> None:
         keys.chat_pace,
         keys.group_minute,
         keys.chat_block,
+        keys.chat_answers,
         keys.chat_lease,
         keys.sending,
         keys.posted,
+        lambda value: keys.answer_budget(value, 7),
+        lambda value: keys.answer_budget(-7, value),
     ]
     for build in builders:
         with pytest.raises(ValueError):

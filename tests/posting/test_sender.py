@@ -222,6 +222,81 @@ async def test_429_storm_delays_but_loses_and_duplicates_nothing(
     assert standin.rate_violations == 0
 
 
+async def test_results_that_are_not_replies_go_to_their_forum_topic(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """A reply lands in its guess's topic anyway; a tapped guess's result (no message to reply
+    to) and a busy topic's folded results reply to nothing: they carry the topic themselves."""
+    chat = -2025
+    standin.add_user(2025, "Ann")
+    standin.add_group(chat, "forum", admins=[2025], forum=True)
+    topic = standin.add_topic(chat, "Puzzles", 2025)
+
+    async def write(*rows: tuple[str, int | None]) -> None:
+        async with sessionmaker() as s:
+            messages = [
+                Message(chat, text, "result", None, reply_to, player_name="Ann", thread_id=topic)
+                for text, reply_to in rows
+            ]
+            await store.write_messages(s, messages, utcnow())
+            await s.commit()
+
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    await write(("tapped", None))
+    await run_senders([sender], lambda: _zero(sessionmaker))
+    await write(("one", topic + 1), ("two", topic + 2), ("three", topic + 3))
+    await run_senders([sender], lambda: _zero(sessionmaker))
+    posted = [(m.text, m.reply_to_message_id, m.thread_id) for m in standin.sent_messages(chat)]
+    assert posted == [
+        ("Ann: tapped", None, topic),
+        ("Ann: one\nAnn: two\nAnn: three", None, topic),
+    ]
+
+
+async def refused(standin: StandIn, before: int, timeout: float = 10.0) -> float:  # noqa: ASYNC109
+    """When the stand-in answered an injected fault past the `before`-th (time.monotonic())."""
+    deadline = time.monotonic() + timeout
+    while standin.injected_errors <= before:
+        assert time.monotonic() < deadline, "no post was refused"
+        await asyncio.sleep(0.005)
+    return time.monotonic()
+
+
+async def test_a_429s_retry_after_holds_the_chats_next_post_for_all_of_it(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """Telegram's retry_after (3 s, longer than the chat's own pace of 1.1 s) is waited out
+    in full before the chat's next post, by every sender; another chat posts meanwhile."""
+    chat, other = -2020, -2021
+    for c in (chat, other):
+        standin.add_group(c, f"g{c}")
+    standin.inject_429(count=1, retry_after=3, chat_id=chat)
+    await add_rows(sessionmaker, chat, ["held"])
+    sender = new_sender(sessionmaker, bot, redis_r, queue_name)
+    stop = asyncio.Event()
+    task = asyncio.create_task(sender.run(stop))
+    try:
+        sender.poke(chat)
+        at = await refused(standin, 0)
+        await add_rows(sessionmaker, other, ["meanwhile"])
+        sender.poke(other)
+        held = await standin.wait_for_sent(lambda m: m.text == "held", 15, chat_id=chat)
+    finally:
+        stop.set()
+        await task
+    assert held.ts - at >= 2.95
+    assert [m.ts < held.ts for m in standin.sent_messages(other)] == [True]
+    assert sender.stats.retry_after == 1
+
+
 async def test_two_senders_never_post_a_row_twice(
     redis_rc: AnyRedis,
     queue_name: str,

@@ -15,9 +15,10 @@ def cmx_patterns(queue: str) -> list[re.Pattern[str]]:
     tag = re.escape(f"cmx:{{{queue}}}:")
     return [
         re.compile(rf"{tag}(flood|paused):PLR{_ID}\Z"),
-        re.compile(rf"{tag}pace:(c|m):-?\d+\Z"),
+        re.compile(rf"{tag}pace:(c|m|a):-?\d+\Z"),
         re.compile(rf"{tag}pace:g\Z"),
-        re.compile(rf"{tag}pace:block:(c:-?\d+|g)\Z"),
+        re.compile(rf"{tag}pace:block:c:-?\d+\Z"),
+        re.compile(rf"{tag}answers:-?\d+:-?\d+\Z"),
         re.compile(rf"{tag}send:(lease|posted|sending):-?\d+\Z"),
         re.compile(rf"{tag}send:(ring|dirty|cool)\Z"),
         re.compile(rf"{tag}tap:draft:\d+:\d+\Z"),

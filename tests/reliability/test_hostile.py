@@ -251,8 +251,8 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
             )
         }
     )
-    # Each from a player of its own: one player's refused attempts are answered only up to
-    # REFUSED_ADMIN_MAX per window (tests/bot/test_admin.py), and every item is checked here.
+    # Each from a player of its own: one player's answers are limited by their answer budget
+    # (tests/bot/test_admin.py), and every item is checked here.
     players = range(3_100, 3_100 + len(COMMAND_GARBAGE))
     for user_id in players:
         world.standin.add_user(user_id, f"Player {user_id}")
@@ -303,8 +303,9 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
     assert not any(secret in m.text for m in world.said(chat))
 
     assert world.errors == []
-    # The bot's answers take posting slots (the pacer's keys): that is bookkeeping of posts,
-    # not queue state, so it is left out of the comparison.
+    # The bot's answers take posting slots (the pacer's keys) and spend their members' answer
+    # budgets: that is bookkeeping of posts, not queue state, so it is left out of the
+    # comparison.
     assert _without_pace(await dump(world.redis, queue, cmx=True)) == before_keys
     rows = await _table_counts(world)
     assert rows["Guess"] == before_rows["Guess"] == 0
@@ -317,7 +318,9 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
 
 
 def _without_pace(keys: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in keys.items() if ":pace:" not in key}
+    return {
+        key: value for key, value in keys.items() if ":pace:" not in key and ":answers:" not in key
+    }
 
 
 async def test_user_text_never_becomes_part_of_a_key_name(world: World) -> None:

@@ -13,7 +13,7 @@ Objects returned stay readable after the commit (the session maker sets
 expire_on_commit=False).
 """
 
-from codemojex.db.store.admin import audit, audit_refused, ban, is_banned, trim_audit, unban
+from codemojex.db.store.admin import audit, ban, is_banned, trim_audit, unban
 from codemojex.db.store.daily import (
     DailyEntry,
     MemberDaily,
@@ -84,7 +84,6 @@ __all__ = [
     "UnknownRoom",
     "WeekRow",
     "audit",
-    "audit_refused",
     "ban",
     "chats_with_unsent",
     "claim_outbox",

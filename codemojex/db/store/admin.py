@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex.db.models import AuditLog, Ban, Player, utcnow
+from codemojex.db.models import AuditLog, Ban, Player
 from codemojex.db.store.errors import UnknownPlayer
 
 
@@ -77,43 +77,6 @@ async def audit(
     session.add(row)
     await session.commit()
     return row
-
-
-async def audit_refused(
-    session: AsyncSession,
-    *,
-    room_id: str,
-    actor_tg_id: int,
-    action: str,
-    args: str | Mapping[str, Any] = "",
-    most: int,
-    window: timedelta,
-) -> bool:
-    """Write a refused admin attempt, unless this user already has `most` refused attempts in
-    this room within `window` (then nothing is written). True if written.
-
-    One index range (ix_audit_log_refused), read at most `most` rows deep. Two attempts of one
-    user at the same instant could both pass; the bot handles one sender's updates in order."""
-    now = utcnow()
-    recent = (
-        select(AuditLog.id)
-        .where(
-            AuditLog.room_id == room_id,
-            AuditLog.actor_tg_id == actor_tg_id,
-            ~AuditLog.allowed,  # as the partial index says it (IS false would not use it)
-            AuditLog.at >= now - window,
-        )
-        .limit(most)
-        .subquery()
-    )
-    if (await session.execute(select(func.count()).select_from(recent))).scalar_one() >= most:
-        await session.commit()
-        return False
-    row = _row(room_id, actor_tg_id, action, args, allowed=False)
-    row.at = now
-    session.add(row)
-    await session.commit()
-    return True
 
 
 async def trim_audit(session: AsyncSession, before: datetime, batch: int) -> int:

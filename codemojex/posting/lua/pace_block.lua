@@ -1,7 +1,7 @@
 -- pace_block: "nobody posts here before now + ms" (Telegram answered RetryAfter); a block
 -- only ever moves later.
 --
--- KEYS[1]  the block (`cmx:{q}:pace:block:c:<chat>` or `cmx:{q}:pace:block:g`)
+-- KEYS[1]  the chat's block (`cmx:{q}:pace:block:c:<chat>`)
 -- ARGV[1]  how long, in ms (>= 1)
 -- Returns  1 when the block was set or moved later, 0 when a later one was already there
 local t = redis.call('TIME')

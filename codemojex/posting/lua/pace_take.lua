@@ -1,12 +1,27 @@
 -- pace_take: take one posting slot for a chat (its second; for a group also its minute,
--- spread evenly) and for the bot (its second), honouring RetryAfter blocks: in all of them at
--- once, or in none. Every limit answers with its wait, so a caller sleeps exactly that long.
+-- spread evenly) and for the bot (its second), honouring the chat's RetryAfter block: in all
+-- of them at once, or in none. Every limit answers with its wait, so a caller sleeps exactly
+-- that long.
 --
--- A group's minute: its last `limit` grants (a sorted set). The k-th newest grant p_k must be
--- at least k spacings old, less a burst credit that shrinks from (burst-1) spacings at k = 1
--- to none at k = limit - 1, and the limit-th newest a whole window old (the sliding minute).
--- So a group that was quiet posts `burst` messages at its second's pace, and a busy one a
--- message every spacing (3 s), its burst paid back over the minute instead of by a silence.
+-- Two kinds of post share these limits: the results (and round announcements: the outbox
+-- sender) and the bot's own answers. A grant's token starts with its kind ('r:' or 'a:'), so
+-- every log holds both and each kind can be held to its own share of it. The answers get what
+-- the results leave, never all of it:
+-- - a group's minute: a kind's own grants are spread evenly over its share (`limit`), and
+--   every grant of both counts against the minute's `total`. Answers take at most their share
+--   and, past their `reserve` (the minute's post the results never use), only while the
+--   minute holds fewer than `total - share` posts: the results' part is theirs alone;
+-- - the bot's second: every grant counts against `bot_limit`; answers take at most their
+--   `bot_share`, and only while the second holds fewer than `bot_limit - bot_share` posts, so
+--   spammers in many chats take nothing from results that need the bot's whole second;
+-- - a chat's second: every post counts; answers also keep `gap` ms between each other
+--   (KEYS[4]), so a result waiting for the chat gets the second between two answers.
+--
+-- A group's minute, spread: the k-th newest grant p_k of the kind must be at least k spacings
+-- old, less a burst credit that shrinks from (burst-1) spacings at k = 1 to none at
+-- k = limit - 1, and the limit-th newest a whole window old (the sliding minute). So a group
+-- that was quiet posts `burst` messages at its second's pace, and a busy one a message every
+-- spacing (3 s), its burst paid back over the minute instead of by a silence.
 --
 -- The bot's second needs no margin for the wire: a grant whose post is still in flight counts
 -- as "now" (it is scored `flight` ms ahead, so it is the newest) until pace_settle stamps it
@@ -18,24 +33,27 @@
 -- KEYS[1]  the chat's second (`cmx:{q}:pace:c:<chat>`): a GCRA, the ms of its next free slot
 -- KEYS[2]  the chat's block (`cmx:{q}:pace:block:c:<chat>`): "nobody posts before <ms>"
 -- KEYS[3]  the bot's second (`cmx:{q}:pace:g`): sorted set of grant tokens scored by the ms
---          of their answer (in flight: of their grant + ARGV[5])
--- KEYS[4]  the bot's block (`cmx:{q}:pace:block:g`)
+--          of their answer (in flight: of their grant + ARGV[6])
+-- KEYS[4]  the chat's answers (`cmx:{q}:pace:a:<chat>`): the ms of its next answer's slot
 -- KEYS[5]  groups only: the group's minute (`cmx:{q}:pace:m:<chat>`): sorted set of grant
 --          tokens scored by the ms of their grant, then of their answer
--- ARGV[1]  the grant's token; '' only asks how long to wait and takes nothing
--- ARGV[2]  the chat's interval, ms (margin included)
--- ARGV[3]  the bot's limit    ARGV[4] the bot's window, ms (no margin: see above)
--- ARGV[5]  how long a grant never answered counts as in flight, ms (longer than any post)
--- ARGV[6]  groups: spacing ms ARGV[7] burst (posts a quiet group may make at its second's pace)
--- ARGV[8]  groups: the minute's limit  ARGV[9] its window, ms (margin included); the bot's
---          answers ask with no spacing and the whole minute, the results with spacing and a
---          minute less the answers' reserve (limits.PACE_ANSWER_RESERVE), on the same keys
+-- ARGV[1]  the kind of post: 'r' a result, 'a' an answer
+-- ARGV[2]  the grant's token (starting with its kind and ':'); '' only asks how long to wait
+-- ARGV[3]  the chat's interval, ms (margin included)
+-- ARGV[4]  the bot's limit    ARGV[5] the bot's window, ms (no margin: see above)
+-- ARGV[6]  how long a grant never answered counts as in flight, ms (longer than any post)
+-- ARGV[7]  answers: their share of the bot's limit (results: the limit itself)
+-- ARGV[8]  ms between two answers to one chat (0: no such gap, the results)
+-- ARGV[9]  groups: spacing ms ARGV[10] burst (posts a quiet group may make at its second's
+--          pace) ARGV[11] this kind's share of the minute ARGV[12] its window, ms (margin
+--          included) ARGV[13] every post's limit in the minute ARGV[14] answers: how many a
+--          minute they may post whatever the results use (their reserve)
 -- Returns  {wait ms, who}: {0, 0} when the slot was taken; else nothing was taken, and who is
 --          1 when the chat's own limits (or its block) bind longest, 2 when the bot's do.
 --          The clock is the server's TIME.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local token = ARGV[1]
+local kind, token = ARGV[1], ARGV[2]
 local group = #KEYS >= 5
 local wait, who = 0, 0
 
@@ -47,59 +65,101 @@ local function gcra_wait(key)
   return tonumber(redis.call('GET', key) or '0') - now
 end
 
-local function spread_wait(key, limit, win, spacing, burst)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - win)
-  local entries = redis.call('ZREVRANGE', key, 0, limit - 1, 'WITHSCORES')
-  local w = 0
-  for k = 1, #entries / 2 do
-    local p = tonumber(entries[2 * k])
-    local due
-    if k >= limit then
-      due = p + win
-    else
-      due = p + k * spacing - (burst - 1) * spacing * (limit - k) / (limit - 1)
-    end
-    if due - now > w then w = due - now end
-  end
-  return math.ceil(w)
-end
-
--- The limit-th newest leaves the window `win` after its answer; still in flight, it will be
--- answered at the earliest now, so at least `win` from now (asked again then).
-local function flight_wait(key, limit, win)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - win)
-  if redis.call('ZCARD', key) >= limit then
-    local at = tonumber(redis.call('ZRANGE', key, -limit, -limit, 'WITHSCORES')[2])
-    if at > now then return win end
-    return at + win - now
-  end
-  return 0
-end
-
 local function block_wait(key)
   local until_ms = redis.call('GET', key)
   if until_ms then return tonumber(until_ms) - now end
   return 0
 end
 
-local chat_ms = tonumber(ARGV[2])
-local bot_limit, bot_win, flight = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+-- A grant's kind; a token of an older release (no kind) counts as a result.
+local function kind_of(member)
+  if string.sub(member, 1, 2) == 'a:' then return 'a' end
+  return 'r'
+end
+
+-- The grants of a log within its window, newest first: {token, score, token, score, ...}.
+local function recent(key, win)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - win)
+  return redis.call('ZREVRANGE', key, 0, 999, 'WITHSCORES')
+end
+
+-- Until the n-th newest grant (of kind `of`; of any when nil) leaves the window. A grant
+-- still in flight (scored ahead of now) will be answered at the earliest now, so it leaves
+-- at least `win` from now (asked again then).
+local function nth_wait(entries, of, n, win)
+  local seen = 0
+  for i = 1, #entries, 2 do
+    if of == nil or kind_of(entries[i]) == of then
+      seen = seen + 1
+      if seen == n then
+        local at = tonumber(entries[i + 1])
+        if at > now then return win end
+        return at + win - now
+      end
+    end
+  end
+  return 0
+end
+
+local function count_of(entries, of)
+  local n = 0
+  for i = 1, #entries, 2 do
+    if kind_of(entries[i]) == of then n = n + 1 end
+  end
+  return n
+end
+
+-- A kind's grants in a group's minute, spread evenly (see above).
+local function spread_wait(entries, of, limit, win, spacing, burst)
+  local w, k = 0, 0
+  for i = 1, #entries, 2 do
+    if kind_of(entries[i]) == of then
+      k = k + 1
+      local p = tonumber(entries[i + 1])
+      local due
+      if k >= limit then
+        due = p + win
+      else
+        due = p + k * spacing - (burst - 1) * spacing * (limit - k) / (limit - 1)
+      end
+      if due - now > w then w = due - now end
+      if k >= limit then break end
+    end
+  end
+  return w
+end
+
+local chat_ms = tonumber(ARGV[3])
+local bot_limit, bot_win, flight = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local bot_share, gap = tonumber(ARGV[7]), tonumber(ARGV[8])
 need(gcra_wait(KEYS[1]), 1)
 need(block_wait(KEYS[2]), 1)
-local spacing, burst, min_limit, min_win
+if gap > 0 then need(gcra_wait(KEYS[4]), 1) end
+local min_win
 if group then
-  spacing, burst = tonumber(ARGV[6]), tonumber(ARGV[7])
-  min_limit, min_win = tonumber(ARGV[8]), tonumber(ARGV[9])
-  need(spread_wait(KEYS[5], min_limit, min_win, spacing, burst), 1)
+  local spacing, burst = tonumber(ARGV[9]), tonumber(ARGV[10])
+  local share, total = tonumber(ARGV[11]), tonumber(ARGV[13])
+  min_win = tonumber(ARGV[12])
+  local minute = recent(KEYS[5], min_win)
+  need(spread_wait(minute, kind, share, min_win, spacing, burst), 1)
+  need(nth_wait(minute, nil, math.max(total, share), min_win), 1)
+  if kind == 'a' and share < total and count_of(minute, 'a') >= tonumber(ARGV[14]) then
+    need(nth_wait(minute, nil, total - share, min_win), 1)
+  end
 end
-need(flight_wait(KEYS[3], bot_limit, bot_win), 2)
-need(block_wait(KEYS[4]), 2)
+local second = recent(KEYS[3], bot_win)
+need(nth_wait(second, nil, bot_limit, bot_win), 2)
+if kind == 'a' and bot_share < bot_limit then
+  need(nth_wait(second, 'a', bot_share, bot_win), 2)
+  need(nth_wait(second, nil, bot_limit - bot_share, bot_win), 2)
+end
+wait = math.ceil(wait)
 if wait > 0 or token == '' then
   return {wait, who}
 end
 
 -- Trimmed by age (at each check), not to this caller's limit: the results and the bot's
--- answers keep a group's minute with different limits, and each must see every post.
+-- answers keep a log with different limits, and each must see every post.
 local function log_take(key, at, win)
   redis.call('ZADD', key, at, token)
   redis.call('ZREMRANGEBYRANK', key, 0, -1001)
@@ -109,6 +169,9 @@ end
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then tat = now end
 redis.call('SET', KEYS[1], tat + chat_ms, 'PX', tat + chat_ms - now + 1000)
+if gap > 0 then
+  redis.call('SET', KEYS[4], now + gap, 'PX', gap + 1000)
+end
 log_take(KEYS[3], now + flight, bot_win)
 if group then
   log_take(KEYS[5], now, min_win)

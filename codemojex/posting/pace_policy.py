@@ -1,0 +1,141 @@
+"""The vocabulary of the posting pace (pacer.py): the limits one kind of post keeps
+(`PacePolicy`: the results' or the bot's answers', from the settings CODEMOJEX_PACE_* and
+limits.PACE_*), a slot taken for one post (`Grant`) and the answer to a take (`Wait`)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from codemojex.limits import (
+    PACE_ANSWER_BOT_PCT,
+    PACE_ANSWER_GAP,
+    PACE_ANSWER_GROUP_PCT,
+    PACE_ANSWER_RESERVE,
+    PACE_BOT_PER_S,
+    PACE_CHAT_PER_S,
+    PACE_FLIGHT_MS,
+    PACE_GROUP_BURST,
+    PACE_GROUP_PER_MIN,
+    PACE_MARGIN_MS,
+)
+
+if TYPE_CHECKING:
+    from codemojex.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """The answer to a take: `ms` 0 when the slot was taken; else how long until it could be,
+    and whether the bot's limits (`by_bot`) rather than the chat's own bind longest."""
+
+    ms: int
+    by_bot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """A slot taken for one post to `chat_id`."""
+
+    chat_id: int
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+@dataclass(frozen=True, slots=True)
+class PacePolicy:
+    """The limits one kind of post must fit in, in milliseconds: the results (the default) or
+    the bot's own answers (`answers`). The defaults are the results' share of Telegram's
+    published limits. `group_limit` is this kind's share of a group's minute and `bot_share`
+    the answers' of the bot's second (the results may use all of it), `group_total` and
+    `bot_limit` what every post together may use (a share above them is the whole).
+    `margin_ms` is added to a chat's interval and a group's sliding minute for the time a
+    request spends on the wire. The bot's second counts a grant in flight as "now" instead
+    (for at most `flight_ms`), so it needs no margin."""
+
+    chat_ms: int = 1000 // PACE_CHAT_PER_S
+    group_spacing_ms: int = -(-60_000 // (PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE))
+    group_burst: int = PACE_GROUP_BURST
+    group_limit: int = PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE
+    group_window_ms: int = 60_000
+    group_total: int = PACE_GROUP_PER_MIN
+    bot_limit: int = PACE_BOT_PER_S
+    bot_share: int = PACE_BOT_PER_S * PACE_ANSWER_BOT_PCT // 100
+    bot_window_ms: int = 1000
+    margin_ms: int = PACE_MARGIN_MS
+    flight_ms: int = PACE_FLIGHT_MS
+    # A group's posts a minute a process may make alone, while Redis is away (LocalPace).
+    group_alone: int = PACE_ANSWER_RESERVE
+    # The bot's own answers (else results), the ms between two of them to one chat, and how
+    # many a group's minute they may post whatever the results use.
+    answers: bool = False
+    answer_gap_ms: int = 0
+    answer_reserve: int = PACE_ANSWER_RESERVE
+
+    @classmethod
+    def from_rates(
+        cls,
+        chat_per_s: int = PACE_CHAT_PER_S,
+        group_per_min: int = PACE_GROUP_PER_MIN,
+        bot_per_s: int = PACE_BOT_PER_S,
+        *,
+        answers: bool = False,
+        margin_ms: int = PACE_MARGIN_MS,
+    ) -> PacePolicy:
+        """The pace of the settings CODEMOJEX_PACE_CHAT_PER_S, _GROUP_PER_MIN, _BOT_PER_S: for
+        the results (the sender), a group's minute less PACE_ANSWER_RESERVE spread evenly and
+        the whole bot's second; for the bot's own answers (`answers`), no spacing but their
+        share of the minute (PACE_ANSWER_GROUP_PCT) and of the bot's second
+        (PACE_ANSWER_BOT_PCT), and PACE_ANSWER_GAP chat intervals between two answers to one
+        chat. Both on the same keys: each sees the other's posts."""
+        chat_ms = -(-1000 // chat_per_s)
+        if answers:
+            return cls(
+                chat_ms=chat_ms,
+                group_spacing_ms=0,
+                group_burst=1,
+                group_limit=_share(group_per_min, PACE_ANSWER_GROUP_PCT),
+                group_total=group_per_min,
+                bot_limit=bot_per_s,
+                bot_share=_share(bot_per_s, PACE_ANSWER_BOT_PCT),
+                margin_ms=margin_ms,
+                answers=True,
+                answer_gap_ms=PACE_ANSWER_GAP * (chat_ms + margin_ms),
+            )
+        share = max(1, group_per_min - PACE_ANSWER_RESERVE)
+        return cls(
+            chat_ms=chat_ms,
+            group_spacing_ms=-(-60_000 // share),
+            group_burst=min(PACE_GROUP_BURST, share),
+            group_limit=share,
+            group_total=group_per_min,
+            bot_limit=bot_per_s,
+            margin_ms=margin_ms,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, answers: bool = False) -> PacePolicy:
+        return cls.from_rates(
+            settings.pace_chat_per_s,
+            settings.pace_group_per_min,
+            settings.pace_bot_per_s,
+            answers=answers,
+        )
+
+    @property
+    def chat_interval_ms(self) -> int:
+        return self.chat_ms + self.margin_ms
+
+    @property
+    def kind(self) -> str:
+        """What a grant's token starts with in the shared logs (pace_take.lua)."""
+        return "a" if self.answers else "r"
+
+    @property
+    def own_bot_limit(self) -> int:
+        """What this kind may use of the bot's second."""
+        return min(self.bot_limit, self.bot_share) if self.answers else self.bot_limit
+
+
+def _share(limit: int, percent: int) -> int:
+    return max(1, limit * percent // 100)
