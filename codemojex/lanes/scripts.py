@@ -12,6 +12,7 @@ from typing import Final
 
 VERBS: Final = (
     "enqueue",
+    "admit",
     "claim",
     "wclaim",
     "ack",
