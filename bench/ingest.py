@@ -72,6 +72,7 @@ FIRST_CHAT = -1_004_200_000_000
 FIRST_USER = 5_000_000
 PTB_SCRIPT = Path(__file__).resolve().parent / "ingest_ptb.py"
 MODES = ("bot", "bot+worker")
+PG_STATS_FLUSH_S = 11.0
 PALETTE: tuple[str, ...] = ("🍎", "🍌", "🍇", "🍒", "🥝", "🍑")
 
 
@@ -148,15 +149,10 @@ async def _xacts(admin: asyncpg.Connection, db: str) -> int:
 
 
 async def _settled_xacts(admin: asyncpg.Connection, db: str) -> int:
-    """The count once every backend flushed its counters (a backend reports at most once a
-    second, and within a second of going idle)."""
-    last = -1
-    while True:
-        await asyncio.sleep(1.2)
-        now = await _xacts(admin, db)
-        if now == last:
-            return now
-        last = now
+    """The count once every backend flushed its counters: a backend reports at most once a
+    second, and an idle one within PGSTAT_IDLE_INTERVAL (10 s) of its last transaction."""
+    await asyncio.sleep(PG_STATS_FLUSH_S)
+    return await _xacts(admin, db)
 
 
 async def _eventually(
@@ -245,13 +241,13 @@ async def run_ingest(
     procs = Processes(code, env)
     admin = await asyncpg.connect(PG_ADMIN_URL)
     conn = await asyncpg.connect(f"{base}/{db}")
-    spy: asyncio.subprocess.Process | None = None
+    spies: list[asyncio.subprocess.Process] = []
     spy_out = None if profile is None else profile / f"{code.label}-{mode}-{queue}.txt"
+    worker_out = None if profile is None else profile / f"{code.label}-{mode}-{queue}-worker.txt"
     try:
         await procs.run("migrate")
         bot = await procs.start("bot")
-        if mode == "bot+worker":
-            await procs.start("worker")
+        worker = await procs.start("worker") if mode == "bot+worker" else None
 
         async def polling() -> bool:
             return feed.calls["getUpdates"] > 0
@@ -281,13 +277,17 @@ async def run_ingest(
             for r in rows
         }
         feed_updates, by_message = guesses(plan, ids, rounds)
-        if spy_out is not None:
+        if spy_out is not None and worker_out is not None:
             await asyncio.to_thread(spy_out.parent.mkdir, parents=True, exist_ok=True)
-            spy = await _spy(bot.pid, spy_out)
+            spies.append(await _spy(bot.pid, spy_out))
+            if worker is not None:
+                spies.append(await _spy(worker.pid, worker_out))
             await asyncio.sleep(1.0)  # py-spy attaches
         xact0 = await _settled_xacts(admin, db)
         redis0 = await server_counters(client)
         cpu0 = _cpu_s(bot.pid)
+        worker_cpu0 = _cpu_s(worker.pid) if worker is not None else 0.0
+        calls0 = dict(feed.calls)
         polls = 0
         t0 = time.time()
         feed.add(feed_updates)
@@ -305,8 +305,10 @@ async def run_ingest(
         finally:
             t_done = time.time()
             cpu = _cpu_s(bot.pid) - cpu0
+            worker_cpu = (_cpu_s(worker.pid) - worker_cpu0) if worker is not None else 0.0
+            calls = {m: n - calls0.get(m, 0) for m, n in feed.calls.items() if n > calls0.get(m, 0)}
             redis1 = await server_counters(client)
-            if spy is not None:
+            for spy in spies:
                 spy.send_signal(signal.SIGINT)
                 await asyncio.wait_for(spy.wait(), 30)
         xacts = await _settled_xacts(admin, db) - xact0 - polls
@@ -329,6 +331,8 @@ async def run_ingest(
             "seconds": round(seconds, 3),
             "guesses_per_s": round(n / seconds, 1),
             "bot_cpu_us_per_guess": round(cpu * 1e6 / n, 1),
+            "worker_cpu_us_per_guess": round(worker_cpu * 1e6 / n, 1),
+            "bot_api_calls": calls,
             "sql_xacts_per_guess": round(xacts / n, 4),
             "sql_xacts": xacts,
             "wait_p50_ms": percentile(waits, 50),
@@ -336,6 +340,9 @@ async def run_ingest(
             "redis": server_cost(redis0, redis1, redis0.minus(redis0), n).as_dict(),
             "wall_s": round(t_done - t0, 3),
             "profile": _profile_top(spy_out) if spy_out is not None and spy_out.exists() else [],
+            "worker_profile": _profile_top(worker_out)
+            if worker_out is not None and worker_out.exists()
+            else [],
             "load1": round(os.getloadavg()[0], 2),
         }
     finally:
@@ -453,12 +460,13 @@ async def _main(
             )
     if profile is not None:
         for r in runs:
-            if r.get("profile"):
-                print_table(
-                    f"py-spy, the bot process of {r['code']} ({r['mode']}): self %, total %",
-                    ("function", "self %", "total %"),
-                    r["profile"],
-                )
+            for key, what in (("profile", "the bot"), ("worker_profile", "the worker")):
+                if r.get(key):
+                    print_table(
+                        f"py-spy, {what} process of {r['code']} ({r['mode']}): self %, total %",
+                        ("function", "self %", "total %"),
+                        r[key],
+                    )
     save_results(out or ("ingest-quick" if quick else "ingest"), "ingest", runs=runs)
 
 

@@ -54,7 +54,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from glob import glob
 from pathlib import Path
@@ -83,7 +83,7 @@ from codemojex.db import (
 )
 from codemojex.game import texts
 from codemojex.jobs import GuessJob
-from codemojex.lanes import LaneFull, Lanes
+from codemojex.lanes import Admission, Admitted, LaneFull, Lanes
 from codemojex.limits import GUESS_MAX_ATTEMPTS
 from codemojex.locale import EN
 from codemojex.posting.fold import STANDALONE_KINDS
@@ -455,7 +455,8 @@ class Observed:
 
 
 class RecordingLanes(Lanes):
-    """The bot's lanes, noting each job id `enqueue` returned: the guesses it accepted."""
+    """The bot's lanes, noting each job id `enqueue` returned or `admit` took (the bot's
+    batched intake): the guesses it accepted."""
 
     def __init__(self, client: aioredis.Redis, queue: str) -> None:
         super().__init__(client, queue)
@@ -483,6 +484,13 @@ class RecordingLanes(Lanes):
         )
         self.accepted[jid] = room
         return jid
+
+    async def admit(self, admissions: Sequence[Admission]) -> list[Admitted]:
+        answers = await super().admit(admissions)
+        for admission, answer in zip(admissions, answers, strict=True):
+            if answer.status == "enqueued" and answer.job_id is not None:
+                self.accepted[answer.job_id] = admission.room
+        return answers
 
 
 def _pairs(flat: list[bytes]) -> dict[str, int]:
@@ -574,6 +582,7 @@ class Soak:
         self.seen = 0
         self.bot_errors: list[str] = []
         self.feeding_done = asyncio.Event()
+        self.faults_done = asyncio.Event()
         self.refused: Counter[str] = Counter()
 
     # -- world ----------------------------------------------------------------------------
@@ -643,7 +652,7 @@ class Soak:
         last_refresh = 0.0
         last_report = time.monotonic()
         deadline = time.monotonic() + plan.feed_timeout_s
-        while len(lanes.accepted) < plan.guesses and time.monotonic() < deadline:
+        while self.feeding(len(lanes.accepted)) and time.monotonic() < deadline:
             now = time.monotonic()
             if now - last_refresh > 0.3:
                 last_refresh = now
@@ -678,6 +687,14 @@ class Soak:
                 self.type_text(standin, sim.chat_id, rng.choice(sim.players), text)
             await self.backlog_below(plan.max_backlog)
         self.feeding_done.set()
+
+    def feeding(self, accepted: int) -> bool:
+        """Until the plan's guesses are accepted and, with faults, every fault was injected
+        while they were typed (a bot taking guesses faster than the faults come would
+        otherwise leave some out)."""
+        if accepted < self.plan.guesses:
+            return True
+        return self.plan.faults and not (self.faults_done.is_set() and self.fleet.kills > 0)
 
     async def setup_direct(
         self, lanes: Lanes, sessionmaker: async_sessionmaker[AsyncSession]
@@ -734,7 +751,7 @@ class Soak:
         last_refresh = last_report = 0.0
         pending = 0
         deadline = time.monotonic() + plan.feed_timeout_s
-        while len(lanes.accepted) < plan.guesses and time.monotonic() < deadline:
+        while self.feeding(len(lanes.accepted)) and time.monotonic() < deadline:
             now = time.monotonic()
             if now - last_refresh > 0.3:
                 last_refresh = now
@@ -845,6 +862,7 @@ class Soak:
             await asyncio.sleep(plan.redis_down_s)
             await self.redis_server.start()
             self.faults.note("redis back")
+        self.faults_done.set()
 
     # -- drain ----------------------------------------------------------------------------
 
@@ -1173,11 +1191,12 @@ class Soak:
                     f"{m.text[:80]!r}: nearest kill {gap:.2f}s away, "
                     f"{len(not_mid_post)} of {len(extra)} rows not recovered mid-post"
                 )
-        assumed_not_posted = sum(
-            1
+        assumed = [
+            o
             for o in outbox
             if o.sent_at is not None and o.sent_message_id is None and o.id not in unmarked_posted
-        )
+        ]
+        assumed_not_posted = len(assumed)
 
         faults = await lanes.check()
         snap = await lanes.snapshot()
@@ -1217,6 +1236,9 @@ class Soak:
             "outbox_posted_twice_unexplained_examples": unexplained_examples[:5],
             "outbox_posted_twice_kill_gap_max_s": round(max(kill_gaps), 3) if kill_gaps else None,
             "outbox_assumed_sent_not_posted": assumed_not_posted,
+            "outbox_assumed_sent_examples": [(o.kind, o.round_id, o.text[:40]) for o in assumed][
+                :5
+            ],
             "kill_window_s": KILL_WINDOW_S,
             "posts_near_a_kill_share": round(
                 sum(1 for m in sent.values() if kill_gap(m.ts) <= KILL_WINDOW_S) / len(sent), 3

@@ -86,8 +86,22 @@ ADMIN_CACHE_TTL_S_DEFAULT: Final = 300.0
 # At most this long: a demoted admin keeps acting until then where the bot is not an admin
 # itself (Telegram sends chat_member updates only to bots that are; docs/game.md).
 ADMIN_CACHE_TTL_S_MAX: Final = 600.0
-# Updates handled at once (in order per sender); keep below the database pool size.
+# Updates handled at once (in order per sender); the bot's database pool keeps as many
+# connections (db/engine.py), and DB_POOL_OVERFLOW more for a burst of other work (/readyz).
 BOT_CONCURRENCY_DEFAULT: Final = 16
+DB_POOL_OVERFLOW: Final = 4
+# A pooled database connection is replaced after this long (none is pinged before use).
+DB_POOL_RECYCLE_S: Final = 600
+
+# A room's card in Redis (what taking a guess needs: the open round, the players' ids, the
+# bans; posting/cards.py) lives this long after it was last written from the database, then
+# is read from it again: whatever a process that died between a commit and the card's write
+# left stale is gone by then. Every round a bot opens writes it anew.
+CARD_TTL_S: Final = 3600
+
+# Rooms whose card a bot process remembers (bot/cards.py, a hint the enqueue checks; a room
+# forgotten costs one Redis read on its next guess), and 16 times as many players' seats.
+CARD_CACHE_ROOMS: Final = 100_000
 
 # How long the bot's own answer may wait for a posting slot before it is dropped: it waits
 # outside the update's handling (bot/replies.py), so this bounds staleness, not a slot.

@@ -39,6 +39,7 @@ from codemojex.bot.admin import AdminCache
 from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
 from codemojex.bot.drafts import Drafts
+from codemojex.bot.intake import Intake
 from codemojex.bot.language import user_language
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
@@ -54,6 +55,7 @@ from codemojex.game import texts
 from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
+from codemojex.posting.cards import RoomCards
 from codemojex.posting.flags import FloodNotices
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.ring import PostingRing
@@ -91,6 +93,8 @@ def make_services(
         or Pacer(redis, lanes.queue, PacePolicy.from_settings(settings, answers=True)),
         ring=overrides.pop("ring", None) or PostingRing(redis, lanes.queue),
         drafts=Drafts(redis, lanes.queue, overrides.pop("tap_rate", None)),
+        cards=overrides.pop("cards", None) or RoomCards(redis, lanes.queue),
+        intake=overrides.pop("intake", None) or Intake(lanes),
         **overrides,
     )
 

@@ -52,7 +52,8 @@ async def _serve(settings: Settings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     redis = redis_client(settings)
-    engine = make_engine(settings.database_url)
+    # As many connections as updates handled at once: none is opened per update.
+    engine = make_engine(settings.database_url, pool_size=settings.bot_concurrency)
     lanes = make_lanes(redis, settings)
     sessionmaker = make_sessionmaker(engine)
     try:

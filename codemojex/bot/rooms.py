@@ -1,13 +1,17 @@
-"""Rooms and players as the bot sees them: get-or-create, and every room's ceiling in the lanes."""
+"""Rooms and players as the bot sees them: get-or-create, and how names and titles are shown."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import regex
 from sqlalchemy.ext.asyncio import AsyncSession
 from telegram import Chat, User
 
-from codemojex.bot.context import BotServices
 from codemojex.db import Room, store
+
+if TYPE_CHECKING:  # the services hold the card cache (bot/cards.py), which imports this module
+    from codemojex.bot.context import BotServices
 
 NAME_MAX = 64
 
@@ -38,10 +42,9 @@ def display_name(user: User) -> str:
 async def ensure_room(
     services: BotServices, session: AsyncSession, chat: Chat, thread_id: int = 0
 ) -> Room:
-    """The room of the chat (of its forum topic `thread_id`), created on first sight; its
-    ceiling is (re)applied to the lanes once per process, so every room has one, even after
-    Redis lost its data."""
-    room = await store.ensure_room(
+    """The room of the chat (of its forum topic `thread_id`), created on first sight (its
+    ceiling reaches the lanes with its first guess: `Lanes.admit`)."""
+    return await store.ensure_room(
         session,
         chat.id,
         room_title(chat),
@@ -49,16 +52,7 @@ async def ensure_room(
         round_timeout_s=services.settings.round_timeout_s,
         thread_id=thread_id,
     )
-    await apply_ceiling(services, room)
-    return room
 
 
 def room_title(chat: Chat) -> str:
     return shown(chat.title or "")[:255]
-
-
-async def apply_ceiling(services: BotServices, room: Room) -> None:
-    """Set the room's ceiling on the lanes, once per process."""
-    if room.id not in services.ceilings_applied:
-        await services.lanes.limit(room.id, room.ceiling)
-        services.ceilings_applied.add(room.id)

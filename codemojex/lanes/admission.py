@@ -7,7 +7,8 @@ know what the keys mean: a guard compares a hash field with a value (`eq`), sets
 absent and compares it (`nx`: the first writer's value stands), or requires a member absent
 from a set (`out`). Guard keys must carry the queue's `{q}` hash tag (so a Redis Cluster runs
 the script on the slot that holds them) and lie outside the lanes' own keyspace, whose
-invariants only the verbs may change.
+invariants only the verbs may change. A job may also carry notes: hash fields of the
+producer's keys set when (and only when) the job is admitted.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Admission:
     guards: tuple[Guard, ...] = ()
     ceiling: int | None = None
     ceiling_from: tuple[str, str] | None = None
+    notes: tuple[tuple[str, str, str], ...] = ()  # (key, field, value): HSET when admitted
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +131,15 @@ def encode(admissions: Sequence[Admission], keys: K.Keys) -> list[str | int | by
         if source:
             source, field = _own_key(source, keys), _text(field, "ceiling_from's field")
         args += [a.room, a.lane, job_id, bytes(a.payload), a.max_attempts, depth, digest,
-                 ceiling, source, field, len(a.guards)]  # fmt: skip
+                 ceiling, source, field, len(a.guards), len(a.notes)]  # fmt: skip
         for guard in a.guards:
             if guard.op not in GUARD_OPS:
                 raise LaneError(f"unknown guard {guard.op!r}")
             args += [guard.op, _own_key(guard.key, keys), _text(guard.field, "a guard's field"),
                      _text(guard.value, "a guard's value")]  # fmt: skip
+        for key, note, value in a.notes:
+            args += [_own_key(key, keys), _text(note, "a note's field"),
+                     _text(value, "a note's value")]  # fmt: skip
     return args
 
 

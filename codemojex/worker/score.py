@@ -23,6 +23,12 @@ recording is idempotent per guess and all-or-nothing per transaction, nothing is
 twice. A flush that fails for any other reason is redone one batch per transaction, so that a
 poison guess fails (and is in time dead-lettered) alone, not with the batches beside it.
 
+The players' rows are written in the same transaction (`store.seats`): a job names its
+Telegram user (and, the first time, the player's name); the bot writes no row per guess.
+After the commit, `on_closed(room, round)` is told of every round the batch found or left
+closed (won, or a guess "too late"), so that the room's card in Redis stops taking guesses
+for it even if whoever closed it died before saying so (posting/cards.py).
+
 A database that is down (connection refused, timeouts, OperationalError…: `outages`) is
 waited out a little (up to `hold_s`; the pool's heartbeat keeps the batch's lease), then
 `Retry(delay)` hands the batch back to its lane with a back-off. Nothing is acked,
@@ -93,6 +99,7 @@ class ScoreWorker:
         max_flush: int = 512,
         stats: ScoreStats | None = None,
         on_recorded: Callable[[int], Awaitable[None]] | None = None,
+        on_closed: Callable[[str, int], Awaitable[None]] | None = None,
     ) -> None:
         """`hold_s` is how long a database outage is waited out before the batch is handed
         back with Retry. `max_flush` caps the guesses recorded in one transaction.
@@ -103,11 +110,14 @@ class ScoreWorker:
         self._max_flush = max_flush
         self.stats = stats or ScoreStats()
         self._on_recorded = on_recorded
+        self._on_closed = on_closed
         self._waiting: list[_Waiting] = []
         self._flush_lock = asyncio.Lock()
-        # The flushes hold one connection while batches keep coming (no pool checkout, no
-        # ping, no session per flush); it goes back to the pool when a flush finds no batch
-        # waiting, and is dropped after a failed flush (the next one takes a fresh one).
+        # The flushes hold one connection for as long as the worker runs (`close`): no pool
+        # checkout, no session per flush, and never a wait behind the sender's queries for
+        # one (32 chats in hand share the pool; a flush that queued behind them held every
+        # consumer's batch: 343 guesses/s end to end in bench.ingest, 746 holding it). It is
+        # dropped after a failed flush (the next one takes a fresh one).
         bind = sessionmaker.kw.get("bind")
         self._engine: AsyncEngine | None = bind if isinstance(bind, AsyncEngine) else None
         self._conn: AsyncConnection | None = None
@@ -133,7 +143,12 @@ class ScoreWorker:
             )
             for job, guess in decoded
         ]
-        verdicts = await self._record_patiently(jobs, attempts)
+        seats = [
+            store.Seat(job.lane, job.room, guess.user_id, guess.name)
+            for job, guess in decoded
+            if guess.user_id
+        ]
+        verdicts = await self._record_patiently(jobs, _Batch(attempts, seats))
         answered = {
             chat
             for (job, _), verdict in zip(decoded, verdicts, strict=True)
@@ -142,16 +157,22 @@ class ScoreWorker:
         if self._on_recorded is not None:
             for chat in answered:
                 await self._on_recorded(chat)
+        if self._on_closed is not None:
+            closed = {
+                (attempt.room_id, attempt.round_id)
+                for attempt, verdict in zip(attempts, verdicts, strict=True)
+                if verdict.won or verdict.late
+            }
+            for room_id, round_id in sorted(closed):
+                await self._on_closed(room_id, round_id)
 
-    async def _record_patiently(
-        self, jobs: Sequence[Job], attempts: list[Attempt]
-    ) -> list[Verdict]:
+    async def _record_patiently(self, jobs: Sequence[Job], batch: _Batch) -> list[Verdict]:
         """Record, waiting out a short database outage; Retry when it lasts."""
         deadline = time.monotonic() + self._hold_s
         pause = 0.1
         while True:
             try:
-                verdicts = await self._record(attempts)
+                verdicts = await self._record(batch)
                 OUTAGES.ok("postgres")
                 return verdicts
             except Exception as exc:
@@ -173,9 +194,9 @@ class ScoreWorker:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 2.0)
 
-    async def _record(self, attempts: list[Attempt]) -> list[Verdict]:
+    async def _record(self, batch: _Batch) -> list[Verdict]:
         """Group commit: wait for a flush that takes these attempts (maybe run it ourselves)."""
-        waiting = _Waiting(attempts, asyncio.get_running_loop().create_future())
+        waiting = _Waiting(batch, asyncio.get_running_loop().create_future())
         self._waiting.append(waiting)
         async with self._flush_lock:
             if not waiting.future.done():
@@ -188,11 +209,11 @@ class ScoreWorker:
         taken: list[_Waiting] = []
         size = 0
         while self._waiting and (
-            not taken or size + len(self._waiting[0].attempts) <= self._max_flush
+            not taken or size + len(self._waiting[0].batch.attempts) <= self._max_flush
         ):
             waiting = self._waiting.pop(0)
             taken.append(waiting)
-            size += len(waiting.attempts)
+            size += len(waiting.batch.attempts)
         try:
             results = await self._record_together(taken)
         except asyncio.CancelledError:
@@ -222,27 +243,30 @@ class ScoreWorker:
             return
         start = 0
         for waiting in taken:
-            waiting.future.set_result(results[start : start + len(waiting.attempts)])
-            start += len(waiting.attempts)
+            waiting.future.set_result(results[start : start + len(waiting.batch.attempts)])
+            start += len(waiting.batch.attempts)
 
     async def _record_together(self, taken: list[_Waiting]) -> list[Verdict]:
         """One transaction for the guesses of these batches, in order."""
-        attempts = [attempt for waiting in taken for attempt in waiting.attempts]
+        attempts = [attempt for waiting in taken for attempt in waiting.batch.attempts]
+        seats = [seat for waiting in taken for seat in waiting.batch.seats]
         if self._engine is None:
             async with self._sessionmaker() as session:
-                verdicts = await store.record_guesses(session, attempts)
+                verdicts = await store.record_guesses(session, attempts, seats=seats)
         else:
             if self._conn is None:
                 self._conn = await self._engine.connect()
             try:
-                verdicts = await store.record_guesses(self._conn, attempts)
+                verdicts = await store.record_guesses(self._conn, attempts, seats=seats)
             except BaseException:
                 await self._release()
                 raise
-            if not self._waiting:
-                await self._release()
         self.stats.flushes += 1
         return verdicts
+
+    async def close(self) -> None:
+        """Give the flushes' connection back (the worker stops)."""
+        await self._release()
 
     async def _release(self) -> None:
         conn, self._conn = self._conn, None
@@ -279,7 +303,7 @@ class ScoreWorker:
             return None
         try:
             return GuessJob.decode(job.payload)
-        except (ValueError, KeyError, TypeError) as exc:
+        except ValueError as exc:
             self.stats.rejected += 1
             log.warning(
                 "job %s has an unreadable payload (%s); dropped", job.id, type(exc).__name__
@@ -287,9 +311,17 @@ class ScoreWorker:
             return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """One handler call's guesses and the players they name."""
+
+    attempts: list[Attempt]
+    seats: list[store.Seat]
+
+
 @dataclass(slots=True)
 class _Waiting:
     """A batch waiting for a flush, and where its results go."""
 
-    attempts: list[Attempt]
+    batch: _Batch
     future: asyncio.Future[list[Verdict]]

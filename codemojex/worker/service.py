@@ -25,6 +25,7 @@ from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.limits import ROUND_TIMEOUT_S_MIN, SENDER_RECONCILE_S
 from codemojex.outages import OUTAGES, backoff_ms, is_outage
+from codemojex.posting.cards import RoomCards
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
@@ -65,12 +66,29 @@ class WorkerStats:
         return out
 
 
+async def close_card(cards: RoomCards, room_id: str, round_id: int) -> None:
+    """After a round's close was committed: its room's card stops taking guesses for it. Best
+    effort: with Redis out nothing is taken anyway, and a guess the card still takes is
+    scored "too late" and closes it again."""
+    try:
+        await cards.close(room_id, round_id)
+    except Exception as exc:
+        if not is_outage(exc):
+            raise
+        log.info("room %s: its card could not be closed (%s)", room_id, type(exc).__name__)
+
+
 async def expire_rounds_once(
-    sessionmaker: async_sessionmaker[AsyncSession], sender: OutboxSender | None = None
+    sessionmaker: async_sessionmaker[AsyncSession],
+    sender: OutboxSender | None = None,
+    cards: RoomCards | None = None,
 ) -> int:
     """Close the rounds whose timeout passed (their reveal goes to the outbox)."""
     async with sessionmaker() as session:
         closed = await store.expire_rounds(session, utcnow())
+    if cards is not None:
+        for rnd in closed:
+            await close_card(cards, rnd.room_id, rnd.id)
     if closed and sender is not None:
         async with sessionmaker() as session:
             chats = await store.room_chats(session, {r.room_id for r in closed})
@@ -82,6 +100,7 @@ async def expire_rounds_once(
 async def _round_timer(
     sessionmaker: async_sessionmaker[AsyncSession],
     sender: OutboxSender,
+    cards: RoomCards,
     stats: WorkerStats,
     stop: asyncio.Event,
     every_s: float,
@@ -98,7 +117,7 @@ async def _round_timer(
             async with sessionmaker() as session:
                 first = await store.next_expiry(session)
             if first is not None and first <= utcnow():
-                stats.rounds_expired += await expire_rounds_once(sessionmaker, sender)
+                stats.rounds_expired += await expire_rounds_once(sessionmaker, sender, cards)
                 wait_s = 0.0
             elif first is not None:
                 wait_s = min(every_s, (first - utcnow()).total_seconds())
@@ -176,11 +195,17 @@ async def run_worker(
     async def poke(chat_id: int) -> None:
         sender.poke(chat_id)
 
+    cards = RoomCards(redis, settings.queue)
+
+    async def closed(room_id: str, round_id: int) -> None:
+        await close_card(cards, room_id, round_id)
+
     scorer = ScoreWorker(
         sessionmaker,
         hold_s=score_hold_s,
         stats=stats.score,
         on_recorded=poke,
+        on_closed=closed,
     )
     pool = ConsumerPool(
         lanes,
@@ -195,7 +220,13 @@ async def run_worker(
     sender_task = asyncio.create_task(sender.run(sender_stop), name="worker:sender")
     timer_task = asyncio.create_task(
         _round_timer(
-            sessionmaker, sender, stats, sender_stop, timer_s, AuditTrim(settings.audit_keep_days)
+            sessionmaker,
+            sender,
+            cards,
+            stats,
+            sender_stop,
+            timer_s,
+            AuditTrim(settings.audit_keep_days),
         ),
         name="worker:timer",
     )
@@ -208,6 +239,7 @@ async def run_worker(
         stopper.cancel()
         pool.stop()
         await asyncio.gather(pool_task, return_exceptions=True)
+        await scorer.close()
         if drain_s > 0 and not sender_task.done():
             await _wait_outbox_empty(sessionmaker, drain_s)
         sender_stop.set()

@@ -211,8 +211,6 @@ async def clean_slate(world: World, bot_queue: str) -> AsyncIterator[None]:
     """Empty tables and queue keys before each test; the bot process itself keeps running."""
     await wipe_tables(world.engine, restart_ids=False)
     await drop_keys(world.redis, bot_queue)
-    services = world.app.bot_data
-    services.ceilings_applied.clear()
     world.errors.clear()
     yield
     assert world.errors == [], f"handlers raised into the error handler: {world.errors!r}"

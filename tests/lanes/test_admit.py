@@ -225,3 +225,21 @@ async def test_the_admitted_jobs_are_the_ones_enqueue_makes(env: Env) -> None:
         "state": "pending",
         "enqueued_ms": ANY,
     }
+
+
+async def test_notes_are_written_with_an_admitted_job_only(env: Env) -> None:
+    r, a = room(), lane()
+    names, card = own(env, "names"), own(env, "card")
+    await env.client.hset(card, "round", "1")
+    note = ((names, a, "Ann"),)
+    refused, taken, full = await env.lanes.admit(
+        [
+            Admission(r, a, b"x", guards=(Guard("eq", card, "round", "2"),), notes=note),
+            Admission(r, a, b"y", max_depth=1, notes=((names, a, "Ann B."),)),
+            Admission(r, a, b"z", max_depth=1, notes=((names, a, "Ann C."),)),
+        ]
+    )
+    assert (refused.status, taken.status, full.status) == ("refused", "enqueued", "full")
+    assert await env.client.hgetall(names) == {a.encode(): "Ann B.".encode()}
+    with pytest.raises(LaneError):
+        await env.lanes.admit([Admission(r, a, b"w", notes=(("plain", "f", "v"),))])

@@ -7,14 +7,16 @@
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  dedupe window in ms          ARGV[2]  the highest ceiling (limits.CEILING_MAX)
--- ARGV[3]  the number of jobs N, then N records of 11 fields and their guards:
+-- ARGV[3]  the number of jobs N, then N records of 12 fields, their guards and their notes:
 --          room, lane, job id, payload, max_attempts, max_depth (0 = none),
 --          dedupe digest ('' = none), ceiling (0 = none), ceiling source key ('' = none),
---          its field, the number of guards G; then G guards of 4 fields (op, key, field, value):
+--          its field, the number of guards G, the number of notes K; then G guards of 4
+--          fields (op, key, field, value):
 --            'eq'   HGET key field must equal value
 --            'nx'   HSETNX key field value, and the field must then equal value (the first
 --                   writer's value stands)
 --            'out'  SISMEMBER key field must be 0 (value unused)
+--          then K notes of 3 fields (key, field, value): HSET when the job is admitted
 -- Per job: a dedupe hit is reported first, whatever its guards say now (an update seen twice
 -- makes one job and one answer); then the guards, in order; then, when the room has no
 -- ceiling and one is given, the room gets it (the source field's value when it holds a whole
@@ -72,9 +74,10 @@ for _ = 1, tonumber(ARGV[3]) do
   local room, lane, id, payload = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
   local max_attempts, max_depth, digest = ARGV[at + 4], tonumber(ARGV[at + 5]), ARGV[at + 6]
   local ceiling, src, field = tonumber(ARGV[at + 7]), ARGV[at + 8], ARGV[at + 9]
-  local guards = tonumber(ARGV[at + 10])
-  local first_guard = at + 11
-  at = first_guard + 4 * guards
+  local guards, notes = tonumber(ARGV[at + 10]), tonumber(ARGV[at + 11])
+  local first_guard = at + 12
+  local first_note = first_guard + 4 * guards
+  at = first_note + 3 * notes
   local status, value, guard = nil, nil, 0
   if digest ~= '' then
     value = redis.call('GET', dedupe_key(digest))
@@ -87,6 +90,11 @@ for _ = 1, tonumber(ARGV[3]) do
     else
       ceiling_if_none(room, ceiling, src, field)
       status, value = admit_job(room, lane, id, payload, max_attempts, max_depth, digest, window)
+      if status == 'ok' then
+        for n = first_note, first_note + 3 * (notes - 1), 3 do
+          redis.call('HSET', ARGV[n], ARGV[n + 1], ARGV[n + 2])
+        end
+      end
     end
   end
   out[#out + 1] = status
