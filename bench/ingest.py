@@ -217,7 +217,12 @@ async def _spy(pid: int, out: Path) -> asyncio.subprocess.Process:
 
 
 async def run_ingest(
-    code: Code, mode: str, plan: Plan, profile: Path | None = None, max_s: float = 180.0
+    code: Code,
+    mode: str,
+    plan: Plan,
+    profile: Path | None = None,
+    max_s: float = 180.0,
+    bot_concurrency: int | None = None,
 ) -> dict[str, Any]:
     """One timed run of the real bot (and worker) of `code`."""
     from codemojex.scoring import split_emojis
@@ -238,6 +243,8 @@ async def run_ingest(
         CODEMOJEX_DATABASE_URL=f"{base.replace('postgresql://', 'postgresql+asyncpg://')}/{db}",
         CODEMOJEX_QUEUE=queue,
     )
+    if bot_concurrency is not None:
+        env["CODEMOJEX_BOT_CONCURRENCY"] = str(bot_concurrency)
     procs = Processes(code, env)
     admin = await asyncpg.connect(PG_ADMIN_URL)
     conn = await asyncpg.connect(f"{base}/{db}")
@@ -324,6 +331,7 @@ async def run_ingest(
         return {
             "code": code.label,
             "mode": mode,
+            "bot_concurrency": bot_concurrency,
             "rooms": plan.rooms,
             "players_per_room": plan.players,
             "guesses": n,
@@ -420,6 +428,7 @@ app = typer.Typer(add_completion=False, help=__doc__)
 async def _main(
     quick: bool, rooms: int, players: int, per_player: int, modes: str, repeat: int,
     baseline: Path | None, profile: Path | None, out: str | None, ptb_concurrency: int,
+    bot_concurrency: int | None,
 ) -> None:  # fmt: skip
     if quick:
         rooms, players, per_player = min(rooms, 40), min(players, 5), min(per_player, 5)
@@ -435,7 +444,8 @@ async def _main(
         for mode in wanted:
             for code in codes:
                 console.print(f"[dim]{code.label}: {mode} ...[/]")
-                runs.append(await run_ingest(code, mode, Plan(rooms, players, per_player), profile))
+                plan = Plan(rooms, players, per_player)
+                runs.append(await run_ingest(code, mode, plan, profile, 180.0, bot_concurrency))
     print_table(
         f"the front door: {rooms} rooms x {players} players x {per_player} guesses, the real bot",
         ("code", "mode", "guesses/s", "bot CPU µs/guess", "SQL xact/guess", "p50 ms", "p99 ms"),
@@ -488,11 +498,15 @@ def main(
     ptb_concurrency: Annotated[
         int, typer.Option(help="concurrent updates of the PTB-alone ceiling runs")
     ] = 16,
+    bot_concurrency: Annotated[
+        int | None, typer.Option(help="CODEMOJEX_BOT_CONCURRENCY (default: the checkout's)")
+    ] = None,
 ) -> None:
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             _main(quick, rooms, players, per_player, modes, repeat,
-                  baseline.resolve() if baseline else None, profile, out, ptb_concurrency)
+                  baseline.resolve() if baseline else None, profile, out, ptb_concurrency,
+                  bot_concurrency)
         )  # fmt: skip
 
 

@@ -86,9 +86,17 @@ ADMIN_CACHE_TTL_S_DEFAULT: Final = 300.0
 # At most this long: a demoted admin keeps acting until then where the bot is not an admin
 # itself (Telegram sends chat_member updates only to bots that are; docs/game.md).
 ADMIN_CACHE_TTL_S_MAX: Final = 600.0
-# Updates handled at once (in order per sender); the bot's database pool keeps as many
-# connections (db/engine.py), and DB_POOL_OVERFLOW more for a burst of other work (/readyz).
-BOT_CONCURRENCY_DEFAULT: Final = 16
+# Updates handled at once (in order per sender). A guess needs no database connection and is
+# enqueued with the others of its event-loop turn in one script call: more at once means
+# bigger batches (bench/ingest.py: 64 took in about a fifth more than 16 on this machine).
+BOT_CONCURRENCY_DEFAULT: Final = 64
+# Database connections a process keeps open (db/engine.py), DB_POOL_OVERFLOW more for a
+# burst: what needs one queues for it rather than opening and closing connections as it goes
+# (SQLAlchemy's default of 5 churned under the sender's 32 chats in hand and the bot's
+# concurrent updates: asyncpg.connect and SSL set-up showed in their profiles). The bot keeps
+# as many as it handles updates at once, up to this. Several processes share Postgres's
+# max_connections (100 by default): 2 bots and 3 workers keep at most 100.
+DB_POOL_SIZE: Final = 16
 DB_POOL_OVERFLOW: Final = 4
 # A pooled database connection is replaced after this long (none is pinged before use).
 DB_POOL_RECYCLE_S: Final = 600

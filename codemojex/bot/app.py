@@ -138,12 +138,16 @@ def build_application(
 def add_handlers(application: CodemojexApp) -> None:
     # New messages only: an edited message is not a guess and does not re-run a command.
     new = filters.UpdateType.MESSAGE
+    # Group text that is no command first: most updates are guesses typed as they are, and
+    # each handler ahead of theirs costs every one of them a check.
+    application.add_handler(
+        MessageHandler(
+            new & filters.ChatType.GROUPS & filters.TEXT & ~filters.COMMAND, on_group_text
+        )
+    )
     for name, callback in {**PLAYER_COMMANDS, **ADMIN_COMMANDS}.items():
         application.add_handler(CommandHandler(name, callback, filters=new))
     application.add_handler(MessageHandler(new & filters.COMMAND, cmd_unknown))
-    application.add_handler(
-        MessageHandler(new & filters.ChatType.GROUPS & filters.TEXT, on_group_text)
-    )
     application.add_handler(
         MessageHandler(new & filters.ChatType.PRIVATE & filters.TEXT, on_private_text)
     )

@@ -46,7 +46,14 @@ from codemojex.lanes import Admission, Admitted, LaneError
 from codemojex.locale import Lang
 from codemojex.posting.cards import Card, CardBusy, CardRead
 from codemojex.posting.flags import Notice
-from codemojex.scoring import MAX_GUESS_CHARS, MAX_LENGTH, MIN_LENGTH, InvalidGuess, parse_guess
+from codemojex.scoring import (
+    MAX_GUESS_CHARS,
+    MAX_LENGTH,
+    MIN_LENGTH,
+    InvalidGuess,
+    exact_guess,
+    parse_guess,
+)
 from codemojex.scoring.emoji import clusters, is_emoji
 
 log = logging.getLogger(__name__)
@@ -101,9 +108,14 @@ async def submit_guess(
 ) -> GuessAnswer:
     """Validate `text` against the room's open round and enqueue it into the player's lane."""
     explicit = source is not Source.PLAIN
-    if not explicit and not looks_like_guess(text):
-        return GuessAnswer("ignored")
     chat = message.chat
+    # A guess typed exactly in the palette of the round this process knows is one, whatever
+    # the plain-message rule would say: the rule is only read for what is not.
+    card = services.card_cache.card(chat.id, topic_of(message))
+    rnd = card.round if card is not None else None
+    exact = None if rnd is None else exact_guess(text, rnd.emojis, rnd.length)
+    if not explicit and exact is None and not looks_like_guess(text):
+        return GuessAnswer("ignored")
     return await take_guess(
         services,
         chat,
@@ -113,6 +125,7 @@ async def submit_guess(
         explicit=explicit,
         message_id=message.message_id,
         dedupe_key=f"{chat.id}:{message.message_id}",
+        exact=None if exact is None or rnd is None else (rnd.id, exact),
     )
 
 
@@ -132,9 +145,11 @@ async def take_guess(
     message_id: int,
     dedupe_key: str,
     round_id: int | None = None,
+    exact: tuple[int, tuple[str, ...]] | None = None,
 ) -> GuessAnswer:
     """Parse `text` for the room's open round and enqueue it (see the module docstring).
-    With `round_id` the guess is for that round only (a tapped one): any other is "no_round"."""
+    With `round_id` the guess is for that round only (a tapped one): any other is "no_round".
+    `exact`: the caller already found it spelled exactly in the palette of this round."""
     read: CardRead | None = None  # Redis's card, once read for this guess
     card = services.card_cache.card(chat.id, thread_id)
     if card is not None and card.title != room_title(chat):
@@ -152,7 +167,12 @@ async def take_guess(
                 continue
             return GuessAnswer("no_round", texts.no_round(lang) if explicit else None)
         try:
-            emojis = parse_guess(text, rnd.palette, rnd.length)
+            if exact is not None and exact[0] == rnd.id:
+                emojis = exact[1]
+            else:
+                emojis = exact_guess(text, rnd.emojis, rnd.length) or parse_guess(
+                    text, rnd.palette, rnd.length
+                )
         except InvalidGuess as exc:
             if read is None:
                 card = None

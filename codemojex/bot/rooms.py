@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from typing import TYPE_CHECKING, Final
 
 import regex
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,6 +15,7 @@ if TYPE_CHECKING:  # the services hold the card cache (bot/cards.py), which impo
     from codemojex.bot.context import BotServices
 
 NAME_MAX = 64
+SHOWN_CACHE: Final = 8192
 
 # The Unicode bidi controls (embeddings, overrides, isolates, marks: U+061C, U+200E-F,
 # U+202A-E, U+2066-9). In a name they would reorder the rest of the line it is shown in:
@@ -27,9 +29,11 @@ def storable(text: str) -> str:
     return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
 
 
+@functools.lru_cache(maxsize=SHOWN_CACHE)
 def shown(text: str) -> str:
     """User text as it may be shown to others: storable, without bidi controls, whitespace
-    runs (newlines included) as one space."""
+    runs (newlines included) as one space. Names and titles come again with every message:
+    the last few thousand are remembered."""
     return " ".join(_BIDI_CONTROLS.sub("", storable(text)).split())
 
 

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from codemojex.limits import DB_POOL_OVERFLOW, DB_POOL_RECYCLE_S
+from codemojex.limits import DB_POOL_OVERFLOW, DB_POOL_RECYCLE_S, DB_POOL_SIZE
 
 # The repository root's migrations/ (the package is installed editable, next to it).
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
@@ -42,22 +42,21 @@ def make_engine(url: str, *, pool_size: int | None = None, **kwargs: Any) -> Asy
     """An async engine for `url` (postgresql+asyncpg://… or sqlite+aiosqlite://…).
 
     Statement parameters are hidden from error messages and logs: they include secret codes.
-    On Postgres, `pool_size` connections are kept (SQLAlchemy's 5 by default; a process
-    that runs N use-cases at once wants N, else it opens and closes connections as it goes)
-    with a few more for a burst, and no connection is pinged before each use: that is a round
-    trip per checkout. A connection that was dropped (Postgres restarted, a proxy cut it)
-    fails its next statement instead, which `outages` takes for a Postgres outage: the
-    caller says "try again" or retries, and SQLAlchemy invalidates the pool's other
-    connections of before the failure at once. Connections are replaced after
-    `limits.DB_POOL_RECYCLE_S`, before any idle timeout on the way can cut them.
+    On Postgres, `pool_size` connections are kept (`limits.DB_POOL_SIZE` by default, not
+    SQLAlchemy's 5: a process that runs N use-cases at once and keeps fewer opens and closes
+    connections as it goes) with a few more for a burst, and no connection is pinged before
+    each use: that is a round trip per checkout. A connection that was dropped (Postgres
+    restarted, a proxy cut it) fails its next statement instead, which `outages` takes for a
+    Postgres outage: the caller says "try again" or retries, and SQLAlchemy invalidates the
+    pool's connections of before the failure at once. Connections are replaced after
+    `limits.DB_POOL_RECYCLE_S`, before an idle timeout on the way can cut them.
     """
     kwargs.setdefault("hide_parameters", True)
     if not is_sqlite(url):
         kwargs.setdefault("pool_pre_ping", False)
         kwargs.setdefault("pool_recycle", DB_POOL_RECYCLE_S)
-        if pool_size is not None:
-            kwargs.setdefault("pool_size", pool_size)
-            kwargs.setdefault("max_overflow", DB_POOL_OVERFLOW)
+        kwargs.setdefault("pool_size", DB_POOL_SIZE if pool_size is None else pool_size)
+        kwargs.setdefault("max_overflow", DB_POOL_OVERFLOW)
         return create_async_engine(url, **kwargs)
     connect_args = dict(kwargs.pop("connect_args", {}))
     connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)

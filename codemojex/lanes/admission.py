@@ -13,6 +13,7 @@ producer's keys set when (and only when) the job is admitted.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -108,9 +109,24 @@ def _text(value: object, name: str) -> str:
     return value
 
 
-def encode(admissions: Sequence[Admission], keys: K.Keys) -> list[str | int | bytes]:
-    """admit.lua's records for these admissions (after ARGV[1..3]), every field checked."""
-    args: list[str | int | bytes] = []
+def _netstring(value: str | bytes | int) -> bytes:
+    if isinstance(value, str):
+        return _text_netstring(value)
+    raw = b"%d" % value if isinstance(value, int) else value
+    return b"%d:%b" % (len(raw), raw)
+
+
+@functools.lru_cache(maxsize=8192)
+def _text_netstring(value: str) -> bytes:
+    """Keys, ids and field names come again with every job of a room: encoded once."""
+    raw = value.encode()
+    return b"%d:%b" % (len(raw), raw)
+
+
+def encode(admissions: Sequence[Admission], keys: K.Keys) -> list[bytes]:
+    """admit.lua's records for these admissions (ARGV[3..]), every field checked: one
+    argument per job, its fields as netstrings run together."""
+    records: list[bytes] = []
     for a in admissions:
         K.check_room(a.room)
         K.check_lane(a.lane)
@@ -130,17 +146,20 @@ def encode(admissions: Sequence[Admission], keys: K.Keys) -> list[str | int | by
         source, field = ("", "") if a.ceiling_from is None else a.ceiling_from
         if source:
             source, field = _own_key(source, keys), _text(field, "ceiling_from's field")
-        args += [a.room, a.lane, job_id, bytes(a.payload), a.max_attempts, depth, digest,
-                 ceiling, source, field, len(a.guards), len(a.notes)]  # fmt: skip
+        parts: list[str | bytes | int] = [a.room, a.lane, job_id, bytes(a.payload),
+                                          a.max_attempts, depth, digest, ceiling, source,
+                                          field, len(a.guards), len(a.notes)]  # fmt: skip
         for guard in a.guards:
             if guard.op not in GUARD_OPS:
                 raise LaneError(f"unknown guard {guard.op!r}")
-            args += [guard.op, _own_key(guard.key, keys), _text(guard.field, "a guard's field"),
-                     _text(guard.value, "a guard's value")]  # fmt: skip
+            parts += [guard.op, _own_key(guard.key, keys),
+                      _text(guard.field, "a guard's field"),
+                      _text(guard.value, "a guard's value")]  # fmt: skip
         for key, note, value in a.notes:
-            args += [_own_key(key, keys), _text(note, "a note's field"),
-                     _text(value, "a note's value")]  # fmt: skip
-    return args
+            parts += [_own_key(key, keys), _text(note, "a note's field"),
+                      _text(value, "a note's value")]  # fmt: skip
+        records.append(b"".join([_netstring(part) for part in parts]))
+    return records
 
 
 def decode(reply: list[bytes | int]) -> list[Admitted]:

@@ -226,10 +226,8 @@ class Lanes:
         them is malformed."""
         if not admissions:
             return []
-        args = admission.encode(admissions, self.keys)
-        reply = await self._call(
-            "admit", self.dedupe_window_ms, CEILING_MAX, len(admissions), *args
-        )
+        records = admission.encode(admissions, self.keys)
+        reply = await self._call("admit", self.dedupe_window_ms, CEILING_MAX, *records)
         return admission.decode(reply)
 
     # -- consumer -------------------------------------------------------------------------

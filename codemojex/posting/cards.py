@@ -28,7 +28,7 @@ Why a stale card cannot lose or double a guess, and heals:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,6 +52,10 @@ class RoundRules:
     length: int
     repeats: bool
     expires_at: datetime
+    emojis: frozenset[str] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "emojis", frozenset(self.palette))
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +147,7 @@ class RoomCards:
         self._redis = redis
         self.keys = Keys(queue)
         self._ttl_s = ttl_s
+        self._room_keys: dict[str, tuple[str, str, str]] = {}
         self._read = register(redis, "card_read")
         self._write = register(redis, "card_write")
         self._close = register(redis, "card_close")
@@ -203,16 +208,28 @@ class RoomCards:
         """The user's player id as the database has it (it wins over the one held)."""
         await self._redis.hset(self.keys.seats(room_id), str(int(user_id)), player_id)
 
+    def _guarded_keys(self, room_id: str) -> tuple[str, str, str]:
+        """The card, bans and seats keys of a room (built and checked once: every guess of the
+        room needs them)."""
+        keys = self._room_keys.get(room_id)
+        if keys is None:
+            if len(self._room_keys) >= limits.CARD_CACHE_ROOMS:
+                self._room_keys.clear()
+            keys = (self.keys.card(room_id), self.keys.bans(room_id), self.keys.seats(room_id))
+            self._room_keys[room_id] = keys
+        return keys
+
     def guards(
         self, room_id: str, round_id: int, user_id: int, player_id: str
     ) -> tuple[Guard, Guard, Guard]:
         """What the enqueue of a guess checks atomically: the round is still the room's open
         round, the user is not banned there, and the lane is the user's seat (taken if free)."""
+        card, bans, seats = self._guarded_keys(room_id)
         user = str(int(user_id))
         return (
-            Guard("eq", self.keys.card(room_id), "round", str(int(round_id))),
-            Guard("out", self.keys.bans(room_id), user),
-            Guard("nx", self.keys.seats(room_id), user, player_id),
+            Guard("eq", card, "round", str(int(round_id))),
+            Guard("out", bans, user),
+            Guard("nx", seats, user, player_id),
         )
 
     def name_note(self, room_id: str, player_id: str, name: str) -> tuple[str, str, str]:
@@ -228,7 +245,7 @@ class RoomCards:
 
     def ceiling_source(self, room_id: str) -> tuple[str, str]:
         """Where a room's ceiling is read when the lanes have none (after Redis lost them)."""
-        return self.keys.card(room_id), "ceiling"
+        return self._guarded_keys(room_id)[0], "ceiling"
 
 
 async def reload(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ from codemojex.posting.cards import RoomCards
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
+from codemojex.runtime import settle_process
 from codemojex.settings import Settings
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.retention import AuditTrim
@@ -37,14 +37,6 @@ from codemojex.worker.score import ScoreStats, ScoreWorker
 __all__ = ["WorkerStats", "expire_rounds_once", "make_bot", "run_worker", "settle_process"]
 
 log = logging.getLogger(__name__)
-
-
-def settle_process() -> None:
-    """Once started: what start-up allocated (modules, the ORM's mappers, the statement
-    cache, the translations) is moved out of the cyclic collector's reach, so that its
-    collections walk only what the work allocates, not the whole program each time."""
-    gc.collect()
-    gc.freeze()
 
 
 @dataclass

@@ -240,6 +240,6 @@ async def test_notes_are_written_with_an_admitted_job_only(env: Env) -> None:
         ]
     )
     assert (refused.status, taken.status, full.status) == ("refused", "enqueued", "full")
-    assert await env.client.hgetall(names) == {a.encode(): "Ann B.".encode()}
+    assert await env.client.hgetall(names) == {a.encode(): b"Ann B."}
     with pytest.raises(LaneError):
         await env.lanes.admit([Admission(r, a, b"w", notes=(("plain", "f", "v"),))])

@@ -7,7 +7,9 @@
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (_common.lua)
 -- ARGV[1]  dedupe window in ms          ARGV[2]  the highest ceiling (limits.CEILING_MAX)
--- ARGV[3]  the number of jobs N, then N records of 12 fields, their guards and their notes:
+-- ARGV[3..] one record per job: its fields as netstrings run together ("<length>:<bytes>"
+--          each; one argument a job, not thirty, is what keeps a producer's batch cheap to
+--          send), 12 fields, then its guards and its notes:
 --          room, lane, job id, payload, max_attempts, max_depth (0 = none),
 --          dedupe digest ('' = none), ceiling (0 = none), ceiling source key ('' = none),
 --          its field, the number of guards G, the number of notes K; then G guards of 4
@@ -48,10 +50,23 @@ local function ceiling_if_none(room, ceiling, src, field)
   room_recheck(room, before)
 end
 
--- The 1-based index of the first guard that refuses, and what it found; nil when all pass.
-local function refused_by(at, n)
+-- A record's fields (netstrings run together).
+local function fields(record)
+  local out, pos = {}, 1
+  while pos <= #record do
+    local colon = string.find(record, ':', pos, true)
+    local size = tonumber(string.sub(record, pos, colon - 1))
+    out[#out + 1] = string.sub(record, colon + 1, colon + size)
+    pos = colon + size + 1
+  end
+  return out
+end
+
+-- The 1-based index of the first of the `n` guards in f[at], f[at + 1], ... that refuses,
+-- and what it found; nil when all pass.
+local function refused_by(f, at, n)
   for g = 1, n do
-    local op, key, field, value = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+    local op, key, field, value = f[at], f[at + 1], f[at + 2], f[at + 3]
     at = at + 4
     local found
     if op == 'eq' then
@@ -69,22 +84,20 @@ local function refused_by(at, n)
 end
 
 local out = {}
-local at = 4
-for _ = 1, tonumber(ARGV[3]) do
-  local room, lane, id, payload = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
-  local max_attempts, max_depth, digest = ARGV[at + 4], tonumber(ARGV[at + 5]), ARGV[at + 6]
-  local ceiling, src, field = tonumber(ARGV[at + 7]), ARGV[at + 8], ARGV[at + 9]
-  local guards, notes = tonumber(ARGV[at + 10]), tonumber(ARGV[at + 11])
-  local first_guard = at + 12
-  local first_note = first_guard + 4 * guards
-  at = first_note + 3 * notes
+for j = 3, #ARGV do
+  local f = fields(ARGV[j])
+  local room, lane, id, payload = f[1], f[2], f[3], f[4]
+  local max_attempts, max_depth, digest = f[5], tonumber(f[6]), f[7]
+  local ceiling, src, field = tonumber(f[8]), f[9], f[10]
+  local guards, notes = tonumber(f[11]), tonumber(f[12])
+  local first_note = 13 + 4 * guards
   local status, value, guard = nil, nil, 0
   if digest ~= '' then
     value = redis.call('GET', dedupe_key(digest))
     if value then status = 'dup' end
   end
   if not status then
-    local g, found = refused_by(first_guard, guards)
+    local g, found = refused_by(f, 13, guards)
     if g then
       status, value, guard = 'guard', found, g
     else
@@ -92,7 +105,7 @@ for _ = 1, tonumber(ARGV[3]) do
       status, value = admit_job(room, lane, id, payload, max_attempts, max_depth, digest, window)
       if status == 'ok' then
         for n = first_note, first_note + 3 * (notes - 1), 3 do
-          redis.call('HSET', ARGV[n], ARGV[n + 1], ARGV[n + 2])
+          redis.call('HSET', f[n], f[n + 1], f[n + 2])
         end
       end
     end
