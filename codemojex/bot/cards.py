@@ -84,8 +84,11 @@ class Loads:
         try:
             room_id = await _load(services, chat, thread_id)
         except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved: the waiters (if any) raise it too
+            # The waiters (if any) raise it too; this one's own cancellation is theirs a
+            # "try again" (their handlers go on).
+            cancelled = isinstance(exc, asyncio.CancelledError)
+            future.set_exception(CardBusy(chat.id) if cancelled else exc)
+            future.exception()  # retrieved, whether anyone waits or not
             raise
         else:
             future.set_result(room_id)
@@ -141,7 +144,8 @@ async def refresh(services: BotServices, room_id: str) -> Card | None:
             await services.cards.drop(room_id)
         except Exception as again:
             if not is_outage(again):
-                raise  # Redis out too: the card's TTL ends it
+                raise
+            # Redis is out too: the card's TTL ends what it holds
         return None
     if card is not None:
         services.card_cache.keep(card)

@@ -44,7 +44,7 @@ from codemojex.game import texts
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Admission, Admitted, LaneError
 from codemojex.locale import Lang
-from codemojex.posting.cards import Card, CardBusy, CardRead
+from codemojex.posting.cards import SEAT_GUARD, Card, CardBusy, CardRead
 from codemojex.posting.flags import Notice
 from codemojex.scoring import (
     MAX_GUESS_CHARS,
@@ -108,10 +108,10 @@ async def submit_guess(
 ) -> GuessAnswer:
     """Validate `text` against the room's open round and enqueue it into the player's lane."""
     explicit = source is not Source.PLAIN
-    chat = message.chat
+    chat, thread_id = message.chat, topic_of(message)
     # A guess typed exactly in the palette of the round this process knows is one, whatever
     # the plain-message rule would say: the rule is only read for what is not.
-    card = services.card_cache.card(chat.id, topic_of(message))
+    card = services.card_cache.card(chat.id, thread_id)
     rnd = card.round if card is not None else None
     exact = None if rnd is None else exact_guess(text, rnd.emojis, rnd.length)
     if not explicit and exact is None and not looks_like_guess(text):
@@ -119,7 +119,7 @@ async def submit_guess(
     return await take_guess(
         services,
         chat,
-        topic_of(message),
+        thread_id,
         user,
         text,
         explicit=explicit,
@@ -228,7 +228,7 @@ async def _enqueue(
                 else (services.cards.name_note(room_id, player_id, job.name),),
             )
         )
-        if admitted.status == "refused" and admitted.guard == _SEAT and admitted.found:
+        if admitted.status == "refused" and admitted.guard == SEAT_GUARD and admitted.found:
             # The user has a seat this process did not know: their lane is that one.
             cache.keep_seat(room_id, user.id, admitted.found, None)
             continue
@@ -242,9 +242,6 @@ async def _enqueue(
         cache.keep_seat(room_id, user.id, player_id, name)
         return await _taken(services, card, user, player_id, admitted)
     return None
-
-
-_SEAT = 2  # RoomCards.guards: the round, the ban, the seat
 
 
 async def _slow_down(services: BotServices, card: Card, user: User, player_id: str) -> GuessAnswer:

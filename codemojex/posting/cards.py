@@ -81,6 +81,11 @@ class CardRead:
     banned: bool
 
 
+# The guards of a guess, in their order (`RoomCards.guards`): the refusing one's index says
+# what moved.
+ROUND_GUARD, BAN_GUARD, SEAT_GUARD = 0, 1, 2
+
+
 class CardBusy(Exception):
     """The card kept changing while it was read from the database (try again later)."""
 
