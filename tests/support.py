@@ -4,7 +4,6 @@ conftest files; these are plain functions."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import sys
@@ -137,54 +136,3 @@ def wrong_guess(secret: tuple[str, ...], palette: tuple[str, ...], n: int = 0) -
     secret_code = sum(palette.index(e) * size**i for i, e in enumerate(secret))
     k = n + 1 if n >= secret_code else n
     return tuple(palette[(k // size**i) % size] for i in range(len(secret)))
-
-
-# --- a connection a test can cut -------------------------------------------------------------
-
-
-class TcpProxy:
-    """A loopback TCP proxy to `host:port` (the machine's Postgres, say) that a test cuts,
-    as a network or a restart would: every connection through it closed and new ones
-    refused, until `mend`. The server behind it is never touched."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.listen_port = free_port()
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.listen_port)
-
-    async def cut(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-        for writer in list(self._writers):
-            writer.close()
-        self._writers.clear()
-
-    async def mend(self) -> None:
-        await self.start()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection(self.host, self.port)
-        except OSError:
-            writer.close()
-            return
-        self._writers |= {writer, up_writer}
-
-        async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-            try:
-                while data := await source.read(65536):
-                    sink.write(data)
-                    await sink.drain()
-            except (OSError, asyncio.CancelledError):
-                pass
-            finally:
-                sink.close()
-
-        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
-        self._writers -= {writer, up_writer}

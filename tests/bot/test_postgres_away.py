@@ -16,7 +16,8 @@ import pytest_asyncio
 from codemojex.game import texts
 from codemojex.locale import EN
 from tests.bot.conftest import ALICE, BOB, DAVE, World, bot_world, start_round, valid_guess
-from tests.support import TcpProxy, drop_keys, wipe_tables
+from tests.ops.proxy import TcpProxy
+from tests.support import drop_keys, free_port, wipe_tables
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -25,20 +26,18 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
     target = urlsplit(bot_database_url)
     assert target.hostname is not None and target.port is not None
-    proxy = TcpProxy(target.hostname, target.port)
+    proxy = TcpProxy(free_port(), target.hostname, target.port)
     await proxy.start()
     try:
         yield proxy
     finally:
-        await proxy.cut()
+        await proxy.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(bot_database_url: str, bot_queue: str, proxy: TcpProxy) -> AsyncIterator[World]:
     target = urlsplit(bot_database_url)
-    url = bot_database_url.replace(
-        target.netloc, f"{target.username}@127.0.0.1:{proxy.listen_port}"
-    )
+    url = bot_database_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
     async with bot_world(url, bot_queue) as world:
         await wipe_tables(world.engine, restart_ids=False)
         await drop_keys(world.redis, bot_queue)
@@ -52,7 +51,7 @@ async def test_guesses_are_taken_while_postgres_is_away(world: World, proxy: Tcp
     await world.settle()
     before = await world.queued()
 
-    await proxy.cut()
+    await proxy.stop()
     # Bob again, and Alice's first guess (her player's id is fixed in Redis, not in a row).
     guesses = [
         world.standin.send_text(chat, BOB, valid_guess(rnd, 1)),
@@ -73,7 +72,7 @@ async def test_guesses_are_taken_while_postgres_is_away(world: World, proxy: Tcp
     assert world.replies_to(chat, helped) == [texts.help_text(EN)]
     assert world.errors == []
 
-    await proxy.mend()
+    await proxy.start()
     asked = world.standin.send_text(chat, ALICE, "/stats")
     await world.settle()
     assert world.replies_to(chat, asked) != [texts.try_again(EN)]
@@ -88,8 +87,8 @@ async def test_a_dropped_connection_is_an_outage_said_once(world: World, proxy: 
     asked = world.standin.send_text(chat, ALICE, "/stats")
     await world.settle()
     assert world.replies_to(chat, asked) != [texts.try_again(EN)]
-    await proxy.cut()
-    await proxy.mend()
+    await proxy.stop()
+    await proxy.start()
     answers = []
     for _ in range(3):
         asked = world.standin.send_text(chat, ALICE, "/stats")

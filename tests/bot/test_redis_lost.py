@@ -5,16 +5,11 @@ ids, and nothing is taken into a round the database does not have open."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import shutil
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import pytest_asyncio
-import redis.asyncio as aioredis
-from redis.exceptions import ConnectionError as RedisConnectionError
 
 from codemojex.db import store
 from codemojex.game import texts
@@ -25,11 +20,13 @@ from tests.bot.conftest import (
     BOB,
     World,
     bot_world,
+    own_redis_server,
+    ready_client,
     room_of,
     start_round,
     valid_guess,
 )
-from tests.support import free_port, wipe_tables
+from tests.support import wipe_tables
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
@@ -41,27 +38,13 @@ ROOMS = 30
 
 @pytest.fixture(scope="module")
 def own_redis() -> Iterator[str]:
-    port = free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.terminate()
-        server.wait(10)
+    with own_redis_server() as url:
+        yield url
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(bot_database_url: str, bot_queue: str, own_redis: str) -> AsyncIterator[World]:
-    client = aioredis.Redis.from_url(own_redis)
-    for _ in range(100):
-        with contextlib.suppress(RedisConnectionError, OSError):
-            if await client.ping():
-                break
-        await asyncio.sleep(0.05)
+    client = await ready_client(own_redis)
     async with bot_world(bot_database_url, bot_queue, redis=client) as world:
         await wipe_tables(world.engine, restart_ids=False)
         yield world
