@@ -96,8 +96,30 @@ ADMIN_CACHE_TTL_S_DEFAULT: Final = 300.0
 # At most this long: a demoted admin keeps acting until then where the bot is not an admin
 # itself (Telegram sends chat_member updates only to bots that are; docs/game.md).
 ADMIN_CACHE_TTL_S_MAX: Final = 600.0
-# Updates handled at once (in order per sender); keep below the database pool size.
-BOT_CONCURRENCY_DEFAULT: Final = 16
+# Updates handled at once (in order per sender). A guess needs no database connection and is
+# enqueued with the others of its event-loop turn in one script call: more at once means
+# bigger batches (bench/ingest.py: 64 took in about a fifth more than 16 on this machine).
+BOT_CONCURRENCY_DEFAULT: Final = 64
+# Database connections a process keeps open (db/engine.py), DB_POOL_OVERFLOW more for a
+# burst: what needs one queues for it rather than opening and closing connections as it goes
+# (SQLAlchemy's default of 5 churned under the sender's 32 chats in hand and the bot's
+# concurrent updates: asyncpg.connect and SSL set-up showed in their profiles). The bot keeps
+# as many as it handles updates at once, up to this. Several processes share Postgres's
+# max_connections (100 by default): 2 bots and 3 workers keep at most 100.
+DB_POOL_SIZE: Final = 16
+DB_POOL_OVERFLOW: Final = 4
+# A pooled database connection is replaced after this long (none is pinged before use).
+DB_POOL_RECYCLE_S: Final = 600
+
+# A room's card in Redis (what taking a guess needs: the open round, the players' ids, the
+# bans; posting/cards.py) lives this long after it was last written from the database, then
+# is read from it again: whatever a process that died between a commit and the card's write
+# left stale is gone by then. Every round a bot opens writes it anew.
+CARD_TTL_S: Final = 3600
+
+# Rooms whose card a bot process remembers (bot/cards.py, a hint the enqueue checks; a room
+# forgotten costs one Redis read on its next guess), and 16 times as many players' seats.
+CARD_CACHE_ROOMS: Final = 100_000
 
 # How long the bot's own answer may wait for a posting slot before it is dropped: it waits
 # outside the update's handling (bot/replies.py), so this bounds staleness, not a slot.

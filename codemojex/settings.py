@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     admin_cache_ttl_s: float = Field(
         default=L.ADMIN_CACHE_TTL_S_DEFAULT, gt=0, le=L.ADMIN_CACHE_TTL_S_MAX
     )
-    # Updates handled at once (in order per sender); keep below the database pool size
+    # Updates handled at once (in order per sender); guesses need no database connection
     bot_concurrency: int = Field(default=L.BOT_CONCURRENCY_DEFAULT, ge=1, le=1024)
 
     # Operators (codemojex/ops): /metrics, /healthz and /readyz of this process on

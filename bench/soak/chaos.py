@@ -70,3 +70,4 @@ class Chaos(SoakState):
             await asyncio.sleep(plan.redis_down_s)
             await self.redis_server.start()
             self.faults.note("redis back")
+        self.faults_done.set()

@@ -65,11 +65,32 @@ class Feeding(SoakState):
         self.typed += 1
 
     async def settle(self, standin: StandIn, timeout_s: float = 120.0) -> None:
-        """Wait until the bot handled everything typed so far (it answers a later /help)."""
-        before = len(standin.sent_messages(BARRIER_ID))
-        standin.send_private(BARRIER_ID, "/help")
-        self.typed += 1
-        await standin.wait_for_sent_count(before + 1, chat_id=BARRIER_ID, timeout=timeout_s)
+        """Wait until the bot handled everything typed so far (it answers a later /help).
+
+        An answer that cannot get a posting slot within a few seconds is dropped (the bot's
+        answers queue for the bot's 30 posts a second): after the 200 rooms' /limit of the
+        set-up, all answered at once, the barrier's can be one of them. So the /help is sent
+        again until one is answered."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            before = len(standin.sent_messages(BARRIER_ID))
+            standin.send_private(BARRIER_ID, "/help")
+            self.typed += 1
+            wait_s = min(15.0, max(0.1, deadline - time.monotonic()))
+            try:
+                await standin.wait_for_sent_count(before + 1, chat_id=BARRIER_ID, timeout=wait_s)
+                return
+            except TimeoutError:
+                if time.monotonic() >= deadline:
+                    raise
+
+    def feeding(self, accepted: int) -> bool:
+        """Until the plan's guesses are accepted and, with faults, every fault was injected
+        while they were typed (a bot taking guesses faster than the faults come would
+        otherwise leave some out)."""
+        if accepted < self.plan.guesses:
+            return True
+        return self.plan.faults and not (self.faults_done.is_set() and self.fleet.kills > 0)
 
     async def refresh_rounds(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
         async with sessionmaker() as session:
@@ -104,7 +125,7 @@ class Feeding(SoakState):
         last_refresh = 0.0
         last_report = time.monotonic()
         deadline = time.monotonic() + plan.feed_timeout_s
-        while len(lanes.accepted) < plan.guesses and time.monotonic() < deadline:
+        while self.feeding(len(lanes.accepted)) and time.monotonic() < deadline:
             now = time.monotonic()
             if now - last_refresh > 0.3:
                 last_refresh = now
@@ -195,7 +216,7 @@ class Feeding(SoakState):
         last_refresh = last_report = 0.0
         pending = 0
         deadline = time.monotonic() + plan.feed_timeout_s
-        while len(lanes.accepted) < plan.guesses and time.monotonic() < deadline:
+        while self.feeding(len(lanes.accepted)) and time.monotonic() < deadline:
             now = time.monotonic()
             if now - last_refresh > 0.3:
                 last_refresh = now

@@ -34,6 +34,7 @@ from codemojex.db import (
     upgrade,
 )
 from codemojex.lanes import Lanes
+from codemojex.runtime import redis_client
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 
@@ -121,10 +122,6 @@ class Soak(Feeding, Chaos):
         }
         self.fleet = WorkerFleet(env, plan.workers, self.workdir)
 
-        redis = aioredis.Redis.from_url(self.redis_server.url, max_connections=64)
-        engine = make_engine(self.pg.url)
-        sessionmaker = make_sessionmaker(engine)
-        lanes = RecordingLanes(redis, QUEUE)
         settings = Settings(
             token=TOKEN,
             bot_api_base_url=standin.base_url,
@@ -134,6 +131,13 @@ class Soak(Feeding, Chaos):
             queue=QUEUE,
             default_ceiling=2,
         )
+        # The bot's clients as `codemojex bot` builds them (a blocking Redis pool sized by the
+        # runtime: the bot's concurrent updates wait for a connection, never fail for one).
+        redis = redis_client(settings)
+        assert isinstance(redis, aioredis.Redis)
+        engine = make_engine(self.pg.url)
+        sessionmaker = make_sessionmaker(engine)
+        lanes = RecordingLanes(redis, QUEUE)
         app = build_application(
             settings,
             lanes=lanes,

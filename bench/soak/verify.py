@@ -187,11 +187,12 @@ def check_posts(
                 f"{m.text[:80]!r}: nearest kill {gap:.2f}s away, "
                 f"{len(not_mid_post)} of {len(extra)} rows not recovered mid-post"
             )
-    assumed_not_posted = sum(
-        1
+    assumed = [
+        o
         for o in outbox
         if o.sent_at is not None and o.sent_message_id is None and o.id not in unmarked_posted
-    )
+    ]
+    assumed_not_posted = len(assumed)
 
     return {
         "outbox_posted_twice": posted_twice,
@@ -201,6 +202,7 @@ def check_posts(
         "outbox_posted_twice_unexplained_examples": unexplained_examples[:5],
         "outbox_posted_twice_kill_gap_max_s": round(max(kill_gaps), 3) if kill_gaps else None,
         "outbox_assumed_sent_not_posted": assumed_not_posted,
+        "outbox_assumed_sent_examples": [(o.kind, o.round_id, o.text[:40]) for o in assumed][:5],
         "kill_window_s": KILL_WINDOW_S,
         "posts_near_a_kill_share": round(
             sum(1 for m in sent.values() if kill_gap(m.ts) <= KILL_WINDOW_S) / len(sent), 3

@@ -10,7 +10,7 @@ import logging
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +19,7 @@ import regex
 from redis.exceptions import RedisError
 
 from bench.soak.servers import PostgresServer, RedisServer, WorkerFleet
-from codemojex.lanes import Lanes
+from codemojex.lanes import Admission, Admitted, Lanes
 from codemojex.redistypes import AnyRedis
 
 log = logging.getLogger("bench.soak")
@@ -93,7 +93,8 @@ class Observed:
 
 
 class RecordingLanes(Lanes):
-    """The bot's lanes, noting each job id `enqueue` returned: the guesses it accepted."""
+    """The bot's lanes, noting each job id `enqueue` returned or `admit` took (the bot's
+    batched intake): the guesses it accepted."""
 
     def __init__(self, client: aioredis.Redis, queue: str) -> None:
         super().__init__(client, queue)
@@ -121,6 +122,13 @@ class RecordingLanes(Lanes):
         )
         self.accepted[jid] = room
         return jid
+
+    async def admit(self, admissions: Sequence[Admission]) -> list[Admitted]:
+        answers = await super().admit(admissions)
+        for admission, answer in zip(admissions, answers, strict=True):
+            if answer.status == "enqueued" and answer.job_id is not None:
+                self.accepted[answer.job_id] = admission.room
+        return answers
 
 
 def _pairs(flat: list[bytes]) -> dict[str, int]:
@@ -216,4 +224,5 @@ class SoakState:
         self.seen = 0
         self.bot_errors: list[str] = []
         self.feeding_done = asyncio.Event()
+        self.faults_done = asyncio.Event()
         self.refused: Counter[str] = Counter()

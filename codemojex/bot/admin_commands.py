@@ -15,8 +15,10 @@ from typing import Final
 
 from telegram import Update, User
 
+from codemojex import ids
 from codemojex.bot.admin import is_admin
-from codemojex.bot.context import CodemojexContext
+from codemojex.bot.cards import refresh
+from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.incoming import (
     Handler,
     Sender,
@@ -131,13 +133,12 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
         await reply(call, context, parsed)
         return
     services = context.services
-    # The room row is the record (re-applied to the lanes on the next first sight), so it is
-    # written first; should the lanes call fail, the next guess applies the new ceiling.
+    # The room row is the record, then the card (where the lanes take a ceiling from when
+    # they have lost theirs), then the lanes.
     async with services.sessionmaker() as session:
         await store.update_room_settings(session, call.room.id, ceiling=parsed)
-    services.ceilings_applied.discard(call.room.id)
+    await refresh(services, call.room.id)
     await services.lanes.limit(call.room.id, parsed)
-    services.ceilings_applied.add(call.room.id)
     await reply(call, context, texts.limit_set(call.lang, parsed))
 
 
@@ -152,6 +153,24 @@ async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
     return user
 
 
+async def _seat(services: BotServices, room: Room, user: User) -> tuple[str, str | None]:
+    """The user's player in the room as the database has it (created with the id their
+    guesses already use, when they have one: the seat in the room's card), and that seat.
+    The database's id wins: it becomes the seat."""
+    read = await services.cards.read(room.chat_id, room.thread_id, user_id=user.id, room_id=room.id)
+    async with services.sessionmaker() as session:
+        player = await store.ensure_player(
+            session,
+            room.id,
+            user.id,
+            display_name(user),
+            player_id=read.seat or ids.mint(ids.PLAYER),
+        )
+    if player.id != read.seat:
+        await services.cards.seat(room.id, user.id, player.id)
+    return player.id, read.seat
+
+
 @admin_command("weight")
 async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
     parsed = parse_bounded_int(call.args, *WEIGHT_RANGE, "/weight", call.lang)
@@ -162,9 +181,8 @@ async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
     if user is None:
         return
     services = context.services
-    async with services.sessionmaker() as session:
-        player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
-    await services.lanes.weight(player.id, parsed)
+    player_id, _ = await _seat(services, call.room, user)
+    await services.lanes.weight(player_id, parsed)
     shown = texts.weight_set(call.lang, display_name(user), parsed)
     await reply(call, context, shown)
 
@@ -175,11 +193,14 @@ async def cmd_ban(call: AdminCall, context: CodemojexContext) -> None:
     if user is None:
         return
     services = context.services
+    player_id, held = await _seat(services, call.room, user)
     async with services.sessionmaker() as session:
-        player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
-        # The ban is recorded first: a guess racing the purge is then refused by the bot.
-        await store.ban(session, call.room.id, player.id, call.actor_tg_id)
-    dropped = await services.lanes.purge(player.id)
+        await store.ban(session, call.room.id, player_id, call.actor_tg_id)
+    # Into the card next (a guess after it is refused), then the lane is emptied.
+    await refresh(services, call.room.id)
+    dropped = 0
+    for lane in {player_id} | ({held} if held else set()):
+        dropped += await services.lanes.purge(lane)
     await reply(
         call,
         context,
@@ -193,9 +214,10 @@ async def cmd_unban(call: AdminCall, context: CodemojexContext) -> None:
     if user is None:
         return
     services = context.services
+    player_id, _ = await _seat(services, call.room, user)
     async with services.sessionmaker() as session:
-        player = await store.ensure_player(session, call.room.id, user.id, display_name(user))
-        await store.unban(session, call.room.id, player.id, call.actor_tg_id)
+        await store.unban(session, call.room.id, player_id, call.actor_tg_id)
+    await refresh(services, call.room.id)
     shown = texts.player_unbanned(call.lang, display_name(user))
     await reply(call, context, shown)
 
@@ -210,6 +232,7 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
         # The reveal goes through the outbox, like every game post.
         await store.close_round(session, round_.id, "endround")
         metrics.EVENTS.rounds_ended += 1
+    await context.services.cards.close(call.room.id, round_.id)
     await outbox_written(context.services, call.room.chat_id)
 
 
@@ -239,6 +262,7 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
         # Answered outside the session: waiting for a posting slot holds no connection.
         await reply(call, context, texts.settings_refused(call.lang, exc))
         return
+    await refresh(context.services, room.id)  # the language is the card's
     # In the chat's language as it is now: a new one answers in itself.
     lang = room_language(room, call.who.user)
     changed = texts.settings_changed(lang, room.length, room.palette, repeats=room.repeats)
@@ -253,11 +277,15 @@ async def cmd_queue(call: AdminCall, context: CodemojexContext) -> None:
     names: dict[str, str] = {}
     if room_view is not None:
         busy = [lane for lane, info in room_view.get("lanes", {}).items() if info["depth"]]
+        shown = busy[: QUEUE_LINES_MAX + 1]
         async with services.sessionmaker() as session:
-            for lane in busy[: QUEUE_LINES_MAX + 1]:
+            for lane in shown:
                 player = await store.get_player(session, lane)
                 if player is not None:
                     names[lane] = player.display_name
+        # A player whose guesses wait with no score yet has no row: the name the bot sent.
+        unnamed = [lane for lane in shown if lane not in names]
+        names |= await services.cards.names(call.room.id, unnamed)
     await reply(call, context, texts.queue_view(call.lang, room_view, names))
 
 

@@ -41,6 +41,7 @@ from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
 from codemojex.bot.daily import DailyCommands
 from codemojex.bot.drafts import Drafts
+from codemojex.bot.intake import Intake
 from codemojex.bot.language import user_language
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
@@ -58,6 +59,7 @@ from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.posting.budget import AnswerBudget
+from codemojex.posting.cards import RoomCards
 from codemojex.posting.flags import FloodNotices
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.ring import PostingRing
@@ -101,6 +103,8 @@ def make_services(
         or AnswerBudget(redis, lanes.queue, budget=settings.answer_budget),
         ring=overrides.pop("ring", None) or PostingRing(redis, lanes.queue),
         drafts=Drafts(redis, lanes.queue, overrides.pop("tap_rate", None)),
+        cards=overrides.pop("cards", None) or RoomCards(redis, lanes.queue),
+        intake=overrides.pop("intake", None) or Intake(lanes),
         **overrides,
     )
 
@@ -147,15 +151,19 @@ def build_application(
 def add_handlers(application: CodemojexApp, daily: DailyCommands) -> None:
     # New messages only: an edited message is not a guess and does not re-run a command.
     new = filters.UpdateType.MESSAGE
+    # Group text that is no command first: most updates are guesses typed as they are, and
+    # each handler ahead of theirs costs every one of them a check.
+    application.add_handler(
+        MessageHandler(
+            new & filters.ChatType.GROUPS & filters.TEXT & ~filters.COMMAND, on_group_text
+        )
+    )
     commands = {**PLAYER_COMMANDS, **ADMIN_COMMANDS, **daily.commands()}
     for name, callback in commands.items():
         application.add_handler(CommandHandler(name, callback, filters=new))
     for handler in daily.handlers():
         application.add_handler(handler)
     application.add_handler(MessageHandler(new & filters.COMMAND, cmd_unknown))
-    application.add_handler(
-        MessageHandler(new & filters.ChatType.GROUPS & filters.TEXT, on_group_text)
-    )
     application.add_handler(
         MessageHandler(new & filters.ChatType.PRIVATE & filters.TEXT, on_private_text)
     )

@@ -18,11 +18,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram.ext import Application, CallbackContext, ExtBot
 
 from codemojex.bot.admin import AdminCache
+from codemojex.bot.cards import CardCache, Loads
 from codemojex.bot.drafts import Drafts
+from codemojex.bot.intake import Intake
 from codemojex.bot.replies import Answers
 from codemojex.lanes import Lanes
 from codemojex.limits import DEPTH_DEFAULT, REPLY_WAIT_S_DEFAULT
 from codemojex.posting.budget import AnswerBudget
+from codemojex.posting.cards import RoomCards
 from codemojex.posting.flags import FloodNotices
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
@@ -47,6 +50,14 @@ class BotServices:
     # The posting ring: the bot adds the chats it wrote outbox rows for (a round's announcement
     # or reveal), so that a sender posts them at once.
     ring: PostingRing
+    # The rooms' cards in Redis (what a guess needs; posting/cards.py) and the guesses'
+    # batched enqueue (one script call per event-loop turn: bot/intake.py).
+    cards: RoomCards
+    intake: Intake
+    # What this process remembers of the cards (a hint the enqueue checks) and its loads of
+    # them from the database, one per chat at a time (bot/cards.py).
+    card_cache: CardCache = field(default_factory=CardCache)
+    loads: Loads = field(default_factory=Loads)
     # The answers waiting for their chat's pace, off the update path (replies.answer).
     answers: Answers = field(default_factory=Answers)
     # Secrets of new rounds are drawn from this; tests may seed their own.
@@ -55,8 +66,6 @@ class BotServices:
     max_depth: int = DEPTH_DEFAULT
     # How long an answer may wait for a posting slot before it is dropped (replies.answer).
     reply_wait_s: float = REPLY_WAIT_S_DEFAULT
-    # Rooms whose ceiling this process has put into the lanes (see rooms.ensure_room).
-    ceilings_applied: set[str] = field(default_factory=set)
     # What became of the guesses this process was sent, by outcome (guesses.Outcome values):
     # the demo's summary accounts for every guess with it.
     guess_outcomes: Counter[str] = field(default_factory=Counter)

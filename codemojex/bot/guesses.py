@@ -11,11 +11,17 @@ Which messages are guess attempts (the rule, documented in the README of the bot
   emojis are chat: ignored, never answered, and they cost no storage round trip. Without an
   open round, plain messages are ignored too.
 
-Validation happens before anything is written to Redis: an invalid guess gets a short reason
-and is never enqueued. The enqueue carries a dedupe key built from the chat and message ids,
-so an update processed twice makes one guess. A guess tapped on the round message's keyboard
-(bot/taps.py) goes through the same `load_context`, `check_guess` and `enqueue_guess`,
-deduplicated by its callback query id.
+No SQL on a guess's path: the guess is parsed against the room's open round as its card
+says it (codemojex.posting.cards; this process's memory of it first, bot/cards.py), and
+enqueued with one script call for every guess of the event-loop turn (bot/intake.py) that
+checks atomically that the round is still the room's open round, that the player is not
+banned, that the lane is the player's seat (a new player's id is minted here and fixed there,
+first writer wins), that the lane has room, and dedupes; the room's ceiling is set on the way
+when the lanes lost it. Whatever the answer is other than "taken", it is decided on the card
+as Redis has it now, never on this process's memory: several bot processes answer alike.
+The enqueue carries a dedupe key built from the chat and message ids, so an update processed
+twice makes one guess. A guess tapped on the round message's keyboard (bot/taps.py) goes
+through `take_guess` too, deduplicated by its callback query id.
 """
 
 from __future__ import annotations
@@ -25,22 +31,29 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
-from sqlalchemy.ext.asyncio import AsyncSession
 from telegram import Chat, Message, User
 
-from codemojex import limits
+from codemojex import ids, limits
+from codemojex.bot.cards import fresh
 from codemojex.bot.context import BotServices
 from codemojex.bot.incoming import topic_of
 from codemojex.bot.language import room_language
 from codemojex.bot.replies import answer
-from codemojex.bot.rooms import apply_ceiling, display_name, ensure_room, room_title
-from codemojex.db import store
+from codemojex.bot.rooms import display_name, room_title
 from codemojex.game import texts
 from codemojex.jobs import GuessJob
-from codemojex.lanes import LaneFull
+from codemojex.lanes import Admission, Admitted, LaneError
 from codemojex.locale import Lang
+from codemojex.posting.cards import SEAT_GUARD, Card, CardBusy, CardRead
 from codemojex.posting.flags import Notice
-from codemojex.scoring import MAX_GUESS_CHARS, MAX_LENGTH, MIN_LENGTH, InvalidGuess, parse_guess
+from codemojex.scoring import (
+    MAX_GUESS_CHARS,
+    MAX_LENGTH,
+    MIN_LENGTH,
+    InvalidGuess,
+    exact_guess,
+    parse_guess,
+)
 from codemojex.scoring.emoji import clusters, is_emoji
 
 log = logging.getLogger(__name__)
@@ -95,112 +108,171 @@ async def submit_guess(
 ) -> GuessAnswer:
     """Validate `text` against the room's open round and enqueue it into the player's lane."""
     explicit = source is not Source.PLAIN
-    if not explicit and not looks_like_guess(text):
+    chat, thread_id = message.chat, topic_of(message)
+    # A guess typed exactly in the palette of the round this process knows is one, whatever
+    # the plain-message rule would say: the rule is only read for what is not.
+    card = services.card_cache.card(chat.id, thread_id)
+    rnd = card.round if card is not None else None
+    exact = None if rnd is None else exact_guess(text, rnd.emojis, rnd.length)
+    if not explicit and exact is None and not looks_like_guess(text):
         return GuessAnswer("ignored")
-    chat = message.chat
-    async with services.sessionmaker() as session:
-        ctx = await load_context(services, session, chat, topic_of(message), user)
-        checked = await check_guess(services, session, ctx, user, text, explicit=explicit)
-    if isinstance(checked, GuessAnswer):
-        return checked
-    return await enqueue_guess(
+    return await take_guess(
         services,
-        checked,
+        chat,
+        thread_id,
+        user,
+        text,
+        explicit=explicit,
         message_id=message.message_id,
         dedupe_key=f"{chat.id}:{message.message_id}",
+        exact=None if exact is None or rnd is None else (rnd.id, exact),
     )
 
 
-async def load_context(
-    services: BotServices, session: AsyncSession, chat: Chat, thread_id: int, user: User
-) -> store.GuessContext:
-    """The room of the chat (and forum topic), its open round, the user's player and ban: one
-    query, and the room created (or renamed) on the slow path."""
-    ctx = await store.guess_context(session, chat.id, user.id, thread_id)
-    title = room_title(chat)
-    if ctx is None or (title and ctx.room.title != title):
-        # First sight of the chat, or a new title: the slow path creates or renames it.
-        await ensure_room(services, session, chat, thread_id)
-        ctx = await store.guess_context(session, chat.id, user.id, thread_id)
-        assert ctx is not None  # ensure_room just made sure of it
-    await apply_ceiling(services, ctx.room)
-    return ctx
+# A guess is tried against what this process remembers, then against Redis's card; the card
+# changing under it again (a round ending twice in a row) is answered "try again".
+_TRIES = 3
 
 
-@dataclass(frozen=True, slots=True)
-class Checked:
-    """A guess that may be enqueued: valid for the open round, from a player not banned."""
-
-    room_id: str
-    player_id: str
-    round_id: int
-    emojis: tuple[str, ...]
-    lang: Lang
-
-
-async def check_guess(
+async def take_guess(
     services: BotServices,
-    session: AsyncSession,
-    ctx: store.GuessContext,
+    chat: Chat,
+    thread_id: int,
     user: User,
     text: str,
     *,
     explicit: bool,
-) -> GuessAnswer | Checked:
-    """Everything a guess must pass before it is written to Redis (typed or tapped alike): an
-    open round, a valid guess, a player who is not banned. The player is created on their
-    first guess."""
-    room = ctx.room
-    lang = room_language(room, user)
-    round_ = ctx.open_round
-    if round_ is None:
-        return GuessAnswer("no_round", texts.no_round(lang) if explicit else None)
-    try:
-        emojis = parse_guess(text, round_.palette_emojis, round_.length)
-    except InvalidGuess as exc:
-        return GuessAnswer("invalid", texts.guess_refused(lang, exc))
-    if ctx.banned:
-        return GuessAnswer("banned", texts.banned(lang))
-    name = display_name(user)
-    player = ctx.player
-    if player is None or (name and player.display_name != name):
-        player = await store.ensure_player(session, room.id, user.id, name)
-    return Checked(room.id, player.id, round_.id, emojis, lang)
-
-
-async def enqueue_guess(
-    services: BotServices, guess: Checked, *, message_id: int, dedupe_key: str
+    message_id: int,
+    dedupe_key: str,
+    round_id: int | None = None,
+    exact: tuple[int, tuple[str, ...]] | None = None,
 ) -> GuessAnswer:
-    """Into the player's lane, under the room's ceiling, deduplicated by `dedupe_key`;
-    "slow down" (once per episode) when the lane is full. `message_id` is the guess message
-    the result replies to (0: none, a tapped guess)."""
-    lang = guess.lang
-    job = GuessJob(round_id=guess.round_id, message_id=message_id, emojis=guess.emojis)
-    try:
-        job_id = await services.lanes.enqueue(
-            guess.room_id,
-            guess.player_id,
-            job.encode(),
-            max_attempts=limits.GUESS_MAX_ATTEMPTS,
-            max_depth=services.max_depth,
-            dedupe_key=dedupe_key,
+    """Parse `text` for the room's open round and enqueue it (see the module docstring).
+    With `round_id` the guess is for that round only (a tapped one): any other is "no_round".
+    `exact`: the caller already found it spelled exactly in the palette of this round."""
+    read: CardRead | None = None  # Redis's card, once read for this guess
+    card = services.card_cache.card(chat.id, thread_id)
+    if card is not None and card.title != room_title(chat):
+        card = None  # renamed: the room's title is written anew on the way
+    for _ in range(_TRIES):
+        if card is None:
+            read = await fresh(services, chat, thread_id, user)
+            card = read.card
+            assert card is not None
+        lang = room_language(card, user)
+        rnd = card.round
+        if rnd is None or (round_id is not None and rnd.id != round_id):
+            if read is None:
+                card = None  # this process may be behind: ask Redis before refusing
+                continue
+            return GuessAnswer("no_round", texts.no_round(lang) if explicit else None)
+        try:
+            if exact is not None and exact[0] == rnd.id:
+                emojis = exact[1]
+            else:
+                emojis = exact_guess(text, rnd.emojis, rnd.length) or parse_guess(
+                    text, rnd.palette, rnd.length
+                )
+        except InvalidGuess as exc:
+            if read is None:
+                card = None
+                continue
+            return GuessAnswer("invalid", texts.guess_refused(lang, exc))
+        if read is not None and read.banned:
+            return GuessAnswer("banned", texts.banned(lang))
+        answer = await _enqueue(services, card, rnd.id, user, emojis, message_id, dedupe_key)
+        if answer is not None:
+            return answer
+        card, read = None, None  # the card moved under the guess: read it anew
+    raise CardBusy(chat.id)
+
+
+async def _enqueue(
+    services: BotServices,
+    card: Card,
+    round_id: int,
+    user: User,
+    emojis: tuple[str, ...],
+    message_id: int,
+    dedupe_key: str,
+) -> GuessAnswer | None:
+    """Into the player's lane, under the checks of the card; None when the card refused it
+    (the round, the ban or the seat moved): the caller reads the card anew."""
+    room_id = card.room_id
+    cache = services.card_cache
+    name = display_name(user)
+    for _ in range(2):
+        seen = cache.seat(room_id, user.id)
+        player_id = seen.player_id if seen is not None else ids.mint(ids.PLAYER)
+        job = GuessJob(
+            round_id,
+            message_id,
+            emojis,
+            user_id=user.id,
+            # A name travels when this process has not sent it yet (first sight, or changed).
+            name=None if seen is not None and seen.name == name else name,
         )
-    except LaneFull:
-        first = await services.flood.first_of_episode(guess.player_id)
-        if not first:
-            return GuessAnswer("flood")
-        return GuessAnswer("flood", texts.slow_down(lang), notice="flood", lane=guess.player_id)
-    # A paused room keeps guesses; say why no result comes (once per player per episode).
-    paused = await services.lanes.is_paused(guess.room_id)
-    if paused and await services.flood.first_of_episode(guess.player_id, "paused"):
+        admitted = await services.intake.admit(
+            Admission(
+                room_id,
+                player_id,
+                job.encode(),
+                max_attempts=limits.GUESS_MAX_ATTEMPTS,
+                max_depth=services.max_depth,
+                dedupe_key=dedupe_key,
+                guards=services.cards.guards(room_id, round_id, user.id, player_id),
+                ceiling=services.settings.default_ceiling,
+                ceiling_from=services.cards.ceiling_source(room_id),
+                notes=()
+                if job.name is None
+                else (services.cards.name_note(room_id, player_id, job.name),),
+            )
+        )
+        if admitted.status == "refused" and admitted.guard == SEAT_GUARD and admitted.found:
+            # The user has a seat this process did not know: their lane is that one.
+            cache.keep_seat(room_id, user.id, admitted.found, None)
+            continue
+        if admitted.status == "refused":
+            return None
+        if admitted.status == "error":
+            raise LaneError(admitted.error or "refused by the lanes")
+        if admitted.status == "full":  # the seat is the user's (the guards passed), unnamed
+            cache.keep_seat(room_id, user.id, player_id, seen.name if seen else None)
+            return await _slow_down(services, card, user, player_id)
+        cache.keep_seat(room_id, user.id, player_id, name)
+        return await _taken(services, card, user, player_id, admitted)
+    return None
+
+
+async def _slow_down(services: BotServices, card: Card, user: User, player_id: str) -> GuessAnswer:
+    """A full lane: "slow down", once per flood episode."""
+    if not await services.flood.first_of_episode(player_id):
+        return GuessAnswer("flood")
+    lang = await _language_now(services, card, user)
+    return GuessAnswer("flood", texts.slow_down(lang), notice="flood", lane=player_id)
+
+
+async def _taken(
+    services: BotServices, card: Card, user: User, player_id: str, admitted: Admitted
+) -> GuessAnswer:
+    """Taken. A paused room keeps guesses: say why no result comes (once per player per
+    episode)."""
+    if admitted.paused and await services.flood.first_of_episode(player_id, "paused"):
+        lang = await _language_now(services, card, user)
         return GuessAnswer(
             "enqueued",
             texts.scoring_paused_note(lang),
-            job_id,
+            admitted.job_id,
             notice="paused",
-            lane=guess.player_id,
+            lane=player_id,
         )
-    return GuessAnswer("enqueued", None, job_id)
+    return GuessAnswer("enqueued", None, admitted.job_id)
+
+
+async def _language_now(services: BotServices, card: Card, user: User) -> Lang:
+    """The room's language as its card in Redis says it now (a notice is rare: one read)."""
+    read = await services.cards.read(card.chat_id, card.thread_id, room_id=card.room_id)
+    return room_language(read.card or card, user)
 
 
 async def tell(services: BotServices, message: Message, outcome: GuessAnswer) -> None:

@@ -24,6 +24,7 @@ from codemojex.game import texts
 from codemojex.locale import Lang
 from codemojex.ops.health import probe_of
 from codemojex.outages import OUTAGES, outage_of
+from codemojex.posting.cards import CardBusy
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,9 @@ Handler = Callable[[Update, CodemojexContext], Coroutine[Any, Any, None]]
 def guarded(handler: Handler, *, outage_text: Callable[[Lang], str] = texts.try_again) -> Handler:
     """Storage outages (Redis, Postgres) become "try again in a moment" (or `outage_text`)
     instead of an error report: nothing was half-written (each lanes verb is one script, each
-    store use-case one transaction). Telegram failing is not one of them: that is reported,
-    and apologised for. An inline query is answered with nothing (no result to offer)."""
+    store use-case one transaction); so does a room's card that kept changing under a guess
+    (CardBusy). Telegram failing is not one of them: that is reported, and apologised for. An
+    inline query is answered with nothing (no result to offer)."""
 
     @functools.wraps(handler)
     async def wrapper(update: Update, context: CodemojexContext) -> None:
@@ -42,14 +44,15 @@ def guarded(handler: Handler, *, outage_text: Callable[[Lang], str] = texts.try_
             await handler(update, context)
         except Exception as exc:
             component = outage_of(exc)
-            if component not in ("redis", "postgres"):
+            if component in ("redis", "postgres"):
+                # One line when the outage starts; a probe tells when it ends (the next
+                # update may not touch the component at all).
+                services = context.services
+                OUTAGES.failed(
+                    exc, "the bot", probe_of(component, services.redis, services.sessionmaker)
+                )
+            elif not isinstance(exc, CardBusy):
                 raise  # a bug, or Telegram out (on_error's: an answer would fail too)
-            # One line when the outage starts; a probe tells when it ends (the next update
-            # may not touch the component at all).
-            services = context.services
-            OUTAGES.failed(
-                exc, "the bot", probe_of(component, services.redis, services.sessionmaker)
-            )
             # In the user's language: the room's cannot be read now.
             lang = user_language(update.effective_user)
             if update.message is not None:

@@ -17,6 +17,7 @@ from codemojex.bot.context import BotServices
 from codemojex.db import Room, store
 from codemojex.locale import Lang, match, resolve
 from codemojex.outages import outage_of
+from codemojex.posting.cards import Card
 
 if TYPE_CHECKING:  # incoming answers in the user's language: it imports this module
     from codemojex.bot.incoming import Sender
@@ -30,8 +31,8 @@ def user_language(user: User | None) -> Lang:
     return resolve(user.language_code if user is not None else None)
 
 
-def room_language(room: Room, user: User | None) -> Lang:
-    """A group's language: its room's, or (none chosen yet) the user's."""
+def room_language(room: Room | Card, user: User | None) -> Lang:
+    """A group's language: its room's (or its card's), or (none chosen yet) the user's."""
     return match(room.language) or user_language(user)
 
 

@@ -10,6 +10,7 @@ from typing import Final
 from telegram import Update
 from telegram.constants import ChatType
 
+from codemojex.bot.cards import refresh
 from codemojex.bot.context import CodemojexContext
 from codemojex.bot.guesses import Source, submit_guess, tell
 from codemojex.bot.incoming import (
@@ -94,10 +95,15 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
             # starter's language.
             starter = user_language(who.user)
             await store.start_round(session, room.id, services.rng, language=starter)
-            await outbox_written(services, who.chat.id)
-            return
+            opened = True
         except store.RoundAlreadyOpen:
-            pass
+            opened = False
+    # The round into the room's card (also when it was open already: a bot that died
+    # between its commit and the card's write left the card without it).
+    await refresh(services, room.id)
+    if opened:
+        await outbox_written(services, who.chat.id)
+        return
     # Outside the session: waiting for a posting slot must not hold a database connection.
     await answer(services, who.message, texts.round_running(room_language(room, who.user)))
 

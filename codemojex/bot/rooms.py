@@ -1,8 +1,9 @@
-"""Rooms and players as the bot sees them: get-or-create, and every room's ceiling in the lanes."""
+"""Rooms and players as the bot sees them: get-or-create, and how names and titles are shown."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from typing import TYPE_CHECKING, Final
 
 import regex
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -10,10 +11,12 @@ from telegram import Chat, User
 
 from codemojex.db import Room, store
 
-if TYPE_CHECKING:  # the answers (replies.py, which the services hold) name players from here
+if TYPE_CHECKING:  # the services (the answers, which name players from here; the card cache,
+    # bot/cards.py, which imports this module)
     from codemojex.bot.context import BotServices
 
 NAME_MAX = 64
+SHOWN_CACHE: Final = 8192
 
 # The Unicode bidi controls (embeddings, overrides, isolates, marks: U+061C, U+200E-F,
 # U+202A-E, U+2066-9). In a name they would reorder the rest of the line it is shown in:
@@ -27,9 +30,11 @@ def storable(text: str) -> str:
     return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
 
 
+@functools.lru_cache(maxsize=SHOWN_CACHE)
 def shown(text: str) -> str:
     """User text as it may be shown to others: storable, without bidi controls, whitespace
-    runs (newlines included) as one space."""
+    runs (newlines included) as one space. Names and titles come again with every message:
+    the last few thousand are remembered."""
     return " ".join(_BIDI_CONTROLS.sub("", storable(text)).split())
 
 
@@ -42,10 +47,9 @@ def display_name(user: User) -> str:
 async def ensure_room(
     services: BotServices, session: AsyncSession, chat: Chat, thread_id: int = 0
 ) -> Room:
-    """The room of the chat (of its forum topic `thread_id`), created on first sight; its
-    ceiling is (re)applied to the lanes once per process, so every room has one, even after
-    Redis lost its data."""
-    room = await store.ensure_room(
+    """The room of the chat (of its forum topic `thread_id`), created on first sight (its
+    ceiling reaches the lanes with its first guess: `Lanes.admit`)."""
+    return await store.ensure_room(
         session,
         chat.id,
         room_title(chat),
@@ -53,16 +57,7 @@ async def ensure_room(
         round_timeout_s=services.settings.round_timeout_s,
         thread_id=thread_id,
     )
-    await apply_ceiling(services, room)
-    return room
 
 
 def room_title(chat: Chat) -> str:
     return shown(chat.title or "")[:255]
-
-
-async def apply_ceiling(services: BotServices, room: Room) -> None:
-    """Set the room's ceiling on the lanes, once per process."""
-    if room.id not in services.ceilings_applied:
-        await services.lanes.limit(room.id, room.ceiling)
-        services.ceilings_applied.add(room.id)

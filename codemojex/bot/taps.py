@@ -20,8 +20,9 @@ import logging
 from telegram import CallbackQuery, Message, Update
 from telegram.error import BadRequest
 
+from codemojex.bot.cards import fresh
 from codemojex.bot.context import BotServices, CodemojexContext
-from codemojex.bot.guesses import Checked, check_guess, enqueue_guess, load_context
+from codemojex.bot.guesses import take_guess
 from codemojex.bot.incoming import guarded, topic_of
 from codemojex.bot.language import room_language, user_language
 from codemojex.game import taps, texts
@@ -64,30 +65,41 @@ async def _handle(
         return texts.tap_too_fast(user_language(user))
     if not first:
         return None  # the same query again (a redelivered update): it was answered
-    async with services.sessionmaker() as session:
-        ctx = await load_context(services, session, message.chat, topic_of(message), user)
-        lang = room_language(ctx.room, user)
-        round_ = ctx.open_round
-        if round_ is None or round_.id != tap.round_id:
-            return texts.tap_round_over(lang)
-        if ctx.banned:
-            return texts.banned(lang)
-        palette = round_.palette_emojis
-        if isinstance(tap.action, int) and tap.action >= len(palette):
-            return texts.tap_round_over(lang)  # not a button of this round's keyboard
-        length = round_.length
-        draft = taps.parse_draft(await drafts.get(round_.id, user.id), len(palette), length)
-        step = taps.step(draft, tap.action, length)
-        if step.complete is None:
-            await drafts.put(round_.id, user.id, step.draft, round_.expires_at)
-            return taps.show(step.draft, palette, length)
-        guess = taps.emojis_of(step.complete, palette)
-        checked = await check_guess(services, session, ctx, user, guess, explicit=True)
-    if not isinstance(checked, Checked):
-        services.guess_outcomes[checked.outcome] += 1
-        return checked.reply
-    outcome = await enqueue_guess(services, checked, message_id=0, dedupe_key=f"cb:{query.id}")
+    # The card as Redis has it now: every toast is decided on it, never on this process's
+    # memory (the next tap may reach another bot process).
+    read = await fresh(services, message.chat, topic_of(message), user)
+    card = read.card
+    assert card is not None
+    lang = room_language(card, user)
+    round_ = card.round
+    if round_ is None or round_.id != tap.round_id:
+        return texts.tap_round_over(lang)
+    if read.banned:
+        return texts.banned(lang)
+    palette = round_.palette
+    if isinstance(tap.action, int) and tap.action >= len(palette):
+        return texts.tap_round_over(lang)  # not a button of this round's keyboard
+    length = round_.length
+    draft = taps.parse_draft(await drafts.get(round_.id, user.id), len(palette), length)
+    step = taps.step(draft, tap.action, length)
+    if step.complete is None:
+        await drafts.put(round_.id, user.id, step.draft, round_.expires_at)
+        return taps.show(step.draft, palette, length)
+    guess = taps.emojis_of(step.complete, palette)
+    outcome = await take_guess(
+        services,
+        message.chat,
+        topic_of(message),
+        user,
+        "".join(guess),
+        explicit=True,
+        message_id=0,
+        dedupe_key=f"cb:{query.id}",
+        round_id=round_.id,
+    )
     services.guess_outcomes[outcome.outcome] += 1
+    if outcome.outcome == "no_round":
+        return texts.tap_round_over(lang)  # it ended between the tap and the enqueue
     if outcome.outcome != "enqueued":
         # "Slow down" (or nothing, later in the flood episode): the draft stays complete but
         # for the last tap, which the player repeats when the lane has room.

@@ -21,6 +21,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from codemojex.limits import DB_POOL_OVERFLOW, DB_POOL_RECYCLE_S, DB_POOL_SIZE
+
 # The repository root's migrations/ (the package is installed editable, next to it).
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -36,14 +38,25 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
+def make_engine(url: str, *, pool_size: int | None = None, **kwargs: Any) -> AsyncEngine:
     """An async engine for `url` (postgresql+asyncpg://… or sqlite+aiosqlite://…).
 
     Statement parameters are hidden from error messages and logs: they include secret codes.
+    On Postgres, `pool_size` connections are kept (`limits.DB_POOL_SIZE` by default, not
+    SQLAlchemy's 5: a process that runs N use-cases at once and keeps fewer opens and closes
+    connections as it goes) with a few more for a burst, and no connection is pinged before
+    each use: that is a round trip per checkout. A connection that was dropped (Postgres
+    restarted, a proxy cut it) fails its next statement instead, which `outages` takes for a
+    Postgres outage: the caller says "try again" or retries, and SQLAlchemy invalidates the
+    pool's connections of before the failure at once. Connections are replaced after
+    `limits.DB_POOL_RECYCLE_S`, before an idle timeout on the way can cut them.
     """
     kwargs.setdefault("hide_parameters", True)
     if not is_sqlite(url):
-        kwargs.setdefault("pool_pre_ping", True)
+        kwargs.setdefault("pool_pre_ping", False)
+        kwargs.setdefault("pool_recycle", DB_POOL_RECYCLE_S)
+        kwargs.setdefault("pool_size", DB_POOL_SIZE if pool_size is None else pool_size)
+        kwargs.setdefault("max_overflow", DB_POOL_OVERFLOW)
         return create_async_engine(url, **kwargs)
     connect_args = dict(kwargs.pop("connect_args", {}))
     connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)

@@ -8,6 +8,9 @@ Lua script in `lua/` (one round trip). Notes for callers:
   Errors: `LaneError` (bad id/number, lane of another room, job id taken by another lane;
   nothing written), `LaneFull` (a `LaneError`: the lane holds `max_depth` pending jobs).
   Redis errors (`redis.exceptions.RedisError`) pass through unchanged.
+- `admit(admissions)` enqueues a batch in one round trip, each job under admission guards of
+  its producer (conditions on the producer's own keys in the queue's slot, `admission.py`)
+  and with a ceiling for its room when the room has none; one `Admitted` per job.
 - `retry()` answers "delayed", "dead" or "stale" (token fenced out, nothing changed).
   A delayed job is due after `delay_ms` and goes back to its lane when `promote()` runs
   (the consumer pool runs reap + promote every `maintenance_interval_s`).
@@ -23,12 +26,16 @@ Lua script in `lua/` (one round trip). Notes for callers:
   pool has one waiter parked at a time, however many consumers it has).
 """
 
+from codemojex.lanes.admission import Admission, Admitted, Guard
 from codemojex.lanes.consumer import ConsumerPool, Handler, PoolStats
 from codemojex.lanes.errors import LaneError, LaneFull, Retry
 from codemojex.lanes.facade import Job, Lanes
 
 __all__ = [
+    "Admission",
+    "Admitted",
     "ConsumerPool",
+    "Guard",
     "Handler",
     "Job",
     "LaneError",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -14,7 +14,9 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from codemojex import ids, limits
+from codemojex.lanes import admission
 from codemojex.lanes import keys as K
+from codemojex.lanes.admission import Admission, Admitted
 from codemojex.lanes.errors import LaneError, LaneFull
 from codemojex.lanes.scripts import source
 from codemojex.lanes.views import DeadJob, QueueStats, RoomQueue
@@ -217,6 +219,16 @@ class Lanes:
             self.dedupe_window_ms,
         )
         return str(reply[0].decode())
+
+    async def admit(self, admissions: Sequence[Admission]) -> list[Admitted]:
+        """Admit a batch in one round trip, each job under its own guards (`admission`): one
+        `Admitted` per admission, in order. Raises LaneError (nothing written) when any of
+        them is malformed."""
+        if not admissions:
+            return []
+        records = admission.encode(admissions, self.keys)
+        reply = await self._call("admit", self.dedupe_window_ms, CEILING_MAX, *records)
+        return admission.decode(reply)
 
     # -- consumer -------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from codemojex.lanes.keys import lua_names
 
 VERBS: Final = (
     "enqueue",
+    "admit",
     "claim",
     "wclaim",
     "ack",

@@ -28,12 +28,21 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:daily:played:<day>     who opened the day's daily (HyperLogLog of user ids)
     cmx:{q}:daily:built:<day>      the board holds every finish Postgres has (else rebuilt)
     cmx:{q}:daily:rebuild:<day>    the process rebuilding the day's board (a lock)
+    cmx:{q}:room:<chat>:<thread>   the room of a chat (of its forum topic; 0: none): ROM id
+    cmx:{q}:card:<ROM…>            the room's card: what taking a guess needs (hash, cards.py)
+    cmx:{q}:card:<ROM…>:gen        the card's generation: every change bumps it
+    cmx:{q}:card:<ROM…>:seats      the room's players: Telegram user -> PLR id (hash)
+    cmx:{q}:card:<ROM…>:bans       the room's banned Telegram users (set)
+    cmx:{q}:card:<ROM…>:names      the room's players' names as the bot last sent them (hash,
+                                   PLR -> name: /queue names a player the worker did not
+                                   write yet)
     cmx:{q}:ops:procs              the processes that publish for the operator page (zset:
                                    process id -> when it last published, ms)
     cmx:{q}:ops:proc:<id>          that process's kind, pid, host and counters (expires)
 
-Chat, row, round and user ids are integers formatted with %d, days as YYYYMMDD, players are
-branded ids checked here, callback query ids are hashed: user text never reaches a key name.
+Chat, row, round and user ids are integers formatted with %d, days as YYYYMMDD, rooms and
+players are branded ids checked here, callback query ids are hashed: user text never reaches a
+key name.
 """
 
 from __future__ import annotations
@@ -160,6 +169,28 @@ class Keys:
 
     def daily_rebuild(self, day: date) -> str:
         return f"{self.prefix}daily:rebuild:{_day(day)}"
+    # -- the rooms' cards (posting/cards.py) ----------------------------------------------------
+
+    def room_of(self, chat_id: int, thread_id: int) -> str:
+        chat = _integer(chat_id, "chat id")
+        return f"{self.prefix}room:{chat:d}:{_integer(thread_id, 'thread id'):d}"
+
+    def card(self, room_id: str) -> str:
+        if not ids.is_valid(room_id, ids.ROOM):
+            raise ValueError(f"not a room id: {room_id!r}")
+        return f"{self.prefix}card:{room_id}"
+
+    def card_gen(self, room_id: str) -> str:
+        return self.card(room_id) + ":gen"
+
+    def seats(self, room_id: str) -> str:
+        return self.card(room_id) + ":seats"
+
+    def bans(self, room_id: str) -> str:
+        return self.card(room_id) + ":bans"
+
+    def names(self, room_id: str) -> str:
+        return self.card(room_id) + ":names"
 
     # -- the processes the operator page lists (ops/fleet.py) ----------------------------------
 

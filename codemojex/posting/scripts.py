@@ -23,6 +23,9 @@ Name = Literal[
     "ring_add",
     "ring_take",
     "ring_release",
+    "card_read",
+    "card_write",
+    "card_close",
 ]
 NAMES: Final[tuple[Name, ...]] = get_args(Name)
 

@@ -8,7 +8,7 @@ player reads are rendered by `codemojex.game.texts` in the player's language.
 
 from codemojex.scoring.emoji import DRAW_POOL, EMOJI_POOL, split_emojis
 from codemojex.scoring.errors import InvalidGuess, InvalidSettings
-from codemojex.scoring.guess import MAX_GUESS_CHARS, parse_guess
+from codemojex.scoring.guess import MAX_GUESS_CHARS, exact_guess, parse_guess
 from codemojex.scoring.room_settings import (
     MAX_LENGTH,
     MAX_PALETTE,
@@ -60,6 +60,7 @@ __all__ = [
     "check_repeats",
     "draw_palette",
     "draw_secret",
+    "exact_guess",
     "feedback",
     "parse_guess",
     "parse_language",

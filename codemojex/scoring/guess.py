@@ -17,6 +17,20 @@ def _palette_tuple(palette: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(palette)
 
 
+def exact_guess(text: str, palette: frozenset[str], length: int) -> tuple[str, ...] | None:
+    """The guess in `text` when it is `length` emojis spelled exactly as in the palette (with
+    whitespace and invisible marks between them), the way a player copies them; None for
+    anything else, which `parse_guess` then reads (another spelling of a palette emoji, or
+    a reason to refuse). The common case without the full parse's normalisation; work stops
+    at the first emoji too many."""
+    found: list[str] = []
+    for cluster in clusters(text[: MAX_GUESS_CHARS + 1]):
+        if cluster not in palette or len(found) == length:
+            return None
+        found.append(cluster)
+    return tuple(found) if len(found) == length else None
+
+
 def parse_guess(text: str, palette: str | Sequence[str], length: int) -> tuple[str, ...]:
     """The guess in `text` as `length` emojis in the palette's own spelling.
 

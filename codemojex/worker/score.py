@@ -23,6 +23,12 @@ recording is idempotent per guess and all-or-nothing per transaction, nothing is
 twice. A flush that fails for any other reason is redone one batch per transaction, so that a
 poison guess fails (and is in time dead-lettered) alone, not with the batches beside it.
 
+The players' rows are written in the same transaction (`store.seats`): a job names its
+Telegram user (and, the first time, the player's name); the bot writes no row per guess.
+After the commit, `on_closed(room, round)` is told of every round the batch found or left
+closed (won, or a guess "too late"), so that the room's card in Redis stops taking guesses
+for it even if whoever closed it died before saying so (posting/cards.py).
+
 A database that is down (connection refused, timeouts, OperationalError…: `outages`) is
 waited out a little (up to `hold_s`; the pool's heartbeat keeps the batch's lease), then
 `Retry(delay)` hands the batch back to its lane with a back-off. Nothing is acked,
@@ -96,6 +102,7 @@ class ScoreWorker:
         on_recorded: Callable[[int], Awaitable[None]] | None = None,
         on_finished: Callable[[list[Finish]], Awaitable[None]] | None = None,
         share: bool = False,
+        on_closed: Callable[[str, int], Awaitable[None]] | None = None,
     ) -> None:
         """`hold_s` is how long a database outage is waited out before the batch is handed
         back with Retry. `max_flush` caps the guesses recorded in one transaction.
@@ -110,11 +117,14 @@ class ScoreWorker:
         self._on_recorded = on_recorded
         self._on_finished = on_finished
         self._share = share
+        self._on_closed = on_closed
         self._waiting: list[_Waiting] = []
         self._flush_lock = asyncio.Lock()
-        # The flushes hold one connection while batches keep coming (no pool checkout, no
-        # ping, no session per flush); it goes back to the pool when a flush finds no batch
-        # waiting, and is dropped after a failed flush (the next one takes a fresh one).
+        # The flushes hold one connection for as long as the worker runs (`close`): no pool
+        # checkout, no session per flush, and never a wait behind the sender's queries for
+        # one (32 chats in hand share the pool; a flush that queued behind them held every
+        # consumer's batch: 343 guesses/s end to end in bench.ingest, 746 holding it). It is
+        # dropped after a failed flush (the next one takes a fresh one).
         bind = sessionmaker.kw.get("bind")
         self._engine: AsyncEngine | None = bind if isinstance(bind, AsyncEngine) else None
         self._conn: AsyncConnection | None = None
@@ -141,7 +151,12 @@ class ScoreWorker:
             )
             for job, guess in decoded
         ]
-        verdicts = await self._record_patiently(jobs, attempts)
+        seats = [
+            store.Seat(job.lane, job.room, guess.user_id, guess.name)
+            for job, guess in decoded
+            if guess.user_id
+        ]
+        verdicts = await self._record_patiently(jobs, _Batch(attempts, seats))
         answered = {
             chat
             for (job, _), verdict in zip(decoded, verdicts, strict=True)
@@ -153,6 +168,14 @@ class ScoreWorker:
         finishes = [v.finish for v in verdicts if v.finish is not None]
         if finishes and self._on_finished is not None:
             await self._tell_finished(self._on_finished, jobs, finishes)
+        if self._on_closed is not None:
+            closed = {
+                (attempt.room_id, attempt.round_id)
+                for attempt, verdict in zip(attempts, verdicts, strict=True)
+                if verdict.round_closed or verdict.won or verdict.late
+            }
+            for room_id, round_id in sorted(closed):
+                await self._on_closed(room_id, round_id)
 
     async def _tell_finished(
         self,
@@ -171,15 +194,13 @@ class ScoreWorker:
             delay = max(1, backoff_ms(max(job.attempts for job in jobs)))
             raise Retry(delay, f"the daily board is unavailable: {type(exc).__name__}") from exc
 
-    async def _record_patiently(
-        self, jobs: Sequence[Job], attempts: list[Attempt]
-    ) -> list[Verdict]:
+    async def _record_patiently(self, jobs: Sequence[Job], batch: _Batch) -> list[Verdict]:
         """Record, waiting out a short database outage; Retry when it lasts."""
         deadline = time.monotonic() + self._hold_s
         pause = 0.1
         while True:
             try:
-                verdicts = await self._record(attempts)
+                verdicts = await self._record(batch)
                 OUTAGES.ok("postgres")
                 return verdicts
             except Exception as exc:
@@ -201,9 +222,9 @@ class ScoreWorker:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 2.0)
 
-    async def _record(self, attempts: list[Attempt]) -> list[Verdict]:
+    async def _record(self, batch: _Batch) -> list[Verdict]:
         """Group commit: wait for a flush that takes these attempts (maybe run it ourselves)."""
-        waiting = _Waiting(attempts, asyncio.get_running_loop().create_future())
+        waiting = _Waiting(batch, asyncio.get_running_loop().create_future())
         self._waiting.append(waiting)
         async with self._flush_lock:
             if not waiting.future.done():
@@ -216,11 +237,11 @@ class ScoreWorker:
         taken: list[_Waiting] = []
         size = 0
         while self._waiting and (
-            not taken or size + len(self._waiting[0].attempts) <= self._max_flush
+            not taken or size + len(self._waiting[0].batch.attempts) <= self._max_flush
         ):
             waiting = self._waiting.pop(0)
             taken.append(waiting)
-            size += len(waiting.attempts)
+            size += len(waiting.batch.attempts)
         try:
             results = await self._record_together(taken)
         except asyncio.CancelledError:
@@ -250,27 +271,34 @@ class ScoreWorker:
             return
         start = 0
         for waiting in taken:
-            waiting.future.set_result(results[start : start + len(waiting.attempts)])
-            start += len(waiting.attempts)
+            waiting.future.set_result(results[start : start + len(waiting.batch.attempts)])
+            start += len(waiting.batch.attempts)
 
     async def _record_together(self, taken: list[_Waiting]) -> list[Verdict]:
         """One transaction for the guesses of these batches, in order."""
-        attempts = [attempt for waiting in taken for attempt in waiting.attempts]
+        attempts = [attempt for waiting in taken for attempt in waiting.batch.attempts]
+        seats = [seat for waiting in taken for seat in waiting.batch.seats]
         if self._engine is None:
             async with self._sessionmaker() as session:
-                verdicts = await store.record_guesses(session, attempts, share=self._share)
+                verdicts = await store.record_guesses(
+                    session, attempts, seats=seats, share=self._share
+                )
         else:
             if self._conn is None:
                 self._conn = await self._engine.connect()
             try:
-                verdicts = await store.record_guesses(self._conn, attempts, share=self._share)
+                verdicts = await store.record_guesses(
+                    self._conn, attempts, seats=seats, share=self._share
+                )
             except BaseException:
                 await self._release()
                 raise
-            if not self._waiting:
-                await self._release()
         self.stats.flushes += 1
         return verdicts
+
+    async def close(self) -> None:
+        """Give the flushes' connection back (the worker stops)."""
+        await self._release()
 
     async def _release(self) -> None:
         conn, self._conn = self._conn, None
@@ -307,7 +335,7 @@ class ScoreWorker:
             return None
         try:
             return GuessJob.decode(job.payload)
-        except (ValueError, KeyError, TypeError) as exc:
+        except ValueError as exc:
             self.stats.rejected += 1
             log.warning(
                 "job %s has an unreadable payload (%s); dropped", job.id, type(exc).__name__
@@ -315,9 +343,17 @@ class ScoreWorker:
             return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """One handler call's guesses and the players they name."""
+
+    attempts: list[Attempt]
+    seats: list[store.Seat]
+
+
 @dataclass(slots=True)
 class _Waiting:
     """A batch waiting for a flush, and where its results go."""
 
-    attempts: list[Attempt]
+    batch: _Batch
     future: asyncio.Future[list[Verdict]]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,9 +31,11 @@ from codemojex.limits import (
 )
 from codemojex.outages import OUTAGES, backoff_ms, is_outage
 from codemojex.posting.board import DailyBoard
+from codemojex.posting.cards import RoomCards
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
+from codemojex.runtime import settle_process
 from codemojex.settings import Settings
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.retention import AuditTrim, DailyTrim, Trim
@@ -50,14 +51,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-def settle_process() -> None:
-    """Once started: what start-up allocated (modules, the ORM's mappers, the statement
-    cache, the translations) is moved out of the cyclic collector's reach, so that its
-    collections walk only what the work allocates, not the whole program each time."""
-    gc.collect()
-    gc.freeze()
 
 
 @dataclass
@@ -90,10 +83,23 @@ class Expiry:
     held: int
 
 
+async def close_card(cards: RoomCards, room_id: str, round_id: int) -> None:
+    """After a round's close was committed: its room's card stops taking guesses for it. Best
+    effort: with Redis out nothing is taken anyway, and a guess the card still takes is
+    scored "too late" and closes it again."""
+    try:
+        await cards.close(room_id, round_id)
+    except Exception as exc:
+        if not is_outage(exc):
+            raise
+        log.info("room %s: its card could not be closed (%s)", room_id, type(exc).__name__)
+
+
 async def expire_rounds_once(
     sessionmaker: async_sessionmaker[AsyncSession],
     lanes: Lanes,
     sender: OutboxSender | None = None,
+    cards: RoomCards | None = None,
     *,
     hold_s: float = ROUND_HOLD_S_MAX,
 ) -> Expiry:
@@ -120,6 +126,9 @@ async def expire_rounds_once(
     ]
     async with sessionmaker() as session:
         closed = await store.expire_rounds(session, utcnow(), close)
+    if cards is not None:
+        for rnd in closed:
+            await close_card(cards, rnd.room_id, rnd.id)
     if closed and sender is not None:
         async with sessionmaker() as session:
             chats = await store.room_chats(session, {r.room_id for r in closed})
@@ -132,6 +141,7 @@ async def _round_timer(
     sessionmaker: async_sessionmaker[AsyncSession],
     lanes: Lanes,
     sender: OutboxSender,
+    cards: RoomCards,
     stats: WorkerStats,
     stop: asyncio.Event,
     every_s: float,
@@ -152,7 +162,9 @@ async def _round_timer(
             async with sessionmaker() as session:
                 first = await store.next_expiry(session)
             if first is not None and first <= utcnow():
-                expiry = await expire_rounds_once(sessionmaker, lanes, sender, hold_s=hold_s)
+                expiry = await expire_rounds_once(
+                    sessionmaker, lanes, sender, cards, hold_s=hold_s
+                )
                 stats.rounds_expired += expiry.closed
                 wait_s = min(every_s, ROUND_HOLD_RECHECK_S) if expiry.held else 0.0
             elif first is not None:
@@ -240,6 +252,11 @@ async def run_worker(
 
     # Finished dailies go onto the world board once committed (posting/board.py).
     board = DailyBoard(redis, settings.queue)
+    cards = RoomCards(redis, settings.queue)
+
+    async def closed(room_id: str, round_id: int) -> None:
+        await close_card(cards, room_id, round_id)
+
     scorer = ScoreWorker(
         sessionmaker,
         hold_s=score_hold_s,
@@ -247,6 +264,7 @@ async def run_worker(
         on_recorded=poke,
         on_finished=board.finished,
         share=settings.inline_mode,
+        on_closed=closed,
     )
     pool = ConsumerPool(
         lanes,
@@ -264,6 +282,7 @@ async def run_worker(
             sessionmaker,
             lanes,
             sender,
+            cards,
             stats,
             sender_stop,
             timer_s,
@@ -282,6 +301,7 @@ async def run_worker(
         stopper.cancel()
         pool.stop()
         await asyncio.gather(pool_task, return_exceptions=True)
+        await scorer.close()
         if drain_s > 0 and not sender_task.done():
             await _wait_outbox_empty(sessionmaker, drain_s)
         sender_stop.set()

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import itertools
 import random
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -41,7 +43,7 @@ from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
 from tests.conftest import REDIS_URL
-from tests.support import drop_keys, wipe_tables
+from tests.support import drop_keys, free_port, wipe_tables
 
 ALICE, BOB, CAROL, DAVE, OPERATOR = 1001, 1002, 1003, 1004, 1009
 # Barrier users take turns, so that barriers never wait for a private chat's posting pace.
@@ -158,6 +160,34 @@ def populate(standin: StandIn) -> None:
         standin.add_user(user_id, "Barrier")
 
 
+@contextlib.contextmanager
+def own_redis_server(*extra: str) -> Iterator[str]:
+    """A redis-server of the test's own (no persistence) on a free loopback port, for what the
+    shared one must never see (FLUSHALL, a maxmemory): its URL. Stopped by its PID."""
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", *extra],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+async def ready_client(url: str) -> aioredis.Redis:
+    """A client of a redis-server that has just been started, once it answers."""
+    client = aioredis.Redis.from_url(url)
+    for _ in range(100):
+        with contextlib.suppress(RedisConnectionError, OSError):
+            if await client.ping():
+                break
+        await asyncio.sleep(0.05)
+    return client
+
+
 @asynccontextmanager
 async def bot_world(
     database_url: str,
@@ -220,8 +250,6 @@ async def clean_slate(world: World, bot_queue: str) -> AsyncIterator[None]:
     """Empty tables and queue keys before each test; the bot process itself keeps running."""
     await wipe_tables(world.engine, restart_ids=False)
     await drop_keys(world.redis, bot_queue)
-    services = world.app.bot_data
-    services.ceilings_applied.clear()
     world.errors.clear()
     yield
     assert world.errors == [], f"handlers raised into the error handler: {world.errors!r}"

@@ -194,7 +194,8 @@ async def test_fuzzed_updates_change_nothing_they_should_not(world: World) -> No
     assert (after.ceiling, after.length, after.palette) == (room.ceiling, room.length, room.palette)
     assert await world.scalar(select(func.count()).select_from(Round)) == 1
     view = (await world.lanes.snapshot(room.id))["rooms"][room.id]
-    assert view["ceiling"] == 2 and not view["paused"]
+    # The room's ceiling reaches the lanes with its first guess taken (Lanes.admit).
+    assert view["ceiling"] == (2 if view["pending"] else None) and not view["paused"]
     assert all(lane["weight"] == 1 and not lane["paused"] for lane in view["lanes"].values())
     # Every job in the queue is a valid guess for the round.
     jobs = 0

@@ -4,23 +4,26 @@ A Redis of its own (no persistence) on a free port: the shared one is never reco
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import shutil
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import pytest_asyncio
-import redis.asyncio as aioredis
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
 
 from codemojex.game import texts
 from codemojex.jobs import GuessJob
 from codemojex.locale import EN
-from tests.bot.conftest import ALICE, BOB, World, bot_world, seed_round, valid_guess
-from tests.support import free_port
+from tests.bot.conftest import (
+    ALICE,
+    BOB,
+    World,
+    bot_world,
+    own_redis_server,
+    ready_client,
+    seed_round,
+    valid_guess,
+)
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
@@ -30,27 +33,13 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def small_redis() -> Iterator[str]:
-    port = free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--maxmemory-policy", "noeviction"],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.terminate()
-        server.wait(10)
+    with own_redis_server("--maxmemory-policy", "noeviction") as url:
+        yield url
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(bot_database_url: str, bot_queue: str, small_redis: str) -> AsyncIterator[World]:
-    client = aioredis.Redis.from_url(small_redis)
-    for _ in range(100):
-        with contextlib.suppress(RedisConnectionError, OSError):
-            if await client.ping():
-                break
-        await asyncio.sleep(0.05)
+    client = await ready_client(small_redis)
     async with bot_world(bot_database_url, bot_queue, redis=client) as world:
         yield world
 

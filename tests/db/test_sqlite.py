@@ -92,12 +92,13 @@ async def test_concurrent_start_round_on_sqlite(
     assert sum(await asyncio.gather(*(attempt(i) for i in range(5)))) == 1
 
 
-async def test_the_guess_read_does_not_queue_behind_a_writer(
+async def test_the_card_read_does_not_queue_behind_a_writer(
     sqlite_sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     """Every transaction takes SQLite's write lock first (BEGIN IMMEDIATE), except one marked
-    read-only: the bot's read per guess begins DEFERRED, so a worker's group commit holding
-    the lock does not hold up the guesses the bot takes (WAL: it reads the last commit)."""
+    read-only: the bot's read of a room's card begins DEFERRED, so a worker's group commit
+    holding the lock does not hold up the guesses the bot takes (WAL: it reads the last
+    commit)."""
     async with sqlite_sessions() as s:
         room = await new_room(s, chat_id=CHAT, title="Before")
         await store.ensure_player(s, room.id, 1, "Alice")
@@ -105,6 +106,6 @@ async def test_the_guess_read_does_not_queue_behind_a_writer(
         await writer.execute(update(Room).where(Room.id == room.id).values(title="During"))
         async with sqlite_sessions() as reader:
             # a writer's BEGIN IMMEDIATE would wait the busy timeout (30 s) here
-            ctx = await asyncio.wait_for(store.guess_context(reader, CHAT, 1), 5)
-        assert ctx is not None and ctx.room.title == "Before" and ctx.player is not None
+            card = await asyncio.wait_for(store.room_card(reader, room.id), 5)
+        assert card is not None and card.room.title == "Before" and 1 in card.seats
         await writer.rollback()

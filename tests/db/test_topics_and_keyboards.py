@@ -41,8 +41,8 @@ async def test_each_topic_of_a_forum_is_a_room_of_its_own(session: AsyncSession)
     rng = random.Random(3)
     first = await store.start_round(session, general.id, rng)
     second = await store.start_round(session, puzzles.id, rng)
-    ctx = await store.guess_context(session, CHAT, 5, 42)
-    assert ctx is not None and ctx.open_round is not None and ctx.open_round.id == second.id
+    card = await store.room_card(session, puzzles.id)
+    assert card is not None and card.open_round is not None and card.open_round.id == second.id
     rows = await _rows(session)
     assert [(r.kind, r.round_id, r.thread_id) for r in rows] == [
         (KIND_ROUND, first.id, None),

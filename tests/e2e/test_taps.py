@@ -63,6 +63,11 @@ async def test_taps_build_a_draft_and_send_one_guess_then_the_keyboard_goes(stac
         last_qid = stack.standin.callback_answers[qid_before]["callback_query_id"]
         result = await stack.result(chat, -1, "Alice", "".join(guess))
         assert result.reply_to_message_id is None  # no message of Alice's: her name says it
+        # It was enqueued under its callback query's dedupe key (a redelivered query makes no
+        # second guess): the key names the job that became the guess.
+        guess_id = await stack.redis.get(stack.keys.dedupe(f"cb:{last_qid}"))
+        assert isinstance(guess_id, bytes)
+        assert await stack.all(select(Guess.id)) == [guess_id.decode()]
         assert await stack.redis.exists(key) == 0
         # The same callback query delivered again changes nothing.
         assert await stack.tap(chat, ann.message_id, ALICE, last_data, query_id=last_qid) is None

@@ -30,7 +30,7 @@ from hypothesis.stateful import (
 )
 
 from codemojex import limits
-from codemojex.lanes import Job, LaneError, LaneFull, Lanes
+from codemojex.lanes import Admission, Guard, Job, LaneError, LaneFull, Lanes
 from codemojex.lanes.keys import Keys
 from tests.conftest import REDIS_URL
 
@@ -72,6 +72,10 @@ class Model:
     dead: set[str] = field(default_factory=set)
     dedupe: dict[str, str] = field(default_factory=dict)
     wake: int = 0
+    # a producer's own keys, which admit's guards read (and `nx` writes)
+    card: dict[str, str] = field(default_factory=dict)
+    seats: dict[str, str] = field(default_factory=dict)
+    bans: set[str] = field(default_factory=set)
 
     # -- the state the scripts derive ring membership from ---------------------------------
 
@@ -371,7 +375,7 @@ class LanesMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         async def clean() -> None:
-            keys = [k async for k in self.client.scan_iter(match=self.keys.prefix + "*")]
+            keys = [k async for k in self.client.scan_iter(match=f"*{{{self.queue}}}*")]
             if keys:
                 await self.client.delete(*keys)
             await self.client.aclose()
@@ -455,6 +459,103 @@ class LanesMachine(RuleBasedStateMachine):
         self.step()
         for lane in lanes:
             self._enqueue(lane, self.model.lroom.get(lane, ROOMS[0]), 2, None, None)
+
+    # -- admit: a batch under a producer's guards (its keys: card, seats, bans) ---------------
+
+    def own(self, name: str) -> str:
+        return f"test:{{{self.queue}}}:{name}"
+
+    @rule(field=st.sampled_from(["round", "ceiling"]), value=st.sampled_from(["1", "2", "3", "x"]))
+    def producer_sets_its_card(self, field: str, value: str) -> None:
+        self.step()
+        self.run(self.client.hset(self.own("card"), field, value))
+        self.model.card[field] = value
+
+    @rule(user=st.sampled_from(["u1", "u2"]), banned=st.booleans())
+    def producer_bans(self, user: str, banned: bool) -> None:
+        self.step()
+        if banned:
+            self.run(self.client.sadd(self.own("bans"), user))
+            self.model.bans.add(user)
+        else:
+            self.run(self.client.srem(self.own("bans"), user))
+            self.model.bans.discard(user)
+
+    @rule(
+        jobs=st.lists(
+            st.tuples(
+                st.sampled_from(LANES),
+                st.sampled_from(ROOMS),
+                st.sampled_from([True, True, False]),  # the lane's own room
+                st.none() | st.integers(1, 4),  # max_depth
+                st.none() | st.sampled_from(["u1", "u2", "u3"]),  # dedupe
+                st.sampled_from(["u1", "u2", "u3"]),  # the producer's user
+                st.lists(st.sampled_from(["eq", "out", "nx"]), max_size=3, unique=True),
+                st.sampled_from(["1", "2"]),  # the round the job wants
+                st.sampled_from([None, 1, 1, 2]),  # default ceiling
+                st.booleans(),  # ceiling from the card
+            ),
+            min_size=1,
+            max_size=5,
+        )
+    )
+    def admit(self, jobs: list[tuple[Any, ...]]) -> None:
+        self.step()
+        m = self.model
+        batch = []
+        for lane, room, use_bound, depth, dedupe, user, ops, want, ceiling, sourced in jobs:
+            if use_bound:
+                room = m.lroom.get(lane, room)
+            guards = tuple(
+                Guard("eq", self.own("card"), "round", want) if op == "eq"
+                else Guard("out", self.own("bans"), user) if op == "out"
+                else Guard("nx", self.own("seats"), user, lane)
+                for op in ops
+            )  # fmt: skip
+            batch.append(
+                Admission(
+                    room, lane, uuid.uuid4().bytes, max_attempts=2, max_depth=depth,
+                    dedupe_key=dedupe, guards=guards, ceiling=ceiling,
+                    ceiling_from=(self.own("card"), "ceiling") if sourced else None,
+                )
+            )  # fmt: skip
+        got = self.run(self.lanes.admit(batch))
+        for a, admitted in zip(batch, got, strict=True):
+            assert admitted.paused is (a.room in m.paused)
+            if a.dedupe_key is not None and a.dedupe_key in m.dedupe:
+                assert (admitted.status, admitted.job_id) == ("duplicate", m.dedupe[a.dedupe_key])
+                continue
+            refused = self._refusal(a.guards)
+            if refused is not None:
+                assert (admitted.status, admitted.guard, admitted.found) == ("refused", *refused)
+                continue
+            if a.ceiling is not None and a.room not in m.glimit:
+                given = m.card.get("ceiling", "") if a.ceiling_from else ""
+                m_ceiling = int(given) if given.isdigit() else a.ceiling
+                m.limit(a.room, m_ceiling)
+            expected = m.enqueue(
+                a.room, a.lane, admitted.job_id or "", a.payload, a.max_attempts, a.max_depth,
+                a.dedupe_key,
+            )  # fmt: skip
+            if expected is LaneFull:
+                assert admitted.status == "full"
+            elif expected is LaneError:
+                assert admitted.status == "error"
+            else:
+                assert (admitted.status, admitted.job_id) == ("enqueued", expected)
+
+    def _refusal(self, guards: tuple[Guard, ...]) -> tuple[int, str] | None:
+        m = self.model
+        for n, guard in enumerate(guards):
+            if guard.op == "eq" and m.card.get(guard.field) != guard.value:
+                return n, m.card.get(guard.field, "")
+            if guard.op == "out" and guard.field in m.bans:
+                return n, guard.field
+            if guard.op == "nx":
+                held = m.seats.setdefault(guard.field, guard.value)
+                if held != guard.value:
+                    return n, held
+        return None
 
     # -- consumers --------------------------------------------------------------------------
 

@@ -114,6 +114,7 @@ async def test_scored_guesses_are_posted_as_replies_in_a_quiet_room(
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
     bot: Bot,
+    scorers: Callable[..., ScoreWorker],
 ) -> None:
     lanes = Lanes(redis_rc, queue=queue_name)
     table = await make_table(sessionmaker, standin, -2001)
@@ -124,7 +125,7 @@ async def test_scored_guesses_are_posted_as_replies_in_a_quiet_room(
     [announce] = standin.sent_messages(table.chat_id)
 
     await enqueue_guess(lanes, standin, table, ann, table.wrong_guess())
-    worker = ScoreWorker(sessionmaker)
+    worker = scorers(sessionmaker)
     batch = await lanes.wclaim(10_000)
     await worker(batch)
     await lanes.ack_many(batch)

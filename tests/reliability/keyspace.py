@@ -1,5 +1,6 @@
 """What may be a key name in Redis: the lanes keyspace (codemojex/lanes/keys.py) and the few
-`cmx:` keys of the bot and the worker, each built from branded ids or integers only."""
+`cmx:` keys of the bot and the worker (posting/keys.py), each built from branded ids or
+integers only."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ def cmx_patterns(queue: str) -> list[re.Pattern[str]]:
         re.compile(rf"{tag}tap:draft:\d+:\d+\Z"),
         re.compile(rf"{tag}tap:rate:\d+\Z"),
         re.compile(rf"{tag}tap:seen:[0-9a-f]{{24}}\Z"),
+        re.compile(rf"{tag}room:-?\d+:\d+\Z"),
+        re.compile(rf"{tag}card:ROM{_ID}(:(gen|seats|bans|names))?\Z"),
     ]
 
 

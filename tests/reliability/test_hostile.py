@@ -318,9 +318,17 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
 
 
 def _without_pace(keys: dict[str, Any]) -> dict[str, Any]:
-    return {
-        key: value for key, value in keys.items() if ":pace:" not in key and ":answers:" not in key
-    }
+    """The queue's state, without the bookkeeping of posts (the pacer's and the answer
+    budget's keys) and of a chat's title: a raw update may name the chat otherwise, and the
+    room's card then says so (its generation moves with it)."""
+    kept = {}
+    for key, value in keys.items():
+        if ":pace:" in key or ":answers:" in key or key.endswith(":gen"):
+            continue
+        if ":card:" in key and isinstance(value, dict) and "title" in value:
+            value = {field: v for field, v in value.items() if field != "title"}
+        kept[key] = value
+    return kept
 
 
 async def test_user_text_never_becomes_part_of_a_key_name(world: World) -> None:

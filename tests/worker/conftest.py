@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -29,8 +30,25 @@ from codemojex.runtime import GatedRedisCluster
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
+from codemojex.worker.score import ScoreWorker
 from tests.conftest import PG_ADMIN_URL, REDIS_URL, _admin
 from tests.support import drop_keys, free_port, wipe_tables, wrong_guess
+
+
+@pytest.fixture
+async def scorers() -> AsyncIterator[Callable[..., ScoreWorker]]:
+    """ScoreWorker(...) for a test: each gives back the connection its flushes hold when the
+    test ends (as run_worker does when the worker stops)."""
+    made: list[ScoreWorker] = []
+
+    def make(*args: Any, **kwargs: Any) -> ScoreWorker:
+        worker = ScoreWorker(*args, **kwargs)
+        made.append(worker)
+        return worker
+
+    yield make
+    for worker in made:
+        await worker.close()
 
 
 def _client(request: pytest.FixtureRequest, kind: str) -> AnyRedis:

@@ -1,11 +1,11 @@
 """The game's use-cases over an AsyncSession: load, lock and write; the rules are in
 `codemojex.game`.
 
-One module per use: `rooms` (rooms, players, a room's settings), `rounds` (open, close,
-expire), `guesses` (record a batch), `outbox` (what the sender posts), `stats` (records),
-`admin` (bans, audit), `daily` (the daily code's puzzles, results and records; its parts of a
-transaction are for `codemojex.usecases.daily`). Callers use the names re-exported here:
-`store.record_guesses(...)`.
+One module per use: `rooms` (rooms, players, a room's settings and card), `rounds` (open,
+close, expire), `guesses` (record a batch), `seats` (the batch's players), `outbox` (what the
+sender posts), `stats` (records), `admin` (bans, audit), `daily` (the daily code's puzzles,
+results and records; its parts of a transaction are for `codemojex.usecases.daily`). Callers
+use the names re-exported here: `store.record_guesses(...)`.
 
 Every function commits (or rolls back) its own transaction, readers included: on SQLite every
 transaction holds the write lock (BEGIN IMMEDIATE, see `engine.py`), so none may be left open.
@@ -40,13 +40,13 @@ from codemojex.db.store.outbox import (
     write_messages,
 )
 from codemojex.db.store.rooms import (
-    GuessContext,
+    RoomCard,
     ensure_player,
     ensure_room,
     get_player,
     get_room,
-    guess_context,
     room_by_chat,
+    room_card,
     room_chats,
     update_room_settings,
 )
@@ -58,6 +58,7 @@ from codemojex.db.store.rounds import (
     open_round,
     start_round,
 )
+from codemojex.db.store.seats import Seat
 from codemojex.db.store.stats import (
     GlobalStats,
     LeaderRow,
@@ -73,11 +74,12 @@ from codemojex.db.store.stats import (
 __all__ = [
     "DailyEntry",
     "GlobalStats",
-    "GuessContext",
     "LeaderRow",
     "MemberDaily",
     "PlayerStats",
+    "RoomCard",
     "RoundAlreadyOpen",
+    "Seat",
     "SettingOutOfRange",
     "StoreError",
     "UnknownPlayer",
@@ -99,7 +101,6 @@ __all__ = [
     "get_room",
     "global_stats",
     "group_dailies",
-    "guess_context",
     "is_banned",
     "leaderboard",
     "mark_sent",
@@ -110,6 +111,7 @@ __all__ = [
     "record_guesses",
     "release_outbox",
     "room_by_chat",
+    "room_card",
     "room_chats",
     "start_round",
     "trim_audit",

@@ -8,10 +8,11 @@ is read after the lock, so it includes what the previous holder wrote. The guess
 job id) is the primary key, so a re-delivered job finds its own row and changes nothing.
 
 Why it is fast: the statements are few and do not grow with the batch, which is what lets the
-worker record every batch in hand at once (group commit). On Postgres a batch is five round
-trips whatever its size: BEGIN, the lock, ONE lookup (recorded guesses, players, bans and
-attempts so far, per guess, with LATERAL), ONE write (guess rows, leaderboard upserts, closed
-rounds and outbox rows as data-modifying CTEs over arrays) and COMMIT; the statements are
+worker record every batch in hand at once (group commit). On Postgres a batch is six round
+trips whatever its size: BEGIN, the lock, ONE write of the batch's players (`seats.py`: the
+bot writes no row per guess), ONE lookup (recorded guesses, players, bans and attempts so far,
+per guess, with LATERAL), ONE write (guess rows, leaderboard upserts, closed rounds and outbox
+rows as data-modifying CTEs over arrays) and COMMIT; the statements are
 fixed texts, so asyncpg prepares each once per connection. SQLite (the embedded demo) runs
 the same decisions through portable Core statements: a lock-free lookup per table (its
 transactions are serialised by BEGIN IMMEDIATE) and an executemany per table.
@@ -20,6 +21,7 @@ transactions are serialised by BEGIN IMMEDIATE) and an executemany per table.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +44,7 @@ from codemojex.db.models import (
 from codemojex.db.store import daily
 from codemojex.db.store.outbox import keys_off_written, write_messages
 from codemojex.game.daily import DailyRound
+from codemojex.db.store.seats import Seat, by_lane, distinct, seat_pg, seat_portable
 from codemojex.game.decide import (
     Attempt,
     BatchState,
@@ -62,26 +65,32 @@ async def record_guesses(
     db: AsyncSession | AsyncConnection,
     attempts: Sequence[Attempt],
     *,
+    seats: Sequence[Seat] = (),
     now: datetime | None = None,
     share: bool = False,
 ) -> list[Verdict]:
-    """Decide and record a batch of guesses in ONE transaction, with their outbox rows and
+    """Decide and record a batch of guesses in ONE transaction, with their players' rows
+    (`seats`: written if new, renamed if named anew, see `store.seats`), outbox rows and
     leaderboard changes: one verdict per attempt, in order (see `codemojex.game.decide`;
-    `share`: daily cards carry a Share button, inline mode being on).
+    `share`: daily cards carry a Share button, inline mode being on). An attempt whose lane
+    has a seat is recorded as the player of the seat's (room, user).
     Idempotent per guess id: recording a batch again changes nothing and reports duplicates.
     `db` is a session or a connection (the score worker's flush holds one), outside a
     transaction; the transaction is committed, or rolled back on a failure."""
     if not attempts:
         return []
     now = now or utcnow()
+    lanes = by_lane(seats)
     for attempt in (1, 2):
         try:
             conn = db if isinstance(db, AsyncConnection) else await db.connection()
             if conn.dialect.name == "postgresql":
-                decision = decide(attempts, await _load_pg(conn, attempts), now, share=share)
+                state, mapped = await _load_pg(conn, attempts, lanes, now)
+                decision = decide(mapped, state, now, share=share)
                 await _write_pg(conn, decision)
             else:
-                decision = decide(attempts, await load_batch(conn, attempts), now, share=share)
+                mapped = await _seat_portable(conn, attempts, lanes, now)
+                decision = decide(mapped, await load_batch(conn, mapped), now, share=share)
                 await write_decision(conn, decision)
             await db.commit()
             return decision.verdicts
@@ -139,62 +148,99 @@ _PG_LOCK = text(
 
 # Per guess of the batch, read after the lock (a statement of its own, so that its snapshot
 # includes what the lock's previous holder committed): the guess row if it was recorded
-# before, its player, whether the player is banned in their room, and the player's scored
-# guesses in the round so far.
+# before, its player (the row of the seat's (room, user) when the job names the user, else
+# the lane's), whether the player is banned in their room, and the player's scored guesses in
+# the round so far.
 _PG_LOOKUP = text(
     """
-    SELECT a.guess_id, a.round_id, a.player_id,
+    SELECT a.guess_id, a.round_id, coalesce(ps.id, pl.id) AS player_id,
            g.round_id AS g_round_id, g.exact, g.misplaced, g.attempt_no, g.late,
-           p.room_id AS p_room_id, p.display_name,
-           EXISTS (SELECT 1 FROM bans b WHERE b.room_id = p.room_id AND b.player_id = p.id)
-             AS banned,
+           coalesce(ps.room_id, pl.room_id) AS p_room_id,
+           coalesce(ps.display_name, pl.display_name) AS display_name,
+           EXISTS (SELECT 1 FROM bans b WHERE b.room_id = coalesce(ps.room_id, pl.room_id)
+                                          AND b.player_id = coalesce(ps.id, pl.id)) AS banned,
            s.scored
     FROM unnest(CAST(:guess_ids AS text[]), CAST(:round_ids AS bigint[]),
-                CAST(:player_ids AS text[])) AS a(guess_id, round_id, player_id)
+                CAST(:player_ids AS text[]), CAST(:room_ids AS text[]),
+                CAST(:users AS bigint[])) AS a(guess_id, round_id, player_id, room_id, tg)
     LEFT JOIN guesses g ON g.id = a.guess_id
-    LEFT JOIN players p ON p.id = a.player_id
+    LEFT JOIN players ps ON a.tg <> 0 AND ps.room_id = a.room_id AND ps.tg_user_id = a.tg
+    LEFT JOIN players pl ON a.tg = 0 AND pl.id = a.player_id
     CROSS JOIN LATERAL (
         SELECT count(*) AS scored FROM guesses c
-        WHERE c.round_id = a.round_id AND c.player_id = a.player_id AND NOT c.late
+        WHERE c.round_id = a.round_id AND c.player_id = coalesce(ps.id, pl.id)
+          AND NOT c.late
     ) s
     """
 )
 
 
-async def _load_pg(conn: AsyncConnection, attempts: Sequence[Attempt]) -> BatchState:
+async def _load_pg(
+    conn: AsyncConnection,
+    attempts: Sequence[Attempt],
+    seats: Mapping[str, Seat],
+    now: datetime,
+) -> tuple[BatchState, list[Attempt]]:
+    """The batch's state, and its attempts as their players' (see record_guesses)."""
     round_ids = sorted({a.round_id for a in attempts})
     locked = (await conn.execute(_PG_LOCK, {"round_ids": round_ids})).all()
     rounds = await _round_states(conn, locked)
+    await seat_pg(conn, distinct(seats[a.player_id] for a in attempts if a.player_id in seats), now)
     rows = await conn.execute(
         _PG_LOOKUP,
         {
             "guess_ids": [a.guess_id for a in attempts],
             "round_ids": [a.round_id for a in attempts],
             "player_ids": [a.player_id for a in attempts],
+            "room_ids": [a.room_id for a in attempts],
+            "users": [seats[a.player_id].tg_user_id if a.player_id in seats else 0
+                      for a in attempts],
         },
-    )
+    )  # fmt: skip
     players: dict[str, PlayerState] = {}
     banned: set[tuple[str, str]] = set()
     scored_before: dict[tuple[int, str], int] = {}
     recorded: dict[str, StoredGuess] = {}
+    player_of: dict[str, str] = {}
     for row in rows:
         if row.g_round_id is not None:
             recorded[row.guess_id] = StoredGuess(
                 row.g_round_id, row.exact, row.misplaced, row.attempt_no, row.late
             )
         if row.p_room_id is not None:
+            player_of[row.guess_id] = row.player_id
             players[row.player_id] = PlayerState(row.p_room_id, row.display_name)
             if row.banned:
                 banned.add((row.p_room_id, row.player_id))
         if row.scored:
             scored_before[(row.round_id, row.player_id)] = int(row.scored)
-    return BatchState(
+    state = BatchState(
         rounds=rounds,
         players=players,
         banned=frozenset(banned),
         scored_before=scored_before,
         recorded=recorded,
     )
+    return state, [_as(a, player_of.get(a.guess_id)) for a in attempts]
+
+
+def _as(attempt: Attempt, player_id: str | None) -> Attempt:
+    """The attempt as its player's (the lane's own id unless the database has another)."""
+    if player_id is None or player_id == attempt.player_id:
+        return attempt
+    return replace(attempt, player_id=player_id)
+
+
+async def _seat_portable(
+    conn: AsyncConnection, attempts: Sequence[Attempt], seats: Mapping[str, Seat], now: datetime
+) -> list[Attempt]:
+    batch = distinct(seats[a.player_id] for a in attempts if a.player_id in seats)
+    players = await seat_portable(conn, batch, now)
+    mapped = []
+    for a in attempts:
+        seat = seats.get(a.player_id)
+        mapped.append(a if seat is None else _as(a, players.get((seat.room_id, seat.tg_user_id))))
+    return mapped
 
 
 # Everything a decision writes, in one statement: data-modifying CTEs, each over the arrays

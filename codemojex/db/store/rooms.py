@@ -60,9 +60,16 @@ async def ensure_room(
 
 
 async def ensure_player(
-    session: AsyncSession, room_id: str, tg_user_id: int, display_name: str
+    session: AsyncSession,
+    room_id: str,
+    tg_user_id: int,
+    display_name: str,
+    *,
+    player_id: str | None = None,
 ) -> Player:
-    """The player of a Telegram user in a room, created on first sight (name kept fresh)."""
+    """The player of a Telegram user in a room, created on first sight (name kept fresh). A
+    new player gets `player_id` when given (the id the bot's lanes already use for the
+    user); an existing one keeps its own."""
     stmt = (
         select(Player)
         .where(Player.room_id == room_id, Player.tg_user_id == tg_user_id)
@@ -72,6 +79,8 @@ async def ensure_player(
     name = display_name[:255]
     if player is None:
         player = Player(room_id=room_id, tg_user_id=tg_user_id, display_name=name)
+        if player_id is not None:
+            player.id = player_id
         try:
             async with session.begin_nested():
                 session.add(player)
@@ -115,39 +124,52 @@ async def get_player(session: AsyncSession, player_id: str) -> Player | None:
 
 
 @dataclass(frozen=True, slots=True)
-class GuessContext:
-    """What the bot needs to accept a guess, read at once."""
+class RoomCard:
+    """What taking a guess in a room needs, as the database has it: the room, its open
+    round, its players' ids (Telegram user -> player) and its banned users."""
 
     room: Room
     open_round: Round | None
-    player: Player | None  # None until the user's first guess in the room
-    banned: bool
+    seats: dict[int, str]
+    banned: frozenset[int]
 
 
-async def guess_context(
-    session: AsyncSession, chat_id: int, tg_user_id: int, thread_id: int = 0
-) -> GuessContext | None:
-    """The room of the chat (and forum topic: `thread_id`; None on first sight), its open
-    round, the user's player there and
-    whether they are banned in it: one query, where the separate use-cases take four
-    transactions. Every guess a player types pays for this, so it is kept to one round trip."""
-    stmt = (
-        select(Room, Round, Player, Ban.player_id)
-        .outerjoin(Round, and_(Round.room_id == Room.id, Round.ended_at.is_(None)))
-        .outerjoin(Player, and_(Player.room_id == Room.id, Player.tg_user_id == tg_user_id))
-        .outerjoin(Ban, and_(Ban.room_id == Room.id, Ban.player_id == Player.id))
-        .where(Room.chat_id == chat_id, Room.thread_id == thread_id)
-        .execution_options(populate_existing=True)
-    )
+async def room_card(session: AsyncSession, room_id: str) -> RoomCard | None:
+    """The room's card (None: no such room), read in one transaction: the bot keeps it in
+    Redis (codemojex.posting.cards) and reads it from here when Redis has lost it."""
     if not session.in_transaction():
         # a read alone: on SQLite it waits for no writer (the worker's group commits)
         await session.connection(execution_options={READ_ONLY: True})
-    row = (await session.execute(stmt)).first()
+    try:
+        row = (
+            await session.execute(
+                select(Room, Round)
+                .outerjoin(Round, and_(Round.room_id == Room.id, Round.ended_at.is_(None)))
+                .where(Room.id == room_id)
+                .execution_options(populate_existing=True)
+            )
+        ).first()
+        seats = await session.execute(
+            select(Player.tg_user_id, Player.id).where(Player.room_id == room_id)
+        )
+        banned = await session.execute(
+            select(Player.tg_user_id)
+            .join(Ban, and_(Ban.player_id == Player.id, Ban.room_id == Player.room_id))
+            .where(Ban.room_id == room_id)
+        )
+        card = None
+        if row is not None:
+            card = RoomCard(
+                room=row[0],
+                open_round=row[1],
+                seats={int(tg): str(pid) for tg, pid in seats},
+                banned=frozenset(int(tg) for tg in banned.scalars()),
+            )
+    except BaseException:
+        await session.rollback()
+        raise
     await session.commit()
-    if row is None:
-        return None
-    room, rnd, player, banned_id = row
-    return GuessContext(room=room, open_round=rnd, player=player, banned=banned_id is not None)
+    return card
 
 
 async def update_room_settings(

@@ -11,45 +11,10 @@
 --          already exists in that lane.
 -- Errors   LANEERR (the lane is bound to another room, the job id is taken elsewhere),
 --          LANEFULL (the lane holds max_depth pending jobs). Nothing is written then.
---- @include "bind"
---- @include "now_ms"
---- @include "pend"
-local room, lane, id = ARGV[1], ARGV[2], ARGV[3]
-local ddk = nil
-if ARGV[7] ~= '' then
-  ddk = dedupe_key(ARGV[7])
-  local first = redis.call('GET', ddk)
-  if first then return {first, 0} end
-end
-local bound = redis.call('HGET', LROOM, lane)
-if bound and bound ~= room then
-  return redis.error_reply('LANEERR lane ' .. lane .. ' belongs to room ' .. bound ..
-    ', not to room ' .. room)
-end
-local jk = job_key(id)
-local have = redis.call('HGET', jk, 'lane')
-if have then
-  if have ~= lane then
-    return redis.error_reply('LANEERR job ' .. id .. ' already exists in lane ' .. have)
-  end
-  return {id, 0}
-end
-local pk = pending_key(lane)
-local max_depth = tonumber(ARGV[6])
-if max_depth > 0 then
-  local depth = redis.call('ZCARD', pk)
-  if depth >= max_depth then
-    return redis.error_reply('LANEFULL lane ' .. lane .. ' already holds ' .. depth ..
-      ' pending jobs (max_depth ' .. max_depth .. ')')
-  end
-end
-if not bound then bind(room, lane) end
-local now = now_ms()
-redis.call('ZADD', LSEEN, now, lane)
-local seq = redis.call('INCR', SEQ)
-redis.call('HSET', jk, 'payload', ARGV[4], 'room', room, 'lane', lane, 'seq', seq,
-  'attempts', 0, 'max_attempts', ARGV[5], 'state', 'pending', 'enqueued_ms', now)
-pend(room, lane, id, seq)
-redis.call('ZADD', RSEEN, now, room)
-if ddk then redis.call('SET', ddk, id, 'PX', ARGV[8]) end
-return {id, 1}
+--- @include "admit_job"
+local status, value = admit_job(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5],
+  tonumber(ARGV[6]), ARGV[7], ARGV[8])
+if status == 'ok' then return {value, 1} end
+if status == 'dup' then return {value, 0} end
+if status == 'full' then return redis.error_reply('LANEFULL ' .. value) end
+return redis.error_reply('LANEERR ' .. value)

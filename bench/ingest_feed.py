@@ -1,0 +1,148 @@
+"""The Bot API of bench.ingest: pre-built updates handed out as fast as the bot asks.
+
+A minimal Bot API on loopback, in the benchmark's own process: getUpdates answers at once
+with the next (up to `limit`) updates, each serialised once before the clock starts, so that
+the bot, not the API, is what the benchmark measures; sendMessage and the other methods the
+bot and the worker's sender call answer a plausible result. It notes when each update was
+first handed out (wall clock, ms), which the benchmark compares with the job's `enqueued_ms`
+(Redis TIME) for the latency from fetch to enqueue.
+
+Nothing here is Telegram's behaviour beyond what the bot needs to run: for that, the
+stand-in (codemojex.standin) is the reference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import time
+from collections import Counter, deque
+from typing import Any
+
+from aiohttp import web
+
+BOT_ID = 424_242
+TOKEN = f"{BOT_ID}:BENCHINGEST"
+_ME = {
+    "id": BOT_ID,
+    "is_bot": True,
+    "first_name": "Bench",
+    "username": "bench_ingest_bot",
+    "can_join_groups": True,
+    "can_read_all_group_messages": True,
+    "supports_inline_queries": False,
+}
+
+
+def message_update(
+    update_id: int, chat_id: int, title: str, user_id: int, message_id: int, text: str
+) -> dict[str, Any]:
+    """A supergroup text message as Telegram sends it (a /command with its entity)."""
+    message: dict[str, Any] = {
+        "message_id": message_id,
+        "date": int(time.time()),
+        "chat": {"id": chat_id, "type": "supergroup", "title": title},
+        "from": {"id": user_id, "is_bot": False, "first_name": f"P{user_id}"},
+        "text": text,
+    }
+    if text.startswith("/"):
+        word = text.split(maxsplit=1)[0]
+        message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(word)}]
+    return {"update_id": update_id, "message": message}
+
+
+class Feed:
+    """The fake Bot API: `add` queues updates; getUpdates hands them out in order."""
+
+    def __init__(self) -> None:
+        self._pending: deque[tuple[int, bytes]] = deque()
+        self._arrived = asyncio.Event()
+        self.served_ms: dict[int, int] = {}  # update id -> when first handed out
+        self.calls: Counter[str] = Counter()
+        self._message_ids = itertools.count(10_000_000)
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self.polls = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/file/bot"
+
+    def add(self, updates: list[dict[str, Any]]) -> None:
+        """Queue updates; each is serialised now, never while the bot waits for it."""
+        for update in updates:
+            self._pending.append((int(update["update_id"]), json.dumps(update).encode()))
+        self._arrived.set()
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/bot{token}/{method}", self._handle)
+        app.router.add_get("/bot{token}/{method}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+
+    async def stop(self) -> None:
+        self._arrived.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _params(self, request: web.Request) -> dict[str, Any]:
+        params: dict[str, Any] = dict(request.query)
+        if request.can_read_body:
+            if request.content_type == "application/json":
+                params.update(await request.json())
+            else:
+                params.update(await request.post())
+        return params
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        self.calls[method] += 1
+        params = await self._params(request)
+        if method == "getUpdates":
+            return await self._get_updates(params)
+        if method == "getMe":
+            return _ok(_ME)
+        if method in ("sendMessage", "editMessageText"):
+            return _ok(
+                {
+                    "message_id": next(self._message_ids),
+                    "date": int(time.time()),
+                    "chat": {"id": int(params.get("chat_id", 0)), "type": "supergroup"},
+                    "text": str(params.get("text", "")),
+                }
+            )
+        if method == "getChatAdministrators":
+            return _ok([])
+        return _ok(True)
+
+    async def _get_updates(self, params: dict[str, Any]) -> web.Response:
+        offset = int(params.get("offset") or 0)
+        limit = min(100, int(params.get("limit") or 100))
+        timeout = float(params.get("timeout") or 0)
+        self.polls += 1
+        while self._pending and self._pending[0][0] < offset:
+            self._pending.popleft()  # confirmed by the offset
+        if not self._pending and timeout > 0:
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), timeout)
+        chunk = list(itertools.islice(self._pending, limit))
+        now_ms = int(time.time() * 1000)
+        for update_id, _ in chunk:
+            self.served_ms.setdefault(update_id, now_ms)
+        body = b'{"ok":true,"result":[' + b",".join(raw for _, raw in chunk) + b"]}"
+        return web.Response(body=body, content_type="application/json")
+
+
+def _ok(result: Any) -> web.Response:
+    return web.json_response({"ok": True, "result": result})

@@ -1,0 +1,152 @@
+"""The bot's side of the rooms' cards (codemojex.posting.cards): what this process remembers
+of them, and reading a card from Redis, or from the database when Redis has lost it.
+
+`CardCache` is this process's memory of each chat's card and of the players' seats: a hint
+that lets a valid guess go straight to its one script call, never a decision. The enqueue
+checks it atomically (the round still open, the player not banned, the seat), and whatever
+the bot answers other than "taken" is decided on Redis's card (`fresh`), read anew. So several
+bot processes, or one that missed a change, take and refuse the same guesses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from telegram import Chat, User
+
+from codemojex.bot.rooms import ensure_room, room_title
+from codemojex.limits import CARD_CACHE_ROOMS
+from codemojex.outages import is_outage
+from codemojex.posting.cards import Card, CardBusy, CardRead, reload
+
+if TYPE_CHECKING:  # the services hold this module's cache
+    from codemojex.bot.context import BotServices
+
+log = logging.getLogger(__name__)
+
+ChatKey = tuple[int, int]  # (chat id, forum topic)
+
+
+@dataclass(frozen=True, slots=True)
+class SeatSeen:
+    player_id: str
+    name: str | None  # the name this process last sent in a job (None: none yet)
+
+
+class CardCache:
+    """Cards by chat and seats by (room, user), the least recently used forgotten first."""
+
+    def __init__(self, size: int = CARD_CACHE_ROOMS) -> None:
+        self._size = size
+        self._cards: OrderedDict[ChatKey, Card] = OrderedDict()
+        self._seats: OrderedDict[tuple[str, int], SeatSeen] = OrderedDict()
+
+    def card(self, chat_id: int, thread_id: int) -> Card | None:
+        card = self._cards.get((chat_id, thread_id))
+        if card is not None:
+            self._cards.move_to_end((chat_id, thread_id))
+        return card
+
+    def keep(self, card: Card) -> None:
+        self._cards[(card.chat_id, card.thread_id)] = card
+        self._cards.move_to_end((card.chat_id, card.thread_id))
+        if len(self._cards) > self._size:
+            self._cards.popitem(last=False)
+
+    def seat(self, room_id: str, user_id: int) -> SeatSeen | None:
+        return self._seats.get((room_id, user_id))
+
+    def keep_seat(self, room_id: str, user_id: int, player_id: str, name: str | None) -> None:
+        self._seats[(room_id, user_id)] = SeatSeen(player_id, name)
+        self._seats.move_to_end((room_id, user_id))
+        if len(self._seats) > 16 * self._size:
+            self._seats.popitem(last=False)
+
+
+class Loads:
+    """One load from the database at a time per chat in this process: the guesses that find
+    the card gone together wait for one read, not one each."""
+
+    def __init__(self) -> None:
+        self._running: dict[ChatKey, asyncio.Future[str]] = {}
+
+    async def room_card(self, services: BotServices, chat: Chat, thread_id: int) -> str:
+        key = (chat.id, thread_id)
+        running = self._running.get(key)
+        if running is not None:
+            return await asyncio.shield(running)
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._running[key] = future
+        try:
+            room_id = await _load(services, chat, thread_id)
+        except BaseException as exc:
+            # The waiters (if any) raise it too; this one's own cancellation is theirs a
+            # "try again" (their handlers go on).
+            cancelled = isinstance(exc, asyncio.CancelledError)
+            future.set_exception(CardBusy(chat.id) if cancelled else exc)
+            future.exception()  # retrieved, whether anyone waits or not
+            raise
+        else:
+            future.set_result(room_id)
+            return room_id
+        finally:
+            del self._running[key]
+
+
+async def _load(services: BotServices, chat: Chat, thread_id: int) -> str:
+    """The room (created on first sight, renamed when its title changed) and its card
+    written from the database; the room's id."""
+    async with services.sessionmaker() as session:
+        room = await ensure_room(services, session, chat, thread_id)
+    card = await reload(services.cards, services.sessionmaker, room.id)
+    if card is not None:
+        services.card_cache.keep(card)
+    return room.id
+
+
+async def fresh(services: BotServices, chat: Chat, thread_id: int, user: User | None) -> CardRead:
+    """The chat's card as Redis has it now (read from the database first when Redis has
+    none, or when the chat's title changed), with `user`'s seat and ban."""
+    cards = services.cards
+    user_id = None if user is None else user.id
+    read = await cards.read(chat.id, thread_id, user_id=user_id)
+    title = room_title(chat)
+    stale = read.card is not None and title and read.card.title != title
+    if read.card is None or stale:
+        room_id = await services.loads.room_card(services, chat, thread_id)
+        read = await cards.read(chat.id, thread_id, user_id=user_id, room_id=room_id)
+        if read.card is None:
+            raise CardBusy(room_id)  # dropped again at once: a change is under way
+    services.card_cache.keep(read.card)
+    if user is not None and read.seat is not None:
+        seen = services.card_cache.seat(read.card.room_id, user.id)
+        services.card_cache.keep_seat(
+            read.card.room_id, user.id, read.seat, seen.name if seen else None
+        )
+    return read
+
+
+async def refresh(services: BotServices, room_id: str) -> Card | None:
+    """After a change of the room was committed: its card read anew from the database (and
+    kept by this process). Should that fail, the card is dropped at least, so the room's next
+    guess reads it from the database; an outage is said once, by the caller's answer."""
+    try:
+        card = await reload(services.cards, services.sessionmaker, room_id)
+    except Exception as exc:
+        if not (is_outage(exc) or isinstance(exc, CardBusy)):
+            raise
+        log.info("room %s: its card is read again on its next guess (%s)", room_id, exc)
+        try:
+            await services.cards.drop(room_id)
+        except Exception as again:
+            if not is_outage(again):
+                raise
+            # Redis is out too: the card's TTL ends what it holds
+        return None
+    if card is not None:
+        services.card_cache.keep(card)
+    return card

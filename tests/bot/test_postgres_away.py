@@ -1,0 +1,99 @@
+"""Postgres away at the bot: valid guesses are still taken (they need only Redis), what needs
+the database says "try again" once per command, and when it is back the bot's pool (no
+connection pinged before use) gets over its dropped connections by itself.
+
+The bot reaches Postgres through a proxy this test cuts, as a network or a restart would:
+the machine's Postgres itself is never touched."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+import pytest
+import pytest_asyncio
+
+from codemojex.game import texts
+from codemojex.locale import EN
+from tests.bot.conftest import ALICE, BOB, DAVE, World, bot_world, start_round, valid_guess
+from tests.ops.proxy import TcpProxy
+from tests.support import drop_keys, free_port, wipe_tables
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
+    target = urlsplit(bot_database_url)
+    assert target.hostname is not None and target.port is not None
+    proxy = TcpProxy(free_port(), target.hostname, target.port)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(bot_database_url: str, bot_queue: str, proxy: TcpProxy) -> AsyncIterator[World]:
+    target = urlsplit(bot_database_url)
+    url = bot_database_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
+    async with bot_world(url, bot_queue) as world:
+        await wipe_tables(world.engine, restart_ids=False)
+        await drop_keys(world.redis, bot_queue)
+        yield world
+
+
+async def test_guesses_are_taken_while_postgres_is_away(world: World, proxy: TcpProxy) -> None:
+    chat = world.new_group()
+    rnd = await start_round(world, chat)
+    world.standin.send_text(chat, BOB, valid_guess(rnd))  # a player before the outage
+    await world.settle()
+    before = await world.queued()
+
+    await proxy.stop()
+    # Bob again, and Alice's first guess (her player's id is fixed in Redis, not in a row).
+    guesses = [
+        world.standin.send_text(chat, BOB, valid_guess(rnd, 1)),
+        world.standin.send_text(chat, ALICE, f"/g {valid_guess(rnd, 2)}"),
+        world.standin.send_text(chat, DAVE, valid_guess(rnd, 3)),
+    ]
+    needs_db = [
+        world.standin.send_text(chat, ALICE, "/stats"),
+        world.standin.send_text(chat, DAVE, "/newgame"),
+    ]
+    helped = world.standin.send_text(chat, BOB, "/help")
+    await world.settle()
+    assert await world.queued() == before + len(guesses)
+    for mid in guesses:
+        assert world.replies_to(chat, mid) == []
+    for mid in needs_db:
+        assert world.replies_to(chat, mid) == [texts.try_again(EN)]
+    assert world.replies_to(chat, helped) == [texts.help_text(EN)]
+    assert world.errors == []
+
+    await proxy.start()
+    asked = world.standin.send_text(chat, ALICE, "/stats")
+    await world.settle()
+    assert world.replies_to(chat, asked) != [texts.try_again(EN)]
+    assert world.errors == []
+
+
+async def test_a_dropped_connection_is_an_outage_said_once(world: World, proxy: TcpProxy) -> None:
+    """The pool's connections are cut while nobody uses them (no ping before use): the next
+    command that needs the database finds out, says "try again", and the pool is renewed
+    at once: the next one is answered."""
+    chat = world.new_group()
+    asked = world.standin.send_text(chat, ALICE, "/stats")
+    await world.settle()
+    assert world.replies_to(chat, asked) != [texts.try_again(EN)]
+    await proxy.stop()
+    await proxy.start()
+    answers = []
+    for _ in range(3):
+        asked = world.standin.send_text(chat, ALICE, "/stats")
+        await world.settle()
+        answers += world.replies_to(chat, asked)
+    assert len(answers) == 3
+    assert texts.try_again(EN) not in answers[1:]
+    assert world.errors == []
