@@ -169,6 +169,7 @@ class Keys:
 
     def daily_rebuild(self, day: date) -> str:
         return f"{self.prefix}daily:rebuild:{_day(day)}"
+
     # -- the rooms' cards (posting/cards.py) ----------------------------------------------------
 
     def room_of(self, chat_id: int, thread_id: int) -> str:

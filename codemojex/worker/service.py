@@ -162,9 +162,7 @@ async def _round_timer(
             async with sessionmaker() as session:
                 first = await store.next_expiry(session)
             if first is not None and first <= utcnow():
-                expiry = await expire_rounds_once(
-                    sessionmaker, lanes, sender, cards, hold_s=hold_s
-                )
+                expiry = await expire_rounds_once(sessionmaker, lanes, sender, cards, hold_s=hold_s)
                 stats.rounds_expired += expiry.closed
                 wait_s = min(every_s, ROUND_HOLD_RECHECK_S) if expiry.held else 0.0
             elif first is not None:

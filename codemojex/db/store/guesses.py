@@ -43,8 +43,8 @@ from codemojex.db.models import (
 )
 from codemojex.db.store import daily
 from codemojex.db.store.outbox import keys_off_written, write_messages
-from codemojex.game.daily import DailyRound
 from codemojex.db.store.seats import Seat, by_lane, distinct, seat_pg, seat_portable
+from codemojex.game.daily import DailyRound
 from codemojex.game.decide import (
     Attempt,
     BatchState,
