@@ -10,7 +10,6 @@ of its own would make it, knowing only what Redis holds."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import time
 from dataclasses import replace
@@ -144,12 +143,13 @@ async def test_two_pacers_share_the_pace(redis_any: AnyRedis, queue_name: str) -
             await p.acquire(PRIVATE)
             grants.append(time.monotonic())
 
+    start = time.monotonic()
     await asyncio.gather(post(a), post(b))
-    grants.sort()
-    gaps = [later - earlier for earlier, later in itertools.pairwise(grants)]
     assert len(grants) == 6
-    # Every consecutive grant is at least one interval apart (less a little for clock reading).
-    assert min(gaps) >= 0.08
+    # Six grants one interval apart span five intervals. A grant is read on the clock when its
+    # caller wakes, never before it was given, so a busy machine can only lengthen the span;
+    # gaps between consecutive readings, by contrast, shrink when one wake-up comes late.
+    assert max(grants) - start >= 5 * 0.1
 
 
 async def test_the_next_post_is_measured_from_the_answer(
