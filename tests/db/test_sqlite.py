@@ -70,6 +70,10 @@ async def test_a_round_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSessio
         assert await store.claim_outbox(s, 100, 30, "other") == []
         assert await store.mark_sent(s, [r.id for r in claimed], 10) == len(claimed)
         assert await store.mark_sent(s, [r.id for r in claimed], 11) == 0
+        # The closed rounds' keyboards come off once their announcements are posted.
+        keys_off = await store.claim_outbox(s, 100, 30, "other")
+        assert [(r.kind, r.reply_to_message_id) for r in keys_off] == [("keys_off", 10)] * 2
+        assert await store.mark_sent(s, [r.id for r in keys_off], 12) == 2
         assert await store.pending_outbox(s, 10) == []
         announced = await s.get(Round, rnd.id, populate_existing=True)
         assert announced is not None and announced.announce_message_id == 10

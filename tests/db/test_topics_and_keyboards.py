@@ -93,3 +93,42 @@ async def test_keys_off_points_at_the_announcement_whichever_comes_first(
     fresh = select(Round).where(Round.id == rnd2.id).execution_options(populate_existing=True)
     stored = (await session.execute(fresh)).scalar_one()
     assert stored.announce_message_id == 777
+
+
+async def test_keys_off_waits_for_its_announcement_to_be_posted(session: AsyncSession) -> None:
+    """A round closed before its announcement went out: while the announcement is unsent (held
+    by a sender that died, or in the same claim) its keys_off row is not handed out, so it
+    cannot edit nothing and be marked done with the keyboard still up."""
+    room = await new_room(session, CHAT)
+    rnd = await store.start_round(session, room.id, random.Random(7))
+    await store.close_round(session, rnd.id, ENDROUND)
+    rows = [r for r in await _rows(session) if r.round_id == rnd.id]
+    (announcement,) = [r for r in rows if r.kind == KIND_ROUND]
+    (keys_off,) = [r for r in rows if r.kind == KIND_KEYS_OFF]
+
+    claimed = await store.claim_outbox(session, 10, 30, "sender-a", chat_id=CHAT)
+    assert announcement.id in {r.id for r in claimed}
+    assert keys_off.id not in {r.id for r in claimed}
+    # sender-a dies holding the announcement: the keys_off row is not anyone's to post yet.
+    assert await store.claim_outbox(session, 10, 30, "sender-b", chat_id=CHAT) == []
+    await store.mark_sent(session, [announcement.id], 901)
+    (later,) = await store.claim_outbox(session, 10, 30, "sender-b", chat_id=CHAT)
+    assert (later.id, later.reply_to_message_id) == (keys_off.id, 901)
+
+
+async def test_keys_off_of_an_announcement_refused_for_good_is_claimed(
+    session: AsyncSession,
+) -> None:
+    """The announcement could not be posted (the chat refused it): its keys_off row has
+    nothing to edit, and is handed out to be marked done rather than left pending."""
+    room = await new_room(session, CHAT)
+    rnd = await store.start_round(session, room.id, random.Random(8))
+    await store.close_round(session, rnd.id, ENDROUND)
+    rows = [r for r in await _rows(session) if r.round_id == rnd.id]
+    (announcement,) = [r for r in rows if r.kind == KIND_ROUND]
+    (keys_off,) = [r for r in rows if r.kind == KIND_KEYS_OFF]
+    await store.mark_sent(session, [announcement.id], None)
+    claimed = await store.claim_outbox(session, 10, 30, "sender", chat_id=CHAT)
+    assert [(r.id, r.reply_to_message_id) for r in claimed if r.kind == KIND_KEYS_OFF] == [
+        (keys_off.id, None)
+    ]

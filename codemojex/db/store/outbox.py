@@ -10,8 +10,9 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert, or_, select, update
+from sqlalchemy import ColumnElement, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.orm import aliased
 from sqlalchemy.orm.attributes import set_committed_value
 
 from codemojex.db.models import Outbox, Round, utcnow
@@ -128,6 +129,7 @@ async def claim_outbox(
     stmt = select(Outbox).where(
         Outbox.sent_at.is_(None),
         or_(Outbox.claimed_until.is_(None), Outbox.claimed_until <= now),
+        _not_ahead_of_its_announcement(),
     )
     if chat_id is not None:
         stmt = stmt.where(Outbox.chat_id == chat_id)
@@ -154,6 +156,25 @@ async def claim_outbox(
     except BaseException:
         await session.rollback()
         raise
+
+
+def _not_ahead_of_its_announcement() -> ColumnElement[bool]:
+    """Not a keys_off row whose round's announcement is still to be posted. Its edit needs the
+    announcement's message id, which `mark_sent` fills in; taken before that (the announcement
+    held by a sender that died, or claimed in the same batch) it would edit nothing and be
+    marked done, leaving a finished round's keyboard up. Once the announcement is sent, or
+    refused for good, the row is claimed as it stands."""
+    announcement = aliased(Outbox)
+    return or_(
+        Outbox.kind != KIND_KEYS_OFF,
+        Outbox.reply_to_message_id.is_not(None),
+        ~exists().where(
+            announcement.chat_id == Outbox.chat_id,
+            announcement.sent_at.is_(None),
+            announcement.kind == KIND_ROUND,
+            announcement.round_id == Outbox.round_id,
+        ),
+    )
 
 
 async def release_outbox(session: AsyncSession, ids: Iterable[int], owner: str) -> int:
