@@ -15,7 +15,7 @@ from typing import Final
 
 from telegram import Update, User
 
-from codemojex import ids
+from codemojex import ids, usecases
 from codemojex.bot.admin import is_admin
 from codemojex.bot.cards import refresh
 from codemojex.bot.context import BotServices, CodemojexContext
@@ -230,7 +230,7 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
             await reply(call, context, texts.no_round(call.lang))
             return
         # The reveal goes through the outbox, like every game post.
-        await store.close_round(session, round_.id, "endround")
+        await usecases.close_round(session, round_.id, "endround")
         metrics.EVENTS.rounds_ended += 1
     await context.services.cards.close(call.room.id, round_.id)
     await outbox_written(context.services, call.room.chat_id)

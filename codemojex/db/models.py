@@ -215,7 +215,7 @@ class Round(_Code, Base):
     end_reason: Mapped[str | None] = mapped_column(String(16), default=None)
     announce_message_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
     # "group": a group's (or forum topic's) round; "daily": a player's daily code in their
-    # private chat (its result is a DailyResult). codemojex.game.types names them.
+    # private chat (its result is a DailyResult). codemojex.values.types names them.
     kind: Mapped[str] = mapped_column(String(8), default="group", server_default="group")
     # A player's scored guesses in the round at most (the daily's 8); None: no cap.
     max_attempts: Mapped[int | None] = mapped_column(Integer, default=None)

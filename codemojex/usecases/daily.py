@@ -23,8 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from codemojex.db.store import daily as daily_store
 from codemojex.db.store.outbox import write_messages
 from codemojex.game import daily, taps, texts
-from codemojex.game.types import KIND_ROUND, TIMEOUT, Message
 from codemojex.locale import Lang
+from codemojex.values.types import KIND_ROUND, TIMEOUT, Message
 
 Status = Literal["none", "opened", "playing", "finished"]
 

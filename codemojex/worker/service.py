@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
+from codemojex import usecases
 from codemojex.db import store
 from codemojex.db.models import utcnow
 from codemojex.game import rounds
@@ -125,7 +126,7 @@ async def expire_rounds_once(
         if not rounds.holds_open(deadlines[round_id], now_ms, room_id in waiting, hold_s)
     ]
     async with sessionmaker() as session:
-        closed = await store.expire_rounds(session, utcnow(), close)
+        closed = await usecases.expire_rounds(session, utcnow(), close)
     if cards is not None:
         for rnd in closed:
             await close_card(cards, rnd.room_id, rnd.id)

@@ -29,6 +29,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from codemojex import usecases
 from codemojex.bot import CodemojexApp, CodemojexContext, build_application, running
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, store, upgrade
@@ -281,7 +282,7 @@ async def seed_round(world: World, chat_id: int) -> tuple[Room, Round]:
         room = await store.ensure_room(
             session, chat_id, f"room {chat_id}", default_ceiling=2, round_timeout_s=600
         )
-        rnd = await store.start_round(session, room.id, random.Random(chat_id))
+        rnd = await usecases.start_round(session, room.id, random.Random(chat_id))
     return room, rnd
 
 

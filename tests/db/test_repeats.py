@@ -10,12 +10,12 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import scoring
+from codemojex import scoring, usecases
 from codemojex.db import Outbox, Room, store
 from codemojex.game import texts
-from codemojex.game.types import ENDROUND, KIND_ROUND
 from codemojex.locale import EN
 from codemojex.scoring.emoji import key
+from codemojex.values.types import ENDROUND, KIND_ROUND
 from tests.db.helpers import new_room
 
 ROUNDS = 150
@@ -29,12 +29,12 @@ async def _play_rounds(session: AsyncSession, room: Room, seeds: range) -> list[
     """A round per seed (each ended before the next), their secrets in order."""
     secrets = []
     for seed in seeds:
-        rnd = await store.start_round(session, room.id, random.Random(seed))
+        rnd = await usecases.start_round(session, room.id, random.Random(seed))
         assert rnd.repeats is room.repeats
         assert rnd.length == room.length and len(rnd.secret_emojis) == room.length
         assert set(rnd.secret_emojis) <= set(rnd.palette_emojis)
         secrets.append(rnd.secret_emojis)
-        assert await store.close_round(session, rnd.id, ENDROUND) is not None
+        assert await usecases.close_round(session, rnd.id, ENDROUND) is not None
     return secrets
 
 
@@ -49,13 +49,13 @@ async def test_rooms_and_rounds_allow_repeats_by_default(
 ) -> None:
     room = await new_room(session)
     assert room.repeats is True
-    rnd = await store.start_round(session, room.id, rng)
+    rnd = await usecases.start_round(session, room.id, rng)
     assert rnd.repeats is True
     announcement = (await session.execute(select(Outbox.text))).scalar_one()
     assert "(emojis may repeat)" in announcement
     # With repeats allowed, the same seeds do repeat emojis now and then: the distinctness
     # below is the setting's doing, not the seeds'.
-    await store.close_round(session, rnd.id, ENDROUND)
+    await usecases.close_round(session, rnd.id, ENDROUND)
     await store.update_room_settings(session, room.id, length=6, palette="🍎🍌🍇🍒🍋🥝")
     secrets = await _play_rounds(session, room, range(ROUNDS))
     assert any(len(set(secret)) < len(secret) for secret in secrets)
@@ -96,12 +96,12 @@ async def test_a_round_keeps_the_repeats_it_started_with(
     session: AsyncSession, rng: random.Random
 ) -> None:
     room = await new_room(session)
-    running = await store.start_round(session, room.id, rng)
+    running = await usecases.start_round(session, room.id, rng)
     await store.update_room_settings(session, room.id, repeats=False)
     still = await store.open_round(session, room.id)
     assert still is not None and still.id == running.id and still.repeats is True
-    await store.close_round(session, running.id, ENDROUND)
-    following = await store.start_round(session, room.id, rng)
+    await usecases.close_round(session, running.id, ENDROUND)
+    following = await usecases.start_round(session, room.id, rng)
     assert following.repeats is False
     assert texts.round_started(
         EN, following.palette_emojis, following.length, 600, repeats=False

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import scoring
+from codemojex import scoring, usecases
 from codemojex.db import AuditLog, LeaderboardEntry, Player, Room, store
 from tests.db.helpers import attempt, new_room, record_one
 
@@ -115,7 +115,7 @@ async def test_bans_are_per_room(session: AsyncSession) -> None:
     with pytest.raises(store.UnknownPlayer):
         await store.ban(session, a.id, pb.id, actor=1)  # not a player of room a
 
-    rnd = await store.start_round(session, b.id, random.Random(1))
+    rnd = await usecases.start_round(session, b.id, random.Random(1))
     result = await record_one(session, attempt(rnd, pb.id, rnd.secret_emojis))
     assert result.won
 

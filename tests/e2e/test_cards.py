@@ -8,7 +8,8 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from codemojex.db import Round, store
+from codemojex import usecases
+from codemojex.db import Round
 from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.locale import EN
@@ -48,7 +49,7 @@ async def test_a_stale_card_is_scored_too_late_then_heals(stack: Stack) -> None:
     async with in_process_worker(stack):
         ann, rnd = await stack.new_round(chat, by=ALICE)
         async with stack.sessionmaker() as session:
-            await store.close_round(session, rnd.id, "endround")
+            await usecases.close_round(session, rnd.id, "endround")
         assert await _card_round(stack, chat) == rnd.id  # stale
         first = "".join(wrong_guess(rnd.secret_emojis, ann.palette))
         taken = stack.standin.send_text(chat, BOB, first)

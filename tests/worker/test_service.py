@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
+from codemojex import usecases
 from codemojex.db import Guess, Outbox, Round, store
 from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
@@ -144,7 +145,7 @@ async def test_round_timeout_reveals_the_secret(
     async with sessionmaker() as s:
         room = await store.ensure_room(s, chat, "slow", default_ceiling=2, round_timeout_s=60)
     async with sessionmaker() as s:
-        rnd = await store.start_round(
+        rnd = await usecases.start_round(
             s, room.id, random.Random(5), now=utcnow() - timedelta(seconds=120)
         )
     async with Running(

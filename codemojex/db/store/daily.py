@@ -33,8 +33,8 @@ from codemojex.db.models import (
     UTCDateTime,
     utcnow,
 )
-from codemojex.game import daily
-from codemojex.game.types import ROUND_DAILY
+from codemojex.values import daily
+from codemojex.values.types import ROUND_DAILY
 
 Db = AsyncSession | AsyncConnection
 
