@@ -136,7 +136,7 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
     # The room row is the record, then the card (where the lanes take a ceiling from when
     # they have lost theirs), then the lanes.
     async with services.sessionmaker() as session:
-        await store.update_room_settings(session, call.room.id, ceiling=parsed)
+        await usecases.update_room_settings(session, call.room.id, ceiling=parsed)
     await refresh(services, call.room.id)
     await services.lanes.limit(call.room.id, parsed)
     await reply(call, context, texts.limit_set(call.lang, parsed))
@@ -250,7 +250,7 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
         async with context.services.sessionmaker() as session:
             # The store refuses what cannot be drawn with the room's other settings (repeats
             # off and a palette shorter than the length), whichever of them is being changed.
-            room = await store.update_room_settings(
+            room = await usecases.update_room_settings(
                 session,
                 room.id,
                 length=wanted.length,

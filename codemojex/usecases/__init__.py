@@ -10,5 +10,12 @@ daily code (opening today's, where a player stands). Callers use the names re-ex
 
 from codemojex.usecases.guesses import record_guesses
 from codemojex.usecases.rounds import close_round, expire_rounds, start_round
+from codemojex.usecases.settings import update_room_settings
 
-__all__ = ["close_round", "expire_rounds", "record_guesses", "start_round"]
+__all__ = [
+    "close_round",
+    "expire_rounds",
+    "record_guesses",
+    "start_round",
+    "update_room_settings",
+]

@@ -1,6 +1,6 @@
 """The daily code's flows: opening today's daily in a player's private chat (`open_daily`), and
 where a player stands with today's code (`todays`). Finishing one is part of recording its
-guesses (`store.record_guesses`: the game's `decide` finishes it, under the round's lock).
+guesses (`usecases.guesses`: the game's `decide` finishes it, under the round's lock).
 
 A player's private chat with the bot is a room like any other (its chat id is the user's id);
 `/daily` opens there a round of kind "daily": the day's palette and secret, at most the puzzle's

@@ -260,7 +260,7 @@ async def test_leaderboard_accumulates_over_rounds(
 
 async def test_emoji_spelling_is_normalised_to_the_palette(session: AsyncSession) -> None:
     room = await new_room(session, chat_id=CHAT)
-    await store.update_room_settings(session, room.id, palette="❤️🍎🍌🍇", length=3)
+    await usecases.update_room_settings(session, room.id, palette="❤️🍎🍌🍇", length=3)
     alice = await store.ensure_player(session, room.id, 1, "Alice")
     rnd = await usecases.start_round(session, room.id, random.Random(3))
     # The same emojis typed without U+FE0F still score as the palette's emojis: the bot's

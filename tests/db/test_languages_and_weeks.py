@@ -56,10 +56,10 @@ async def test_a_room_without_a_language_speaks_english(session: AsyncSession) -
 
 async def test_an_admin_sets_the_language_as_typed(session: AsyncSession) -> None:
     room = await new_room(session)
-    updated = await store.update_room_settings(session, room.id, language="PT-br")
+    updated = await usecases.update_room_settings(session, room.id, language="PT-br")
     assert updated.language == "pt_BR"
     with pytest.raises(scoring.InvalidSettings) as info:
-        await store.update_room_settings(session, room.id, language="de", length=5)
+        await usecases.update_room_settings(session, room.id, language="de", length=5)
     assert info.value.kind == "lang_unknown"
     after = await store.get_room(session, room.id)
     assert after is not None and (after.language, after.length) == ("pt_BR", 4)  # unchanged

@@ -56,7 +56,7 @@ async def test_rooms_and_rounds_allow_repeats_by_default(
     # With repeats allowed, the same seeds do repeat emojis now and then: the distinctness
     # below is the setting's doing, not the seeds'.
     await usecases.close_round(session, rnd.id, ENDROUND)
-    await store.update_room_settings(session, room.id, length=6, palette="🍎🍌🍇🍒🍋🥝")
+    await usecases.update_room_settings(session, room.id, length=6, palette="🍎🍌🍇🍒🍋🥝")
     secrets = await _play_rounds(session, room, range(ROUNDS))
     assert any(len(set(secret)) < len(secret) for secret in secrets)
 
@@ -74,7 +74,7 @@ async def test_repeats_off_draws_secrets_with_distinct_emojis(
     session: AsyncSession, length: int, palette: str | None
 ) -> None:
     room = await new_room(session)
-    room = await store.update_room_settings(
+    room = await usecases.update_room_settings(
         session, room.id, length=length, palette=palette, repeats="off"
     )
     assert (room.length, room.repeats) == (length, False)
@@ -97,7 +97,7 @@ async def test_a_round_keeps_the_repeats_it_started_with(
 ) -> None:
     room = await new_room(session)
     running = await usecases.start_round(session, room.id, rng)
-    await store.update_room_settings(session, room.id, repeats=False)
+    await usecases.update_room_settings(session, room.id, repeats=False)
     still = await store.open_round(session, room.id)
     assert still is not None and still.id == running.id and still.repeats is True
     await usecases.close_round(session, running.id, ENDROUND)
@@ -106,7 +106,7 @@ async def test_a_round_keeps_the_repeats_it_started_with(
     assert texts.round_started(
         EN, following.palette_emojis, following.length, 600, repeats=False
     ) in list((await session.execute(select(Outbox.text))).scalars())
-    back = await store.update_room_settings(session, room.id, repeats="ON")
+    back = await usecases.update_room_settings(session, room.id, repeats="ON")
     assert back.repeats is True
 
 
@@ -115,7 +115,7 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
 ) -> None:
     room = await new_room(session)
     # Length 5 over four emojis is fine while emojis may repeat ...
-    await store.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒")
+    await usecases.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒")
     # ... but not with repeats off: changing repeats alone is refused,
     attempts: list[tuple[dict[str, object], tuple[int, str | None, bool]]] = [
         ({"repeats": False}, (5, "🍎🍌🍇🍒", True)),
@@ -124,27 +124,27 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
     ]
     for kwargs, before in attempts:
         with pytest.raises(scoring.InvalidSettings) as info:
-            await store.update_room_settings(session, room.id, **kwargs)  # type: ignore[arg-type]
+            await usecases.update_room_settings(session, room.id, **kwargs)  # type: ignore[arg-type]
         assert info.value.kind == "repeats_palette"
         assert texts.settings_refused(EN, info.value) == TOO_FEW
         assert await _settings(session, room.id) == before
     assert (await store.get_room(session, room.id)).ceiling == 2  # type: ignore[union-attr]
 
     # With repeats off and four emojis (length 4), a longer code is refused,
-    await store.update_room_settings(session, room.id, length=4, repeats=False)
+    await usecases.update_room_settings(session, room.id, length=4, repeats=False)
     assert await _settings(session, room.id) == (4, "🍎🍌🍇🍒", False)
     with pytest.raises(scoring.InvalidSettings) as info:
-        await store.update_room_settings(session, room.id, length=5)
+        await usecases.update_room_settings(session, room.id, length=5)
     assert texts.settings_refused(EN, info.value) == TOO_FEW
     assert await _settings(session, room.id) == (4, "🍎🍌🍇🍒", False)
     # ... and with a code of 5 over five emojis, a palette of four is refused.
-    await store.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒🍋")
+    await usecases.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒🍋")
     with pytest.raises(scoring.InvalidSettings) as info:
-        await store.update_room_settings(session, room.id, palette="🍎 🍌 🍇 🍒")
+        await usecases.update_room_settings(session, room.id, palette="🍎 🍌 🍇 🍒")
     assert texts.settings_refused(EN, info.value) == TOO_FEW
     # All three at once, too.
     with pytest.raises(scoring.InvalidSettings) as info:
-        await store.update_room_settings(
+        await usecases.update_room_settings(
             session, room.id, length=6, palette="🐶🐱🐭🐰🦊", repeats=False
         )
     assert info.value.kind == "repeats_palette"
@@ -152,14 +152,14 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
 
     # What can be drawn is accepted: repeats back on, then a short palette; a palette of 6
     # holds a code of 6 without repeats.
-    await store.update_room_settings(session, room.id, repeats=True, palette="🍎🍌🍇🍒")
-    fresh = await store.update_room_settings(
+    await usecases.update_room_settings(session, room.id, repeats=True, palette="🍎🍌🍇🍒")
+    fresh = await usecases.update_room_settings(
         session, room.id, palette="🐶🐱🐭🐰🦊🐻", length=6, repeats=False
     )
     assert (fresh.length, fresh.palette, fresh.repeats) == (6, "🐶🐱🐭🐰🦊🐻", False)
     # Refusals are values the parser would also refuse.
     with pytest.raises(scoring.InvalidSettings) as info:
-        await store.update_room_settings(session, room.id, repeats="maybe")
+        await usecases.update_room_settings(session, room.id, repeats="maybe")
     assert info.value.kind == "repeats_value"
     assert await _settings(session, room.id) == (6, "🐶🐱🐭🐰🦊🐻", False)
 
@@ -167,12 +167,12 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
 async def test_a_refusal_leaves_no_lock_behind(sessions: async_sessionmaker[AsyncSession]) -> None:
     async with sessions() as first, sessions() as second:
         room = await new_room(first)
-        await store.update_room_settings(first, room.id, length=5, palette="🍎🍌🍇🍒")
+        await usecases.update_room_settings(first, room.id, length=5, palette="🍎🍌🍇🍒")
         with pytest.raises(scoring.InvalidSettings):
-            await store.update_room_settings(first, room.id, repeats=False)
+            await usecases.update_room_settings(first, room.id, repeats=False)
         assert not first.in_transaction()
         # The refused call's row lock is gone: another session changes the room at once.
         changed = await asyncio.wait_for(
-            store.update_room_settings(second, room.id, length=4, repeats=False), 5
+            usecases.update_room_settings(second, room.id, length=4, repeats=False), 5
         )
         assert (changed.length, changed.repeats) == (4, False)

@@ -49,7 +49,7 @@ async def test_round_repr_never_shows_the_secret(session: AsyncSession, rng: ran
 
 async def test_start_round_uses_room_settings(session: AsyncSession, rng: random.Random) -> None:
     room = await new_room(session)
-    await store.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒")
+    await usecases.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒")
     rnd = await usecases.start_round(session, room.id, rng)
     assert rnd.length == 5
     assert rnd.palette_emojis == ("🍎", "🍌", "🍇", "🍒")
@@ -156,7 +156,7 @@ async def test_expire_rounds_closes_only_overdue_rounds(
 ) -> None:
     early = await new_room(session, chat_id=-10)
     late = await new_room(session, chat_id=-20)
-    await store.update_room_settings(session, late.id, round_timeout_s=3600)
+    await usecases.update_room_settings(session, late.id, round_timeout_s=3600)
     r_early = await usecases.start_round(session, early.id, rng, now=T0)
     r_late = await usecases.start_round(session, late.id, rng, now=T0)
 

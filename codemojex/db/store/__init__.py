@@ -50,7 +50,6 @@ from codemojex.db.store.rooms import (
     room_by_chat,
     room_card,
     room_chats,
-    update_room_settings,
 )
 from codemojex.db.store.rounds import due_rounds, next_expiry, open_round
 from codemojex.db.store.seats import Seat
@@ -108,7 +107,6 @@ __all__ = [
     "trim_audit",
     "trim_daily",
     "unban",
-    "update_room_settings",
     "week_start",
     "weekly_board",
     "write_messages",
