@@ -15,7 +15,7 @@ from typing import Final
 
 from telegram import Update, User
 
-from codemojex import ids, usecases
+from codemojex import ids, limits, usecases
 from codemojex.bot.admin import is_admin
 from codemojex.bot.cards import refresh
 from codemojex.bot.context import BotServices, CodemojexContext
@@ -41,7 +41,7 @@ from codemojex.scoring import InvalidSettings, parse_settings
 
 LIMIT_RANGE: Final = (CEILING_MIN, CEILING_MAX)
 WEIGHT_RANGE: Final = (WEIGHT_MIN, WEIGHT_MAX)
-AUDIT_ARGS_MAX: Final = 200
+AUDIT_ARGS_MAX: Final = limits.AUDIT_ARGS_MAX
 QUEUE_LINES_MAX: Final = texts.QUEUE_LINES_MAX
 
 

@@ -31,8 +31,8 @@ from codemojex.limits import (
 )
 from codemojex.redistypes import AnyRedis
 
-MAX_ERROR_CHARS: Final = 2_000
-ACK_CHUNK: Final = 1_000  # Lua's unpack() takes a few thousand values at most
+MAX_ERROR_CHARS: Final = limits.JOB_ERROR_CHARS_MAX
+ACK_CHUNK: Final = limits.ACK_CHUNK
 
 
 @dataclass(frozen=True, slots=True)
