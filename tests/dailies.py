@@ -1,6 +1,6 @@
 """Playing the daily code without the bot, as the bot and the worker do it: a user's private
 chat as a room with its player, `/daily` (usecases.daily.open_daily), guesses recorded by
-`store.record_guesses` as the worker records them. Shared by the store, board, worker and bot
+`usecases.record_guesses` as the worker records them. Shared by the store, board, worker and bot
 tests."""
 
 from __future__ import annotations
