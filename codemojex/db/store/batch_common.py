@@ -20,10 +20,10 @@ from codemojex.values.types import ROUND_DAILY
 async def round_states(conn: AsyncConnection, locked: Sequence[Any]) -> dict[int, RoundState]:
     """The locked rounds as the game sees them; a daily one with its player's progress."""
     dailies = await daily.load_rounds(conn, [r.id for r in locked if r.kind == ROUND_DAILY])
-    return {r.id: round_state(r, dailies.get(r.id)) for r in locked}
+    return {r.id: _round_state(r, dailies.get(r.id)) for r in locked}
 
 
-def round_state(r: Any, progress: DailyRound | None) -> RoundState:
+def _round_state(r: Any, progress: DailyRound | None) -> RoundState:
     return RoundState(
         id=r.id,
         room_id=r.room_id,
