@@ -92,6 +92,11 @@ CONCURRENCY_MAX: Final = 1024
 # MAINTENANCE_IDLE_FACTOR times while it has had nothing to do (a dead worker's leases are
 # reaped at most that much later; this pool's own retries are promoted when due regardless).
 PARK_TIMEOUT_S_DEFAULT: Final = 5.0
+# Expired leases reaped, due retries promoted, per script call of the maintenance pass.
+MAINTENANCE_BATCH_DEFAULT: Final = 1000
+MAINTENANCE_BATCH_MAX: Final = 100_000
+# A job's attempts when its enqueuer names none (a guess names GUESS_MAX_ATTEMPTS).
+JOB_MAX_ATTEMPTS_DEFAULT: Final = 5
 # A pool's claim round (ack_wclaims) serves at most this many consumers' requests; the rest go
 # in the next round.
 CLAIM_ROUND_MAX: Final = 256

@@ -407,7 +407,7 @@ class DailyResult(Base):
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     cracked: Mapped[bool] = mapped_column(Boolean, default=False)
-    # The (exact, misplaced) of every scored attempt, in order: "21,40" (game.daily.encode_rows).
+    # The (exact, misplaced) of every scored attempt, in order: "21,40" (values.daily.encode_rows).
     rows: Mapped[str] = mapped_column(Text, default="")
 
     def __repr__(self) -> str:
@@ -416,7 +416,7 @@ class DailyResult(Base):
 
 class DailyRecord(Base):
     """A player's dailies over time: the streak of consecutive UTC days cracked (as of
-    `last_cracked`), the best streak, and the attempts histogram (game.daily.Record). Written
+    `last_cracked`), the best streak, and the attempts histogram (values.daily.Record). Written
     by the finish of a daily, under its round's lock."""
 
     __tablename__ = "daily_records"

@@ -2,9 +2,10 @@
 
 The store loads a `BatchState` under the locks of the batch's rounds (so nobody else decides
 about those rounds meanwhile), `decide` turns the guesses and that state into a `Decision`, and
-the store writes the decision in the same transaction. Everything a guess can do is decided
-here: its verdict, the guess row, its pegs and attempt number, whether it wins the round, the
-points, the leaderboard changes, and the messages to post with their texts.
+the store writes the decision in the same transaction (`codemojex.usecases.guesses` holds it).
+Everything a guess can do is decided here: its verdict, the guess row, its pegs and attempt
+number, whether it wins the round, the points, the leaderboard changes, and the messages to post
+with their texts.
 
 The rules, in the order `decide` applies them to each guess:
 
@@ -43,39 +44,20 @@ from typing import Final
 from codemojex.game import daily, texts
 from codemojex.game.rounds import in_time, keys_off
 from codemojex.scoring import feedback, points_for
-from codemojex.values.batch import (
-    REFUSALS as REFUSALS,
-)
-from codemojex.values.batch import (
-    Attempt as Attempt,
-)
-from codemojex.values.batch import (
-    BatchState as BatchState,
-)
-from codemojex.values.batch import (
-    Closing as Closing,
-)
-from codemojex.values.batch import (
-    Decision as Decision,
-)
-from codemojex.values.batch import (
-    Kind as Kind,
-)
-from codemojex.values.batch import (
-    PlayerState as PlayerState,
-)
-from codemojex.values.batch import (
-    RoundState as RoundState,
-)
-from codemojex.values.batch import (
-    StoredGuess as StoredGuess,
-)
-from codemojex.values.batch import (
-    Tally as Tally,
-)
-from codemojex.values.batch import (
-    Verdict as Verdict,
-)
+
+# What decide() takes and returns lives below the game (codemojex/values/batch.py), so that the
+# store loads and writes it without importing the game; named here too, as its callers know it.
+from codemojex.values.batch import REFUSALS as REFUSALS
+from codemojex.values.batch import Attempt as Attempt
+from codemojex.values.batch import BatchState as BatchState
+from codemojex.values.batch import Closing as Closing
+from codemojex.values.batch import Decision as Decision
+from codemojex.values.batch import Kind as Kind
+from codemojex.values.batch import PlayerState as PlayerState
+from codemojex.values.batch import RoundState as RoundState
+from codemojex.values.batch import StoredGuess as StoredGuess
+from codemojex.values.batch import Tally as Tally
+from codemojex.values.batch import Verdict as Verdict
 from codemojex.values.types import (
     KIND_LATE,
     KIND_RESULT,
