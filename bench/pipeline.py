@@ -57,7 +57,7 @@ from bench.common import (
     unique_queue,
 )
 from bench.lanes import Topology, _key_bytes, _used_memory
-from codemojex import ids
+from codemojex import ids, usecases
 from codemojex.jobs import GuessJob
 
 PG_ADMIN_URL = os.environ.get(
@@ -108,7 +108,7 @@ async def make_rooms(url: str, rooms: int, players: int, ceiling: int) -> list[R
                 async with sm() as s:
                     seats.append((uid, (await store.ensure_player(s, room.id, uid, name)).id, name))
             async with sm() as s:
-                rnd = await store.start_round(s, room.id, random.Random(i))
+                rnd = await usecases.start_round(s, room.id, random.Random(i))
             out.append(
                 RoomSetup(
                     room.id, chat_id, rnd.id, rnd.palette_emojis, rnd.secret_emojis, tuple(seats)

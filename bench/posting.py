@@ -210,7 +210,7 @@ class Run:
     async def _commit(self) -> None:
         from codemojex.db import store
         from codemojex.db.models import utcnow
-        from codemojex.game.types import Message
+        from codemojex.values.types import Message
 
         while True:
             await self._commit_wanted.wait()

@@ -9,6 +9,48 @@ from __future__ import annotations
 
 from typing import Final
 
+# --- a process's connections and waits -----------------------------------------------------
+
+# Redis connections a process may use at once (runtime.pool_size): REDIS_POOL_PER_CONSUMER per
+# consumer and REDIS_POOL_SPARE more, at least REDIS_POOL_MIN. A consumer pool needs few (its
+# claim round, its one waiter's BLPOP, heartbeats and maintenance); the rest is for the
+# sender, which speaks for every chat at once, and the bot's traffic. A command waits up to
+# REDIS_POOL_WAIT_S for a free one, then fails as an outage.
+REDIS_POOL_MIN: Final = 64
+REDIS_POOL_PER_CONSUMER: Final = 4
+REDIS_POOL_SPARE: Final = 16
+REDIS_POOL_WAIT_S: Final = 10.0
+# The score worker waits out a database outage this long before it hands its batch back to the
+# lanes (the pool's heartbeat keeps the batch's lease meanwhile).
+SCORE_OUTAGE_HOLD_S: Final = 5.0
+# SQLite (the embedded demo): a writer waits this long for the database's write lock.
+SQLITE_BUSY_TIMEOUT_S: Final = 30.0
+# A health probe of a dependency, and the ops page's read of another process's metrics.
+HEALTH_PROBE_TIMEOUT_S: Final = 2.0
+FLEET_READ_TIMEOUT_S: Final = 2.0
+
+# --- what is taken in at most ---------------------------------------------------------------
+
+# Telegram caps a message at 4,096 characters, counted in UTF-16 code units (an emoji outside
+# the BMP is 2, a family emoji more): what one post of ours holds at most, and anything longer
+# is not a player's guess.
+TELEGRAM_MESSAGE_MAX: Final = 4096
+# No real emoji is longer (the longest RGI sequences are ~10 code points); longer clusters (a
+# letter under 4,000 combining marks) are refused without further work.
+EMOJI_CODEPOINTS_MAX: Final = 32
+# Far more than any real palette or settings line; keeps the work per command small.
+SETTINGS_CHARS_MAX: Final = 1024
+# A player's name as the bot keeps it, an operator's name on the ops page.
+NAME_CHARS_MAX: Final = 64
+# Players' names a bot process remembers how to show (bot/rooms.py, least recently used out).
+SHOWN_NAMES_CACHE: Final = 8192
+# An admin command's arguments as the audit log keeps them.
+AUDIT_ARGS_MAX: Final = 200
+# A failed job's error as the lanes keep it.
+JOB_ERROR_CHARS_MAX: Final = 2_000
+# Jobs acked per script call: Lua's unpack() takes a few thousand values at most.
+ACK_CHUNK: Final = 1_000
+
 # --- a room's queue -------------------------------------------------------------------------
 
 # Guesses of one room in flight at once. Every room has a ceiling, so no room ever holds the
@@ -50,6 +92,11 @@ CONCURRENCY_MAX: Final = 1024
 # MAINTENANCE_IDLE_FACTOR times while it has had nothing to do (a dead worker's leases are
 # reaped at most that much later; this pool's own retries are promoted when due regardless).
 PARK_TIMEOUT_S_DEFAULT: Final = 5.0
+# Expired leases reaped, due retries promoted, per script call of the maintenance pass.
+MAINTENANCE_BATCH_DEFAULT: Final = 1000
+MAINTENANCE_BATCH_MAX: Final = 100_000
+# A job's attempts when its enqueuer names none (a guess names GUESS_MAX_ATTEMPTS).
+JOB_MAX_ATTEMPTS_DEFAULT: Final = 5
 # A pool's claim round (ack_wclaims) serves at most this many consumers' requests; the rest go
 # in the next round.
 CLAIM_ROUND_MAX: Final = 256
@@ -134,6 +181,18 @@ ANSWER_BUDGET_DEFAULT: Final = 4
 ANSWER_BUDGET_MAX: Final = 1000
 ANSWER_BUDGET_WINDOW_S: Final = 60
 
+# The update queue PTB holds before our processor takes an update (bot/processor.py): set out
+# of the way, our own bound (BOT_CONCURRENCY) is taken after the sender's lock.
+BOT_UPDATE_BACKLOG: Final = 100_000
+# A polling bot's long poll (getUpdates' timeout; a webhook bot has none).
+BOT_POLL_TIMEOUT_S: Final = 10
+# A "slow down" or "scoring is paused" notice is given once per this long per player
+# (posting/flags.py: an episode is the time its flag lives).
+NOTICE_EPISODE_S: Final = 60
+# A room's card read from the database and written again at most this many times when it
+# changes under the write (posting/cards.py `reload`; then CardBusy).
+CARD_RELOAD_TRIES: Final = 3
+
 # --- posting pace ---------------------------------------------------------------------------
 
 # Telegram's published limits (settings CODEMOJEX_PACE_*). A group's minute is spread evenly:
@@ -174,6 +233,15 @@ SENDER_HOLD_DEFAULT: Final = 32
 SENDER_PEEK_S: Final = 1.0
 SENDER_RECONCILE_S: Final = 60.0
 
+# The worker's Bot API client (worker/botapi.py): PTB's default HTTP pool has ONE connection
+# and a 1 s pool timeout, which turns a busy sender's concurrent posts into spurious TimedOut
+# errors; the sender posts to many chats at once, so it gets a pool.
+BOTAPI_CONNECTIONS: Final = 32
+BOTAPI_POOL_TIMEOUT_S: Final = 10.0
+BOTAPI_CONNECT_TIMEOUT_S: Final = 5.0
+BOTAPI_READ_TIMEOUT_S: Final = 10.0
+BOTAPI_WRITE_TIMEOUT_S: Final = 10.0
+
 # --- retries --------------------------------------------------------------------------------
 
 # The shared backoff (outages.backoff_ms): full jitter over base * 2^(attempt-1), capped.
@@ -195,6 +263,10 @@ RETENTION_MS_MAX: Final = 10 * 365 * 24 * 3600 * 1000
 # A lane due to be forgotten that still holds work (or whose room has guesses in flight, which
 # may be its own) is looked at again after this long.
 LANE_RECHECK_MS: Final = 60_000
+
+# A daily board's rebuild holds its lock at most this long (a process that died mid-rebuild is
+# replaced; posting/board.py).
+BOARD_REBUILD_LOCK_MS: Final = 120_000
 
 # --- boards (H14a) ---------------------------------------------------------------------------
 

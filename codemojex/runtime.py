@@ -18,6 +18,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.typing import EncodableT
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from codemojex import limits
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
 from codemojex.redistypes import AnyRedis
@@ -34,12 +35,11 @@ def settle_process() -> None:
 
 
 def pool_size(settings: Settings) -> int:
-    """Connections a process may use at once (per node on a cluster).
-
-    A consumer pool needs few (its claim round, its one waiter's BLPOP, heartbeats and
-    maintenance); the rest is for the sender, which speaks for every chat at once, and the
-    bot's traffic."""
-    return max(64, 4 * settings.concurrency + 16)
+    """Connections a process may use at once (per node on a cluster; limits.REDIS_POOL_*)."""
+    return max(
+        limits.REDIS_POOL_MIN,
+        limits.REDIS_POOL_PER_CONSUMER * settings.concurrency + limits.REDIS_POOL_SPARE,
+    )
 
 
 class GatedRedisCluster(RedisCluster):
@@ -56,7 +56,7 @@ class GatedRedisCluster(RedisCluster):
     pipelines take their connections outside the gate, and the margin is for them."""
 
     def __init__(
-        self, *args: Any, max_in_flight: int = 100, wait_s: float = 10.0, **kw: Any
+        self, *args: Any, max_in_flight: int, wait_s: float = limits.REDIS_POOL_WAIT_S, **kw: Any
     ) -> None:
         kw.setdefault("max_connections", 2 * max_in_flight)
         super().__init__(*args, **kw)
@@ -97,7 +97,9 @@ def redis_client(settings: Settings, fake_server: Any | None = None) -> AnyRedis
         # and the sender's posted-markers (the soak with 200 rooms saw over a thousand);
         # the surplus now waits for a free connection instead.
         pool = aioredis.BlockingConnectionPool.from_url(
-            settings.redis_url, max_connections=pool_size(settings), timeout=10
+            settings.redis_url,
+            max_connections=pool_size(settings),
+            timeout=limits.REDIS_POOL_WAIT_S,
         )
         return aioredis.Redis.from_pool(pool)
     import fakeredis

@@ -1,6 +1,6 @@
 """Playing the daily code without the bot, as the bot and the worker do it: a user's private
 chat as a room with its player, `/daily` (usecases.daily.open_daily), guesses recorded by
-`store.record_guesses` as the worker records them. Shared by the store, board, worker and bot
+`usecases.record_guesses` as the worker records them. Shared by the store, board, worker and bot
 tests."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids
+from codemojex import ids, usecases
 from codemojex.db import DailyResult, Round, store
 from codemojex.game.decide import Attempt, Verdict
 from codemojex.locale import EN, Lang
@@ -77,7 +77,7 @@ async def play(
         for emojis in guesses
     ]
     async with sessions() as session:
-        return await store.record_guesses(session, attempts, now=now, share=share)
+        return await usecases.record_guesses(session, attempts, now=now, share=share)
 
 
 def misses(rnd: Round, n: int) -> list[tuple[str, ...]]:

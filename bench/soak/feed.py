@@ -22,6 +22,7 @@ from bench.soak.world import (
     RoomSim,
     SoakState,
 )
+from codemojex import usecases
 from codemojex.db import (
     Room,
     Round,
@@ -178,7 +179,7 @@ class Feeding(SoakState):
                 for uid in sim.players:
                     player = await store.ensure_player(session, room.id, uid, f"P{uid}")
                     sim.player_ids[uid] = (player.id, player.display_name)
-                await store.start_round(session, room.id, self.rng)
+                await usecases.start_round(session, room.id, self.rng)
             await lanes.limit(room.id, sim.ceiling)
 
     async def enqueue_direct(
@@ -226,7 +227,7 @@ class Feeding(SoakState):
                         if sim.round_id is None:
                             async with sessionmaker() as session:
                                 with contextlib.suppress(store.RoundAlreadyOpen):
-                                    await store.start_round(session, sim.room_id, rng)
+                                    await usecases.start_round(session, sim.room_id, rng)
                     await self.refresh_rounds(sessionmaker)
                 except Exception as exc:  # Postgres is down on purpose: keep the last view
                     log.debug("refresh failed: %s", type(exc).__name__)

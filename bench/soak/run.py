@@ -26,7 +26,7 @@ from bench.soak.feed import Feeding
 from bench.soak.servers import WorkerFleet
 from bench.soak.verify import verify
 from bench.soak.world import ADMIN_ID, QUEUE, TOKEN, RecordingLanes, Sampler, SoakPlan
-from codemojex.bot import CodemojexContext, build_application, running
+from codemojex.bot import BotParts, CodemojexContext, build_application, running
 from codemojex.db import (
     Outbox,
     make_engine,
@@ -143,8 +143,7 @@ class Soak(Feeding, Chaos):
             lanes=lanes,
             sessionmaker=sessionmaker,
             redis=redis,
-            rng=random.Random(plan.seed),
-            max_depth=plan.max_depth,
+            parts=BotParts(rng=random.Random(plan.seed), max_depth=plan.max_depth),
         )
 
         async def count_seen(update: Update, context: CodemojexContext) -> None:

@@ -15,7 +15,7 @@ from typing import Final
 
 from telegram import Update, User
 
-from codemojex import ids
+from codemojex import ids, limits, usecases
 from codemojex.bot.admin import is_admin
 from codemojex.bot.cards import refresh
 from codemojex.bot.context import BotServices, CodemojexContext
@@ -41,7 +41,7 @@ from codemojex.scoring import InvalidSettings, parse_settings
 
 LIMIT_RANGE: Final = (CEILING_MIN, CEILING_MAX)
 WEIGHT_RANGE: Final = (WEIGHT_MIN, WEIGHT_MAX)
-AUDIT_ARGS_MAX: Final = 200
+AUDIT_ARGS_MAX: Final = limits.AUDIT_ARGS_MAX
 QUEUE_LINES_MAX: Final = texts.QUEUE_LINES_MAX
 
 
@@ -136,7 +136,7 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
     # The room row is the record, then the card (where the lanes take a ceiling from when
     # they have lost theirs), then the lanes.
     async with services.sessionmaker() as session:
-        await store.update_room_settings(session, call.room.id, ceiling=parsed)
+        await usecases.update_room_settings(session, call.room.id, ceiling=parsed)
     await refresh(services, call.room.id)
     await services.lanes.limit(call.room.id, parsed)
     await reply(call, context, texts.limit_set(call.lang, parsed))
@@ -230,7 +230,7 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
             await reply(call, context, texts.no_round(call.lang))
             return
         # The reveal goes through the outbox, like every game post.
-        await store.close_round(session, round_.id, "endround")
+        await usecases.close_round(session, round_.id, "endround")
         metrics.EVENTS.rounds_ended += 1
     await context.services.cards.close(call.room.id, round_.id)
     await outbox_written(context.services, call.room.chat_id)
@@ -250,7 +250,7 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
         async with context.services.sessionmaker() as session:
             # The store refuses what cannot be drawn with the room's other settings (repeats
             # off and a palette shorter than the length), whichever of them is being changed.
-            room = await store.update_room_settings(
+            room = await usecases.update_room_settings(
                 session,
                 room.id,
                 length=wanted.length,

@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import (
@@ -36,6 +37,7 @@ from telegram.ext import (
     filters,
 )
 
+from codemojex import limits
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
@@ -81,31 +83,43 @@ ALLOWED_UPDATES: list[str] = [
 ]
 
 
+@dataclass(frozen=True, slots=True)
+class BotParts:
+    """What a caller gives the bot instead of what its settings make: the demo and the benches
+    a seeded `rng` (their rounds replay) and their `max_depth`; the tests a `pacer` and a
+    `budget` with limits no test reaches. None: the settings'."""
+
+    rng: random.Random | None = None
+    max_depth: int | None = None
+    pacer: Pacer | None = None
+    budget: AnswerBudget | None = None
+
+
 def make_services(
     settings: Settings,
     *,
     lanes: Lanes,
     sessionmaker: async_sessionmaker[AsyncSession],
     redis: AnyRedis,
-    **overrides: Any,
+    parts: BotParts | None = None,
 ) -> BotServices:
-    overrides.setdefault("max_depth", settings.max_depth)
+    parts = parts or BotParts()
     return BotServices(
         settings=settings,
         lanes=lanes,
         sessionmaker=sessionmaker,
         redis=redis,
-        admins=overrides.pop("admins", None) or AdminCache(settings.admin_cache_ttl_s),
-        flood=overrides.pop("flood", None) or FloodNotices(redis, lanes.queue),
-        pacer=overrides.pop("pacer", None)
+        admins=AdminCache(settings.admin_cache_ttl_s),
+        flood=FloodNotices(redis, lanes.queue),
+        pacer=parts.pacer
         or Pacer(redis, lanes.queue, PacePolicy.from_settings(settings, answers=True)),
-        budget=overrides.pop("budget", None)
-        or AnswerBudget(redis, lanes.queue, budget=settings.answer_budget),
-        ring=overrides.pop("ring", None) or PostingRing(redis, lanes.queue),
-        drafts=Drafts(redis, lanes.queue, overrides.pop("tap_rate", None)),
-        cards=overrides.pop("cards", None) or RoomCards(redis, lanes.queue),
-        intake=overrides.pop("intake", None) or Intake(lanes),
-        **overrides,
+        budget=parts.budget or AnswerBudget(redis, lanes.queue, budget=settings.answer_budget),
+        ring=PostingRing(redis, lanes.queue),
+        drafts=Drafts(redis, lanes.queue),
+        cards=RoomCards(redis, lanes.queue),
+        intake=Intake(lanes),
+        rng=parts.rng or random.SystemRandom(),
+        max_depth=settings.max_depth if parts.max_depth is None else parts.max_depth,
     )
 
 
@@ -116,19 +130,18 @@ def build_application(
     sessionmaker: async_sessionmaker[AsyncSession],
     redis: AnyRedis,
     clock: Callable[[], datetime] = utcnow,
-    **overrides: Any,
+    parts: BotParts | None = None,
 ) -> CodemojexApp:
     """The bot, ready for `running` (polling, or our webhook server).
 
-    `overrides` are BotServices fields (rng, max_depth, admins, flood, pacer, budget,
-    reply_wait_s) for tests and the demo. The pacer's and the budget's namespace is the queue
-    name, as for the worker's sender.
-    `clock`: the daily code's now (tests play it over midnight).
+    `parts`: what the demo, the benches and the tests give instead of what the settings make
+    (`BotParts`). The pacer's and the budget's namespace is the queue name, as for the
+    worker's sender. `clock`: the daily code's now (tests play it over midnight).
     """
     if settings.token is None:
         raise ValueError("the bot needs a token (CODEMOJEX_TOKEN)")
     services = make_services(
-        settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis, **overrides
+        settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis, parts=parts
     )
     context_types = ContextTypes(context=CodemojexContext, bot_data=bound_services_type(services))
     application: CodemojexApp = (
@@ -243,7 +256,7 @@ async def running(
     application: CodemojexApp,
     *,
     webhook: bool = False,
-    poll_timeout: int = 10,
+    poll_timeout: int = limits.BOT_POLL_TIMEOUT_S,
     poll_interval: float = 0.0,
 ) -> AsyncIterator[CodemojexApp]:
     """Run the bot inside the caller's event loop (what run_polling does, minus the loop).

@@ -10,6 +10,7 @@ from typing import Final
 from telegram import Update
 from telegram.constants import ChatType
 
+from codemojex import usecases
 from codemojex.bot.cards import refresh
 from codemojex.bot.context import CodemojexContext
 from codemojex.bot.guesses import Source, submit_guess, tell
@@ -94,7 +95,7 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
             # paced with every other game post of the chat. A room's first round takes its
             # starter's language.
             starter = user_language(who.user)
-            await store.start_round(session, room.id, services.rng, language=starter)
+            await usecases.start_round(session, room.id, services.rng, language=starter)
             opened = True
         except store.RoundAlreadyOpen:
             opened = False

@@ -17,6 +17,8 @@ from typing import Any
 from telegram import Update
 from telegram.ext import BaseUpdateProcessor
 
+from codemojex import limits
+
 SenderKey = tuple[int, int]
 
 
@@ -36,7 +38,12 @@ class PerSenderUpdateProcessor(BaseUpdateProcessor):
     is taken after the sender's lock.
     """
 
-    def __init__(self, concurrency: int = 16, *, backlog: int = 100_000) -> None:
+    def __init__(
+        self,
+        concurrency: int = limits.BOT_CONCURRENCY_DEFAULT,
+        *,
+        backlog: int = limits.BOT_UPDATE_BACKLOG,
+    ) -> None:
         super().__init__(backlog)
         self._slots = asyncio.Semaphore(concurrency)
         self._locks: dict[SenderKey, asyncio.Lock] = {}

@@ -9,14 +9,15 @@ import regex
 from sqlalchemy.ext.asyncio import AsyncSession
 from telegram import Chat, User
 
+from codemojex import limits
 from codemojex.db import Room, store
 
 if TYPE_CHECKING:  # the services (the answers, which name players from here; the card cache,
     # bot/cards.py, which imports this module)
     from codemojex.bot.context import BotServices
 
-NAME_MAX = 64
-SHOWN_CACHE: Final = 8192
+NAME_MAX: Final = limits.NAME_CHARS_MAX
+SHOWN_CACHE: Final = limits.SHOWN_NAMES_CACHE
 
 # The Unicode bidi controls (embeddings, overrides, isolates, marks: U+061C, U+200E-F,
 # U+202A-E, U+2066-9). In a name they would reorder the rest of the line it is shown in:

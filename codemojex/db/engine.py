@@ -21,12 +21,16 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from codemojex.limits import DB_POOL_OVERFLOW, DB_POOL_RECYCLE_S, DB_POOL_SIZE
+from codemojex.limits import (
+    DB_POOL_OVERFLOW,
+    DB_POOL_RECYCLE_S,
+    DB_POOL_SIZE,
+    SQLITE_BUSY_TIMEOUT_S,
+)
 
 # The repository root's migrations/ (the package is installed editable, next to it).
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
-SQLITE_BUSY_TIMEOUT_S = 30.0
 
 # An execution option a use-case sets on a transaction that only reads: on SQLite it begins
 # DEFERRED instead of IMMEDIATE (in WAL mode a reader takes no lock, so it neither waits for

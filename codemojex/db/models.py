@@ -215,7 +215,7 @@ class Round(_Code, Base):
     end_reason: Mapped[str | None] = mapped_column(String(16), default=None)
     announce_message_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
     # "group": a group's (or forum topic's) round; "daily": a player's daily code in their
-    # private chat (its result is a DailyResult). codemojex.game.types names them.
+    # private chat (its result is a DailyResult). codemojex.values.types names them.
     kind: Mapped[str] = mapped_column(String(8), default="group", server_default="group")
     # A player's scored guesses in the round at most (the daily's 8); None: no cap.
     max_attempts: Mapped[int | None] = mapped_column(Integer, default=None)
@@ -407,7 +407,7 @@ class DailyResult(Base):
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     cracked: Mapped[bool] = mapped_column(Boolean, default=False)
-    # The (exact, misplaced) of every scored attempt, in order: "21,40" (game.daily.encode_rows).
+    # The (exact, misplaced) of every scored attempt, in order: "21,40" (values.daily.encode_rows).
     rows: Mapped[str] = mapped_column(Text, default="")
 
     def __repr__(self) -> str:
@@ -416,7 +416,7 @@ class DailyResult(Base):
 
 class DailyRecord(Base):
     """A player's dailies over time: the streak of consecutive UTC days cracked (as of
-    `last_cracked`), the best streak, and the attempts histogram (game.daily.Record). Written
+    `last_cracked`), the best streak, and the attempts histogram (values.daily.Record). Written
     by the finish of a daily, under its round's lock."""
 
     __tablename__ = "daily_records"

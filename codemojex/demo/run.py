@@ -42,7 +42,7 @@ from codemojex.demo.report import (
 from codemojex.runtime import Runtime, open_runtime
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
-from codemojex.worker.service import WorkerStats, make_bot, run_worker
+from codemojex.worker.service import WorkerStats, WorkerTimings, make_bot, run_worker
 
 
 async def run_demo(settings: Settings, plan: DemoPlan) -> int:
@@ -135,8 +135,7 @@ class WorkerThread:
                 redis=runtime.redis,
                 stop_event=self._stop,
                 stats=self.stats,
-                timer_s=1.0,
-                sender_poll_s=0.2,
+                timings=WorkerTimings(timer_s=1.0, sender_poll_s=0.2),
             )
 
 

@@ -19,18 +19,32 @@ import json
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
 from codemojex import limits
 from codemojex.game import texts
-from codemojex.game.types import KIND_CARD, Message
 from codemojex.locale import Lang
 from codemojex.scoring import Feedback, draw_palette, draw_secret
 
-LENGTH: Final = limits.DAILY_LENGTH
-ATTEMPTS: Final = limits.DAILY_ATTEMPTS
+# The daily code's values live below the game (codemojex/values), so that the store loads and
+# writes them without importing the game; named here too, as the game's callers know them.
+from codemojex.values.daily import ATTEMPTS as ATTEMPTS
+from codemojex.values.daily import LENGTH as LENGTH
+from codemojex.values.daily import DailyRound as DailyRound
+from codemojex.values.daily import Finish as Finish
+from codemojex.values.daily import Progress as Progress
+from codemojex.values.daily import Puzzle as Puzzle
+from codemojex.values.daily import Record as Record
+from codemojex.values.daily import Row as Row
+from codemojex.values.daily import decode_histogram as decode_histogram
+from codemojex.values.daily import decode_rows as decode_rows
+from codemojex.values.daily import empty_histogram as empty_histogram
+from codemojex.values.daily import encode_histogram as encode_histogram
+from codemojex.values.daily import encode_rows as encode_rows
+from codemojex.values.types import KIND_CARD, Message
+
 PALETTE_SIZE: Final = limits.DAILY_PALETTE_SIZE
 DAY: Final = timedelta(days=1)
 # What a card's Share button asks Telegram to type after the bot's name in the chosen chat.
@@ -67,22 +81,6 @@ def puzzle_number(day: date, first_day: date) -> int:
 # --- the puzzle ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Puzzle:
-    """One day's code: the same palette and secret for everyone."""
-
-    day: date
-    number: int
-    palette: tuple[str, ...]
-    secret: tuple[str, ...]
-    length: int = LENGTH
-    max_attempts: int = ATTEMPTS
-
-    def __repr__(self) -> str:
-        # Never the secret: puzzles end up in logs and tracebacks.
-        return f"Puzzle(day={self.day!r}, number={self.number!r})"
-
-
 def draw_puzzle(rng: random.Random, day: date, number: int) -> Puzzle:
     """A fresh palette of PALETTE_SIZE emojis and a secret of LENGTH of them (they may repeat,
     as in groups). Drawn once per day: the store keeps the first one drawn (race-free), so
@@ -93,19 +91,6 @@ def draw_puzzle(rng: random.Random, day: date, number: int) -> Puzzle:
 
 # --- feedback rows ------------------------------------------------------------------------------
 
-Row = tuple[int, int]  # (exact, misplaced) of one attempt
-
-
-def encode_rows(rows: Sequence[Row]) -> str:
-    """Rows as stored: "21,40" (two digits an attempt: a code is at most 6 long)."""
-    return ",".join(f"{exact:d}{misplaced:d}" for exact, misplaced in rows)
-
-
-def decode_rows(text: str | None) -> tuple[Row, ...]:
-    if not text:
-        return ()
-    return tuple((int(part[0]), int(part[1])) for part in text.split(","))
-
 
 def pegs(row: Row, length: int) -> str:
     """One row of a card: 🟢 per exact, 🟡 per misplaced, ⚫ the rest (no palette emoji)."""
@@ -113,29 +98,6 @@ def pegs(row: Row, length: int) -> str:
 
 
 # --- a player's record --------------------------------------------------------------------------
-
-
-def empty_histogram(max_attempts: int = ATTEMPTS) -> tuple[int, ...]:
-    return (0,) * (max_attempts + 1)
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """A player's dailies: streak (as of `last_cracked`), best streak, and the histogram."""
-
-    streak: int = 0
-    best: int = 0
-    last_cracked: date | None = None
-    histogram: tuple[int, ...] = empty_histogram()
-
-    @property
-    def played(self) -> int:
-        """Dailies finished (cracked or out of attempts)."""
-        return sum(self.histogram)
-
-    @property
-    def cracked(self) -> int:
-        return sum(self.histogram[:-1])
 
 
 def streak_on(record: Record, today: date) -> int:
@@ -161,61 +123,7 @@ def record_after(record: Record, day: date, attempts: int, cracked: bool) -> Rec
     return Record(streak, max(record.best, streak), day, tuple(histogram))
 
 
-def encode_histogram(histogram: Sequence[int]) -> str:
-    return ",".join(str(int(n)) for n in histogram)
-
-
-def decode_histogram(text: str | None, max_attempts: int = ATTEMPTS) -> tuple[int, ...]:
-    """A stored histogram; its length is max_attempts + 1 whatever was stored (a change of the
-    attempts keeps the counts it can)."""
-    counts = [int(part) for part in text.split(",")] if text else []
-    out = list(empty_histogram(max_attempts))
-    if counts:
-        out[-1] = counts[-1]
-        for i, n in enumerate(counts[:-1][:max_attempts]):
-            out[i] = n
-    return tuple(out)
-
-
 # --- what a round of the daily carries through `decide` -----------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class DailyRound:
-    """A daily round's player and progress, loaded with the round under its lock."""
-
-    day: date
-    number: int
-    tg_user_id: int
-    started_at: datetime
-    rows: tuple[Row, ...]  # every scored attempt so far, in order
-    finished_at: datetime | None
-    cracked: bool
-    record: Record
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    """A daily finished: what the world board takes (after the finish is committed)."""
-
-    day: date
-    tg_user_id: int
-    attempts: int
-    cracked: bool
-    finished_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """What a batch changed in one daily round: its rows, and on a finish the result and the
-    player's record after it."""
-
-    round_id: int
-    day: date
-    tg_user_id: int
-    rows: tuple[Row, ...]
-    finish: Finish | None = None
-    record: Record | None = None
 
 
 def finish_of(daily: DailyRound) -> Finish | None:

@@ -2,9 +2,10 @@
 
 The store loads a `BatchState` under the locks of the batch's rounds (so nobody else decides
 about those rounds meanwhile), `decide` turns the guesses and that state into a `Decision`, and
-the store writes the decision in the same transaction. Everything a guess can do is decided
-here: its verdict, the guess row, its pegs and attempt number, whether it wins the round, the
-points, the leaderboard changes, and the messages to post with their texts.
+the store writes the decision in the same transaction (`codemojex.usecases.guesses` holds it).
+Everything a guess can do is decided here: its verdict, the guess row, its pegs and attempt
+number, whether it wins the round, the points, the leaderboard changes, and the messages to post
+with their texts.
 
 The rules, in the order `decide` applies them to each guess:
 
@@ -36,13 +37,28 @@ time: a round won by one guess of the batch is over for the guesses after it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Final, Literal
+from typing import Final
 
 from codemojex.game import daily, texts
 from codemojex.game.rounds import in_time, keys_off
-from codemojex.game.types import (
+from codemojex.scoring import feedback, points_for
+
+# What decide() takes and returns lives below the game (codemojex/values/batch.py), so that the
+# store loads and writes it without importing the game; named here too, as its callers know it.
+from codemojex.values.batch import REFUSALS as REFUSALS
+from codemojex.values.batch import Attempt as Attempt
+from codemojex.values.batch import BatchState as BatchState
+from codemojex.values.batch import Closing as Closing
+from codemojex.values.batch import Decision as Decision
+from codemojex.values.batch import Kind as Kind
+from codemojex.values.batch import PlayerState as PlayerState
+from codemojex.values.batch import RoundState as RoundState
+from codemojex.values.batch import StoredGuess as StoredGuess
+from codemojex.values.batch import Tally as Tally
+from codemojex.values.batch import Verdict as Verdict
+from codemojex.values.types import (
     KIND_LATE,
     KIND_RESULT,
     KIND_WIN,
@@ -50,148 +66,6 @@ from codemojex.game.types import (
     SOLVED,
     Message,
 )
-from codemojex.locale import Lang
-from codemojex.scoring import feedback, points_for
-
-# --- what the store loads ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """One guess to decide, as decoded from its job: the bot validated it before enqueueing."""
-
-    guess_id: str  # the lane job id: a re-delivered job carries the same one
-    round_id: int  # the round the guess was typed against
-    player_id: str  # the lane
-    room_id: str  # the lane's room
-    emojis: tuple[str, ...]  # in the palette's spelling
-    reply_to: int | None  # the guess message
-    taken_ms: int | None = None  # when the bot took it (the job's enqueued_ms; None: unknown)
-
-
-@dataclass(frozen=True, slots=True)
-class RoundState:
-    """A round of the batch as it was when its row was locked."""
-
-    id: int
-    room_id: str
-    chat_id: int  # the room's chat: where the round's messages go
-    length: int
-    palette: frozenset[str]
-    secret: tuple[str, ...]
-    ended: bool
-    end_reason: str | None
-    winning_guess_id: str | None
-    language: Lang  # the room's: every text about the round is written in it
-    thread_id: int = 0  # the room's forum topic (0: none): where the round's messages go
-    deadline_ms: int | None = None  # its expires_at in ms (None: not known, no deadline kept)
-    max_attempts: int | None = None  # a player's scored guesses in the round at most
-    daily: daily.DailyRound | None = None  # a daily code's round: its player's progress
-
-
-@dataclass(frozen=True, slots=True)
-class PlayerState:
-    room_id: str
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class StoredGuess:
-    """A guess recorded before this batch (the same guess id: a re-delivery)."""
-
-    round_id: int
-    exact: int | None
-    misplaced: int | None
-    attempt_no: int | None
-    late: bool
-
-
-@dataclass(frozen=True, slots=True)
-class BatchState:
-    rounds: Mapping[int, RoundState]
-    players: Mapping[str, PlayerState]
-    banned: frozenset[tuple[str, str]]  # (room id, player id)
-    scored_before: Mapping[tuple[int, str], int]  # (round id, player id) -> scored guesses
-    recorded: Mapping[str, StoredGuess]  # by guess id
-
-
-# --- what `decide` returns --------------------------------------------------------------------
-
-Kind = Literal[
-    "scored", "late", "duplicate", "banned", "unknown_round", "unknown_player", "mismatch"
-]
-REFUSALS: Final = frozenset({"unknown_round", "unknown_player", "mismatch"})
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """What became of one guess (see the module docstring for each `kind`).
-
-    exact/misplaced/attempt_no: the pegs and attempt number (None unless scored, or a duplicate
-    of a scored guess). late: recorded for a round already over (or, for a duplicate, it was).
-    round_closed: the round is over now. points: what the guess booked (only a win books).
-    chat_id: where the guess was answered; None when nothing was (duplicates, refusals, bans).
-    """
-
-    kind: Kind
-    exact: int | None = None
-    misplaced: int | None = None
-    attempt_no: int | None = None
-    won: bool = False
-    round_closed: bool = False
-    late: bool = False
-    points: int = 0
-    chat_id: int | None = field(default=None, compare=False)  # where, not what
-    # A daily round finished with this guess (also reported by its duplicates): the world
-    # board takes it once the decision is committed.
-    finish: daily.Finish | None = field(default=None, compare=False)
-
-    @property
-    def duplicate(self) -> bool:
-        return self.kind == "duplicate"
-
-    @property
-    def banned(self) -> bool:
-        return self.kind == "banned"
-
-    @property
-    def refused(self) -> bool:
-        """A stale or forged job: nothing was written; delivering it again changes nothing."""
-        return self.kind in REFUSALS
-
-
-@dataclass(slots=True)
-class Tally:
-    """One player's leaderboard change within a batch."""
-
-    points: int = 0
-    wins: int = 0
-    guesses: int = 0
-    best_solve: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Closing:
-    """A round won in this batch (end reason SOLVED), or a daily round whose last attempt was
-    used (OUT_OF_ATTEMPTS: no winner)."""
-
-    round_id: int
-    winner_player_id: str | None
-    winning_guess_id: str | None
-    reason: str = SOLVED
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    now: datetime  # when it was decided: scored_at, ended_at and created_at of what it writes
-    verdicts: list[Verdict]  # one per attempt, in order
-    # The guesses to record: each new one (scored or late) once, with its verdict.
-    new_guesses: list[tuple[Attempt, Verdict]]
-    tallies: dict[tuple[str, str], Tally]  # (room id, player id) -> change
-    closings: list[Closing]
-    messages: list[Message]  # in the order they are to be posted
-    daily: list[daily.Progress] = field(default_factory=list)  # daily rounds' rows and finishes
-
 
 _BANNED: Final = Verdict("banned")
 

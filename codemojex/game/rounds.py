@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from codemojex.game import texts
-from codemojex.game.types import KIND_KEYS_OFF, KIND_REVEAL, TIMEOUT, Message
 from codemojex.locale import Lang
 from codemojex.scoring import draw_palette, draw_secret
+from codemojex.values.batch import deadline_ms as deadline_ms
+from codemojex.values.types import KIND_KEYS_OFF, KIND_REVEAL, TIMEOUT, Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +103,6 @@ def keys_off(*, round_id: int, chat_id: int, announce_message_id: int | None) ->
 def is_due(expires_at: datetime, now: datetime) -> bool:
     """An open round whose time has run out (the store's query selects the same rounds)."""
     return expires_at <= now
-
-
-def deadline_ms(expires_at: datetime) -> int:
-    """A round's deadline on the lanes' clock (ms since the epoch; a naive time is UTC)."""
-    if expires_at.tzinfo is None:
-        expires_at = expires_at.replace(tzinfo=UTC)
-    return int(expires_at.timestamp() * 1000)
 
 
 def in_time(taken_ms: int | None, deadline: int | None) -> bool:

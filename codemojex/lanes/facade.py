@@ -31,8 +31,8 @@ from codemojex.limits import (
 )
 from codemojex.redistypes import AnyRedis
 
-MAX_ERROR_CHARS: Final = 2_000
-ACK_CHUNK: Final = 1_000  # Lua's unpack() takes a few thousand values at most
+MAX_ERROR_CHARS: Final = limits.JOB_ERROR_CHARS_MAX
+ACK_CHUNK: Final = limits.ACK_CHUNK
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +118,7 @@ class Lanes:
         queue: str = "cm",
         *,
         dedupe_window_ms: int = DEDUPE_WINDOW_MS,
-        batch: int = 1000,
+        batch: int = limits.MAINTENANCE_BATCH_DEFAULT,
         dead_max: int = limits.DEAD_MAX_DEFAULT,
         dead_age_ms: int = limits.DEAD_AGE_MS_DEFAULT,
         lane_idle_ms: int = limits.LANE_IDLE_MS_DEFAULT,
@@ -127,7 +127,7 @@ class Lanes:
         self.keys = K.Keys(queue)
         self.queue = queue
         self.dedupe_window_ms = _int(dedupe_window_ms, "dedupe_window_ms", 1, 2**40)
-        self.batch = _int(batch, "batch", 1, 100_000)
+        self.batch = _int(batch, "batch", 1, limits.MAINTENANCE_BATCH_MAX)
         self.dead_max = _int(dead_max, "dead_max", 0, limits.DEAD_MAX_MAX)
         self.dead_age_ms = _int(dead_age_ms, "dead_age_ms", 1, limits.RETENTION_MS_MAX)
         self.lane_idle_ms = _int(lane_idle_ms, "lane_idle_ms", 1, limits.RETENTION_MS_MAX)
@@ -188,7 +188,7 @@ class Lanes:
         lane: str,
         payload: bytes,
         *,
-        max_attempts: int = 5,
+        max_attempts: int = limits.JOB_MAX_ATTEMPTS_DEFAULT,
         max_depth: int | None = None,
         dedupe_key: str | None = None,
         job_id: str | None = None,

@@ -19,6 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from codemojex import limits
 from codemojex.db.store.ops import outbox_backlog
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import QueueStats
@@ -36,7 +37,7 @@ BOT_OUTCOMES = {
     "no_round": "no_round",
 }
 POST_KINDS = ("result", "folded", "reply", "round", "keys_off")
-READ_TIMEOUT_S = 2.0
+READ_TIMEOUT_S = limits.FLEET_READ_TIMEOUT_S
 
 
 class Shared:

@@ -18,12 +18,13 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from codemojex import limits
 from codemojex.db.engine import alembic_config
 from codemojex.outages import OUTAGES, Component, backoff_ms, outage_of
 from codemojex.redistypes import AnyRedis
 
 NOT_AT_HEAD: Final = "the database is not at the latest schema: run `codemojex migrate`"
-PROBE_TIMEOUT_S: Final = 2.0
+PROBE_TIMEOUT_S: Final = limits.HEALTH_PROBE_TIMEOUT_S
 
 
 @functools.cache

@@ -27,14 +27,14 @@ from typing import Any, Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from codemojex import limits
 from codemojex.db import store
 from codemojex.game import daily
 from codemojex.limits import DAILY_BOARD_TTL_S, DAILY_REBUILD_CHUNK
 from codemojex.posting.keys import Keys
 from codemojex.redistypes import AnyRedis
 
-# A rebuild holds its lock at most this long (a process that died mid-rebuild is replaced).
-REBUILD_LOCK_MS: Final = 120_000
+REBUILD_LOCK_MS: Final = limits.BOARD_REBUILD_LOCK_MS
 
 
 @dataclass(frozen=True, slots=True)

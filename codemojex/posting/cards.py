@@ -258,7 +258,7 @@ async def reload(
     sessionmaker: async_sessionmaker[AsyncSession],
     room_id: str,
     *,
-    tries: int = 3,
+    tries: int = limits.CARD_RELOAD_TRIES,
 ) -> Card | None:
     """The room's card read from the database and written (None: no such room). CardBusy
     when it changed under every try."""

@@ -9,6 +9,7 @@ notice, later ones within the TTL stay silent.
 
 from __future__ import annotations
 
+from codemojex import limits
 from codemojex.posting.keys import Keys, Notice
 from codemojex.redistypes import AnyRedis
 
@@ -16,7 +17,9 @@ __all__ = ["FloodNotices", "Notice"]
 
 
 class FloodNotices:
-    def __init__(self, redis: AnyRedis, queue: str, *, ttl_s: int = 60) -> None:
+    def __init__(
+        self, redis: AnyRedis, queue: str, *, ttl_s: int = limits.NOTICE_EPISODE_S
+    ) -> None:
         self._redis = redis
         self._keys = Keys(queue)
         self._ttl_s = ttl_s

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 import emoji as unicode_emoji
 import regex
 
+from codemojex import limits
+
 # The emojis rooms' palettes come from. Distinct by `key()`, each a single grapheme
 # cluster in its fully-qualified form. A few are deliberately tricky as graphemes
 # (FE0F, skin tone, flag, keycap, ZWJ family) so the parsing is exercised by real data.
@@ -64,9 +66,7 @@ _EMOJI_RE = regex.compile(
 )
 _EMOJI_PRESENTATION_RE = regex.compile(r"\p{Emoji_Presentation}")
 
-# No real emoji is longer (the longest RGI sequences are ~10 code points); longer
-# clusters (a letter under 4,000 combining marks) are refused without further work.
-MAX_CLUSTER_CODEPOINTS = 32
+MAX_CLUSTER_CODEPOINTS = limits.EMOJI_CODEPOINTS_MAX
 
 
 def key(cluster: str) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from codemojex import limits
 from codemojex.scoring.emoji import canonical, clusters, is_emoji, key, split_emojis
 from codemojex.scoring.errors import InvalidGuess
 
-# Telegram caps a message at 4,096 characters; anything longer is not from a player.
-MAX_GUESS_CHARS = 4096
+MAX_GUESS_CHARS = limits.TELEGRAM_MESSAGE_MAX
 
 
 def _palette_tuple(palette: str | Sequence[str]) -> tuple[str, ...]:

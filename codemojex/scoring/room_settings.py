@@ -16,8 +16,7 @@ MIN_LENGTH = limits.LENGTH_MIN
 MAX_LENGTH = limits.LENGTH_MAX
 MIN_PALETTE = limits.PALETTE_MIN
 MAX_PALETTE = limits.PALETTE_MAX
-# Far more than any real palette or settings line; keeps the work per command small.
-_MAX_SETTINGS_CHARS = 1024
+_MAX_SETTINGS_CHARS = limits.SETTINGS_CHARS_MAX
 
 _KEY_RE = regex.compile(r"(?<!\S)([A-Za-z_]+)[ \t]*=")
 _NAME_RE = regex.compile(r"[a-z_]{1,20}")

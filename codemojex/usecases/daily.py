@@ -1,6 +1,6 @@
 """The daily code's flows: opening today's daily in a player's private chat (`open_daily`), and
 where a player stands with today's code (`todays`). Finishing one is part of recording its
-guesses (`store.record_guesses`: the game's `decide` finishes it, under the round's lock).
+guesses (`usecases.guesses`: the game's `decide` finishes it, under the round's lock).
 
 A player's private chat with the bot is a room like any other (its chat id is the user's id);
 `/daily` opens there a round of kind "daily": the day's palette and secret, at most the puzzle's
@@ -23,8 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from codemojex.db.store import daily as daily_store
 from codemojex.db.store.outbox import write_messages
 from codemojex.game import daily, taps, texts
-from codemojex.game.types import KIND_ROUND, TIMEOUT, Message
 from codemojex.locale import Lang
+from codemojex.values.types import KIND_ROUND, TIMEOUT, Message
 
 Status = Literal["none", "opened", "playing", "finished"]
 

@@ -5,21 +5,21 @@ from __future__ import annotations
 from telegram import Bot
 from telegram.request import HTTPXRequest
 
+from codemojex import limits
 from codemojex.settings import Settings
 
 
-def make_bot(settings: Settings, *, connections: int = 32) -> Bot:
-    """A PTB Bot for posting (not initialised: use `async with bot:`). PTB's default HTTP pool
-    has ONE connection and a 1 s pool timeout, which turns a busy sender's concurrent posts
-    into spurious TimedOut errors; the sender posts to many chats at once, so it gets a pool."""
+def make_bot(settings: Settings, *, connections: int = limits.BOTAPI_CONNECTIONS) -> Bot:
+    """A PTB Bot for posting (not initialised: use `async with bot:`), with a pool of HTTP
+    connections (limits.BOTAPI_CONNECTIONS says why)."""
     if settings.token is None:
         raise ValueError("the worker needs the bot token (CODEMOJEX_TOKEN) to post")
     request = HTTPXRequest(
         connection_pool_size=connections,
-        pool_timeout=10.0,
-        connect_timeout=5.0,
-        read_timeout=10.0,
-        write_timeout=10.0,
+        pool_timeout=limits.BOTAPI_POOL_TIMEOUT_S,
+        connect_timeout=limits.BOTAPI_CONNECT_TIMEOUT_S,
+        read_timeout=limits.BOTAPI_READ_TIMEOUT_S,
+        write_timeout=limits.BOTAPI_WRITE_TIMEOUT_S,
     )
     return Bot(
         settings.token.get_secret_value(),

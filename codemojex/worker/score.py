@@ -1,7 +1,7 @@
 """The ScoreWorker: the consumer pool's handler for one batch of one player's guesses.
 
 Per batch (jobs of one lane, i.e. one player in one room, in mint order): decode each
-payload into a `game.decide.Attempt` and hand them to `store.record_guesses`, which locks the
+payload into a `game.decide.Attempt` and hand them to `usecases.record_guesses`, which locks the
 rounds and loads their state, lets `game.decide` decide (still open? banned meanwhile? scored,
 won, late, duplicate), and writes the decision with its outbox rows, idempotent by the guess
 id (= the lane job id). Returning lets the pool ack the batch. The bot validated every guess
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
-from codemojex import ids
+from codemojex import ids, usecases
 from codemojex.db import store
 from codemojex.game.daily import Finish
 from codemojex.game.decide import Attempt, Verdict
@@ -280,14 +280,14 @@ class ScoreWorker:
         seats = [seat for waiting in taken for seat in waiting.batch.seats]
         if self._engine is None:
             async with self._sessionmaker() as session:
-                verdicts = await store.record_guesses(
+                verdicts = await usecases.record_guesses(
                     session, attempts, seats=seats, share=self._share
                 )
         else:
             if self._conn is None:
                 self._conn = await self._engine.connect()
             try:
-                verdicts = await store.record_guesses(
+                verdicts = await usecases.record_guesses(
                     self._conn, attempts, seats=seats, share=self._share
                 )
             except BaseException:

@@ -13,20 +13,23 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
+from codemojex import usecases
 from codemojex.db import store
 from codemojex.db.models import utcnow
 from codemojex.game import rounds
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.limits import (
+    MAINTENANCE_INTERVAL_S_DEFAULT,
+    PARK_TIMEOUT_S_DEFAULT,
     ROUND_HOLD_RECHECK_S,
     ROUND_HOLD_S_MAX,
     ROUND_TIMEOUT_S_MIN,
+    SCORE_OUTAGE_HOLD_S,
     SENDER_RECONCILE_S,
 )
 from codemojex.outages import OUTAGES, backoff_ms, is_outage
@@ -125,7 +128,7 @@ async def expire_rounds_once(
         if not rounds.holds_open(deadlines[round_id], now_ms, room_id in waiting, hold_s)
     ]
     async with sessionmaker() as session:
-        closed = await store.expire_rounds(session, utcnow(), close)
+        closed = await usecases.expire_rounds(session, utcnow(), close)
     if cards is not None:
         for rnd in closed:
             await close_card(cards, rnd.room_id, rnd.id)
@@ -204,6 +207,27 @@ async def _wait_outbox_empty(
         await asyncio.sleep(0.1)
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerTimings:
+    """How often the worker's parts look and how long they wait. A deployment runs the
+    defaults (limits.py); the demo and the tests shorten the looks, so that a round's timeout
+    or a posted result shows within their run."""
+
+    # The round timer's longest sleep (it wakes earlier for the next expiry).
+    timer_s: float = ROUND_TIMEOUT_S_MIN
+    # The sender's reconcile pass over the outbox (the ring wakes it at once otherwise).
+    sender_poll_s: float = SENDER_RECONCILE_S
+    # A database outage waited out by the score worker before its batch goes back.
+    score_hold_s: float = SCORE_OUTAGE_HOLD_S
+    # How long past its deadline a round is held open for the guesses taken before it.
+    round_hold_s: float = ROUND_HOLD_S_MAX
+    # After a stop: the sender's time to post what is left in the outbox (0: none).
+    drain_s: float = 0.0
+    # The consumer pool's maintenance pass, and its idle waiter's BLPOP.
+    maintenance_interval_s: float = MAINTENANCE_INTERVAL_S_DEFAULT
+    park_timeout_s: float = PARK_TIMEOUT_S_DEFAULT
+
+
 async def run_worker(
     settings: Settings,
     *,
@@ -213,23 +237,16 @@ async def run_worker(
     redis: AnyRedis,
     stop_event: asyncio.Event,
     stats: WorkerStats | None = None,
-    timer_s: float = ROUND_TIMEOUT_S_MIN,
-    sender_poll_s: float = SENDER_RECONCILE_S,
-    score_hold_s: float = 5.0,
-    pool_options: dict[str, Any] | None = None,
-    drain_s: float = 0.0,
-    round_hold_s: float = ROUND_HOLD_S_MAX,
+    timings: WorkerTimings = WorkerTimings(),
 ) -> WorkerStats:
     """Run the consumer pool (handler = ScoreWorker), the outbox sender and the round timer
     until `stop_event` is set; then stop them in that order and return the counters.
-    With `drain_s` > 0 the sender is given up to that long after the pool stopped to post
-    what is still in the outbox (a demo's last results); otherwise unsent rows simply wait
-    for the next start.
+    With `timings.drain_s` > 0 the sender is given up to that long after the pool stopped to
+    post what is still in the outbox (a demo's last results); otherwise unsent rows simply
+    wait for the next start.
 
     `bot` may be initialised or not (the sender only posts); `redis` is the client the
     lanes use (decode_responses=False), shared with the sender's pacer and leases.
-    `round_hold_s`: how long past its deadline a round is held open for the guesses taken
-    before it (limits.ROUND_HOLD_S_MAX).
     """
     stats = stats or WorkerStats()
     sender = OutboxSender(
@@ -238,7 +255,7 @@ async def run_worker(
         redis,
         namespace=settings.queue,
         pacer=Pacer(redis, settings.queue, PacePolicy.from_settings(settings)),
-        poll_s=sender_poll_s,
+        poll_s=timings.sender_poll_s,
         stats=stats.sender,
         ambiguous=settings.sender_ambiguous,
     )
@@ -257,7 +274,7 @@ async def run_worker(
 
     scorer = ScoreWorker(
         sessionmaker,
-        hold_s=score_hold_s,
+        hold_s=timings.score_hold_s,
         stats=stats.score,
         on_recorded=poke,
         on_finished=board.finished,
@@ -269,7 +286,8 @@ async def run_worker(
         scorer,
         concurrency=settings.concurrency,
         lease_ms=settings.lease_ms,
-        **(pool_options or {}),
+        maintenance_interval_s=timings.maintenance_interval_s,
+        park_timeout_s=timings.park_timeout_s,
     )
     pool.stats = stats.pool
     sender_stop = asyncio.Event()
@@ -283,10 +301,10 @@ async def run_worker(
             cards,
             stats,
             sender_stop,
-            timer_s,
+            timings.timer_s,
             AuditTrim(settings.audit_keep_days),
             DailyTrim(settings.daily_keep_days),
-            round_hold_s,
+            timings.round_hold_s,
         ),
         name="worker:timer",
     )
@@ -300,8 +318,8 @@ async def run_worker(
         pool.stop()
         await asyncio.gather(pool_task, return_exceptions=True)
         await scorer.close()
-        if drain_s > 0 and not sender_task.done():
-            await _wait_outbox_empty(sessionmaker, drain_s)
+        if timings.drain_s > 0 and not sender_task.done():
+            await _wait_outbox_empty(sessionmaker, timings.drain_s)
         sender_stop.set()
         await asyncio.gather(sender_task, timer_task, return_exceptions=True)
     failures = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]

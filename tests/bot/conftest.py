@@ -29,7 +29,8 @@ from redis.exceptions import RedisError
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from codemojex.bot import CodemojexApp, CodemojexContext, build_application, running
+from codemojex import usecases
+from codemojex.bot import BotParts, CodemojexApp, CodemojexContext, build_application, running
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, store, upgrade
 from codemojex.db.models import utcnow
@@ -214,12 +215,14 @@ async def bot_world(
         sessionmaker=sessionmaker,
         redis=redis,
         clock=clock,
-        rng=random.Random(7),
-        max_depth=MAX_DEPTH,
-        # The shared pacer, and an answer budget, with limits no test reaches (test_pacing
-        # uses Telegram's limits and the default budget, `budgeted`).
-        pacer=Pacer(redis, queue, UNPACED),
-        budget=AnswerBudget(redis, queue, budget=ANSWER_BUDGET_MAX),
+        parts=BotParts(
+            rng=random.Random(7),
+            max_depth=MAX_DEPTH,
+            # The shared pacer, and an answer budget, with limits no test reaches
+            # (test_pacing uses Telegram's limits and the default budget, `budgeted`).
+            pacer=Pacer(redis, queue, UNPACED),
+            budget=AnswerBudget(redis, queue, budget=ANSWER_BUDGET_MAX),
+        ),
     )
     world = World(standin, app, lanes, redis, engine, sessionmaker, settings)
 
@@ -281,7 +284,7 @@ async def seed_round(world: World, chat_id: int) -> tuple[Room, Round]:
         room = await store.ensure_room(
             session, chat_id, f"room {chat_id}", default_ceiling=2, round_timeout_s=600
         )
-        rnd = await store.start_round(session, room.id, random.Random(chat_id))
+        rnd = await usecases.start_round(session, room.id, random.Random(chat_id))
     return room, rnd
 
 

@@ -15,10 +15,10 @@ from sqlalchemy import func, select
 
 from codemojex.db import Outbox, Round, store
 from codemojex.game import daily, taps, texts
-from codemojex.game.types import KIND_ROUND
 from codemojex.locale import EN, Lang
 from codemojex.posting.board import DailyBoard
 from codemojex.scoring import feedback
+from codemojex.values.types import KIND_ROUND
 from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round
 from tests.dailies import daily_round, misses, play
 from tests.support import free_port

@@ -11,7 +11,8 @@ from typing import Any
 from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from codemojex.db import Player, store
+from codemojex import usecases
+from codemojex.db import Player
 from codemojex.game import texts
 from codemojex.jobs import GuessJob
 from codemojex.locale import EN
@@ -128,7 +129,7 @@ async def test_the_bots_memory_never_decides_an_answer(world: World) -> None:
 
     # The round ends elsewhere: the database, then the card (as the worker does on a win).
     async with world.sessionmaker() as session:
-        await store.close_round(session, rnd.id, "endround")
+        await usecases.close_round(session, rnd.id, "endround")
     await services.cards.close(room.id, rnd.id)
     typed = world.standin.send_text(chat, ALICE, f"/g {valid_guess(rnd, 1)}")
     plain = world.standin.send_text(chat, BOB, valid_guess(rnd, 2))

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import pytest_asyncio
 
+from codemojex import usecases
 from codemojex.db import store
 from codemojex.game import texts
 from codemojex.locale import EN
@@ -99,7 +100,7 @@ async def test_a_round_closed_while_redis_was_away_takes_no_guess(world: World) 
     await world.settle()
     await world.redis.flushall()
     async with world.sessionmaker() as session:
-        await store.close_round(session, rnd.id, "endround")
+        await usecases.close_round(session, rnd.id, "endround")
     asked = world.standin.send_text(chat, BOB, f"/g {valid_guess(rnd, 1)}")
     await world.settle()
     assert world.replies_to(chat, asked) == [texts.no_round(EN)]

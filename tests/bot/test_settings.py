@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from codemojex.db import AuditLog, Outbox, Room, store
+from codemojex import usecases
+from codemojex.db import AuditLog, Outbox, Room
 from codemojex.game import texts
 from codemojex.locale import EN
 from tests.bot.conftest import (
@@ -110,7 +111,7 @@ async def test_repeats_values(world: World, text: str, repeats: bool) -> None:
     chat = world.new_group()
     room, _ = await seed_round(world, chat)
     async with world.sessionmaker() as session:  # start from the other value
-        await store.update_room_settings(session, room.id, repeats=not repeats)
+        await usecases.update_room_settings(session, room.id, repeats=not repeats)
     answer = await _ask(world, chat, ADMIN, text)
     after = await room_of(world, chat)
     assert after.repeats is repeats
@@ -155,7 +156,7 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_changes(
         "/settings palette=🍎🍌🍇🍒": {"length": 5, "palette": "🍎🍌🍇🍒🍋", "repeats": False},
     }[text]
     async with world.sessionmaker() as session:
-        before = await store.update_room_settings(session, room.id, **setup)  # type: ignore[arg-type]
+        before = await usecases.update_room_settings(session, room.id, **setup)  # type: ignore[arg-type]
     assert await _ask(world, chat, ADMIN, text) == TOO_FEW
     assert _settings(await room_of(world, chat)) == _settings(before)
     assert (await _audited(world, room))[-1] == (ADMIN, text.removeprefix("/settings "), True)

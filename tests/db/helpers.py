@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex import ids
+from codemojex import ids, usecases
 from codemojex.db import Room, Round, store
 from codemojex.game.decide import Attempt, Verdict
 from tests.support import wrong_guess
@@ -42,5 +42,5 @@ def attempt(
 
 async def record_one(session: AsyncSession, item: Attempt) -> Verdict:
     """A batch of one guess."""
-    [verdict] = await store.record_guesses(session, [item])
+    [verdict] = await usecases.record_guesses(session, [item])
     return verdict

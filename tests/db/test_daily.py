@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids
+from codemojex import ids, usecases
 from codemojex.db import (
     DailyPuzzle,
     DailyRecord,
@@ -25,9 +25,9 @@ from codemojex.db import (
 )
 from codemojex.game import daily, taps, texts
 from codemojex.game.decide import Attempt
-from codemojex.game.types import KIND_CARD, KIND_ROUND, OUT_OF_ATTEMPTS, ROUND_DAILY, SOLVED
 from codemojex.locale import EN, Lang
 from codemojex.usecases.daily import todays
+from codemojex.values.types import KIND_CARD, KIND_ROUND, OUT_OF_ATTEMPTS, ROUND_DAILY, SOLVED
 from tests.dailies import daily_round, misses, open_for, play, player_of
 
 DAY = datetime(2026, 3, 14, tzinfo=UTC)
@@ -175,9 +175,9 @@ async def test_the_finishing_guess_delivered_again_tells_its_finish_again(
     rnd = await daily_round(sessions, ALICE, NOON)
     winning = Attempt(ids.mint(ids.JOB), rnd.id, player_id, room_id, rnd.secret_emojis, None)
     async with sessions() as session:
-        [first] = await store.record_guesses(session, [winning], now=NOON)
+        [first] = await usecases.record_guesses(session, [winning], now=NOON)
     async with sessions() as session:
-        [again] = await store.record_guesses(session, [winning], now=NOON + timedelta(seconds=9))
+        [again] = await usecases.record_guesses(session, [winning], now=NOON + timedelta(seconds=9))
     assert again.duplicate and again.finish == first.finish
     assert await count(sessions, select(func.count()).select_from(Guess)) == 1
 
@@ -190,9 +190,9 @@ async def test_an_unfinished_daily_closes_quietly_at_midnight(
     await play(sessions, ALICE, misses(rnd, 2), NOON)
     posted = await count(sessions, select(func.count()).select_from(Outbox))
     async with sessions() as session:
-        assert await store.expire_rounds(session, DAY + timedelta(hours=23)) == []
+        assert await usecases.expire_rounds(session, DAY + timedelta(hours=23)) == []
     async with sessions() as session:
-        closed = await store.expire_rounds(session, DAY + timedelta(days=1, seconds=1))
+        closed = await usecases.expire_rounds(session, DAY + timedelta(days=1, seconds=1))
     assert [r.id for r in closed] == [rnd.id]
     assert await count(sessions, select(func.count()).select_from(Outbox)) == posted
     late = await play(sessions, ALICE, misses(rnd, 1), DAY + timedelta(days=1, seconds=2), of=NOON)

@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex import scoring
+from codemojex import scoring, usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Player, Round, store
 from codemojex.game.decide import Verdict
-from codemojex.game.types import TIMEOUT
+from codemojex.values.types import TIMEOUT
 from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess
 
 CHAT = -1001
@@ -23,7 +23,7 @@ async def _setup(session: AsyncSession, rng: random.Random) -> tuple[Round, Play
     room = await new_room(session, chat_id=CHAT)
     alice = await store.ensure_player(session, room.id, 1, "Alice")
     bob = await store.ensure_player(session, room.id, 2, "Bob")
-    rnd = await store.start_round(session, room.id, rng)
+    rnd = await usecases.start_round(session, room.id, rng)
     return rnd, alice, bob
 
 
@@ -147,7 +147,7 @@ async def test_winning_guess_closes_round_and_books_points_once(
 
 async def test_guess_after_timeout_says_over(session: AsyncSession, rng: random.Random) -> None:
     rnd, alice, _ = await _setup(session, rng)
-    await store.close_round(session, rnd.id, TIMEOUT)
+    await usecases.close_round(session, rnd.id, TIMEOUT)
     result = await _record(session, rnd, alice, rnd.secret_emojis)
     assert result.late and not result.won and result.points == 0
     [answer] = (await session.execute(select(Outbox).where(Outbox.kind == "late"))).scalars()
@@ -246,9 +246,9 @@ async def test_leaderboard_accumulates_over_rounds(
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
     await _record(session, rnd, alice, miss)
     await _record(session, rnd, alice, rnd.secret_emojis)  # 2nd attempt: 90
-    rnd2 = await store.start_round(session, rnd.room_id, rng)
+    rnd2 = await usecases.start_round(session, rnd.room_id, rng)
     await _record(session, rnd2, alice, rnd2.secret_emojis)  # 1st attempt: 100
-    rnd3 = await store.start_round(session, rnd.room_id, rng)
+    rnd3 = await usecases.start_round(session, rnd.room_id, rng)
     miss3 = wrong_guess(rnd3.secret_emojis, rnd3.palette_emojis)
     for _ in range(11):
         await _record(session, rnd3, alice, miss3)
@@ -260,9 +260,9 @@ async def test_leaderboard_accumulates_over_rounds(
 
 async def test_emoji_spelling_is_normalised_to_the_palette(session: AsyncSession) -> None:
     room = await new_room(session, chat_id=CHAT)
-    await store.update_room_settings(session, room.id, palette="❤️🍎🍌🍇", length=3)
+    await usecases.update_room_settings(session, room.id, palette="❤️🍎🍌🍇", length=3)
     alice = await store.ensure_player(session, room.id, 1, "Alice")
-    rnd = await store.start_round(session, room.id, random.Random(3))
+    rnd = await usecases.start_round(session, room.id, random.Random(3))
     # The same emojis typed without U+FE0F still score as the palette's emojis: the bot's
     # parse (the one validation a guess gets) puts them in the palette's spelling.
     typed = "".join(e.replace("\ufe0f", "") for e in rnd.secret_emojis)

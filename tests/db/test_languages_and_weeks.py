@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from codemojex import scoring
+from codemojex import scoring, usecases
 from codemojex.db import Outbox, Room, Round, store
 from codemojex.game import texts
 from codemojex.locale import EN, Lang
@@ -32,13 +32,13 @@ async def _outbox(session: AsyncSession, kind: str) -> list[str]:
 async def test_the_first_round_adopts_its_starters_language(session: AsyncSession) -> None:
     room = await new_room(session)
     assert room.language is None  # not chosen yet
-    rnd = await store.start_round(session, room.id, random.Random(1), language=RU)
+    rnd = await usecases.start_round(session, room.id, random.Random(1), language=RU)
     assert (await store.get_room(session, room.id)).language == "ru"  # type: ignore[union-attr]
     [announcement] = await _outbox(session, "round")
     assert announcement == texts.round_started(RU, rnd.palette_emojis, rnd.length, 600)
-    await store.close_round(session, rnd.id, "endround")
+    await usecases.close_round(session, rnd.id, "endround")
     # a later starter speaking another language does not change it
-    again = await store.start_round(session, room.id, random.Random(2), language=ES)
+    again = await usecases.start_round(session, room.id, random.Random(2), language=ES)
     assert (await store.get_room(session, room.id)).language == "ru"  # type: ignore[union-attr]
     assert (await _outbox(session, "round"))[1].startswith("🎯 Новый раунд!")
     assert again.id != rnd.id
@@ -48,7 +48,7 @@ async def test_the_first_round_adopts_its_starters_language(session: AsyncSessio
 
 async def test_a_room_without_a_language_speaks_english(session: AsyncSession) -> None:
     room = await new_room(session)
-    rnd = await store.start_round(session, room.id, random.Random(1))  # nobody's language known
+    rnd = await usecases.start_round(session, room.id, random.Random(1))  # nobody's language known
     assert (await store.get_room(session, room.id)).language is None  # type: ignore[union-attr]
     [announcement] = await _outbox(session, "round")
     assert announcement == texts.round_started(EN, rnd.palette_emojis, rnd.length, 600)
@@ -56,15 +56,15 @@ async def test_a_room_without_a_language_speaks_english(session: AsyncSession) -
 
 async def test_an_admin_sets_the_language_as_typed(session: AsyncSession) -> None:
     room = await new_room(session)
-    updated = await store.update_room_settings(session, room.id, language="PT-br")
+    updated = await usecases.update_room_settings(session, room.id, language="PT-br")
     assert updated.language == "pt_BR"
     with pytest.raises(scoring.InvalidSettings) as info:
-        await store.update_room_settings(session, room.id, language="de", length=5)
+        await usecases.update_room_settings(session, room.id, language="de", length=5)
     assert info.value.kind == "lang_unknown"
     after = await store.get_room(session, room.id)
     assert after is not None and (after.language, after.length) == ("pt_BR", 4)  # unchanged
     # a chosen language wins over the first round's starter
-    await store.start_round(session, room.id, random.Random(1), language=UK)
+    await usecases.start_round(session, room.id, random.Random(1), language=UK)
     assert (await store.get_room(session, room.id)).language == "pt_BR"  # type: ignore[union-attr]
 
 
@@ -72,7 +72,7 @@ async def test_results_wins_and_late_answers_are_in_the_rooms_language(
     session: AsyncSession,
 ) -> None:
     room = await new_room(session)
-    rnd = await store.start_round(session, room.id, random.Random(3), language=UK)
+    rnd = await usecases.start_round(session, room.id, random.Random(3), language=UK)
     ann = await store.ensure_player(session, room.id, 1, "Ann")
     bob = await store.ensure_player(session, room.id, 2, "Bob")
     secret, palette = rnd.secret_emojis, rnd.palette_emojis
@@ -96,13 +96,13 @@ async def _win(
     session: AsyncSession, room: Room, player_id: str, at: datetime, attempts: int = 1
 ) -> Round:
     """A round started and won by `player_id` at `at`, on its `attempts`-th guess."""
-    rnd = await store.start_round(session, room.id, random.Random(at.toordinal()), now=at)
+    rnd = await usecases.start_round(session, room.id, random.Random(at.toordinal()), now=at)
     secret, palette = rnd.secret_emojis, rnd.palette_emojis
     for n in range(attempts - 1):
-        await store.record_guesses(
+        await usecases.record_guesses(
             session, [attempt(rnd, player_id, wrong_guess(secret, palette, n))], now=at
         )
-    [verdict] = await store.record_guesses(session, [attempt(rnd, player_id, secret)], now=at)
+    [verdict] = await usecases.record_guesses(session, [attempt(rnd, player_id, secret)], now=at)
     assert verdict.won
     return rnd
 
@@ -129,8 +129,8 @@ async def test_this_weeks_board_counts_only_this_weeks_wins(session: AsyncSessio
     await _win(session, room, ann.id, MONDAY + timedelta(days=2), attempts=2)
     await _win(session, room, bob.id, MONDAY + timedelta(days=3), attempts=3)
     await _win(session, other, cat.id, MONDAY + timedelta(days=1))  # another room
-    timed_out = await store.start_round(session, room.id, random.Random(9), now=MONDAY)
-    await store.close_round(session, timed_out.id, "timeout", now=MONDAY + timedelta(hours=1))
+    timed_out = await usecases.start_round(session, room.id, random.Random(9), now=MONDAY)
+    await usecases.close_round(session, timed_out.id, "timeout", now=MONDAY + timedelta(hours=1))
     friday = MONDAY + timedelta(days=4, hours=12)
 
     board = await store.weekly_board(session, room.id, now=friday)

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db import Outbox, store
-from codemojex.game.types import KIND_RESULT, KIND_WIN, Message
+from codemojex.values.types import KIND_RESULT, KIND_WIN, Message
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ import random
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import scoring
+from codemojex import scoring, usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Round, store
 from codemojex.game.decide import Attempt, Verdict
 from tests.db.helpers import job_id, new_room, record_one, wrong_guess
@@ -42,7 +42,7 @@ async def test_two_winning_guesses_at_once_make_one_winner(
     winners: list[str] = []
     for _ in range(REPEATS):
         async with sessions() as s:
-            rnd = await store.start_round(s, room.id, rng)
+            rnd = await usecases.start_round(s, room.id, rng)
         ids_by_player = {p.id: job_id() for p in players}
         results = await asyncio.gather(
             *(
@@ -94,7 +94,7 @@ async def test_concurrent_duplicate_delivery_records_once(
     async with sessions() as s:
         room = await new_room(s, chat_id=CHAT)
         alice = await store.ensure_player(s, room.id, 1, "Alice")
-        rnd = await store.start_round(s, room.id, rng)
+        rnd = await usecases.start_round(s, room.id, rng)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
     for _ in range(REPEATS):
         gid = job_id()
@@ -132,7 +132,7 @@ async def test_duplicate_of_a_winner_racing_a_rival(
         bob = await store.ensure_player(s, room.id, 2, "Bob")
     for _ in range(10):
         async with sessions() as s:
-            rnd = await store.start_round(s, room.id, rng)
+            rnd = await usecases.start_round(s, room.id, rng)
         a_id, b_id = job_id(), job_id()
         calls = [(a_id, alice.id), (a_id, alice.id), (b_id, bob.id)]
         results = await asyncio.gather(

@@ -10,12 +10,12 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import scoring
+from codemojex import scoring, usecases
 from codemojex.db import Outbox, Room, store
 from codemojex.game import texts
-from codemojex.game.types import ENDROUND, KIND_ROUND
 from codemojex.locale import EN
 from codemojex.scoring.emoji import key
+from codemojex.values.types import ENDROUND, KIND_ROUND
 from tests.db.helpers import new_room
 
 ROUNDS = 150
@@ -29,12 +29,12 @@ async def _play_rounds(session: AsyncSession, room: Room, seeds: range) -> list[
     """A round per seed (each ended before the next), their secrets in order."""
     secrets = []
     for seed in seeds:
-        rnd = await store.start_round(session, room.id, random.Random(seed))
+        rnd = await usecases.start_round(session, room.id, random.Random(seed))
         assert rnd.repeats is room.repeats
         assert rnd.length == room.length and len(rnd.secret_emojis) == room.length
         assert set(rnd.secret_emojis) <= set(rnd.palette_emojis)
         secrets.append(rnd.secret_emojis)
-        assert await store.close_round(session, rnd.id, ENDROUND) is not None
+        assert await usecases.close_round(session, rnd.id, ENDROUND) is not None
     return secrets
 
 
@@ -49,14 +49,14 @@ async def test_rooms_and_rounds_allow_repeats_by_default(
 ) -> None:
     room = await new_room(session)
     assert room.repeats is True
-    rnd = await store.start_round(session, room.id, rng)
+    rnd = await usecases.start_round(session, room.id, rng)
     assert rnd.repeats is True
     announcement = (await session.execute(select(Outbox.text))).scalar_one()
     assert "(emojis may repeat)" in announcement
     # With repeats allowed, the same seeds do repeat emojis now and then: the distinctness
     # below is the setting's doing, not the seeds'.
-    await store.close_round(session, rnd.id, ENDROUND)
-    await store.update_room_settings(session, room.id, length=6, palette="🍎🍌🍇🍒🍋🥝")
+    await usecases.close_round(session, rnd.id, ENDROUND)
+    await usecases.update_room_settings(session, room.id, length=6, palette="🍎🍌🍇🍒🍋🥝")
     secrets = await _play_rounds(session, room, range(ROUNDS))
     assert any(len(set(secret)) < len(secret) for secret in secrets)
 
@@ -74,7 +74,7 @@ async def test_repeats_off_draws_secrets_with_distinct_emojis(
     session: AsyncSession, length: int, palette: str | None
 ) -> None:
     room = await new_room(session)
-    room = await store.update_room_settings(
+    room = await usecases.update_room_settings(
         session, room.id, length=length, palette=palette, repeats="off"
     )
     assert (room.length, room.repeats) == (length, False)
@@ -96,17 +96,17 @@ async def test_a_round_keeps_the_repeats_it_started_with(
     session: AsyncSession, rng: random.Random
 ) -> None:
     room = await new_room(session)
-    running = await store.start_round(session, room.id, rng)
-    await store.update_room_settings(session, room.id, repeats=False)
+    running = await usecases.start_round(session, room.id, rng)
+    await usecases.update_room_settings(session, room.id, repeats=False)
     still = await store.open_round(session, room.id)
     assert still is not None and still.id == running.id and still.repeats is True
-    await store.close_round(session, running.id, ENDROUND)
-    following = await store.start_round(session, room.id, rng)
+    await usecases.close_round(session, running.id, ENDROUND)
+    following = await usecases.start_round(session, room.id, rng)
     assert following.repeats is False
     assert texts.round_started(
         EN, following.palette_emojis, following.length, 600, repeats=False
     ) in list((await session.execute(select(Outbox.text))).scalars())
-    back = await store.update_room_settings(session, room.id, repeats="ON")
+    back = await usecases.update_room_settings(session, room.id, repeats="ON")
     assert back.repeats is True
 
 
@@ -115,7 +115,7 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
 ) -> None:
     room = await new_room(session)
     # Length 5 over four emojis is fine while emojis may repeat ...
-    await store.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒")
+    await usecases.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒")
     # ... but not with repeats off: changing repeats alone is refused,
     attempts: list[tuple[dict[str, object], tuple[int, str | None, bool]]] = [
         ({"repeats": False}, (5, "🍎🍌🍇🍒", True)),
@@ -124,27 +124,27 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
     ]
     for kwargs, before in attempts:
         with pytest.raises(scoring.InvalidSettings) as info:
-            await store.update_room_settings(session, room.id, **kwargs)  # type: ignore[arg-type]
+            await usecases.update_room_settings(session, room.id, **kwargs)  # type: ignore[arg-type]
         assert info.value.kind == "repeats_palette"
         assert texts.settings_refused(EN, info.value) == TOO_FEW
         assert await _settings(session, room.id) == before
     assert (await store.get_room(session, room.id)).ceiling == 2  # type: ignore[union-attr]
 
     # With repeats off and four emojis (length 4), a longer code is refused,
-    await store.update_room_settings(session, room.id, length=4, repeats=False)
+    await usecases.update_room_settings(session, room.id, length=4, repeats=False)
     assert await _settings(session, room.id) == (4, "🍎🍌🍇🍒", False)
     with pytest.raises(scoring.InvalidSettings) as info:
-        await store.update_room_settings(session, room.id, length=5)
+        await usecases.update_room_settings(session, room.id, length=5)
     assert texts.settings_refused(EN, info.value) == TOO_FEW
     assert await _settings(session, room.id) == (4, "🍎🍌🍇🍒", False)
     # ... and with a code of 5 over five emojis, a palette of four is refused.
-    await store.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒🍋")
+    await usecases.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒🍋")
     with pytest.raises(scoring.InvalidSettings) as info:
-        await store.update_room_settings(session, room.id, palette="🍎 🍌 🍇 🍒")
+        await usecases.update_room_settings(session, room.id, palette="🍎 🍌 🍇 🍒")
     assert texts.settings_refused(EN, info.value) == TOO_FEW
     # All three at once, too.
     with pytest.raises(scoring.InvalidSettings) as info:
-        await store.update_room_settings(
+        await usecases.update_room_settings(
             session, room.id, length=6, palette="🐶🐱🐭🐰🦊", repeats=False
         )
     assert info.value.kind == "repeats_palette"
@@ -152,14 +152,14 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
 
     # What can be drawn is accepted: repeats back on, then a short palette; a palette of 6
     # holds a code of 6 without repeats.
-    await store.update_room_settings(session, room.id, repeats=True, palette="🍎🍌🍇🍒")
-    fresh = await store.update_room_settings(
+    await usecases.update_room_settings(session, room.id, repeats=True, palette="🍎🍌🍇🍒")
+    fresh = await usecases.update_room_settings(
         session, room.id, palette="🐶🐱🐭🐰🦊🐻", length=6, repeats=False
     )
     assert (fresh.length, fresh.palette, fresh.repeats) == (6, "🐶🐱🐭🐰🦊🐻", False)
     # Refusals are values the parser would also refuse.
     with pytest.raises(scoring.InvalidSettings) as info:
-        await store.update_room_settings(session, room.id, repeats="maybe")
+        await usecases.update_room_settings(session, room.id, repeats="maybe")
     assert info.value.kind == "repeats_value"
     assert await _settings(session, room.id) == (6, "🐶🐱🐭🐰🦊🐻", False)
 
@@ -167,12 +167,12 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
 async def test_a_refusal_leaves_no_lock_behind(sessions: async_sessionmaker[AsyncSession]) -> None:
     async with sessions() as first, sessions() as second:
         room = await new_room(first)
-        await store.update_room_settings(first, room.id, length=5, palette="🍎🍌🍇🍒")
+        await usecases.update_room_settings(first, room.id, length=5, palette="🍎🍌🍇🍒")
         with pytest.raises(scoring.InvalidSettings):
-            await store.update_room_settings(first, room.id, repeats=False)
+            await usecases.update_room_settings(first, room.id, repeats=False)
         assert not first.in_transaction()
         # The refused call's row lock is gone: another session changes the room at once.
         changed = await asyncio.wait_for(
-            store.update_room_settings(second, room.id, length=4, repeats=False), 5
+            usecases.update_room_settings(second, room.id, length=4, repeats=False), 5
         )
         assert (changed.length, changed.repeats) == (4, False)

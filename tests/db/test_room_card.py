@@ -6,7 +6,7 @@ import random
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex import ids
+from codemojex import ids, usecases
 from codemojex.db import store
 from tests.db.helpers import new_room
 
@@ -19,7 +19,7 @@ async def test_a_rooms_card_says_its_round_players_and_bans(session: AsyncSessio
     assert card is not None and card.room.id == room.id
     assert card.open_round is None and card.seats == {} and card.banned == frozenset()
 
-    rnd = await store.start_round(session, room.id, random.Random(1))
+    rnd = await usecases.start_round(session, room.id, random.Random(1))
     ann = await store.ensure_player(session, room.id, 1, "Ann")
     # A player the bot gave an id (the lane of their guesses) keeps it in the database.
     bob_id = ids.mint(ids.PLAYER)
@@ -39,7 +39,7 @@ async def test_a_rooms_card_says_its_round_players_and_bans(session: AsyncSessio
     card = await store.room_card(session, room.id)
     assert card is not None and card.banned == {1}
 
-    await store.close_round(session, rnd.id, "endround")
+    await usecases.close_round(session, rnd.id, "endround")
     card = await store.room_card(session, room.id)
     assert card is not None and card.open_round is None
 

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import scoring
+from codemojex import scoring, usecases
 from codemojex.db import AuditLog, LeaderboardEntry, Player, Room, store
 from tests.db.helpers import attempt, new_room, record_one
 
@@ -84,12 +84,12 @@ async def test_update_room_settings_validates_everything_first(session: AsyncSes
     ]
     for kwargs in bad:
         with pytest.raises(ValueError):
-            await store.update_room_settings(session, room.id, **kwargs)  # type: ignore[arg-type]
+            await usecases.update_room_settings(session, room.id, **kwargs)  # type: ignore[arg-type]
     fresh = await store.get_room(session, room.id)
     assert fresh is not None
     assert (fresh.length, fresh.palette, fresh.ceiling, fresh.round_timeout_s) == (4, None, 2, 600)
 
-    updated = await store.update_room_settings(
+    updated = await usecases.update_room_settings(
         session, room.id, length="5", palette="🍎 🍌 🍇 ❤", ceiling=3, round_timeout_s=120
     )
     assert (updated.length, updated.palette_emojis, updated.ceiling, updated.round_timeout_s) == (
@@ -99,7 +99,7 @@ async def test_update_room_settings_validates_everything_first(session: AsyncSes
         120,
     )
     with pytest.raises(store.UnknownRoom):
-        await store.update_room_settings(session, "ROM00000000000000000000000000", ceiling=2)
+        await usecases.update_room_settings(session, "ROM00000000000000000000000000", ceiling=2)
 
 
 async def test_bans_are_per_room(session: AsyncSession) -> None:
@@ -115,7 +115,7 @@ async def test_bans_are_per_room(session: AsyncSession) -> None:
     with pytest.raises(store.UnknownPlayer):
         await store.ban(session, a.id, pb.id, actor=1)  # not a player of room a
 
-    rnd = await store.start_round(session, b.id, random.Random(1))
+    rnd = await usecases.start_round(session, b.id, random.Random(1))
     result = await record_one(session, attempt(rnd, pb.id, rnd.secret_emojis))
     assert result.won
 

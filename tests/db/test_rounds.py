@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import scoring
+from codemojex import scoring, usecases
 from codemojex.db import Outbox, Round, store
-from codemojex.game.types import ENDROUND
+from codemojex.values.types import ENDROUND
 from tests.db.helpers import new_room
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -20,7 +20,7 @@ T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 async def test_start_round_draws_from_a_seeded_rng(session: AsyncSession) -> None:
     room = await new_room(session)
-    rnd = await store.start_round(session, room.id, random.Random(7), now=T0)
+    rnd = await usecases.start_round(session, room.id, random.Random(7), now=T0)
 
     palette = scoring.draw_palette(random.Random(7), scoring.DEFAULT_PALETTE_SIZE)
     expect_rng = random.Random(7)
@@ -41,7 +41,7 @@ async def test_start_round_draws_from_a_seeded_rng(session: AsyncSession) -> Non
 
 async def test_round_repr_never_shows_the_secret(session: AsyncSession, rng: random.Random) -> None:
     room = await new_room(session)
-    rnd = await store.start_round(session, room.id, rng)
+    rnd = await usecases.start_round(session, room.id, rng)
     for emoji in set(rnd.secret_emojis):
         assert emoji not in repr(rnd)
         assert emoji not in str(rnd)
@@ -49,8 +49,8 @@ async def test_round_repr_never_shows_the_secret(session: AsyncSession, rng: ran
 
 async def test_start_round_uses_room_settings(session: AsyncSession, rng: random.Random) -> None:
     room = await new_room(session)
-    await store.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒")
-    rnd = await store.start_round(session, room.id, rng)
+    await usecases.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒")
+    rnd = await usecases.start_round(session, room.id, rng)
     assert rnd.length == 5
     assert rnd.palette_emojis == ("🍎", "🍌", "🍇", "🍒")
     assert len(rnd.secret_emojis) == 5
@@ -61,9 +61,9 @@ async def test_second_round_is_refused_while_one_is_open(
     session: AsyncSession, rng: random.Random
 ) -> None:
     room = await new_room(session)
-    first = await store.start_round(session, room.id, rng)
+    first = await usecases.start_round(session, room.id, rng)
     with pytest.raises(store.RoundAlreadyOpen) as caught:
-        await store.start_round(session, room.id, rng)
+        await usecases.start_round(session, room.id, rng)
     assert caught.value.round_id == first.id
     assert first.secret not in str(caught.value)
     # Refused means unchanged: still one round, one announcement.
@@ -71,16 +71,16 @@ async def test_second_round_is_refused_while_one_is_open(
     assert (await session.execute(select(func.count(Outbox.id)))).scalar_one() == 1
     await session.commit()
     # Once closed, a new one may start.
-    assert await store.close_round(session, first.id, ENDROUND) is not None
-    second = await store.start_round(session, room.id, rng)
+    assert await usecases.close_round(session, first.id, ENDROUND) is not None
+    second = await usecases.start_round(session, room.id, rng)
     assert second.id != first.id
 
 
 async def test_two_rooms_each_have_their_round(session: AsyncSession, rng: random.Random) -> None:
     a = await new_room(session, chat_id=-1)
     b = await new_room(session, chat_id=-2)
-    ra = await store.start_round(session, a.id, rng)
-    rb = await store.start_round(session, b.id, rng)
+    ra = await usecases.start_round(session, a.id, rng)
+    rb = await usecases.start_round(session, b.id, rng)
     assert (await store.open_round(session, a.id)).id == ra.id  # type: ignore[union-attr]
     assert (await store.open_round(session, b.id)).id == rb.id  # type: ignore[union-attr]
 
@@ -91,7 +91,7 @@ async def test_database_refuses_a_second_open_round_even_bypassing_the_code(
     from sqlalchemy.exc import IntegrityError
 
     room = await new_room(session)
-    await store.start_round(session, room.id, rng)
+    await usecases.start_round(session, room.id, rng)
     session.add(
         Round(room_id=room.id, secret="🍎🍎🍎🍎", palette="🍎🍌🍇🍒", length=4, expires_at=T0)
     )
@@ -111,7 +111,7 @@ async def test_concurrent_start_round_opens_exactly_one(
     async def attempt(seed: int) -> int | None:
         async with sessions() as s:
             try:
-                return (await store.start_round(s, room.id, random.Random(seed))).id
+                return (await usecases.start_round(s, room.id, random.Random(seed))).id
             except store.RoundAlreadyOpen:
                 return None
 
@@ -132,19 +132,19 @@ async def test_concurrent_start_round_opens_exactly_one(
             ).scalar_one()
             assert open_now == 1
             assert announcements == repeat + 1
-            await store.close_round(s, opened[0], ENDROUND)
+            await usecases.close_round(s, opened[0], ENDROUND)
 
 
 async def test_close_round_reveals_once(session: AsyncSession, rng: random.Random) -> None:
     room = await new_room(session)
-    rnd = await store.start_round(session, room.id, rng)
-    closed = await store.close_round(session, rnd.id, ENDROUND, now=T0)
+    rnd = await usecases.start_round(session, room.id, rng)
+    closed = await usecases.close_round(session, rnd.id, ENDROUND, now=T0)
     assert closed is not None
     assert closed.ended_at == T0
     assert closed.end_reason == "endround"
     assert closed.winner_player_id is None
-    assert await store.close_round(session, rnd.id, ENDROUND) is None
-    assert await store.close_round(session, 999_999, ENDROUND) is None
+    assert await usecases.close_round(session, rnd.id, ENDROUND) is None
+    assert await usecases.close_round(session, 999_999, ENDROUND) is None
     reveals = list((await session.execute(select(Outbox).where(Outbox.kind == "reveal"))).scalars())
     assert len(reveals) == 1
     assert rnd.secret in reveals[0].text
@@ -156,19 +156,19 @@ async def test_expire_rounds_closes_only_overdue_rounds(
 ) -> None:
     early = await new_room(session, chat_id=-10)
     late = await new_room(session, chat_id=-20)
-    await store.update_room_settings(session, late.id, round_timeout_s=3600)
-    r_early = await store.start_round(session, early.id, rng, now=T0)
-    r_late = await store.start_round(session, late.id, rng, now=T0)
+    await usecases.update_room_settings(session, late.id, round_timeout_s=3600)
+    r_early = await usecases.start_round(session, early.id, rng, now=T0)
+    r_late = await usecases.start_round(session, late.id, rng, now=T0)
 
-    assert await store.expire_rounds(session, T0 + timedelta(seconds=599)) == []
-    expired = await store.expire_rounds(session, T0 + timedelta(seconds=600))
+    assert await usecases.expire_rounds(session, T0 + timedelta(seconds=599)) == []
+    expired = await usecases.expire_rounds(session, T0 + timedelta(seconds=600))
     assert [r.id for r in expired] == [r_early.id]
     assert expired[0].end_reason == "timeout"
     # Idempotent: nothing more to expire at the same time.
-    assert await store.expire_rounds(session, T0 + timedelta(seconds=601)) == []
+    assert await usecases.expire_rounds(session, T0 + timedelta(seconds=601)) == []
     still = await session.get(Round, r_late.id, populate_existing=True)
     assert still is not None and still.is_open
-    expired = await store.expire_rounds(session, T0 + timedelta(hours=2))
+    expired = await usecases.expire_rounds(session, T0 + timedelta(hours=2))
     assert [r.id for r in expired] == [r_late.id]
     reveals = (
         await session.execute(select(func.count(Outbox.id)).where(Outbox.kind == "reveal"))
@@ -180,7 +180,7 @@ async def test_announcement_sent_becomes_the_round_message(
     session: AsyncSession, rng: random.Random
 ) -> None:
     room = await new_room(session)
-    rnd = await store.start_round(session, room.id, rng)
+    rnd = await usecases.start_round(session, room.id, rng)
     [row] = await store.pending_outbox(session, 10)
     assert await store.mark_sent(session, [row.id], 4242) == 1
     announced = await session.get(Round, rnd.id, populate_existing=True)
@@ -189,4 +189,4 @@ async def test_announcement_sent_becomes_the_round_message(
 
 async def test_start_round_in_unknown_room(session: AsyncSession, rng: random.Random) -> None:
     with pytest.raises(store.UnknownRoom):
-        await store.start_round(session, "ROM00000000000000000000000000", rng)
+        await usecases.start_round(session, "ROM00000000000000000000000000", rng)

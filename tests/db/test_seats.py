@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids
+from codemojex import ids, usecases
 from codemojex.db import Guess, LeaderboardEntry, Player, Round, store
 from codemojex.db.store import Seat
 from tests.db.helpers import attempt, new_room, wrong_guess
@@ -30,7 +30,7 @@ def db(
 async def _round(db: async_sessionmaker[AsyncSession], chat: int) -> Round:
     async with db() as s:
         room = await new_room(s, chat_id=chat)
-        return await store.start_round(s, room.id, random.Random(chat))
+        return await usecases.start_round(s, room.id, random.Random(chat))
 
 
 async def _players(db: async_sessionmaker[AsyncSession]) -> dict[int, tuple[str, str]]:
@@ -46,18 +46,18 @@ async def test_a_new_player_is_written_with_the_guess_under_its_lane(
     lane = ids.mint(ids.PLAYER)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
     async with db() as s:
-        (verdict,) = await store.record_guesses(
+        (verdict,) = await usecases.record_guesses(
             s, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 11, "Ann")]
         )
     assert verdict.kind == "scored" and verdict.attempt_no == 1
     assert await _players(db) == {11: (lane, "Ann")}
     # Her next guess carries no name (the bot sent it): the row keeps it; a new name renames.
     async with db() as s:
-        await store.record_guesses(
+        await usecases.record_guesses(
             s, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 11)]
         )
         assert await _players(db) == {11: (lane, "Ann")}
-        second, third = await store.record_guesses(
+        second, third = await usecases.record_guesses(
             s,
             [attempt(rnd, lane, miss), attempt(rnd, lane, miss)],
             seats=[Seat(lane, rnd.room_id, 11, "Ann B."), Seat(lane, rnd.room_id, 11)],
@@ -75,7 +75,7 @@ async def test_a_guess_of_a_player_the_database_knows_under_another_id_is_theirs
         ann = await store.ensure_player(s, rnd.room_id, 12, "Ann")
     lane = ids.mint(ids.PLAYER)
     async with db() as s:
-        (verdict,) = await store.record_guesses(
+        (verdict,) = await usecases.record_guesses(
             s,
             [attempt(rnd, lane, rnd.secret_emojis)],
             seats=[Seat(lane, rnd.room_id, 12, "Ann")],
@@ -97,12 +97,12 @@ async def test_a_player_without_a_name_yet_gets_one_then_their_own(
     lane = ids.mint(ids.PLAYER)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
     async with db() as s:
-        await store.record_guesses(
+        await usecases.record_guesses(
             s, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 13)]
         )
     assert await _players(db) == {13: (lane, "player 13")}
     async with db() as s:
-        await store.record_guesses(
+        await usecases.record_guesses(
             s, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 13, "Cat")]
         )
     assert await _players(db) == {13: (lane, "Cat")}
@@ -119,7 +119,7 @@ async def test_two_workers_seat_a_new_player_at_once(
 
     async def flush() -> None:
         async with sessions() as s:
-            await store.record_guesses(
+            await usecases.record_guesses(
                 s, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 14, "Dee")]
             )
 
@@ -139,7 +139,7 @@ async def test_two_lanes_of_one_player_in_a_batch_are_both_theirs(
     first, second = ids.mint(ids.PLAYER), ids.mint(ids.PLAYER)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
     async with db() as s:
-        verdicts = await store.record_guesses(
+        verdicts = await usecases.record_guesses(
             s,
             [attempt(rnd, first, miss), attempt(rnd, second, miss)],
             seats=[Seat(first, rnd.room_id, 15, "Eve"), Seat(second, rnd.room_id, 15, "Eve")],

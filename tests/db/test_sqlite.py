@@ -10,9 +10,10 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from codemojex import usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Room, Round, store
 from codemojex.game.decide import Verdict
-from codemojex.game.types import ENDROUND
+from codemojex.values.types import ENDROUND
 from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess
 
 CHAT = -9
@@ -24,10 +25,10 @@ async def test_a_round_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSessio
         alice = await store.ensure_player(s, room.id, 1, "Alice")
         bob = await store.ensure_player(s, room.id, 2, "Bob")
         t0 = datetime.now(UTC)
-        rnd = await store.start_round(s, room.id, random.Random(2), now=t0)
+        rnd = await usecases.start_round(s, room.id, random.Random(2), now=t0)
         assert rnd.started_at == t0  # aware UTC in, aware UTC out
         with pytest.raises(store.RoundAlreadyOpen):
-            await store.start_round(s, room.id, random.Random(3))
+            await usecases.start_round(s, room.id, random.Random(3))
 
         miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
         gid = job_id()
@@ -55,10 +56,10 @@ async def test_a_round_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSessio
             100,
         )
 
-        rnd2 = await store.start_round(s, room.id, random.Random(4), now=t0)
-        expired = await store.expire_rounds(s, t0 + timedelta(seconds=600))
+        rnd2 = await usecases.start_round(s, room.id, random.Random(4), now=t0)
+        expired = await usecases.expire_rounds(s, t0 + timedelta(seconds=600))
         assert [r.id for r in expired] == [rnd2.id]
-        assert await store.close_round(s, rnd2.id, ENDROUND) is None
+        assert await usecases.close_round(s, rnd2.id, ENDROUND) is None
 
         assert await store.ban(s, room.id, bob.id, actor=1)
         assert await store.is_banned(s, room.id, 2)
@@ -88,7 +89,7 @@ async def test_concurrent_start_round_on_sqlite(
     async def attempt(seed: int) -> bool:
         async with sqlite_sessions() as s:
             try:
-                await store.start_round(s, room.id, random.Random(seed))
+                await usecases.start_round(s, room.id, random.Random(seed))
             except store.RoundAlreadyOpen:
                 return False
             return True

@@ -8,9 +8,10 @@ import random
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from codemojex import usecases
 from codemojex.db import Outbox, Round, store
 from codemojex.game import taps
-from codemojex.game.types import ENDROUND, KIND_KEYS_OFF, KIND_ROUND
+from codemojex.values.types import ENDROUND, KIND_KEYS_OFF, KIND_ROUND
 from tests.db.helpers import attempt, new_room, record_one
 
 CHAT = -100_777
@@ -39,8 +40,8 @@ async def test_each_topic_of_a_forum_is_a_room_of_its_own(session: AsyncSession)
 
     # Both rooms run a round at once; the topic's posts carry its thread.
     rng = random.Random(3)
-    first = await store.start_round(session, general.id, rng)
-    second = await store.start_round(session, puzzles.id, rng)
+    first = await usecases.start_round(session, general.id, rng)
+    second = await usecases.start_round(session, puzzles.id, rng)
     card = await store.room_card(session, puzzles.id)
     assert card is not None and card.open_round is not None and card.open_round.id == second.id
     rows = await _rows(session)
@@ -72,17 +73,17 @@ async def test_keys_off_points_at_the_announcement_whichever_comes_first(
     rng = random.Random(5)
 
     # Posted first, then closed: the row is written with the announcement's id.
-    rnd = await store.start_round(session, room.id, rng)
+    rnd = await usecases.start_round(session, room.id, rng)
     (announcement,) = await _rows(session)
     await store.mark_sent(session, [announcement.id], 501)
-    await store.close_round(session, rnd.id, ENDROUND)
+    await usecases.close_round(session, rnd.id, ENDROUND)
     keys_off = [r for r in await _rows(session) if r.kind == KIND_KEYS_OFF]
     assert [(k.round_id, k.reply_to_message_id) for k in keys_off] == [(rnd.id, 501)]
 
     # Closed before the announcement went out: marking it sent fills the id in.
-    rnd2 = await store.start_round(session, room.id, rng)
+    rnd2 = await usecases.start_round(session, room.id, rng)
     announcement2 = next(r for r in await _rows(session) if r.round_id == rnd2.id)
-    await store.close_round(session, rnd2.id, ENDROUND)
+    await usecases.close_round(session, rnd2.id, ENDROUND)
     pending = [r for r in await _rows(session) if r.round_id == rnd2.id]
     assert [(r.kind, r.reply_to_message_id) for r in pending[-1:]] == [(KIND_KEYS_OFF, None)]
     await store.mark_sent(session, [announcement2.id], 777)

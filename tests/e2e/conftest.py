@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from codemojex.bot import CodemojexContext, build_application, running
+from codemojex.bot import BotParts, CodemojexContext, build_application, running
 from codemojex.db import make_engine, make_sessionmaker, upgrade
 from codemojex.lanes import Lanes
 from codemojex.standin import StandIn
@@ -43,7 +43,11 @@ async def open_stack(
     lanes = Lanes(redis, queue=queue)
     sessionmaker = make_sessionmaker(engine)
     app = build_application(
-        settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis, rng=random.Random(11)
+        settings,
+        lanes=lanes,
+        sessionmaker=sessionmaker,
+        redis=redis,
+        parts=BotParts(rng=random.Random(11)),
     )
     stack = Stack(standin, settings, app, redis, engine, sessionmaker, lanes)
 

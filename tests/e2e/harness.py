@@ -35,9 +35,10 @@ from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.lanes.keys import Keys
 from codemojex.locale import EN
+from codemojex.runtime import pool_size
 from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
-from codemojex.worker.service import WorkerStats, make_bot, run_worker
+from codemojex.worker.service import WorkerStats, WorkerTimings, make_bot, run_worker
 from tests.conftest import REDIS_URL
 from tests.support import checkout_env, codemojex_command
 
@@ -399,11 +400,13 @@ def stack_settings(standin: StandIn, queue: str, database_url: str, **extra: Any
 
 
 @contextlib.asynccontextmanager
-async def in_process_worker(stack: Stack, **options: Any) -> AsyncIterator[WorkerStats]:
+async def in_process_worker(
+    stack: Stack, timings: WorkerTimings | None = None
+) -> AsyncIterator[WorkerStats]:
     """`run_worker` in this event loop with clients of its own (as a separate process would
     have); stopped gracefully on exit. Yields its live counters."""
     settings = stack.settings
-    redis = aioredis.Redis.from_url(REDIS_URL, max_connections=4 * settings.concurrency + 16)
+    redis = aioredis.Redis.from_url(REDIS_URL, max_connections=pool_size(settings))
     engine = make_engine(settings.database_url)
     stats = WorkerStats()
     stop = asyncio.Event()
@@ -418,7 +421,7 @@ async def in_process_worker(stack: Stack, **options: Any) -> AsyncIterator[Worke
                     redis=redis,
                     stop_event=stop,
                     stats=stats,
-                    **options,
+                    timings=timings or WorkerTimings(),
                 ),
                 name="e2e:worker",
             )

@@ -8,10 +8,12 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from codemojex.db import Round, store
+from codemojex import usecases
+from codemojex.db import Round
 from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.locale import EN
+from codemojex.worker.service import WorkerTimings
 from tests.e2e.harness import ALICE, BOB, DAVE, Stack, eventually, in_process_worker
 from tests.support import wrong_guess
 
@@ -48,7 +50,7 @@ async def test_a_stale_card_is_scored_too_late_then_heals(stack: Stack) -> None:
     async with in_process_worker(stack):
         ann, rnd = await stack.new_round(chat, by=ALICE)
         async with stack.sessionmaker() as session:
-            await store.close_round(session, rnd.id, "endround")
+            await usecases.close_round(session, rnd.id, "endround")
         assert await _card_round(stack, chat) == rnd.id  # stale
         first = "".join(wrong_guess(rnd.secret_emojis, ann.palette))
         taken = stack.standin.send_text(chat, BOB, first)
@@ -65,7 +67,7 @@ async def test_a_stale_card_is_scored_too_late_then_heals(stack: Stack) -> None:
 
 async def test_a_round_that_times_out_takes_no_more_guesses(stack: Stack) -> None:
     chat = stack.new_group()
-    async with in_process_worker(stack, timer_s=0.2):
+    async with in_process_worker(stack, WorkerTimings(timer_s=0.2)):
         ann, rnd = await stack.new_round(chat, by=ALICE)
         async with stack.sessionmaker() as session:
             await session.execute(

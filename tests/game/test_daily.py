@@ -22,7 +22,9 @@ from codemojex.game.decide import (
     StoredGuess,
     decide,
 )
-from codemojex.game.types import (
+from codemojex.locale import EN, LANGUAGES, Lang
+from codemojex.scoring import EXACT, MISPLACED, MISS, feedback
+from codemojex.values.types import (
     KIND_CARD,
     KIND_KEYS_OFF,
     KIND_LATE,
@@ -30,8 +32,6 @@ from codemojex.game.types import (
     OUT_OF_ATTEMPTS,
     SOLVED,
 )
-from codemojex.locale import EN, LANGUAGES, Lang
-from codemojex.scoring import EXACT, MISPLACED, MISS, feedback
 
 DAY = date(2026, 3, 14)
 NOON = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)

@@ -22,7 +22,9 @@ from codemojex.game.decide import (
     decide,
 )
 from codemojex.game.rounds import deadline_ms, holds_open, in_time
-from codemojex.game.types import (
+from codemojex.locale import EN, Lang
+from codemojex.scoring import feedback, points_for
+from codemojex.values.types import (
     KIND_KEYS_OFF,
     KIND_LATE,
     KIND_RESULT,
@@ -30,8 +32,6 @@ from codemojex.game.types import (
     SOLVED,
     TIMEOUT,
 )
-from codemojex.locale import EN, Lang
-from codemojex.scoring import feedback, points_for
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 PALETTE = ("🍎", "🍌", "🍇", "🍒", "🍋", "🥝")

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 from codemojex.game import texts
 from codemojex.game.rounds import is_due, new_round, reveal
-from codemojex.game.types import ENDROUND, KIND_REVEAL, TIMEOUT
 from codemojex.locale import EN, Lang
 from codemojex.scoring import draw_palette, draw_secret
+from codemojex.values.types import ENDROUND, KIND_REVEAL, TIMEOUT
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

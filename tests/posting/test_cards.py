@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids
+from codemojex import ids, usecases
 from codemojex.db import Room, Round, store
 from codemojex.lanes import Admission, Lanes
 from codemojex.posting.cards import Card, RoomCards, RoundRules, reload
@@ -176,7 +176,7 @@ async def test_reload_writes_what_the_database_has(
     cards = RoomCards(redis_r, queue_name)
     async with sessionmaker() as s:
         room = await store.ensure_room(s, CHAT, "Club", default_ceiling=2, round_timeout_s=600)
-        rnd = await store.start_round(s, room.id, random.Random(1))
+        rnd = await usecases.start_round(s, room.id, random.Random(1))
         ann = await store.ensure_player(s, room.id, 1, "Ann")
     card = await reload(cards, sessionmaker, room.id)
     assert card is not None and card.round is not None and card.round.id == rnd.id

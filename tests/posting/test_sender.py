@@ -19,7 +19,6 @@ from telegram import Bot
 
 from codemojex.db import Outbox, store
 from codemojex.db.models import utcnow
-from codemojex.game.types import Message
 from codemojex.lanes import Lanes
 from codemojex.posting.fold import tg_len
 from codemojex.posting.pacer import PacePolicy, Pacer
@@ -28,6 +27,7 @@ from codemojex.posting.sender import OutboxSender
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
+from codemojex.values.types import Message
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.score import ScoreWorker
 from tests.support import free_port

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
-from codemojex import ids
+from codemojex import ids, usecases
 from codemojex.db import make_engine, make_sessionmaker, store, upgrade
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Lanes
@@ -207,7 +207,7 @@ async def make_table(
         async with sm() as s:
             players[uid] = (await store.ensure_player(s, room.id, uid, names[uid])).id
     async with sm() as s:
-        rnd = await store.start_round(s, room.id, random.Random(seed))
+        rnd = await usecases.start_round(s, room.id, random.Random(seed))
     return Table(
         chat_id=chat_id,
         room_id=room.id,

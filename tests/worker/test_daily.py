@@ -19,10 +19,10 @@ from codemojex import ids
 from codemojex.db import DailyResult, Outbox
 from codemojex.db.models import utcnow
 from codemojex.game import daily
-from codemojex.game.types import KIND_CARD
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Job, Lanes, Retry
 from codemojex.posting.board import DailyBoard
+from codemojex.values.types import KIND_CARD
 from codemojex.worker.retention import DailyTrim
 from codemojex.worker.score import ScoreWorker
 from tests.dailies import daily_round, misses, open_for, player_of

@@ -20,7 +20,7 @@ from codemojex.db import Guess, Outbox, make_engine, make_sessionmaker, upgrade
 from codemojex.lanes import Lanes
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
-from codemojex.worker.service import WorkerStats, run_worker
+from codemojex.worker.service import WorkerStats, WorkerTimings, run_worker
 from tests.worker.conftest import enqueue_guess, make_table
 
 
@@ -77,7 +77,7 @@ async def test_worker_on_sqlite_and_fakeredis(
             redis=fake,
             stop_event=stop,
             stats=stats,
-            sender_poll_s=0.2,
+            timings=WorkerTimings(sender_poll_s=0.2),
         )
     )
     deadline = time.monotonic() + 60

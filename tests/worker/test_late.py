@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from datetime import timedelta
 
 import redis.asyncio as aioredis
@@ -23,7 +24,7 @@ from codemojex.locale import EN
 from codemojex.standin import StandIn
 from codemojex.worker.service import WorkerStats
 from tests.worker.conftest import Table, enqueue_guess, make_table
-from tests.worker.test_service import Running, count, settings_for, wait_for
+from tests.worker.test_service import QUICK, Running, count, settings_for, wait_for
 
 
 async def _deadline_in(sm: async_sessionmaker[AsyncSession], table: Table, s: float) -> None:
@@ -66,11 +67,19 @@ async def test_a_guess_taken_before_the_deadline_of_a_paused_room_is_scored_on_r
     in_time = await enqueue_guess(lanes, standin, table, ann, table.wrong_guess(1))
     await _deadline_in(sessionmaker, table, 1.0)
     settings = settings_for(standin, queue_name)
-    common = {"lanes": lanes, "sessionmaker": sessionmaker, "bot": bot, "redis": redis_r}
     stats = [WorkerStats(), WorkerStats()]
     async with AsyncExitStack() as workers:
         for each in stats:  # two workers: two round timers at the same round
-            await workers.enter_async_context(Running(settings=settings, stats=each, **common))
+            await workers.enter_async_context(
+                Running(
+                    settings=settings,
+                    lanes=lanes,
+                    sessionmaker=sessionmaker,
+                    bot=bot,
+                    redis=redis_r,
+                    stats=each,
+                )
+            )
         await asyncio.sleep(2.5)  # the deadline passes while the room is paused
         rnd = await _round(sessionmaker, table)
         assert rnd.ended_at is None, "closed while a guess taken in time waited"
@@ -125,7 +134,7 @@ async def test_a_pause_longer_than_the_hold_ends_the_round_as_before(
         bot=bot,
         redis=redis_r,
         stats=stats,
-        round_hold_s=1.5,
+        timings=replace(QUICK, round_hold_s=1.5),
     ):
 
         async def closed() -> bool:

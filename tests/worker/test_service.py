@@ -7,6 +7,7 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import timedelta
 
 import redis.asyncio as aioredis
@@ -15,12 +16,13 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
+from codemojex import usecases
 from codemojex.db import Guess, Outbox, Round, store
 from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
-from codemojex.worker.service import WorkerStats, run_worker
+from codemojex.worker.service import WorkerStats, WorkerTimings, run_worker
 from tests.worker.conftest import enqueue_guess, make_table
 
 
@@ -49,17 +51,44 @@ async def wait_for(cond: Callable[[], Awaitable[bool]], limit_s: float = 30.0) -
         await asyncio.sleep(0.05)
 
 
+# The round timer and the sender look often: a test sees a timeout or a post within seconds.
+QUICK = WorkerTimings(timer_s=0.5, sender_poll_s=0.2)
+
+
 class Running:
     """run_worker in a task, stopped through its stop_event."""
 
-    def __init__(self, **kw: object) -> None:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        lanes: Lanes,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        bot: Bot,
+        redis: aioredis.Redis,
+        stats: WorkerStats | None = None,
+        timings: WorkerTimings = QUICK,
+    ) -> None:
         self.stop = asyncio.Event()
-        self.kw = kw
+        self.settings = settings
+        self.parts = (lanes, sessionmaker, bot, redis)
+        self.stats_in = stats
+        self.timings = timings
         self.task: asyncio.Task[WorkerStats] | None = None
 
     async def __aenter__(self) -> Running:
+        lanes, sessionmaker, bot, redis = self.parts
         self.task = asyncio.create_task(
-            run_worker(stop_event=self.stop, timer_s=0.5, sender_poll_s=0.2, **self.kw)  # type: ignore[arg-type]
+            run_worker(
+                self.settings,
+                lanes=lanes,
+                sessionmaker=sessionmaker,
+                bot=bot,
+                redis=redis,
+                stop_event=self.stop,
+                stats=self.stats_in,
+                timings=self.timings,
+            )
         )
         return self
 
@@ -144,7 +173,7 @@ async def test_round_timeout_reveals_the_secret(
     async with sessionmaker() as s:
         room = await store.ensure_room(s, chat, "slow", default_ceiling=2, round_timeout_s=60)
     async with sessionmaker() as s:
-        rnd = await store.start_round(
+        rnd = await usecases.start_round(
             s, room.id, random.Random(5), now=utcnow() - timedelta(seconds=120)
         )
     async with Running(
@@ -188,7 +217,7 @@ async def test_database_outage_loses_nothing(
         bot=bot,
         redis=redis_r,
         stats=down,
-        score_hold_s=0.2,
+        timings=replace(QUICK, score_hold_s=0.2),
     ):
         await wait_for(lambda: _retried(down, len(job_ids)), 20)
     assert down.pool.acked == 0 and down.pool.dead == 0
@@ -239,7 +268,7 @@ async def test_stop_finishes_and_acks_what_is_in_hand(
         bot=bot,
         redis=redis_r,
         stats=stats,
-        drain_s=20.0,
+        timings=replace(QUICK, drain_s=20.0),
     ):
         await wait_for(lambda: _some_scored(stats), 20)
     # Stopped mid-backlog: nothing left leased, everything scored was acked, the rest waits.

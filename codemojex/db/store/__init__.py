@@ -1,13 +1,16 @@
-"""The game's use-cases over an AsyncSession: load, lock and write; the rules are in
-`codemojex.game`.
+"""The store: loads, locks and writes rows; it never calls the game (`codemojex.game` decides,
+`codemojex.usecases` joins the two in one transaction).
 
-One module per use: `rooms` (rooms, players, a room's settings and card), `rounds` (open,
-close, expire), `guesses` (record a batch), `seats` (the batch's players), `outbox` (what the
-sender posts), `stats` (records), `admin` (bans, audit), `daily` (the daily code's puzzles,
-results and records; its parts of a transaction are for `codemojex.usecases.daily`). Callers
-use the names re-exported here: `store.record_guesses(...)`.
+One module per kind of row: `rooms` (rooms, players, a room's settings and card), `rounds` (the
+open round, a new round, a round locked to close, the due ones), `batch` (loading and writing a
+batch of guesses: `batch_pg`, `batch_portable`), `seats` (the batch's players), `outbox` (what
+the sender posts), `stats` (records), `admin` (bans, audit), `daily` (the daily code's puzzles,
+results and records). Callers use the names re-exported here: `store.leaderboard(...)`.
 
-Every function commits (or rolls back) its own transaction, readers included: on SQLite every
+Two kinds of function: parts of a transaction a use-case holds (in the modules, not re-exported
+here: `rounds.locked_round`, `batch.batch_store`, `daily.add_daily`, …), which never
+commit; and the rest, each committing (or rolling back) its own transaction, readers included:
+on SQLite every
 transaction holds the write lock (BEGIN IMMEDIATE, see `engine.py`), so none may be left open.
 Objects returned stay readable after the commit (the session maker sets
 expire_on_commit=False).
@@ -30,7 +33,6 @@ from codemojex.db.store.errors import (
     UnknownPlayer,
     UnknownRoom,
 )
-from codemojex.db.store.guesses import record_guesses
 from codemojex.db.store.outbox import (
     chats_with_unsent,
     claim_outbox,
@@ -48,16 +50,8 @@ from codemojex.db.store.rooms import (
     room_by_chat,
     room_card,
     room_chats,
-    update_room_settings,
 )
-from codemojex.db.store.rounds import (
-    close_round,
-    due_rounds,
-    expire_rounds,
-    next_expiry,
-    open_round,
-    start_round,
-)
+from codemojex.db.store.rounds import due_rounds, next_expiry, open_round
 from codemojex.db.store.seats import Seat
 from codemojex.db.store.stats import (
     GlobalStats,
@@ -89,14 +83,12 @@ __all__ = [
     "ban",
     "chats_with_unsent",
     "claim_outbox",
-    "close_round",
     "daily_entries",
     "daily_names",
     "daily_record",
     "due_rounds",
     "ensure_player",
     "ensure_room",
-    "expire_rounds",
     "get_player",
     "get_room",
     "global_stats",
@@ -108,16 +100,13 @@ __all__ = [
     "open_round",
     "pending_outbox",
     "player_stats",
-    "record_guesses",
     "release_outbox",
     "room_by_chat",
     "room_card",
     "room_chats",
-    "start_round",
     "trim_audit",
     "trim_daily",
     "unban",
-    "update_room_settings",
     "week_start",
     "weekly_board",
     "write_messages",

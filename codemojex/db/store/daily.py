@@ -1,9 +1,10 @@
 """The daily code's rows: the day's puzzle, a player's daily of a day (with its round), and a
-player's record (streaks, histogram). `codemojex.game.daily` decides; this loads and writes.
+player's record (streaks, histogram), in the values of `codemojex.values.daily`.
+`codemojex.game.daily` decides; this loads and writes.
 
 Two kinds of function here:
-- parts of a transaction the caller holds (`usecases.daily` opening a daily, `store.guesses`
-  recording a batch): they never commit;
+- parts of a transaction the caller holds (`usecases.daily` opening a daily, `store.batch`
+  recording a batch for `usecases.guesses`): they never commit;
 - reads for the bot, the board and the operators, and the retention trim: each commits (or
   rolls back) its own transaction, as every use-case of the store does.
 
@@ -33,8 +34,8 @@ from codemojex.db.models import (
     UTCDateTime,
     utcnow,
 )
-from codemojex.game import daily
-from codemojex.game.types import ROUND_DAILY
+from codemojex.values import daily
+from codemojex.values.types import ROUND_DAILY
 
 Db = AsyncSession | AsyncConnection
 
@@ -190,7 +191,7 @@ async def speak(db: AsyncSession, room_id: str, language: str) -> None:
     )
 
 
-# --- recording guesses (store.guesses, under the rounds' locks) --------------------------------
+# --- recording guesses (store.batch, under the rounds' locks) ----------------------------------
 
 
 async def load_rounds(

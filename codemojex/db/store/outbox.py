@@ -16,7 +16,7 @@ from sqlalchemy.orm import aliased
 from sqlalchemy.orm.attributes import set_committed_value
 
 from codemojex.db.models import Outbox, Round, utcnow
-from codemojex.game.types import KIND_KEYS_OFF, KIND_ROUND, Message
+from codemojex.values.types import KIND_KEYS_OFF, KIND_ROUND, Message
 
 
 def message_rows(messages: Sequence[Message], now: datetime) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -10,10 +10,10 @@ from sqlalchemy import Select, and_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex import limits, scoring
+from codemojex import limits
 from codemojex.db.engine import READ_ONLY
 from codemojex.db.models import Ban, Player, Room, Round
-from codemojex.db.store.errors import SettingOutOfRange, UnknownRoom
+from codemojex.db.store.errors import UnknownRoom
 
 
 async def ensure_room(
@@ -172,46 +172,22 @@ async def room_card(session: AsyncSession, room_id: str) -> RoomCard | None:
     return card
 
 
-async def update_room_settings(
-    session: AsyncSession,
-    room_id: str,
-    *,
-    length: int | str | None = None,
-    palette: str | Sequence[str] | None = None,
-    repeats: bool | str | None = None,
-    language: str | None = None,
-    ceiling: int | None = None,
-    round_timeout_s: int | None = None,
-) -> Room:
-    """Change a room's settings for its next rounds (the open round keeps its own).
+@dataclass(frozen=True, slots=True)
+class SettingsChange:
+    """New values of a room's settings (None: unchanged), validated by the caller."""
 
-    Everything is validated before anything is written: length, palette (distinct emojis),
-    repeats (a bool, or on/off as typed) and language (a shipped one, as typed: "ru", "pt-br")
-    by codemojex.scoring (raising `scoring.InvalidSettings`), the ceiling and round timeout
-    against codemojex.limits here (raising `SettingOutOfRange`). The settings as they would
-    be afterwards must be drawable: with repeats off, the palette (or the size of the palette
-    drawn per round) must be at least the length, whichever of them is being changed; otherwise
-    `scoring.InvalidSettings` (kind "repeats_palette") and nothing changes.
-    """
-    new_length = scoring.parse_length(length) if length is not None else None
-    new_repeats = scoring.parse_repeats(repeats) if repeats is not None else None
-    new_language = scoring.parse_language(language) if language is not None else None
-    new_palette: tuple[str, ...] | None = None
-    if palette is not None:
-        text = palette if isinstance(palette, str) else " ".join(palette)
-        new_palette = scoring.parse_palette(text)
-    if ceiling is not None and not limits.CEILING_MIN <= ceiling <= limits.CEILING_MAX:
-        raise SettingOutOfRange(
-            f"The limit must be from {limits.CEILING_MIN} to {limits.CEILING_MAX}."
-        )
-    if round_timeout_s is not None and not (
-        limits.ROUND_TIMEOUT_S_MIN <= round_timeout_s <= limits.ROUND_TIMEOUT_S_MAX
-    ):
-        raise SettingOutOfRange(
-            f"The round timeout must be from {limits.ROUND_TIMEOUT_S_MIN} to "
-            f"{limits.ROUND_TIMEOUT_S_MAX} seconds."
-        )
-    room = (
+    length: int | None = None
+    palette: tuple[str, ...] | None = None
+    repeats: bool | None = None
+    language: str | None = None
+    ceiling: int | None = None
+    round_timeout_s: int | None = None
+
+
+async def lock_room(session: AsyncSession, room_id: str) -> Room | None:
+    """The room, read fresh and locked against a concurrent change of its settings (FOR NO KEY
+    UPDATE: rows that only reference it are not held up), in the caller's transaction."""
+    return (
         await session.execute(
             select(Room)
             .where(Room.id == room_id)
@@ -219,39 +195,22 @@ async def update_room_settings(
             .execution_options(populate_existing=True)
         )
     ).scalar_one_or_none()
-    if room is None:
-        await session.commit()
-        raise UnknownRoom(room_id)
-    if any(v is not None for v in (new_length, new_palette, new_repeats)):
-        if new_palette is not None:
-            palette_size = len(new_palette)
-        elif room.palette is None:
-            palette_size = room.palette_size
-        else:
-            palette_size = len(room.palette_emojis or ())
-        try:
-            scoring.check_repeats(
-                new_length if new_length is not None else room.length,
-                palette_size,
-                new_repeats if new_repeats is not None else room.repeats,
-            )
-        except scoring.InvalidSettings:
-            await session.commit()  # nothing was written: end the transaction, free the row
-            raise
-    if new_length is not None:
-        room.length = new_length
-    if new_repeats is not None:
-        room.repeats = new_repeats
-    if new_language is not None:
-        room.language = new_language
-    if new_palette is not None:
-        room.palette = "".join(new_palette)
-    if ceiling is not None:
-        room.ceiling = ceiling
-    if round_timeout_s is not None:
-        room.round_timeout_s = round_timeout_s
-    await session.commit()
-    return room
+
+
+def change_settings(room: Room, change: SettingsChange) -> None:
+    """Write the change into the locked room (with the caller's commit)."""
+    if change.length is not None:
+        room.length = change.length
+    if change.repeats is not None:
+        room.repeats = change.repeats
+    if change.language is not None:
+        room.language = change.language
+    if change.palette is not None:
+        room.palette = "".join(change.palette)
+    if change.ceiling is not None:
+        room.ceiling = change.ceiling
+    if change.round_timeout_s is not None:
+        room.round_timeout_s = change.round_timeout_s
 
 
 async def room_chats(session: AsyncSession, room_ids: Iterable[str]) -> list[int]:

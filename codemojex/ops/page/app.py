@@ -25,7 +25,7 @@ from aiohttp import web
 from multidict import MultiDict, MultiMapping
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids, limits
+from codemojex import ids, limits, usecases
 from codemojex.db import store
 from codemojex.db.models import utcnow
 from codemojex.game.daily import day_of
@@ -322,7 +322,7 @@ class OpsPage:
         ceiling = int(raw)
         async with self.sessionmaker() as session:
             with contextlib.suppress(store.UnknownRoom):
-                await store.update_room_settings(session, room, ceiling=ceiling)
+                await usecases.update_room_settings(session, room, ceiling=ceiling)
         await self.lanes.limit(room, ceiling)
         return ceiling
 

@@ -33,7 +33,7 @@ from codemojex.secrecy import weakness
 
 COOKIE: Final = "cmx_ops"
 SECURE_COOKIE: Final = "__Host-cmx_ops"  # Secure, path /, no Domain: this host's alone
-NAME_MAX: Final = 64
+NAME_MAX: Final = limits.NAME_CHARS_MAX
 # Paths anyone may fetch: the login form, its assets.
 OPEN_PATHS: Final = ("/login", "/static/")
 TOKEN_NAME: Final = "CODEMOJEX_OPS_TOKEN"

@@ -1,5 +1,6 @@
-"""The vocabulary the game's decisions are written in: messages to post, their kinds, and why a
-round ended. Shared by `decide` (guesses) and `rounds` (starting and closing rounds)."""
+"""The vocabulary the game's decisions are written in: messages to post, their kinds, kinds of
+round, and why a round ended. The game writes in it (`decide`, `rounds`, `daily`), the store
+keeps it (rounds, outbox rows), the sender reads it."""
 
 from __future__ import annotations
 

@@ -1,0 +1,107 @@
+"""A room's settings, changed for its next rounds (the open round keeps its own): the rules
+(`codemojex.scoring`, `codemojex.limits`) validate, the store locks the room and writes, in one
+transaction opened here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from codemojex import limits, scoring
+from codemojex.db.models import Room
+from codemojex.db.store.errors import SettingOutOfRange, UnknownRoom
+from codemojex.db.store.rooms import SettingsChange, change_settings, lock_room
+
+
+async def update_room_settings(
+    session: AsyncSession,
+    room_id: str,
+    *,
+    length: int | str | None = None,
+    palette: str | Sequence[str] | None = None,
+    repeats: bool | str | None = None,
+    language: str | None = None,
+    ceiling: int | None = None,
+    round_timeout_s: int | None = None,
+) -> Room:
+    """Change a room's settings for its next rounds.
+
+    Everything is validated before anything is written: length, palette (distinct emojis),
+    repeats (a bool, or on/off as typed) and language (a shipped one, as typed: "ru", "pt-br")
+    by codemojex.scoring (raising `scoring.InvalidSettings`), the ceiling and round timeout
+    against codemojex.limits (raising `SettingOutOfRange`). The settings as they would be
+    afterwards must be drawable: with repeats off, the palette (or the size of the palette
+    drawn per round) must be at least the length, whichever of them is being changed; otherwise
+    `scoring.InvalidSettings` (kind "repeats_palette") and nothing changes. `UnknownRoom` when
+    there is no such room.
+    """
+    change = _parsed(length, palette, repeats, language, ceiling, round_timeout_s)
+    try:
+        room = await lock_room(session, room_id)
+        if room is None:
+            raise UnknownRoom(room_id)
+        if any(v is not None for v in (change.length, change.palette, change.repeats)):
+            _check_drawable(room, change)
+        change_settings(room, change)
+        await session.commit()
+        return room
+    except (UnknownRoom, scoring.InvalidSettings):
+        await session.commit()  # nothing was written: end the transaction, free the row
+        raise
+    except BaseException:
+        await session.rollback()
+        raise
+
+
+def _parsed(
+    length: int | str | None,
+    palette: str | Sequence[str] | None,
+    repeats: bool | str | None,
+    language: str | None,
+    ceiling: int | None,
+    round_timeout_s: int | None,
+) -> SettingsChange:
+    new_length = scoring.parse_length(length) if length is not None else None
+    new_repeats = scoring.parse_repeats(repeats) if repeats is not None else None
+    new_language = scoring.parse_language(language) if language is not None else None
+    new_palette: tuple[str, ...] | None = None
+    if palette is not None:
+        text = palette if isinstance(palette, str) else " ".join(palette)
+        new_palette = scoring.parse_palette(text)
+    if ceiling is not None and not limits.CEILING_MIN <= ceiling <= limits.CEILING_MAX:
+        raise SettingOutOfRange(
+            f"The limit must be from {limits.CEILING_MIN} to {limits.CEILING_MAX}."
+        )
+    if round_timeout_s is not None and not (
+        limits.ROUND_TIMEOUT_S_MIN <= round_timeout_s <= limits.ROUND_TIMEOUT_S_MAX
+    ):
+        raise SettingOutOfRange(
+            f"The round timeout must be from {limits.ROUND_TIMEOUT_S_MIN} to "
+            f"{limits.ROUND_TIMEOUT_S_MAX} seconds."
+        )
+    return SettingsChange(
+        length=new_length,
+        palette=new_palette,
+        repeats=new_repeats,
+        language=new_language,
+        ceiling=ceiling,
+        round_timeout_s=round_timeout_s,
+    )
+
+
+def _check_drawable(room: Room, change: SettingsChange) -> None:
+    """With repeats off, a round must be drawable from the palette as it would be after the
+    change (`scoring.InvalidSettings` otherwise)."""
+    if change.palette is not None:
+        palette_size = len(change.palette)
+    elif room.palette is None:
+        palette_size = room.palette_size
+    else:
+        palette_size = len(room.palette_emojis or ())
+    scoring.check_repeats(
+        change.length if change.length is not None else room.length,
+        palette_size,
+        change.repeats if change.repeats is not None else room.repeats,
+    )

@@ -1,0 +1,137 @@
+"""usecases.record_guesses through the store's batch interface (`db/store/batch.py`): the
+database's way is picked from the connection, a batch on Postgres is a fixed number of
+statements whatever its size, and load, decide, write happen in the one transaction the
+use-case opens."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event, func, select
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from codemojex import usecases
+from codemojex.db import Guess, LeaderboardEntry, Outbox, store
+from codemojex.db.models import utcnow
+from codemojex.db.store.batch import batch_store
+from codemojex.db.store.batch_pg import PG
+from codemojex.db.store.batch_portable import PORTABLE
+from codemojex.game.decide import decide
+from tests.db.helpers import attempt, new_room, wrong_guess
+
+
+@contextmanager
+def statements(engine: AsyncEngine) -> Iterator[list[str]]:
+    """The SQL statements the engine sends while in the block (BEGIN and COMMIT are not)."""
+    sent: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        sent.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", count)
+    try:
+        yield sent
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", count)
+
+
+async def _rooms_with_rounds(session: AsyncSession, rng: Any, n: int) -> list[Any]:
+    out = []
+    for i in range(n):
+        room = await new_room(session, chat_id=-1000 - i, title=f"Room {i}")
+        player = await store.ensure_player(session, room.id, 500 + i, f"P{i}")
+        rnd = await usecases.start_round(session, room.id, rng)
+        out.append((rnd, player.id))
+    return out
+
+
+async def test_the_database_picks_its_batch_store(
+    pg_engine: AsyncEngine, sqlite_sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    async with pg_engine.connect() as conn:
+        assert batch_store(conn) is PG
+    async with sqlite_sessions() as s:
+        assert batch_store(await s.connection()) is PORTABLE
+
+
+async def test_a_batch_on_postgres_is_the_same_statements_whatever_its_size(
+    pg_engine: AsyncEngine, session: AsyncSession, rng: Any
+) -> None:
+    played = await _rooms_with_rounds(session, rng, 12)
+
+    def batch(k: int, per_round: int) -> list[Any]:
+        return [
+            attempt(rnd, player, wrong_guess(rnd.secret_emojis, rnd.palette_emojis, j))
+            for rnd, player in played[:k]
+            for j in range(per_round)
+        ]
+
+    with statements(pg_engine) as one:
+        [verdict] = await usecases.record_guesses(session, batch(1, 1))
+    assert verdict.kind == "scored"
+    with statements(pg_engine) as many:
+        verdicts = await usecases.record_guesses(session, batch(12, 3))
+    assert [v.kind for v in verdicts] == ["scored"] * 36
+    # the lock, the lookup, the write: no statement per guess, per round or per player
+    assert len(one) == len(many) == 3
+    assert (await session.scalar(select(func.count()).select_from(Guess))) == 37
+    await session.commit()
+
+
+async def test_a_win_adds_one_statement_and_closes_the_round(
+    pg_engine: AsyncEngine, session: AsyncSession, rng: Any
+) -> None:
+    [(rnd, player)] = await _rooms_with_rounds(session, rng, 1)
+    with statements(pg_engine) as sent:
+        [verdict] = await usecases.record_guesses(
+            session, [attempt(rnd, player, rnd.secret_emojis)]
+        )
+    assert verdict.won and verdict.round_closed
+    # the keys_off row learns the announcement it takes the keyboard off
+    assert len(sent) == 4
+    assert (await store.open_round(session, rnd.room_id)) is None
+
+
+async def test_load_decide_write_is_one_transaction(
+    sessions: async_sessionmaker[AsyncSession], rng: Any
+) -> None:
+    """The store's parts never commit: a batch loaded and written, then rolled back, leaves
+    nothing; committed, everything at once."""
+    async with sessions() as s:
+        [(rnd, player)] = await _rooms_with_rounds(s, rng, 1)
+        attempts = [attempt(rnd, player, rnd.secret_emojis)]
+        round_id, secret = rnd.id, rnd.secret_emojis  # (a rollback expires the round object)
+        for commit in (False, True):
+            conn = await s.connection()
+            batch = batch_store(conn)
+            state, mapped = await batch.load(conn, attempts, {}, utcnow())
+            assert state.rounds[round_id].secret == secret
+            await batch.write(conn, decide(mapped, state, utcnow()))
+            await (s.commit() if commit else s.rollback())
+            async with sessions() as other:
+                guesses = await other.scalar(select(func.count()).select_from(Guess))
+                board = await other.scalar(select(func.count()).select_from(LeaderboardEntry))
+                posts = await other.scalar(
+                    select(func.count()).select_from(Outbox).where(Outbox.kind == "win")
+                )
+                await other.commit()
+            assert (guesses, board, posts) == ((1, 1, 1) if commit else (0, 0, 0))
+
+
+@pytest.mark.parametrize("twice", [1, 2])
+async def test_a_batch_recorded_again_changes_nothing(
+    session: AsyncSession, rng: Any, twice: int
+) -> None:
+    [(rnd, player)] = await _rooms_with_rounds(session, rng, 1)
+    batch = [attempt(rnd, player, wrong_guess(rnd.secret_emojis, rnd.palette_emojis, j))
+             for j in range(3)]  # fmt: skip
+    first = await usecases.record_guesses(session, batch)
+    for _ in range(twice):
+        again = await usecases.record_guesses(session, batch)
+        assert [v.kind for v in again] == ["duplicate"] * 3
+        assert [v.attempt_no for v in again] == [v.attempt_no for v in first]
+    assert (await session.scalar(select(func.count()).select_from(Guess))) == 3
+    await session.commit()
