@@ -101,8 +101,8 @@ async def test_keys_off_waits_for_its_announcement_to_be_posted(session: AsyncSe
     by a sender that died, or in the same claim) its keys_off row is not handed out, so it
     cannot edit nothing and be marked done with the keyboard still up."""
     room = await new_room(session, CHAT)
-    rnd = await store.start_round(session, room.id, random.Random(7))
-    await store.close_round(session, rnd.id, ENDROUND)
+    rnd = await usecases.start_round(session, room.id, random.Random(7))
+    await usecases.close_round(session, rnd.id, ENDROUND)
     rows = [r for r in await _rows(session) if r.round_id == rnd.id]
     (announcement,) = [r for r in rows if r.kind == KIND_ROUND]
     (keys_off,) = [r for r in rows if r.kind == KIND_KEYS_OFF]
@@ -123,8 +123,8 @@ async def test_keys_off_of_an_announcement_refused_for_good_is_claimed(
     """The announcement could not be posted (the chat refused it): its keys_off row has
     nothing to edit, and is handed out to be marked done rather than left pending."""
     room = await new_room(session, CHAT)
-    rnd = await store.start_round(session, room.id, random.Random(8))
-    await store.close_round(session, rnd.id, ENDROUND)
+    rnd = await usecases.start_round(session, room.id, random.Random(8))
+    await usecases.close_round(session, rnd.id, ENDROUND)
     rows = [r for r in await _rows(session) if r.round_id == rnd.id]
     (announcement,) = [r for r in rows if r.kind == KIND_ROUND]
     (keys_off,) = [r for r in rows if r.kind == KIND_KEYS_OFF]
