@@ -23,7 +23,7 @@ from codemojex.db.store.ops import outbox_backlog
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import QueueStats
 from codemojex.limits import METRICS_CACHE_S
-from codemojex.ops.metrics import EVENTS
+from codemojex.metrics import EVENTS
 from codemojex.outages import OUTAGES, Component
 
 COMPONENTS: tuple[Component, ...] = ("redis", "postgres", "telegram")

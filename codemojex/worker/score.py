@@ -47,13 +47,12 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
-from codemojex import ids
+from codemojex import ids, metrics
 from codemojex.db import store
 from codemojex.game.daily import Finish
 from codemojex.game.decide import Attempt, Verdict
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Job, Retry
-from codemojex.ops import metrics
 from codemojex.outages import OUTAGES, backoff_ms, is_outage
 
 log = logging.getLogger(__name__)
