@@ -166,7 +166,7 @@ PACE_MARGIN_MS: Final = 100
 PACE_FLIGHT_MS: Final = 12_000
 PACE_RATE_MAX: Final = 1000
 
-# The sender (posting/sender.py): chats one sender holds at once (each waits for its pace or
+# The sender (posting/sender/): chats one sender holds at once (each waits for its pace or
 # posts; the rest wait their turn in the posting ring), how often it looks at the ring when it
 # has heard nothing (the processes that write outbox rows add their chats to the ring and wake
 # their own sender at once), and how often it scans the outbox for rows a dead process never
@@ -220,7 +220,8 @@ class RetryPolicy:
 # pool's heartbeat keeps its lease), then the batch goes back to its lane (Retry) with the
 # shared backoff. The sender's mark_sent insists until the sender stops (the delivery markers
 # keep the rows from being posted again meanwhile).
-RECORD_RETRY: Final = RetryPolicy("record_guesses", base_s=0.1, cap_s=2.0, give_up_s=5.0)
+SCORE_HOLD_S: Final = 5.0
+RECORD_RETRY: Final = RetryPolicy("record_guesses", base_s=0.1, cap_s=2.0, give_up_s=SCORE_HOLD_S)
 MARK_SENT_RETRY: Final = RetryPolicy("mark_sent", base_s=0.2, cap_s=5.0)
 # What runs on a schedule (the outbox scan, the round timer) or once at start (the schema
 # check) and failed: again soon with the shared backoff, never sooner than floor_s.

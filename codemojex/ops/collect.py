@@ -97,6 +97,20 @@ class SharedCollector(Collector):
             gauge=False,
         )
         yield _labelled(
+            "codemojex_retries",
+            "Failed attempts retried through an outage, by retry policy (limits.py).",
+            "policy",
+            {k: float(v) for k, v in OUTAGES.retried.items()},
+            gauge=False,
+        )
+        yield _labelled(
+            "codemojex_swallowed",
+            "Failures a component went on without (best effort), by where they happened.",
+            "where",
+            {k: float(v) for k, v in OUTAGES.swallowed.items()},
+            gauge=False,
+        )
+        yield _labelled(
             "codemojex_outage",
             "1 while this process waits out an outage of the component.",
             "component",
