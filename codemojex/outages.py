@@ -27,12 +27,12 @@ import sys
 import time
 import warnings
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import wraps
 from types import TracebackType
-from typing import Final, Literal, ParamSpec, TypeVar
+from typing import Any, Final, Literal, ParamSpec, TypeVar
 
 import httpx
 import redis.exceptions as redis_errors
@@ -213,7 +213,7 @@ def retrying(
     where: str,
     stop: asyncio.Event | None = None,
     on_failure: Callable[[BaseException], object] | None = None,
-) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Awaitable[T]]]:
+) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Coroutine[Any, Any, T]]]:
     """Wrap an async call so that an outage is waited out: the call is made again after
     `pause_s(policy, n)` until it succeeds, `policy.give_up_s` has passed, or `stop` is set
     (then `OutageLasted`, from the last failure). Anything that is not an outage is raised at
@@ -225,7 +225,7 @@ def retrying(
             self._record)(batch)
     """
 
-    def wrap(call: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    def wrap(call: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
         @wraps(call)
         async def retried(*args: P.args, **kwargs: P.kwargs) -> T:
             started = time.monotonic()
