@@ -234,6 +234,10 @@ ROUND_TIMER_RETRY: Final = RetryPolicy(
 SCHEMA_CHECK_RETRY: Final = RetryPolicy(
     "schema_check", BACKOFF_BASE_MS / 1000, BACKOFF_CAP_MS / 1000, jitter=True, floor_s=0.2
 )
+# The bot's probe of a component it saw out (its next update may not touch it), until it answers.
+OUTAGE_PROBE_RETRY: Final = RetryPolicy(
+    "outage_probe", BACKOFF_BASE_MS / 1000, BACKOFF_CAP_MS / 1000, jitter=True, floor_s=0.2
+)
 # Guesses the score worker records in one transaction at most (group commit).
 SCORE_FLUSH_MAX: Final = 512
 

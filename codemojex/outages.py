@@ -39,7 +39,7 @@ import redis.exceptions as redis_errors
 from sqlalchemy import exc as sa_exc
 from telegram.error import BadRequest, NetworkError, RetryAfter
 
-from codemojex.limits import BACKOFF_BASE_MS, BACKOFF_CAP_MS, RetryPolicy
+from codemojex.limits import BACKOFF_BASE_MS, BACKOFF_CAP_MS, OUTAGE_PROBE_RETRY, RetryPolicy
 
 Component = Literal["redis", "postgres", "telegram"]
 P = ParamSpec("P")
@@ -374,21 +374,17 @@ class OutageLog:
                 )
 
     async def _probe(self, component: Component, probe: Callable[[], Awaitable[object]]) -> None:
-        attempts = 0
-        while self.is_open(component):
-            attempts += 1
-            await asyncio.sleep(max(0.2, backoff_ms(attempts) / 1000))
-            try:
+        """Probe until `component` answers (OUTAGE_PROBE_RETRY); the success ends the outage."""
+
+        async def once() -> None:
+            if self.is_open(component):  # nothing to probe once another caller saw it back
                 await probe()
-            except Exception as exc:
-                if outage_of(exc) is None:
-                    log.error("probing %s failed", component, exc_info=exc)
-                    return
-                episode = self._open.get(component)
-                if episode is not None:
-                    episode.attempts += 1
-                continue
-            self.ok(component)
+
+        await asyncio.sleep(pause_s(OUTAGE_PROBE_RETRY, 1))
+        try:
+            await retrying(component, OUTAGE_PROBE_RETRY, where=f"probing {component}")(once)()
+        except Exception as exc:
+            log.error("probing %s failed", component, exc_info=exc)
 
 
 def _name(exc: BaseException) -> str:
