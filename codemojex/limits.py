@@ -7,6 +7,7 @@ may read it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 # --- a process's connections and waits -----------------------------------------------------
@@ -20,9 +21,6 @@ REDIS_POOL_MIN: Final = 64
 REDIS_POOL_PER_CONSUMER: Final = 4
 REDIS_POOL_SPARE: Final = 16
 REDIS_POOL_WAIT_S: Final = 10.0
-# The score worker waits out a database outage this long before it hands its batch back to the
-# lanes (the pool's heartbeat keeps the batch's lease meanwhile).
-SCORE_OUTAGE_HOLD_S: Final = 5.0
 # SQLite (the embedded demo): a writer waits this long for the database's write lock.
 SQLITE_BUSY_TIMEOUT_S: Final = 30.0
 # A health probe of a dependency, and the ops page's read of another process's metrics.
@@ -224,7 +222,7 @@ PACE_MARGIN_MS: Final = 100
 PACE_FLIGHT_MS: Final = 12_000
 PACE_RATE_MAX: Final = 1000
 
-# The sender (posting/sender.py): chats one sender holds at once (each waits for its pace or
+# The sender (posting/sender/): chats one sender holds at once (each waits for its pace or
 # posts; the rest wait their turn in the posting ring), how often it looks at the ring when it
 # has heard nothing (the processes that write outbox rows add their chats to the ring and wake
 # their own sender at once), and how often it scans the outbox for rows a dead process never
@@ -232,6 +230,25 @@ PACE_RATE_MAX: Final = 1000
 SENDER_HOLD_DEFAULT: Final = 32
 SENDER_PEEK_S: Final = 1.0
 SENDER_RECONCILE_S: Final = 60.0
+# A chat's lease (renewed before every post: the fence) and its rows' claim in the database; a
+# post is bounded by SENDER_POST_TIMEOUT_S, well inside both (the sender refuses otherwise), and
+# a slot is never waited for past half the claim. A turn claims at most SENDER_CLAIM_LIMIT rows.
+SENDER_CHAT_LEASE_MS: Final = 20_000
+SENDER_CLAIM_LEASE_S: Final = 20.0
+SENDER_CLAIM_LIMIT: Final = 200
+SENDER_POST_TIMEOUT_S: Final = 8.0
+# A chat whose own pace frees it within this long waits in hand; a longer wait goes back to the
+# ring (a turn costs a few round trips; a sleep this short costs less).
+SENDER_SHORT_WAIT_MS: Final = 50
+# A delivery marker (posting/sender/delivery.py) outlives any plausible outage between a post
+# and its mark_sent: it is deleted as soon as mark_sent succeeded; only the markers of a crash
+# or an outage wait for this.
+SENDER_MARKER_TTL_S: Final = 7 * 24 * 3600
+# After a post failed in a way that is no 429 (network, an error answer), the chat waits this
+# long plus up to as long again at random before its next post.
+SENDER_FAILED_POST_PAUSE_MS: Final = 1000
+# A chat's turn that failed (a bug, or an outage mid-turn) gives the chat back after this long.
+SENDER_TURN_FAILED_PAUSE_S: Final = 1.0
 
 # The worker's Bot API client (worker/botapi.py): PTB's default HTTP pool has ONE connection
 # and a 1 s pool timeout, which turns a busy sender's concurrent posts into spurious TimedOut
@@ -247,6 +264,47 @@ BOTAPI_WRITE_TIMEOUT_S: Final = 10.0
 # The shared backoff (outages.backoff_ms): full jitter over base * 2^(attempt-1), capped.
 BACKOFF_BASE_MS: Final = 500
 BACKOFF_CAP_MS: Final = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How `outages.retrying` waits out an outage. The pause before attempt n+1 is
+    base_s * 2^(n-1), capped at cap_s; with `jitter`, uniform in [0, that] (full jitter: many
+    waiters that failed together do not come back together), and at least floor_s. After
+    `give_up_s` of failures it stops (None: it goes on until its caller stops it)."""
+
+    name: str  # the label of codemojex_retries_total
+    base_s: float
+    cap_s: float
+    give_up_s: float | None = None
+    jitter: bool = False
+    floor_s: float = 0.0
+
+
+# The score worker's flush: a short database outage is waited out with the batch in hand (the
+# pool's heartbeat keeps its lease), then the batch goes back to its lane (Retry) with the
+# shared backoff. The sender's mark_sent insists until the sender stops (the delivery markers
+# keep the rows from being posted again meanwhile).
+SCORE_HOLD_S: Final = 5.0
+RECORD_RETRY: Final = RetryPolicy("record_guesses", base_s=0.1, cap_s=2.0, give_up_s=SCORE_HOLD_S)
+MARK_SENT_RETRY: Final = RetryPolicy("mark_sent", base_s=0.2, cap_s=5.0)
+# What runs on a schedule (the outbox scan, the round timer) or once at start (the schema
+# check) and failed: again soon with the shared backoff, never sooner than floor_s.
+OUTBOX_SCAN_RETRY: Final = RetryPolicy(
+    "outbox_scan", BACKOFF_BASE_MS / 1000, BACKOFF_CAP_MS / 1000, jitter=True, floor_s=0.2
+)
+ROUND_TIMER_RETRY: Final = RetryPolicy(
+    "round_timer", BACKOFF_BASE_MS / 1000, BACKOFF_CAP_MS / 1000, jitter=True, floor_s=0.2
+)
+SCHEMA_CHECK_RETRY: Final = RetryPolicy(
+    "schema_check", BACKOFF_BASE_MS / 1000, BACKOFF_CAP_MS / 1000, jitter=True, floor_s=0.2
+)
+# The bot's probe of a component it saw out (its next update may not touch it), until it answers.
+OUTAGE_PROBE_RETRY: Final = RetryPolicy(
+    "outage_probe", BACKOFF_BASE_MS / 1000, BACKOFF_CAP_MS / 1000, jitter=True, floor_s=0.2
+)
+# Guesses the score worker records in one transaction at most (group commit).
+SCORE_FLUSH_MAX: Final = 512
 
 # --- retention: what the lanes would otherwise keep forever ----------------------------------
 

@@ -10,6 +10,12 @@ a socket of our own it is a bug, not something to retry for ever.
 
 What an operator reads of an outage is `OUTAGES` (an `OutageLog`): one line when it starts,
 one when it ends (how long, how many attempts failed), and `codemojex_outages_total` between.
+
+One way to retry: `retrying(component, policy)` wraps a call that is retried through an
+outage with one of the named policies of `limits.py` (RECORD_RETRY, MARK_SENT_RETRY…), and
+gives up at once on anything else. A failure a caller goes on without (best effort: a marker
+not cleared, rows not handed back early) goes through `OUTAGES.swallowed`: a log line and
+`codemojex_swallowed_total`, never a bare `except: pass`.
 """
 
 from __future__ import annotations
@@ -21,20 +27,34 @@ import sys
 import time
 import warnings
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import wraps
 from types import TracebackType
-from typing import Final, Literal
+from typing import Any, Final, Literal, ParamSpec, TypeVar
 
 import httpx
 import redis.exceptions as redis_errors
 from sqlalchemy import exc as sa_exc
 from telegram.error import BadRequest, NetworkError, RetryAfter
 
-from codemojex.limits import BACKOFF_BASE_MS, BACKOFF_CAP_MS
+from codemojex.limits import BACKOFF_BASE_MS, BACKOFF_CAP_MS, OUTAGE_PROBE_RETRY, RetryPolicy
 
 Component = Literal["redis", "postgres", "telegram"]
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class OutageLasted(Exception):
+    """`retrying` gave up on an outage (its policy's time ran out, or its caller stopped): the
+    last failure is the cause. Still an outage to `outage_of`, of the same component."""
+
+    def __init__(self, component: Component, policy: RetryPolicy, cause: BaseException) -> None:
+        super().__init__(f"{component} unavailable ({policy.name}): {type(cause).__name__}")
+        self.component = component
+        self.policy = policy
+
 
 _REDIS: Final = (
     redis_errors.ConnectionError,  # includes BusyLoadingError (Redis restarting)
@@ -106,6 +126,8 @@ def _database_outage(exc: sa_exc.DBAPIError) -> bool:
 def outage_of(exc: BaseException) -> Component | None:
     """Which component is out, when `exc` is an outage; None when it is a bug (or a refusal
     that will not go away, such as Telegram's BadRequest)."""
+    if isinstance(exc, OutageLasted):
+        return exc.component
     if isinstance(exc, _REDIS):
         return "redis"
     if isinstance(exc, sa_exc.DBAPIError):
@@ -176,6 +198,79 @@ def backoff_ms(
     return int((rng or random).uniform(0, ceiling))
 
 
+def pause_s(policy: RetryPolicy, attempts: int, rng: random.Random | None = None) -> float:
+    """The pause after `attempts` failures in a row under `policy` (limits.RetryPolicy)."""
+    ceiling: float = min(policy.cap_s, policy.base_s * 2.0 ** max(0, attempts - 1))
+    if policy.jitter:
+        ceiling = (rng or random).uniform(0, ceiling)
+    return max(policy.floor_s, ceiling)
+
+
+def retrying(
+    component: Component,
+    policy: RetryPolicy,
+    *,
+    where: str,
+    stop: asyncio.Event | None = None,
+    on_failure: Callable[[BaseException], object] | None = None,
+) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Coroutine[Any, Any, T]]]:
+    """Wrap an async call so that an outage is waited out: the call is made again after
+    `pause_s(policy, n)` until it succeeds, `policy.give_up_s` has passed, or `stop` is set
+    (then `OutageLasted`, from the last failure). Anything that is not an outage is raised at
+    once, untouched. Every failure is booked in `OUTAGES` (one line when an outage starts,
+    one when a success ends it) and counted in `OUTAGES.retried[policy.name]`
+    (codemojex_retries_total); `on_failure(exc)` lets the caller count it too.
+
+        verdicts = await retrying("postgres", RECORD_RETRY, where="the score worker")(
+            self._record)(batch)
+    """
+
+    def wrap(call: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+        @wraps(call)
+        async def retried(*args: P.args, **kwargs: P.kwargs) -> T:
+            started = time.monotonic()
+            attempts = 0
+            while True:
+                try:
+                    result = await call(*args, **kwargs)
+                except Exception as exc:
+                    if OUTAGES.failed(exc, where) is None:
+                        raise
+                    attempts += 1
+                    OUTAGES.retried[policy.name] += 1
+                    if on_failure is not None:
+                        on_failure(exc)
+                    pause = pause_s(policy, attempts)
+                    late = policy.give_up_s is not None and (
+                        time.monotonic() + pause - started > policy.give_up_s
+                    )
+                    if late or (stop is not None and stop.is_set()):
+                        log.debug("%s: giving up after %d attempts (%s)", where, attempts, policy)
+                        raise OutageLasted(component, policy, exc) from exc
+                    log.debug("%s: %s; again in %.2f s", where, _name(exc), pause)
+                    if await _stopped_within(stop, pause):
+                        raise OutageLasted(component, policy, exc) from exc
+                    continue
+                OUTAGES.ok(component)
+                return result
+
+        return retried
+
+    return wrap
+
+
+async def _stopped_within(stop: asyncio.Event | None, seconds: float) -> bool:
+    """Sleep `seconds`, or less when `stop` is set meanwhile (then True)."""
+    if stop is None:
+        await asyncio.sleep(seconds)
+        return False
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
 def retry_after_ms(exc: RetryAfter) -> int:
     """Telegram's RetryAfter as milliseconds (at least 1)."""
     with warnings.catch_warnings():
@@ -206,6 +301,8 @@ class OutageLog:
         self._open: dict[Component, _Episode] = {}
         self._ended: dict[Component, float] = {}  # time.monotonic() the last one ended
         self.started: Counter[Component] = Counter()  # codemojex_outages_total
+        self.retried: Counter[str] = Counter()  # codemojex_retries_total, by policy
+        self.swallowed: Counter[str] = Counter()  # codemojex_swallowed_total, by where
         self._probes: set[asyncio.Task[None]] = set()
 
     def reset(self) -> None:
@@ -213,6 +310,8 @@ class OutageLog:
         self._open.clear()
         self._ended.clear()
         self._probes.clear()
+        self.retried.clear()
+        self.swallowed.clear()
 
     def is_open(self, component: Component) -> bool:
         return component in self._open
@@ -248,6 +347,16 @@ class OutageLog:
             task.add_done_callback(self._probes.discard)
         return component
 
+    def swallow(self, exc: BaseException, where: str, what: str) -> None:
+        """A failure its caller goes on without (best effort: `what` is left undone): counted
+        in `swallowed[where]` and logged, a bug with its traceback; an outage is booked too
+        (one line when it starts)."""
+        self.swallowed[where] += 1
+        if self.failed(exc, where) is None:
+            log.error("%s: %s, going on without it", where, what, exc_info=exc)
+        else:
+            log.warning("%s: %s (%s), going on without it", where, what, _name(exc))
+
     def ok(self, *components: Component) -> None:
         """These components just answered: an outage of theirs is over. Costs a dict lookup
         when none is open (the consumer loop calls it after every claim)."""
@@ -265,21 +374,17 @@ class OutageLog:
                 )
 
     async def _probe(self, component: Component, probe: Callable[[], Awaitable[object]]) -> None:
-        attempts = 0
-        while self.is_open(component):
-            attempts += 1
-            await asyncio.sleep(max(0.2, backoff_ms(attempts) / 1000))
-            try:
+        """Probe until `component` answers (OUTAGE_PROBE_RETRY); the success ends the outage."""
+
+        async def once() -> None:
+            if self.is_open(component):  # nothing to probe once another caller saw it back
                 await probe()
-            except Exception as exc:
-                if outage_of(exc) is None:
-                    log.error("probing %s failed", component, exc_info=exc)
-                    return
-                episode = self._open.get(component)
-                if episode is not None:
-                    episode.attempts += 1
-                continue
-            self.ok(component)
+
+        await asyncio.sleep(pause_s(OUTAGE_PROBE_RETRY, 1))
+        try:
+            await retrying(component, OUTAGE_PROBE_RETRY, where=f"probing {component}")(once)()
+        except Exception as exc:
+            log.error("probing %s failed", component, exc_info=exc)
 
 
 def _name(exc: BaseException) -> str:

@@ -15,7 +15,7 @@ from typing import Final
 
 from telegram import Update, User
 
-from codemojex import ids, limits, usecases
+from codemojex import ids, limits, metrics, usecases
 from codemojex.bot.admin import is_admin
 from codemojex.bot.cards import refresh
 from codemojex.bot.context import BotServices, CodemojexContext
@@ -35,7 +35,6 @@ from codemojex.db import Room, store
 from codemojex.game import texts
 from codemojex.limits import CEILING_MAX, CEILING_MIN, WEIGHT_MAX, WEIGHT_MIN
 from codemojex.locale import Lang
-from codemojex.ops import metrics
 from codemojex.posting.budget import Say
 from codemojex.scoring import InvalidSettings, parse_settings
 

@@ -49,7 +49,7 @@ from telegram.error import RetryAfter, TelegramError
 from codemojex.bot.rooms import display_name
 from codemojex.game import texts
 from codemojex.locale import Lang, resolve
-from codemojex.outages import is_outage, retry_after_ms
+from codemojex.outages import OUTAGES, is_outage, retry_after_ms
 from codemojex.posting.budget import Say
 from codemojex.posting.fold import fold
 from codemojex.posting.pacer import Grant, Pacer
@@ -287,4 +287,4 @@ async def outbox_written(services: BotServices, chat_id: int) -> None:
     except Exception as exc:
         if not is_outage(exc):
             raise
-        log.warning("chat %s: the posting ring is unavailable (%s)", chat_id, type(exc).__name__)
+        OUTAGES.swallow(exc, "the bot", f"chat {chat_id}: not added to the posting ring")

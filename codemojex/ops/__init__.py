@@ -1,7 +1,8 @@
 """What operators see and steer: Prometheus metrics, health checks and the ops page.
 
-- `metrics`: the instruments (histograms observed where the event happens) and process-wide
-  counts; a leaf module any layer may import to observe.
+The instruments themselves are `codemojex/metrics.py`, a leaf below every layer (any layer
+observes into it).
+
 - `collect`: the collectors that turn the components' stats objects and the queue's books
   into Prometheus series at scrape time.
 - `health`: /healthz, /readyz and the schema check bot and worker start with.

@@ -24,7 +24,7 @@ from codemojex.db.store.ops import outbox_backlog
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import QueueStats
 from codemojex.limits import METRICS_CACHE_S
-from codemojex.ops.metrics import EVENTS
+from codemojex.metrics import EVENTS
 from codemojex.outages import OUTAGES, Component
 
 COMPONENTS: tuple[Component, ...] = ("redis", "postgres", "telegram")
@@ -95,6 +95,20 @@ class SharedCollector(Collector):
             "Outages seen by this process (one per episode, however many retries).",
             "component",
             {c: OUTAGES.started[c] for c in COMPONENTS},
+            gauge=False,
+        )
+        yield _labelled(
+            "codemojex_retries",
+            "Failed attempts retried through an outage, by retry policy (limits.py).",
+            "policy",
+            {k: float(v) for k, v in OUTAGES.retried.items()},
+            gauge=False,
+        )
+        yield _labelled(
+            "codemojex_swallowed",
+            "Failures a component went on without (best effort), by where they happened.",
+            "where",
+            {k: float(v) for k, v in OUTAGES.swallowed.items()},
             gauge=False,
         )
         yield _labelled(

@@ -20,7 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex import limits
 from codemojex.db.engine import alembic_config
-from codemojex.outages import OUTAGES, Component, backoff_ms, outage_of
+from codemojex.limits import SCHEMA_CHECK_RETRY
+from codemojex.outages import Component, outage_of, retrying
 from codemojex.redistypes import AnyRedis
 
 NOT_AT_HEAD: Final = "the database is not at the latest schema: run `codemojex migrate`"
@@ -58,19 +59,13 @@ async def schema_problem(engine: AsyncEngine) -> str | None:
 async def wait_for_schema(engine: AsyncEngine) -> str | None:
     """At start-up: wait out an outage of the database (one line when it starts, one when it
     ends), then say whether its schema will do (None) or why not."""
-    attempts = 0
-    while True:
-        try:
-            problem = await schema_problem(engine)
-        except Exception as exc:
-            if OUTAGES.failed(exc, "the start-up schema check") is None:
-                first = str(exc).splitlines()[0] if str(exc) else ""
-                return f"cannot read the database's schema: {type(exc).__name__}: {first}"
-            attempts += 1
-            await asyncio.sleep(max(0.2, backoff_ms(attempts) / 1000))
-            continue
-        OUTAGES.ok("postgres")
-        return problem
+    try:
+        return await retrying("postgres", SCHEMA_CHECK_RETRY, where="the start-up schema check")(
+            schema_problem
+        )(engine)
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return f"cannot read the database's schema: {type(exc).__name__}: {first}"
 
 
 def probe_of(

@@ -20,10 +20,10 @@ from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.lanes import Lanes
+from codemojex.metrics import INSTRUMENTS
 from codemojex.ops.collect import Shared, SharedCollector
 from codemojex.ops.fleet import Publisher
 from codemojex.ops.health import readiness
-from codemojex.ops.metrics import INSTRUMENTS
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 

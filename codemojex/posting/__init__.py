@@ -10,8 +10,9 @@ the lanes (same `{q}` hash tag) but not part of them.
 - `flags.py`   once-per-episode notices ("slow down", "scoring is paused")
 - `budget.py`  the answer budget: how many of the bot's answers a member gets in a chat
 - `fold.py`    folding one chat's outbox rows into as few messages as possible (pure)
-- `sender.py`  the outbox sender (worker side): turns from the ring, chat leases, fence,
-               posted/intent markers
+- `sender/`    the outbox sender (worker side): turns from the ring (loop.py), a chat's
+               turn (turn.py), chat leases, fence, posted/intent markers (delivery.py),
+               the Telegram call (telegram.py)
 
 The bot uses the pacer, the flags, the answer budget and the ring (for the rows it writes);
 the worker runs the sender. Nothing here imports the bot or the worker.

@@ -16,7 +16,6 @@ each process alone meanwhile, still holds the answers to their share of each cha
 
 from __future__ import annotations
 
-import contextlib
 from enum import Enum
 
 from codemojex.limits import ANSWER_BUDGET_DEFAULT, ANSWER_BUDGET_WINDOW_S
@@ -64,5 +63,7 @@ class AnswerBudget:
 
     async def untell(self, chat_id: int, member_id: int) -> None:
         """The notice could not be posted: the next occasion may tell them again."""
-        with contextlib.suppress(Exception):
+        try:
             await self._redis.hdel(self._keys.answer_budget(chat_id, member_id), "told")
+        except Exception as exc:  # they are told again when the budget is whole again
+            OUTAGES.swallow(exc, "the answer budget", "a notice not marked untold")

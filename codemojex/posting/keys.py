@@ -105,7 +105,7 @@ class Keys:
     def chat_block(self, chat_id: int) -> str:
         return f"{self.prefix}pace:block:c:{_integer(chat_id, 'chat id'):d}"
 
-    # -- the sender (posting/sender.py) --------------------------------------------------------
+    # -- the sender (posting/sender/) ---------------------------------------------------------
 
     @property
     def ring(self) -> str:

@@ -30,31 +30,31 @@ closed (won, or a guess "too late"), so that the room's card in Redis stops taki
 for it even if whoever closed it died before saying so (posting/cards.py).
 
 A database that is down (connection refused, timeouts, OperationalError…: `outages`) is
-waited out a little (up to `hold_s`; the pool's heartbeat keeps the batch's lease), then
-`Retry(delay)` hands the batch back to its lane with a back-off. Nothing is acked,
+waited out a little (`outages.retrying` with limits.RECORD_RETRY, up to `hold_s`; the pool's
+heartbeat keeps the batch's lease), then `Retry(delay)` hands the batch back to its lane with
+a back-off. Nothing is acked,
 nothing is lost. The secret code and the guess text are never logged.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
-from codemojex import ids, usecases
+from codemojex import ids, metrics, usecases
 from codemojex.db import store
 from codemojex.game.daily import Finish
 from codemojex.game.decide import Attempt, Verdict
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Job, Retry
-from codemojex.ops import metrics
-from codemojex.outages import OUTAGES, backoff_ms, is_outage
+from codemojex.limits import RECORD_RETRY, SCORE_FLUSH_MAX, SCORE_HOLD_S
+from codemojex.outages import OUTAGES, OutageLasted, backoff_ms, is_outage, retrying
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +96,8 @@ class ScoreWorker:
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         *,
-        hold_s: float = 5.0,
-        max_flush: int = 512,
+        hold_s: float = SCORE_HOLD_S,
+        max_flush: int = SCORE_FLUSH_MAX,
         stats: ScoreStats | None = None,
         on_recorded: Callable[[int], Awaitable[None]] | None = None,
         on_finished: Callable[[list[Finish]], Awaitable[None]] | None = None,
@@ -111,7 +111,12 @@ class ScoreWorker:
         batch finished, once committed (the world board takes them; a finish delivered again
         is told again). `share`: daily cards carry a Share button (inline mode is on)."""
         self._sessionmaker = sessionmaker
-        self._hold_s = hold_s
+        # One line when an outage starts, one when a flush succeeds again.
+        self._record_retrying = retrying(
+            "postgres",
+            replace(RECORD_RETRY, give_up_s=hold_s),
+            where="the score worker",
+        )(self._record)
         self._max_flush = max_flush
         self.stats = stats or ScoreStats()
         self._on_recorded = on_recorded
@@ -188,39 +193,30 @@ class ScoreWorker:
         try:
             await tell(finishes)
         except Exception as exc:
-            if not is_outage(exc):
+            if OUTAGES.failed(exc, "the daily board") is None:
                 raise
             self.stats.retries += 1
             delay = max(1, backoff_ms(max(job.attempts for job in jobs)))
             raise Retry(delay, f"the daily board is unavailable: {type(exc).__name__}") from exc
 
     async def _record_patiently(self, jobs: Sequence[Job], batch: _Batch) -> list[Verdict]:
-        """Record, waiting out a short database outage; Retry when it lasts."""
-        deadline = time.monotonic() + self._hold_s
-        pause = 0.1
-        while True:
-            try:
-                verdicts = await self._record(batch)
-                OUTAGES.ok("postgres")
-                return verdicts
-            except Exception as exc:
-                # one line when the outage starts, one when a flush succeeds again
-                if OUTAGES.failed(exc, "the score worker") is None:
-                    raise
-                if time.monotonic() + pause > deadline:
-                    self.stats.retries += 1
-                    # At least 1 ms: a zero delay would be no back-off at all.
-                    delay = max(1, backoff_ms(max(job.attempts for job in jobs)))
-                    log.debug(
-                        "database unavailable (%s); batch of %d for lane %s back in %d ms",
-                        type(exc).__name__,
-                        len(jobs),
-                        jobs[0].lane,
-                        delay,
-                    )
-                    raise Retry(delay, f"database unavailable: {type(exc).__name__}") from exc
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 2.0)
+        """Record, waiting out a short database outage (RECORD_RETRY, for up to `hold_s`);
+        when it lasts, the batch goes back to its lane with the shared backoff."""
+        try:
+            return await self._record_retrying(batch)
+        except OutageLasted as lasted:
+            cause = lasted.__cause__ or lasted
+            self.stats.retries += 1
+            # At least 1 ms: a zero delay would be no back-off at all.
+            delay = max(1, backoff_ms(max(job.attempts for job in jobs)))
+            log.debug(
+                "database unavailable (%s); batch of %d for lane %s back in %d ms",
+                type(cause).__name__,
+                len(jobs),
+                jobs[0].lane,
+                delay,
+            )
+            raise Retry(delay, f"database unavailable: {type(cause).__name__}") from cause
 
     async def _record(self, batch: _Batch) -> list[Verdict]:
         """Group commit: wait for a flush that takes these attempts (maybe run it ourselves)."""
@@ -303,8 +299,10 @@ class ScoreWorker:
     async def _release(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await conn.close()
+            except Exception as exc:  # a broken connection: the pool discards it anyway
+                OUTAGES.swallow(exc, "the score worker", "its connection not closed cleanly")
 
     def _count(self, job: Job, verdict: Verdict, claimed_ms: int) -> int | None:
         """Book one guess's verdict; the chat it was answered in, if it was."""

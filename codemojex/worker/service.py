@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
@@ -29,10 +29,11 @@ from codemojex.limits import (
     ROUND_HOLD_RECHECK_S,
     ROUND_HOLD_S_MAX,
     ROUND_TIMEOUT_S_MIN,
-    SCORE_OUTAGE_HOLD_S,
+    ROUND_TIMER_RETRY,
+    SCORE_HOLD_S,
     SENDER_RECONCILE_S,
 )
-from codemojex.outages import OUTAGES, backoff_ms, is_outage
+from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
 from codemojex.posting.board import DailyBoard
 from codemojex.posting.cards import RoomCards
 from codemojex.posting.pacer import PacePolicy, Pacer
@@ -95,7 +96,7 @@ async def close_card(cards: RoomCards, room_id: str, round_id: int) -> None:
     except Exception as exc:
         if not is_outage(exc):
             raise
-        log.info("room %s: its card could not be closed (%s)", room_id, type(exc).__name__)
+        OUTAGES.swallow(exc, "the room cards", f"room {room_id}: its card not closed")
 
 
 async def expire_rounds_once(
@@ -157,36 +158,47 @@ async def _round_timer(
     so with `every_s` no longer than that (the default) no round is closed late, and an idle
     deployment costs one index probe per `every_s`, not a scan every few seconds. A round
     held open for guesses taken before its deadline is looked at again every
-    ROUND_HOLD_RECHECK_S."""
-    failures = 0
-    while not stop.is_set():
+    ROUND_HOLD_RECHECK_S. Postgres out: again soon (ROUND_TIMER_RETRY, never later than
+    `every_s`), so that rounds that expired meanwhile close once it is back."""
+
+    async def tick() -> float:
+        """One pass; how long until the next."""
         wait_s = every_s
+        async with sessionmaker() as session:
+            first = await store.next_expiry(session)
+        if first is not None and first <= utcnow():
+            expiry = await expire_rounds_once(sessionmaker, lanes, sender, cards, hold_s=hold_s)
+            stats.rounds_expired += expiry.closed
+            wait_s = min(every_s, ROUND_HOLD_RECHECK_S) if expiry.held else 0.0
+        elif first is not None:
+            wait_s = min(every_s, (first - utcnow()).total_seconds())
+        for trim in (audit, dailies):
+            trimmed = await trim.tick(sessionmaker)
+            if trim is audit:
+                stats.audit_trimmed += trimmed
+            else:
+                stats.daily_trimmed += trimmed
+            if trimmed >= trim.batch:  # a backlog: its next batch is due at once
+                wait_s = min(wait_s, 1.0)
+        return wait_s
+
+    policy = replace(
+        ROUND_TIMER_RETRY,
+        cap_s=min(ROUND_TIMER_RETRY.cap_s, every_s),
+        floor_s=min(ROUND_TIMER_RETRY.floor_s, every_s),
+    )
+    patient = retrying("postgres", policy, where="the round timer", stop=stop)(tick)
+    bugs = 0
+    while not stop.is_set():
         try:
-            async with sessionmaker() as session:
-                first = await store.next_expiry(session)
-            if first is not None and first <= utcnow():
-                expiry = await expire_rounds_once(sessionmaker, lanes, sender, cards, hold_s=hold_s)
-                stats.rounds_expired += expiry.closed
-                wait_s = min(every_s, ROUND_HOLD_RECHECK_S) if expiry.held else 0.0
-            elif first is not None:
-                wait_s = min(every_s, (first - utcnow()).total_seconds())
-            for trim in (audit, dailies):
-                trimmed = await trim.tick(sessionmaker)
-                if trim is audit:
-                    stats.audit_trimmed += trimmed
-                else:
-                    stats.daily_trimmed += trimmed
-                if trimmed >= trim.batch:  # a backlog: its next batch is due at once
-                    wait_s = min(wait_s, 1.0)
-            OUTAGES.ok("postgres")
-            failures = 0
-        except Exception as exc:
-            if OUTAGES.failed(exc, "the round timer") is None:
-                log.exception("round timer failed")
-            # Soon again, backing off: rounds that expired meanwhile close once Postgres is
-            # back, not a whole `every_s` later.
-            failures += 1
-            wait_s = min(every_s, max(0.2, backoff_ms(failures) / 1000))
+            wait_s = await patient()
+            bugs = 0
+        except OutageLasted:
+            return  # stopping
+        except Exception:
+            log.exception("round timer failed")
+            bugs += 1
+            wait_s = pause_s(policy, bugs)
         if wait_s > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait_s)
@@ -202,7 +214,7 @@ async def _wait_outbox_empty(
                 if not await store.pending_outbox(session, 1):
                     return
         except Exception as exc:
-            if not is_outage(exc):
+            if OUTAGES.failed(exc, "the worker's last posts") is None:
                 raise
         await asyncio.sleep(0.1)
 
@@ -218,7 +230,7 @@ class WorkerTimings:
     # The sender's reconcile pass over the outbox (the ring wakes it at once otherwise).
     sender_poll_s: float = SENDER_RECONCILE_S
     # A database outage waited out by the score worker before its batch goes back.
-    score_hold_s: float = SCORE_OUTAGE_HOLD_S
+    score_hold_s: float = SCORE_HOLD_S
     # How long past its deadline a round is held open for the guesses taken before it.
     round_hold_s: float = ROUND_HOLD_S_MAX
     # After a stop: the sender's time to post what is left in the outbox (0: none).
