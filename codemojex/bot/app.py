@@ -128,7 +128,7 @@ def build_application(
     if settings.token is None:
         raise ValueError("the bot needs a token (CODEMOJEX_TOKEN)")
     services = make_services(
-        settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis, **overrides
+        settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis, clock=clock, **overrides
     )
     context_types = ContextTypes(context=CodemojexContext, bot_data=bound_services_type(services))
     application: CodemojexApp = (
@@ -144,7 +144,7 @@ def build_application(
         .post_init(register_commands)
         .build()
     )
-    add_handlers(application, DailyCommands(clock))
+    add_handlers(application, DailyCommands())
     return application
 
 
