@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 
-from telegram import InlineQueryResultArticle, InputTextMessageContent, Update
+from telegram import InlineQueryResultArticle, InputTextMessageContent, Update, User
 from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, InlineQueryHandler, filters
 
@@ -154,29 +154,7 @@ class DailyCommands:
             return
         services = context.services
         lang = await chat_language(services, who)
-        now = services.clock()
-        day = daily.day_of(now)
-        async with services.sessionmaker() as session:
-            if who.user is None:  # an anonymous admin: no place of their own
-                view = None
-                puzzle = await flows.puzzle_today(session, now, services.rng)
-            else:
-                view = await flows.todays(session, who.user.id, now, services.rng)
-                puzzle = view.puzzle
-        board = _board(services)
-        await board.ensure(day, services.sessionmaker)
-        best = await board.top(day, DAILY_TOP_ROWS)
-        async with services.sessionmaker() as session:
-            names = await store.daily_names(session, day, [uid for uid, _ in best])
-        mine = None
-        if view is not None and who.user is not None:
-            mine = await _standing(board, lang, view, who.user.id)
-        rows = [(names.get(uid, "?"), attempts) for uid, attempts in best]
-        await answer(
-            services,
-            who.message,
-            texts.daily_world_top(lang, puzzle.number, rows, puzzle.max_attempts, mine),
-        )
+        await answer(services, who.message, await world_top(services, who.user, lang))
 
     # -- /me -------------------------------------------------------------------------------
 
@@ -237,6 +215,31 @@ class DailyCommands:
             )
         # Personal: each asker has a card of their own.
         await query.answer([result], cache_time=cache_s, is_personal=True)
+
+
+async def world_top(services: BotServices, user: User | None, lang: Lang) -> str:
+    """/top daily's answer: today's world top from the board in Redis (O(log n), rebuilt from
+    Postgres when lost), with the names of its rows, and where `user` stands (None: an
+    anonymous admin, no place of their own)."""
+    now = services.clock()
+    day = daily.day_of(now)
+    async with services.sessionmaker() as session:
+        if user is None:
+            view = None
+            puzzle = await flows.puzzle_today(session, now, services.rng)
+        else:
+            view = await flows.todays(session, user.id, now, services.rng)
+            puzzle = view.puzzle
+    board = _board(services)
+    await board.ensure(day, services.sessionmaker)
+    best = await board.top(day, DAILY_TOP_ROWS)
+    async with services.sessionmaker() as session:
+        names = await store.daily_names(session, day, [uid for uid, _ in best])
+    mine = None
+    if view is not None and user is not None:
+        mine = await _standing(board, lang, view, user.id)
+    rows = [(names.get(uid, "?"), attempts) for uid, attempts in best]
+    return texts.daily_world_top(lang, puzzle.number, rows, puzzle.max_attempts, mine)
 
 
 def _board(services: BotServices) -> DailyBoard:
