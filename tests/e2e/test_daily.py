@@ -21,6 +21,7 @@ from sqlalchemy import select
 from codemojex.db import Guess, store
 from codemojex.db.models import utcnow
 from codemojex.game import daily, texts
+from codemojex.limits import DAILY_INLINE_CACHE_S, DAILY_INLINE_CARD_CACHE_S
 from codemojex.locale import EN
 from codemojex.scoring import feedback
 from codemojex.standin import SentMessage
@@ -164,6 +165,11 @@ async def test_a_daily_played_typed_and_tapped_the_same_puzzle_for_two_players(
         invitation = invite["input_message_content"]["message_text"]
         assert invitation == texts.daily_invite(EN, 1, BOT)
         assert not set(palette) & set(invitation)
+        # Telegram keeps a card (personal) until the next code at most, an invitation briefly
+        kept = {a["user_id"]: a for a in stack.standin.inline_answers}
+        assert kept[ALICE]["cache_time"] == min(DAILY_INLINE_CARD_CACHE_S, seconds)
+        assert kept[CAROL]["cache_time"] == DAILY_INLINE_CACHE_S
+        assert kept[ALICE]["is_personal"] and kept[CAROL]["is_personal"]
 
         # the group board of members who played, and the world's top
         group = stack.new_group(members=[CAROL])
@@ -221,6 +227,12 @@ async def test_bad_input_gets_one_answer_each_and_changes_nothing(
         stack.standin.post_in_channel(CHANNEL, "/daily")
         await stack.settle()
         assert [m.text for m in stack.said(CHANNEL)] == [texts.daily_in_channel(EN, BOT)]
+        # Bob opened his daily, and midnight UTC passed before he guessed: a new code is out
+        _, bobs_palette = await open_daily(stack, BOB, 1)
+        clock.now = daily.next_code_at(clock.now) + timedelta(seconds=5)
+        guess = "".join(wrong_guess(secret, bobs_palette, 0))
+        assert await said_to(stack, BOB, guess) == [texts.daily_send_first(EN)]
+        assert await stack.guess_count() == 1
 
 
 async def test_a_streak_is_carried_over_midnight_utc(stack: Stack, clock: Clock) -> None:
