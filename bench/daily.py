@@ -383,7 +383,7 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 @app.command()
 def main(
-    quick: Annotated[bool, typer.Option(help="2,000 players, 200 /top daily")] = False,
+    quick: Annotated[bool, typer.Option(help="500 players, 200 /top daily")] = False,
     players: Annotated[int, typer.Option(help="daily players (private chats)")] = 100_000,
     attempts: Annotated[int, typer.Option(help="most attempts a player takes (1..8)")] = 4,
     tops: Annotated[int, typer.Option(help="/top daily reads timed")] = 1000,
@@ -395,7 +395,7 @@ def main(
     ] = None,
 ) -> None:  # fmt: skip
     if quick:
-        players, tops = min(players, 2000), min(tops, 200)
+        players, tops = min(players, 500), min(tops, 200)
     if not 1 <= attempts <= 8:
         raise typer.BadParameter("attempts: 1 to 8 (the daily allows 8)")
     with contextlib.suppress(KeyboardInterrupt):

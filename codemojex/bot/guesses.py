@@ -45,7 +45,7 @@ from codemojex import ids, limits
 from codemojex.bot.cards import fresh
 from codemojex.bot.context import BotServices
 from codemojex.bot.incoming import topic_of
-from codemojex.bot.language import room_language
+from codemojex.bot.language import room_language, user_language
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, room_title
 from codemojex.game import daily, texts
@@ -166,13 +166,14 @@ async def take_guess(
     if card is not None and card.title != room_title(chat):
         card = None  # renamed: the room's title is written anew on the way
     for _ in range(_TRIES):
+        private = chat.type == ChatType.PRIVATE
         if card is None:
             read = await fresh(services, chat, thread_id, user)
             card = read.card
-            assert card is not None
+            if card is None:  # a private chat where /daily was never sent
+                return GuessAnswer("no_round", texts.daily_send_first(user_language(user)))
         lang = room_language(card, user)
         rnd = card.round
-        private = chat.type == ChatType.PRIVATE
         if private and rnd is not None and rnd.expires_at <= services.clock():
             rnd = None  # yesterday's daily, which the workers' round timer has yet to close
         if rnd is None or (round_id is not None and rnd.id != round_id):

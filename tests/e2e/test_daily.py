@@ -209,6 +209,8 @@ async def test_bad_input_gets_one_answer_each_and_changes_nothing(
         assert await said_to(stack, DAVE, f"/g {guess}") == [texts.daily_send_first(EN)]
         # words in a private chat are no guess: the hint
         assert await said_to(stack, DAVE, "hello") == [texts.private_hint(EN)]
+        async with stack.sessionmaker() as session:
+            assert await store.room_by_chat(session, DAVE) is None  # nothing was created
         # Alice: an invalid guess gets its reason, then she cracks it by /g
         [invalid] = await said_to(stack, ALICE, "/g " + secret[0])
         assert invalid == "Too short: 1 emoji, this round needs 4."
