@@ -28,18 +28,20 @@ Timed, one phase after the other:
    players one after the other: p50/p99 ms. (Through the bot, its answer would wait for the
    answers' pace, which is what it would measure.)
 
-Then what a daily player costs at rest: Redis bytes (MEMORY USAGE of every key of the queue,
-summed: cards, seats, lanes, the board, dedupe keys still alive) and Postgres bytes (the
-database's growth since the migration; per table too) per player.
+Before phase 3, what a daily player costs at rest: Redis bytes (MEMORY USAGE of every key of
+the queue, summed: cards, seats, lanes, the board, dedupe keys still alive) and Postgres bytes
+(the database's growth since the migration; per table too) per player.
 
-The posts (puzzles, results, cards) go out at Telegram's pace, so most are still in the
-outbox when a run ends: the benchmark measures intake and scoring, not the bot's 30 posts a
-second.
+The posts (puzzles, results, cards) go out at Telegram's pace (30 a second for the bot), so
+most are still in the outbox when a run ends. ``--bot-pace N`` lets the bot post N a second
+(the setting CODEMOJEX_PACE_BOT_PER_S, for both processes): not a deployment (Telegram
+allows 30), a way to see what posting at that pace costs the worker.
 
-Run: ``flock /tmp/cmx-bench.lock .venv/bin/python -m bench.daily`` (100,000 players: about
-15 minutes on the 2-core machine), ``--quick`` (2,000 players, about a minute); ``--save``
-writes bench/results/daily.json. Needs the machine's Postgres (CODEMOJEX_BENCH_PG_ADMIN_URL)
-and Redis (CODEMOJEX_BENCH_REDIS_URL); the database and the queue's keys are dropped after.
+Run: ``flock /tmp/cmx-bench.lock .venv/bin/python -m bench.daily`` (100,000 players: at the
+rates of docs/benchmarks.md, hours on the shared 2-core machine; ``--players N`` for fewer),
+``--quick`` (300 players, about a minute); ``--save`` writes bench/results/daily.json. Needs
+the machine's Postgres (CODEMOJEX_BENCH_PG_ADMIN_URL) and Redis (CODEMOJEX_BENCH_REDIS_URL);
+the database and the queue's keys are dropped after.
 """
 
 from __future__ import annotations
@@ -228,7 +230,9 @@ async def _top_up(board: Any, day: Any, plan: Plan) -> None:
         await board.finished(extra[at : at + 5000])
 
 
-async def run_daily(plan: Plan, max_s: float, profile: Path | None = None) -> dict[str, Any]:
+async def run_daily(
+    plan: Plan, max_s: float, profile: Path | None = None, bot_pace: int | None = None
+) -> dict[str, Any]:
     from codemojex.posting.board import DailyBoard
     from codemojex.scoring import split_emojis
 
@@ -249,10 +253,17 @@ async def run_daily(plan: Plan, max_s: float, profile: Path | None = None) -> di
         CODEMOJEX_DATABASE_URL=database_url,
         CODEMOJEX_QUEUE=queue,
     )
+    if bot_pace is not None:
+        env["CODEMOJEX_PACE_BOT_PER_S"] = str(bot_pace)
     procs = Processes(TODAY, env)
     admin = await asyncpg.connect(PG_ADMIN_URL)
     conn = await asyncpg.connect(f"{base}/{db}")
-    out: dict[str, Any] = {"players": plan.players, "guesses": plan.guesses}
+    out: dict[str, Any] = {
+        "players": plan.players,
+        "guesses": plan.guesses,
+        "attempts_up_to": plan.attempts,
+        "bot_pace_per_s": bot_pace or 30,
+    }
     try:
         await procs.run("migrate")
         pg0 = await _pg_bytes(conn)
@@ -341,6 +352,15 @@ async def run_daily(plan: Plan, max_s: float, profile: Path | None = None) -> di
             return (await board.counts(row["day"])).finished >= plan.players
 
         await _eventually(on_board, 120, "every finish on the world board")
+        # -- what a daily player costs at rest (before the board is topped up) ------------
+        keys, redis_bytes = await _redis_bytes(client, queue)
+        pg1 = await _pg_bytes(conn)
+        out["bytes_per_player"] = {
+            "redis": round((redis_bytes - redis_bytes0) / plan.players, 1),
+            "redis_keys_per_player": round(keys / plan.players, 2),
+            "postgres": round((pg1["database"] - pg0["database"]) / plan.players, 1),
+            "postgres_by_table": {t: round((pg1[t] - pg0[t]) / plan.players, 1) for t in TABLES},
+        }
         await _top_up(board, row["day"], plan)
         tops_ms = await _tops(queue, database_url, plan)
         out["top_daily"] = {
@@ -352,15 +372,6 @@ async def run_daily(plan: Plan, max_s: float, profile: Path | None = None) -> di
         }
         console.print(f"[dim]/top daily: {out['top_daily']}[/]")
 
-        # -- what a daily player costs at rest ----------------------------------------------
-        keys, redis_bytes = await _redis_bytes(client, queue)
-        pg1 = await _pg_bytes(conn)
-        out["bytes_per_player"] = {
-            "redis": round((redis_bytes - redis_bytes0) / plan.players, 1),
-            "redis_keys_per_player": round(keys / plan.players, 2),
-            "postgres": round((pg1["database"] - pg0["database"]) / plan.players, 1),
-            "postgres_by_table": {t: round((pg1[t] - pg0[t]) / plan.players, 1) for t in TABLES},
-        }
         out["outbox_unsent"] = int(
             await conn.fetchval("SELECT count(*) FROM outbox WHERE sent_at IS NULL")
         )
@@ -383,7 +394,7 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 @app.command()
 def main(
-    quick: Annotated[bool, typer.Option(help="500 players, 200 /top daily")] = False,
+    quick: Annotated[bool, typer.Option(help="300 players, 200 /top daily")] = False,
     players: Annotated[int, typer.Option(help="daily players (private chats)")] = 100_000,
     attempts: Annotated[int, typer.Option(help="most attempts a player takes (1..8)")] = 4,
     tops: Annotated[int, typer.Option(help="/top daily reads timed")] = 1000,
@@ -393,14 +404,17 @@ def main(
     profile: Annotated[
         Path | None, typer.Option(help="py-spy the bot and the worker; stacks in this folder")
     ] = None,
+    bot_pace: Annotated[
+        int | None, typer.Option(help="the bot's posts a second (default Telegram's 30)")
+    ] = None,
 ) -> None:  # fmt: skip
     if quick:
-        players, tops = min(players, 500), min(tops, 200)
+        players, tops = min(players, 300), min(tops, 200)
     if not 1 <= attempts <= 8:
         raise typer.BadParameter("attempts: 1 to 8 (the daily allows 8)")
     with contextlib.suppress(KeyboardInterrupt):
         plan = Plan(players, attempts, tops, board)
-        result = asyncio.run(run_daily(plan, max_s, profile))
+        result = asyncio.run(run_daily(plan, max_s, profile, bot_pace))
     o, p, t, b = result["open"], result["play"], result["top_daily"], result["bytes_per_player"]
     print_table(
         f"the daily code: {players:,} players, {result['guesses']:,} guesses, real bot + worker",
@@ -424,7 +438,7 @@ def main(
             print_table(f"py-spy, {what} in phase {phase}: self %, total %",
                         ("function", "self %", "total %"), rows)  # fmt: skip
     name = "daily" if save or not quick else "daily-quick"
-    save_results(name, "daily", save=save, **result)
+    save_results(name, "daily", save=save, runs=[result])
 
 
 if __name__ == "__main__":
