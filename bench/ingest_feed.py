@@ -53,6 +53,22 @@ def message_update(
     return {"update_id": update_id, "message": message}
 
 
+def private_update(update_id: int, user_id: int, message_id: int, text: str) -> dict[str, Any]:
+    """A text message in a user's private chat with the bot (the chat id is the user's)."""
+    user = {"id": user_id, "is_bot": False, "first_name": f"P{user_id}", "language_code": "en"}
+    message: dict[str, Any] = {
+        "message_id": message_id,
+        "date": int(time.time()),
+        "chat": {"id": user_id, "type": "private", "first_name": f"P{user_id}"},
+        "from": user,
+        "text": text,
+    }
+    if text.startswith("/"):
+        word = text.split(maxsplit=1)[0]
+        message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(word)}]
+    return {"update_id": update_id, "message": message}
+
+
 class Feed:
     """The fake Bot API: `add` queues updates; getUpdates hands them out in order."""
 

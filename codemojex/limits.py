@@ -354,8 +354,11 @@ DAILY_REBUILD_CHUNK: Final = 5000
 # /top daily shows this many; /daily in a group at most this many of its members.
 DAILY_TOP_ROWS: Final = 10
 DAILY_GROUP_ROWS: Final = 20
-# Telegram may cache an inline answer this long (per user: each card is personal).
+# Telegram may cache an inline answer this long (per user: each card is personal): an
+# invitation (not finished: it may be a card any moment), and a card (the same until the next
+# code; no longer than that).
 DAILY_INLINE_CACHE_S: Final = 5
+DAILY_INLINE_CARD_CACHE_S: Final = 300
 
 
 # --- hardening: webhook, audit retention ----------------------------------------------------

@@ -101,6 +101,7 @@ def make_services(
     lanes: Lanes,
     sessionmaker: async_sessionmaker[AsyncSession],
     redis: AnyRedis,
+    clock: Callable[[], datetime] = utcnow,
     parts: BotParts | None = None,
 ) -> BotServices:
     parts = parts or BotParts()
@@ -120,6 +121,7 @@ def make_services(
         intake=Intake(lanes),
         rng=parts.rng or random.SystemRandom(),
         max_depth=settings.max_depth if parts.max_depth is None else parts.max_depth,
+        clock=clock,
     )
 
 
@@ -141,7 +143,7 @@ def build_application(
     if settings.token is None:
         raise ValueError("the bot needs a token (CODEMOJEX_TOKEN)")
     services = make_services(
-        settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis, parts=parts
+        settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis, clock=clock, parts=parts
     )
     context_types = ContextTypes(context=CodemojexContext, bot_data=bound_services_type(services))
     application: CodemojexApp = (
@@ -157,7 +159,7 @@ def build_application(
         .post_init(register_commands)
         .build()
     )
-    add_handlers(application, DailyCommands(clock))
+    add_handlers(application, DailyCommands())
     return application
 
 

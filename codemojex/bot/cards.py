@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from telegram import Chat, User
+from telegram.constants import ChatType
 
 from codemojex.bot.rooms import ensure_room, room_title
+from codemojex.db import store
 from codemojex.limits import CARD_CACHE_ROOMS
 from codemojex.outages import is_outage
 from codemojex.posting.cards import Card, CardBusy, CardRead, reload
@@ -72,14 +74,14 @@ class Loads:
     the card gone together wait for one read, not one each."""
 
     def __init__(self) -> None:
-        self._running: dict[ChatKey, asyncio.Future[str]] = {}
+        self._running: dict[ChatKey, asyncio.Future[str | None]] = {}
 
-    async def room_card(self, services: BotServices, chat: Chat, thread_id: int) -> str:
+    async def room_card(self, services: BotServices, chat: Chat, thread_id: int) -> str | None:
         key = (chat.id, thread_id)
         running = self._running.get(key)
         if running is not None:
             return await asyncio.shield(running)
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._running[key] = future
         try:
             room_id = await _load(services, chat, thread_id)
@@ -97,11 +99,18 @@ class Loads:
             del self._running[key]
 
 
-async def _load(services: BotServices, chat: Chat, thread_id: int) -> str:
+async def _load(services: BotServices, chat: Chat, thread_id: int) -> str | None:
     """The room (created on first sight, renamed when its title changed) and its card
-    written from the database; the room's id."""
+    written from the database; the room's id. A private chat's room is made by /daily only
+    (a guess there before it changes nothing): None when it has none."""
     async with services.sessionmaker() as session:
-        room = await ensure_room(services, session, chat, thread_id)
+        if chat.type == ChatType.PRIVATE:
+            room = await store.room_by_chat(session, chat.id, thread_id)
+            await session.commit()
+            if room is None:
+                return None
+        else:
+            room = await ensure_room(services, session, chat, thread_id)
     card = await reload(services.cards, services.sessionmaker, room.id)
     if card is not None:
         services.card_cache.keep(card)
@@ -110,7 +119,8 @@ async def _load(services: BotServices, chat: Chat, thread_id: int) -> str:
 
 async def fresh(services: BotServices, chat: Chat, thread_id: int, user: User | None) -> CardRead:
     """The chat's card as Redis has it now (read from the database first when Redis has
-    none, or when the chat's title changed), with `user`'s seat and ban."""
+    none, or when the chat's title changed), with `user`'s seat and ban. Without a card only
+    for a private chat that has no room (no /daily was ever sent there)."""
     cards = services.cards
     user_id = None if user is None else user.id
     read = await cards.read(chat.id, thread_id, user_id=user_id)
@@ -118,6 +128,8 @@ async def fresh(services: BotServices, chat: Chat, thread_id: int, user: User | 
     stale = read.card is not None and title and read.card.title != title
     if read.card is None or stale:
         room_id = await services.loads.room_card(services, chat, thread_id)
+        if room_id is None:
+            return CardRead(None, None, 0, None, False)
         read = await cards.read(chat.id, thread_id, user_id=user_id, room_id=room_id)
         if read.card is None:
             raise CardBusy(room_id)  # dropped again at once: a change is under way

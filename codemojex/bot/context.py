@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -22,6 +24,7 @@ from codemojex.bot.cards import CardCache, Loads
 from codemojex.bot.drafts import Drafts
 from codemojex.bot.intake import Intake
 from codemojex.bot.replies import Answers
+from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.limits import DEPTH_DEFAULT, REPLY_WAIT_S_DEFAULT
 from codemojex.posting.budget import AnswerBudget
@@ -60,6 +63,9 @@ class BotServices:
     loads: Loads = field(default_factory=Loads)
     # The answers waiting for their chat's pace, off the update path (replies.answer).
     answers: Answers = field(default_factory=Answers)
+    # Now, in UTC, as the daily code reads it (which day's code, when the next comes, a
+    # private chat's round past its midnight): tests pass their own to play over midnight.
+    clock: Callable[[], datetime] = utcnow
     # Secrets of new rounds are drawn from this; tests may seed their own.
     rng: random.Random = field(default_factory=random.SystemRandom)
     # Most guesses a player may have waiting in their lane; more is a flood.

@@ -8,20 +8,20 @@ and the world board in Redis (`codemojex.posting.board`); the texts are the game
 answer goes through the answers' pace (`replies.answer`); the puzzle, like a round's
 announcement, through the outbox. The guesses of a daily are the guess intake's.
 
-`clock` is when "now" is (UTC): which day's code, when the next comes; tests pass their own
-to play over midnight.
+"Now" is the services' clock (UTC): which day's code, when the next comes; tests pass their
+own to play over midnight.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from datetime import datetime
+from collections.abc import Awaitable
 
-from telegram import InlineQueryResultArticle, InputTextMessageContent, Update
+from telegram import InlineQueryResultArticle, InputTextMessageContent, Update, User
 from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, InlineQueryHandler, filters
 
+from codemojex.bot.cards import refresh
 from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.incoming import Handler, Sender, command_text, guarded, sender_of
 from codemojex.bot.language import chat_language, user_language
@@ -29,9 +29,13 @@ from codemojex.bot.player_commands import cmd_top
 from codemojex.bot.replies import answer, outbox_written
 from codemojex.bot.rooms import display_name, ensure_room
 from codemojex.db import store
-from codemojex.db.models import utcnow
 from codemojex.game import daily, texts
-from codemojex.limits import DAILY_GROUP_ROWS, DAILY_INLINE_CACHE_S, DAILY_TOP_ROWS
+from codemojex.limits import (
+    DAILY_GROUP_ROWS,
+    DAILY_INLINE_CACHE_S,
+    DAILY_INLINE_CARD_CACHE_S,
+    DAILY_TOP_ROWS,
+)
 from codemojex.locale import EN, Lang
 from codemojex.outages import outage_of
 from codemojex.posting.board import DailyBoard
@@ -41,14 +45,9 @@ log = logging.getLogger(__name__)
 
 TOP_DAILY = "daily"  # /top daily
 
-Clock = Callable[[], datetime]
-
 
 class DailyCommands:
-    """The daily's handlers, with the clock they read."""
-
-    def __init__(self, clock: Clock = utcnow) -> None:
-        self.clock = clock
+    """The daily's handlers."""
 
     def commands(self) -> dict[str, Handler]:
         """Command name -> handler, for the messages of people (/top: the rooms' boards
@@ -83,7 +82,7 @@ class DailyCommands:
         services, user = context.services, who.user
         assert user is not None
         lang = user_language(user)
-        now = self.clock()
+        now = services.clock()
         name = display_name(user)
         async with services.sessionmaker() as session:
             room = await ensure_room(services, session, who.chat)
@@ -99,12 +98,18 @@ class DailyCommands:
                 now=now,
             )
         day = view.puzzle.day
+        if view.status in ("opened", "playing"):
+            # The round into the chat's card, so its guesses are taken with no SQL (also when
+            # it was open already: a bot that died between the commit and the card's write
+            # left the card without it).
+            await refresh(services, room.id)
         if view.status == "opened":
             await outbox_written(services, who.chat.id)
             board = _board(services)
             await _best_effort(board.started(day, user.id), "note a player")
             await _best_effort(board.ensure(day, services.sessionmaker), "build the board")
             return
+        markup = None
         if view.status == "playing":
             text = texts.daily_playing(lang, view.puzzle.number, view.left, view.puzzle.palette)
         else:
@@ -112,13 +117,14 @@ class DailyCommands:
             text = texts.daily_again(
                 lang, view.card(lang), daily.seconds_to_next(now), share_via=share
             )
-        await answer(services, who.message, text)
+            markup = daily.share_markup(lang) if share else None
+        await answer(services, who.message, text, markup=markup)
 
     async def _group_board(self, services: BotServices, who: Sender) -> None:
         """Today's dailies of the group's members (the users seen playing in its rooms), and
         how many played in the world. Nothing starts in the group."""
         lang = await chat_language(services, who)
-        now = self.clock()
+        now = services.clock()
         day = daily.day_of(now)
         async with services.sessionmaker() as session:
             puzzle = await flows.puzzle_today(session, now, services.rng)
@@ -148,29 +154,7 @@ class DailyCommands:
             return
         services = context.services
         lang = await chat_language(services, who)
-        now = self.clock()
-        day = daily.day_of(now)
-        async with services.sessionmaker() as session:
-            if who.user is None:  # an anonymous admin: no place of their own
-                view = None
-                puzzle = await flows.puzzle_today(session, now, services.rng)
-            else:
-                view = await flows.todays(session, who.user.id, now, services.rng)
-                puzzle = view.puzzle
-        board = _board(services)
-        await board.ensure(day, services.sessionmaker)
-        best = await board.top(day, DAILY_TOP_ROWS)
-        async with services.sessionmaker() as session:
-            names = await store.daily_names(session, day, [uid for uid, _ in best])
-        mine = None
-        if view is not None and who.user is not None:
-            mine = await _standing(board, lang, view, who.user.id)
-        rows = [(names.get(uid, "?"), attempts) for uid, attempts in best]
-        await answer(
-            services,
-            who.message,
-            texts.daily_world_top(lang, puzzle.number, rows, puzzle.max_attempts, mine),
-        )
+        await answer(services, who.message, await world_top(services, who.user, lang))
 
     # -- /me -------------------------------------------------------------------------------
 
@@ -188,7 +172,7 @@ class DailyCommands:
             stats = await store.global_stats(session, who.user.id)
             record = await store.daily_record(session, who.user.id)
         everywhere = texts.record_everywhere(lang, display_name(who.user), stats)
-        streak = daily.streak_on(record, daily.day_of(self.clock()))
+        streak = daily.streak_on(record, daily.day_of(services.clock()))
         dailies = texts.daily_record(
             lang, streak, record.best, record.played, record.cracked, record.histogram
         )
@@ -205,10 +189,15 @@ class DailyCommands:
         services = context.services
         user = query.from_user
         lang = user_language(user)
+        now = services.clock()
         async with services.sessionmaker() as session:
-            view = await flows.todays(session, user.id, self.clock(), services.rng)
+            view = await flows.todays(session, user.id, now, services.rng)
         number = view.puzzle.number
+        # Telegram keeps an answer for `cache_time` and asks again only after it: a card stays
+        # the same until the next code; an invitation may turn into a card at any moment.
+        cache_s = DAILY_INLINE_CACHE_S
         if view.status == "finished":
+            cache_s = max(1, min(DAILY_INLINE_CARD_CACHE_S, daily.seconds_to_next(now)))
             card = view.card(lang)
             result = InlineQueryResultArticle(
                 id=f"card-{number}",
@@ -225,7 +214,32 @@ class DailyCommands:
                 ),
             )
         # Personal: each asker has a card of their own.
-        await query.answer([result], cache_time=DAILY_INLINE_CACHE_S, is_personal=True)
+        await query.answer([result], cache_time=cache_s, is_personal=True)
+
+
+async def world_top(services: BotServices, user: User | None, lang: Lang) -> str:
+    """/top daily's answer: today's world top from the board in Redis (O(log n), rebuilt from
+    Postgres when lost), with the names of its rows, and where `user` stands (None: an
+    anonymous admin, no place of their own)."""
+    now = services.clock()
+    day = daily.day_of(now)
+    async with services.sessionmaker() as session:
+        if user is None:
+            view = None
+            puzzle = await flows.puzzle_today(session, now, services.rng)
+        else:
+            view = await flows.todays(session, user.id, now, services.rng)
+            puzzle = view.puzzle
+    board = _board(services)
+    await board.ensure(day, services.sessionmaker)
+    best = await board.top(day, DAILY_TOP_ROWS)
+    async with services.sessionmaker() as session:
+        names = await store.daily_names(session, day, [uid for uid, _ in best])
+    mine = None
+    if view is not None and user is not None:
+        mine = await _standing(board, lang, view, user.id)
+    rows = [(names.get(uid, "?"), attempts) for uid, attempts in best]
+    return texts.daily_world_top(lang, puzzle.number, rows, puzzle.max_attempts, mine)
 
 
 def _board(services: BotServices) -> DailyBoard:

@@ -22,6 +22,13 @@ as Redis has it now, never on this process's memory: several bot processes answe
 The enqueue carries a dedupe key built from the chat and message ids, so an update processed
 twice makes one guess. A guess tapped on the round message's keyboard (bot/taps.py) goes
 through `take_guess` too, deduplicated by its callback query id.
+
+A private chat with the bot is a room too, where the daily code is played (its round opened
+by /daily, bot/daily.py): every message there is addressed to the bot, so a message that is a
+guess by the plain-message rule is taken, and refused with a reason when it is no valid one.
+With no daily running there (or the one there past its midnight), a guess is told to send
+/daily, or, the player's daily of today being over, to come back tomorrow: decided on the world
+board in Redis (`DailyBoard.standing`), with no SQL either.
 """
 
 from __future__ import annotations
@@ -32,18 +39,20 @@ from enum import Enum
 from typing import Literal
 
 from telegram import Chat, Message, User
+from telegram.constants import ChatType
 
 from codemojex import ids, limits
 from codemojex.bot.cards import fresh
 from codemojex.bot.context import BotServices
 from codemojex.bot.incoming import topic_of
-from codemojex.bot.language import room_language
+from codemojex.bot.language import room_language, user_language
 from codemojex.bot.replies import answer
 from codemojex.bot.rooms import display_name, room_title
-from codemojex.game import texts
+from codemojex.game import daily, texts
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Admission, Admitted, LaneError
 from codemojex.locale import Lang
+from codemojex.posting.board import DailyBoard
 from codemojex.posting.cards import SEAT_GUARD, Card, CardBusy, CardRead
 from codemojex.posting.flags import Notice
 from codemojex.scoring import (
@@ -70,6 +79,7 @@ class Source(Enum):
     COMMAND = "command"  # /g <emojis>
     REPLY = "reply"  # a reply to one of the bot's messages
     PLAIN = "plain"  # any other group message
+    PRIVATE = "private"  # a message in a private chat (the daily's)
 
 
 # What became of a message taken for a guess (counted per process, e.g. by the demo):
@@ -108,13 +118,14 @@ async def submit_guess(
 ) -> GuessAnswer:
     """Validate `text` against the room's open round and enqueue it into the player's lane."""
     explicit = source is not Source.PLAIN
+    filtered = source in (Source.PLAIN, Source.PRIVATE)  # the plain-message rule applies
     chat, thread_id = message.chat, topic_of(message)
     # A guess typed exactly in the palette of the round this process knows is one, whatever
     # the plain-message rule would say: the rule is only read for what is not.
     card = services.card_cache.card(chat.id, thread_id)
     rnd = card.round if card is not None else None
     exact = None if rnd is None else exact_guess(text, rnd.emojis, rnd.length)
-    if not explicit and exact is None and not looks_like_guess(text):
+    if filtered and exact is None and not looks_like_guess(text):
         return GuessAnswer("ignored")
     return await take_guess(
         services,
@@ -155,16 +166,22 @@ async def take_guess(
     if card is not None and card.title != room_title(chat):
         card = None  # renamed: the room's title is written anew on the way
     for _ in range(_TRIES):
+        private = chat.type == ChatType.PRIVATE
         if card is None:
             read = await fresh(services, chat, thread_id, user)
             card = read.card
-            assert card is not None
+            if card is None:  # a private chat where /daily was never sent
+                return GuessAnswer("no_round", texts.daily_send_first(user_language(user)))
         lang = room_language(card, user)
         rnd = card.round
+        if private and rnd is not None and rnd.expires_at <= services.clock():
+            rnd = None  # yesterday's daily, which the workers' round timer has yet to close
         if rnd is None or (round_id is not None and rnd.id != round_id):
             if read is None:
                 card = None  # this process may be behind: ask Redis before refusing
                 continue
+            if private and round_id is None:
+                return GuessAnswer("no_round", await _no_daily(services, lang, user))
             return GuessAnswer("no_round", texts.no_round(lang) if explicit else None)
         try:
             if exact is not None and exact[0] == rnd.id:
@@ -185,6 +202,18 @@ async def take_guess(
             return answer
         card, read = None, None  # the card moved under the guess: read it anew
     raise CardBusy(chat.id)
+
+
+async def _no_daily(services: BotServices, lang: Lang, user: User) -> str:
+    """What a guess in a private chat with no daily running is told: to come back tomorrow
+    when the player's daily of today is over (on the world board), else to send /daily."""
+    now = services.clock()
+    day = daily.day_of(now)
+    board = DailyBoard(services.redis, services.settings.queue)
+    await board.ensure(day, services.sessionmaker)  # one EXISTS; rebuilt when Redis lost it
+    if (await board.standing(day, user.id)).finished:
+        return texts.daily_come_back(lang, daily.seconds_to_next(now))
+    return texts.daily_send_first(lang)
 
 
 async def _enqueue(

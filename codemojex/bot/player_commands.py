@@ -111,7 +111,9 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
 
 @guarded
 async def cmd_guess(update: Update, context: CodemojexContext) -> None:
-    who = await _group_player(update, context)
+    who = sender_of(update)
+    if who is None or who.user is None or who.chat.type != ChatType.PRIVATE:
+        who = await _group_player(update, context)  # in a private chat: the daily's guess
     if who is None or who.user is None:
         return
     outcome = await submit_guess(
@@ -141,9 +143,21 @@ async def on_group_text(update: Update, context: CodemojexContext) -> None:
 
 @guarded
 async def on_private_text(update: Update, context: CodemojexContext) -> None:
+    """A message in a private chat: a guess at the daily code if it looks like one (or
+    replies to the bot), else the hint of what is played where."""
     who = sender_of(update)
-    if who is not None and not who.in_group and who.chat.type == ChatType.PRIVATE:
-        await answer(context.services, who.message, texts.private_hint(user_language(who.user)))
+    if who is None or who.in_group or who.chat.type != ChatType.PRIVATE or who.user is None:
+        return
+    message = who.message
+    replied = replied_to(message)
+    author = replied.from_user if replied is not None else None
+    to_bot = author is not None and author.id == context.bot.id
+    source = Source.REPLY if to_bot else Source.PRIVATE
+    outcome = await submit_guess(context.services, message, who.user, message.text or "", source)
+    if outcome.outcome == "ignored":
+        await answer(context.services, message, texts.private_hint(user_language(who.user)))
+        return
+    await tell(context.services, message, outcome)
 
 
 @guarded

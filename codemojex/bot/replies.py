@@ -29,6 +29,9 @@ The rule for an answer (a refusal, "slow down", an admin reply):
   sleeps towards a deadline it will miss); a dropped answer is logged and its `on_dropped`
   called (a once-per-episode notice is then not spent);
 - a RetryAfter blocks the chat for everyone and drops the answers it carried.
+
+An answer may carry an inline keyboard (`markup`, JSON as an outbox row's: a daily card's
+Share button); such an answer is posted alone, never folded, so the keyboard stays under it.
 """
 
 from __future__ import annotations
@@ -37,13 +40,14 @@ import asyncio
 import contextlib
 import functools
 import itertools
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from telegram import Message
+from telegram import InlineKeyboardMarkup, Message
 from telegram.error import RetryAfter, TelegramError
 
 from codemojex.bot.rooms import display_name
@@ -51,8 +55,9 @@ from codemojex.game import texts
 from codemojex.locale import Lang, resolve
 from codemojex.outages import OUTAGES, is_outage, retry_after_ms
 from codemojex.posting.budget import Say
-from codemojex.posting.fold import fold
+from codemojex.posting.fold import OutMessage, fold
 from codemojex.posting.pacer import Grant, Pacer
+from codemojex.values.types import KIND_CARD
 
 if TYPE_CHECKING:
     from codemojex.bot.context import BotServices
@@ -71,8 +76,13 @@ class _Waiting:
     text: str
     deadline: float
     on_dropped: OnDropped | None
+    markup: str | None = None  # an inline keyboard (JSON) to post with it
     id: int = field(default_factory=lambda: next(_ids))
-    kind: str = "answer"
+
+    @property
+    def kind(self) -> str:
+        # One with a keyboard is folded with nothing (a card is posted alone).
+        return "answer" if self.markup is None else KIND_CARD
 
     @property
     def reply_to_message_id(self) -> int | None:
@@ -88,10 +98,6 @@ class _Waiting:
     @property
     def thread_id(self) -> int | None:
         return self.message.message_thread_id if self.message.is_topic_message else None
-
-    @property
-    def markup(self) -> str | None:
-        return None  # answers carry no keyboard
 
 
 class Answers:
@@ -167,7 +173,7 @@ class Answers:
                 queue[:] = [w for w in queue if w not in carried]
                 if len(carried) > 1:
                     self.folded += len(carried)
-                await self._post(pacer, grant, carried, first.text, first.reply_to, first.thread_id)
+                await self._post(pacer, grant, carried, first)
         except asyncio.CancelledError:
             await self.drop(queue[:], "the bot is stopping")
             queue.clear()
@@ -183,18 +189,18 @@ class Answers:
         pacer: Pacer,
         grant: Grant,
         items: list[_Waiting],
-        text: str,
-        reply_to: int | None,
-        thread: int | None,
+        out: OutMessage,
     ) -> None:
         message = items[0].message
+        reply_to = out.reply_to
         try:
             await message.get_bot().send_message(
                 message.chat_id,
-                text,
+                out.text,
                 reply_to_message_id=reply_to,
                 allow_sending_without_reply=True if reply_to is not None else None,
-                message_thread_id=thread,
+                message_thread_id=out.thread_id,
+                reply_markup=keyboard(out.markup, message),
             )
         except RetryAfter as exc:
             await pacer.block_chat(message.chat_id, retry_after_ms(exc))
@@ -204,6 +210,13 @@ class Answers:
             await self.drop(items, "Telegram refused it")
         finally:
             await pacer.settle(grant)
+
+
+def keyboard(markup: str | None, message: Message) -> InlineKeyboardMarkup | None:
+    """An answer's inline keyboard from its JSON."""
+    if markup is None:
+        return None
+    return InlineKeyboardMarkup.de_json(json.loads(markup), message.get_bot())
 
 
 def member_of(message: Message) -> int:
@@ -226,11 +239,13 @@ async def answer(
     *,
     lang: Lang | None = None,
     on_dropped: OnDropped | None = None,
+    markup: str | None = None,
 ) -> None:
-    """Answer `message` with `text` (in `lang`), within its sender's answer budget in the chat
-    (`answer_as` with what `spend` says). Returns without waiting for a posting slot."""
+    """Answer `message` with `text` (in `lang`; with the inline keyboard `markup`), within
+    its sender's answer budget in the chat (`answer_as` with what `spend` says). Returns without
+    waiting for a posting slot."""
     said = await spend(services, message)
-    await answer_as(services, message, said, text, lang=lang, on_dropped=on_dropped)
+    await answer_as(services, message, said, text, lang=lang, on_dropped=on_dropped, markup=markup)
 
 
 async def answer_as(
@@ -241,6 +256,7 @@ async def answer_as(
     *,
     lang: Lang | None = None,
     on_dropped: OnDropped | None = None,
+    markup: str | None = None,
 ) -> None:
     """Answer `message` as the budget said: `text`, or once "slow down" (in `lang`, the
     language of `text`; by default the sender's own), or nothing. At once when the chat's pace
@@ -255,9 +271,10 @@ async def answer_as(
         user = message.from_user
         text = texts.answers_spent(lang or resolve(user.language_code if user else None))
         on_dropped = functools.partial(services.budget.untell, message.chat_id, member_of(message))
+        markup = None  # "slow down" is no card
     chat_id = message.chat_id
     pacer = services.pacer
-    item = _Waiting(message, text, time.monotonic() + services.reply_wait_s, on_dropped)
+    item = _Waiting(message, text, time.monotonic() + services.reply_wait_s, on_dropped, markup)
     if services.answers.waiting(chat_id):
         services.answers.add(pacer, item)  # behind the answers already waiting, in order
         return
@@ -270,7 +287,7 @@ async def answer_as(
         services.answers.add(pacer, item)
         return
     try:
-        await message.reply_text(text)
+        await message.reply_text(text, reply_markup=keyboard(markup, message))
     except RetryAfter as exc:
         await pacer.block_chat(chat_id, retry_after_ms(exc))
         await services.answers.drop([item], "Telegram asked to wait")

@@ -69,7 +69,8 @@ async def _handle(
     # memory (the next tap may reach another bot process).
     read = await fresh(services, message.chat, topic_of(message), user)
     card = read.card
-    assert card is not None
+    if card is None:  # a private chat without a room: no keyboard of ours is live there
+        return texts.tap_round_over(user_language(user))
     lang = room_language(card, user)
     round_ = card.round
     if round_ is None or round_.id != tap.round_id:

@@ -2,7 +2,7 @@
 Redis and Postgres), on a clock the tests move over midnight: /daily in a private chat (the
 puzzle, once a day), in a group (its members' board) and in a channel, /top daily, /me, and the
 inline answer of a card's Share button. The guesses of a daily are recorded here as the worker
-records them (their intake by the bot comes with the guess intake's rewrite)."""
+records them; played through the bot and the worker: tests/e2e/test_daily.py."""
 
 from __future__ import annotations
 

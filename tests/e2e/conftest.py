@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 
 import pytest
 import redis.asyncio as aioredis
 
 from codemojex.bot import BotParts, CodemojexContext, build_application, running
 from codemojex.db import make_engine, make_sessionmaker, upgrade
+from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
@@ -30,12 +32,18 @@ def e2e_database_url(pg_database_url: str) -> str:
 
 @contextlib.asynccontextmanager
 async def open_stack(
-    database_url: str, queue: str, **settings_extra: object
+    database_url: str,
+    queue: str,
+    *,
+    clock: Callable[[], datetime] = utcnow,
+    **settings_extra: object,
 ) -> AsyncIterator[Stack]:
+    """A Stack; `clock`: the bot's now (the daily code's); with the setting inline_mode, the
+    stand-in's inline mode is on too."""
     redis = aioredis.Redis.from_url(REDIS_URL)
     engine = make_engine(database_url)
     await wipe_tables(engine)
-    standin = StandIn()
+    standin = StandIn(inline_mode=bool(settings_extra.get("inline_mode")))
     await standin.start()
     for user_id, name in NAMES.items():
         standin.add_user(user_id, name)
@@ -47,6 +55,7 @@ async def open_stack(
         lanes=lanes,
         sessionmaker=sessionmaker,
         redis=redis,
+        clock=clock,
         parts=BotParts(rng=random.Random(11)),
     )
     stack = Stack(standin, settings, app, redis, engine, sessionmaker, lanes)

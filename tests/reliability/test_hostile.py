@@ -296,9 +296,14 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
     for mid, text in admin_garbage.items():
         said = world.replies_to(chat, mid)
         assert len(said) == 1 and 0 < len(said[0]) < ANSWER_MAX, (text, said)
-    # In a private chat the answer is not quoted: count them.
+    # In a private chat the answer is not quoted: count them. /g there is a guess at the daily
+    # code, which Alice has not opened: "send /daily", and nothing is created.
     in_private = [m.text for m in world.said(ALICE)]
-    assert in_private == [texts.group_only(EN)] * len(private), in_private
+    expected = [
+        texts.daily_send_first(EN) if text.startswith("/g") else texts.group_only(EN)
+        for text in private.values()
+    ]
+    assert in_private == expected, in_private
     secret = "".join(rnd.secret_emojis)
     assert not any(secret in m.text for m in world.said(chat))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -52,6 +53,15 @@ async def enqueue_daily(
         await lanes.enqueue(room_id, player_id, payload, job_id=ids.mint(ids.JOB), max_attempts=20)
 
 
+@asynccontextmanager
+async def closing(worker: ScoreWorker) -> AsyncIterator[ScoreWorker]:
+    """The worker, its flushes' connection given back after (as the worker process does)."""
+    try:
+        yield worker
+    finally:
+        await worker.close()
+
+
 async def claim_all(lanes: Lanes) -> list[list[Job]]:
     batches: list[list[Job]] = []
     while batch := await lanes.wclaim(LEASE):
@@ -72,11 +82,11 @@ async def test_a_daily_played_through_the_lanes_lands_on_the_board(
     rnd = await daily_round(sessionmaker, ALICE, now)
     await enqueue_daily(lanes, sessionmaker, ALICE, [*misses(rnd, 2), rnd.secret_emojis])
     await enqueue_daily(lanes, sessionmaker, BOB, [rnd.secret_emojis])
-    worker = ScoreWorker(sessionmaker, on_finished=board.finished, share=True)
-    while batches := await claim_all(lanes):
-        for batch in batches:
-            await worker(batch)
-            await lanes.ack_many(batch)
+    async with closing(ScoreWorker(sessionmaker, on_finished=board.finished, share=True)) as worker:
+        while batches := await claim_all(lanes):
+            for batch in batches:
+                await worker(batch)
+                await lanes.ack_many(batch)
     assert worker.stats.scored == 4 and worker.stats.won == 2
     assert await board.top(daily.day_of(now), 10) == [(BOB, 1), (ALICE, 3)]
     async with sessionmaker() as session:
@@ -102,8 +112,9 @@ async def test_a_finish_the_board_missed_is_told_again_when_its_guess_comes_back
     [batch] = await claim_all(lanes)
     # the finish is committed, but the board's Redis is out: the batch is handed back
     out = ScoreWorker(sessionmaker, on_finished=DailyBoard(redis_down, queue_name).finished)
-    with pytest.raises(Retry):
-        await out(batch)
+    async with closing(out):
+        with pytest.raises(Retry):
+            await out(batch)
     assert out.stats.retries == 1
     async with sessionmaker() as session:
         result = await session.get(DailyResult, (daily.day_of(now), ALICE))
@@ -112,7 +123,8 @@ async def test_a_finish_the_board_missed_is_told_again_when_its_guess_comes_back
     # it comes back: recorded already (a duplicate), its finish goes onto the board now
     board = DailyBoard(redis_r, queue_name)
     back = ScoreWorker(sessionmaker, on_finished=board.finished)
-    await back(batch)
+    async with closing(back):
+        await back(batch)
     assert back.stats.duplicates == 1 and back.stats.scored == 0
     assert await board.top(daily.day_of(now), 10) == [(ALICE, 1)]
 
