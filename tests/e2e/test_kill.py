@@ -138,7 +138,8 @@ async def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
         # the guesses already recorded for duplicates, and recorded exactly the others. (On a
         # loaded machine a 2 s lease may also run out under the live worker: that batch is
         # served again and its guesses are duplicates too; its stale ack is refused.)
-        (summary,) = re.findall(r"worker stopped: (\{.*\})", second.output())
+        second_log = second.output()
+        (summary,) = re.findall(r"worker stopped: (\{.*\})", second_log)
         counters = ast.literal_eval(summary)
         assert counters["pool_reaped"] >= len(in_hand)
         assert counters["score_duplicates"] >= len(recorded_unacked)
@@ -168,7 +169,19 @@ async def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     assert Counter(r.guess_id for r in results) == Counter(enqueued)
     posted = stack.standin.sent_messages(chat)
     assert all(r.sent_message_id is not None for r in rows)
-    assert {r.id: times_posted(posted, r) for r in rows} == {r.id: 1 for r in rows}
+    times = {r.id: times_posted(posted, r) for r in rows}
+    # A row goes out twice only if the first worker died during its post (its intent marker
+    # without a posted marker: the sender is at least once, docs/architecture.md), and the
+    # restarted worker says which rows those were.
+    maybe_twice = {
+        int(row_id)
+        for listed in re.findall(r"being posted when their sender died \(([\d,]+)\)", second_log)
+        for row_id in listed.split(",")
+    }
+    assert all(n == 1 or (n == 2 and row_id in maybe_twice) for row_id, n in times.items()), (
+        {row_id: n for row_id, n in times.items() if n != 1},
+        maybe_twice,
+    )
 
     # The lanes are sound and nothing is left in flight.
     assert await stack.lanes.check() == []
