@@ -28,7 +28,8 @@ the bot is measured against.
 ``--baseline PATH`` runs every configuration with that checkout (its own .venv) too,
 alternating: today's code and the baseline's side by side, same harness, same machine.
 
-Run: ``.venv/bin/python -m bench.ingest`` (a few minutes) or ``--quick``.
+Run: ``.venv/bin/python -m bench.ingest`` (a few minutes) or ``--quick``. The results go to
+bench/out/ (untracked) unless ``--save`` puts them into bench/results/.
 Needs the machine's Postgres (CODEMOJEX_BENCH_PG_ADMIN_URL) and Redis
 (CODEMOJEX_BENCH_REDIS_URL); the database and the queue's keys are dropped after.
 """
@@ -428,7 +429,7 @@ app = typer.Typer(add_completion=False, help=__doc__)
 async def _main(
     quick: bool, rooms: int, players: int, per_player: int, modes: str, repeat: int,
     baseline: Path | None, profile: Path | None, out: str | None, ptb_concurrency: int,
-    bot_concurrency: int | None,
+    bot_concurrency: int | None, save: bool,
 ) -> None:  # fmt: skip
     if quick:
         rooms, players, per_player = min(rooms, 40), min(players, 5), min(per_player, 5)
@@ -477,7 +478,7 @@ async def _main(
                         ("function", "self %", "total %"),
                         r[key],
                     )
-    save_results(out or ("ingest-quick" if quick else "ingest"), "ingest", runs=runs)
+    save_results(out or ("ingest-quick" if quick else "ingest"), "ingest", save=save, runs=runs)
 
 
 @app.command()
@@ -494,19 +495,22 @@ def main(
     profile: Annotated[
         Path | None, typer.Option(help="py-spy the bot process; stacks in this folder")
     ] = None,
-    out: Annotated[str | None, typer.Option(help="bench/results/NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
     ptb_concurrency: Annotated[
         int, typer.Option(help="concurrent updates of the PTB-alone ceiling runs")
     ] = 16,
     bot_concurrency: Annotated[
         int | None, typer.Option(help="CODEMOJEX_BOT_CONCURRENCY (default: the checkout's)")
     ] = None,
+    save: Annotated[
+        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+    ] = False,
 ) -> None:
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             _main(quick, rooms, players, per_player, modes, repeat,
                   baseline.resolve() if baseline else None, profile, out, ptb_concurrency,
-                  bot_concurrency)
+                  bot_concurrency, save)
         )  # fmt: skip
 
 
