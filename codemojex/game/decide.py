@@ -241,33 +241,6 @@ def _daily_guess(
         finish=finish,
     )
     return verdict, said
-    done, card = daily.finish(
-        lang=rnd.language,
-        daily=state,
-        rows=rows,
-        cracked=cracked,
-        round_id=rnd.id,
-        chat_id=rnd.chat_id,
-        length=rnd.length,
-        max_attempts=rnd.max_attempts or len(rows),
-        secret=rnd.secret,
-        now=now,
-        share=share,
-    )
-    progress[rnd.id] = done
-    said.append(card)
-    said.append(keys_off(round_id=rnd.id, chat_id=rnd.chat_id, announce_message_id=None))
-    verdict = Verdict(
-        "scored",
-        exact=fb.exact,
-        misplaced=fb.misplaced,
-        attempt_no=attempt_no,
-        won=cracked,
-        round_closed=True,
-        chat_id=rnd.chat_id,
-        finish=done.finish,
-    )
-    return verdict, said
 
 
 def _answer(
