@@ -36,6 +36,9 @@ TELEGRAM_MESSAGE_MAX: Final = 4096
 # No real emoji is longer (the longest RGI sequences are ~10 code points); longer clusters (a
 # letter under 4,000 combining marks) are refused without further work.
 EMOJI_CODEPOINTS_MAX: Final = 32
+# Stored palettes and secrets whose emoji split a process keeps (scoring.split_emojis): the
+# open rounds' of a busy worker, a few hundred bytes each.
+EMOJI_SPLIT_CACHE: Final = 4096
 # Far more than any real palette or settings line; keeps the work per command small.
 SETTINGS_CHARS_MAX: Final = 1024
 # A player's name as the bot keeps it, an operator's name on the ops page.

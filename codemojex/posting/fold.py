@@ -31,7 +31,7 @@ _GRAPHEME = regex.compile(r"\X")
 
 
 class OutRow(Protocol):
-    """What fold needs of an outbox row (codemojex.db.Outbox fits)."""
+    """What fold needs of an outbox row (a claimed `values.types.OutboxRow` fits)."""
 
     @property
     def id(self) -> int: ...

@@ -115,11 +115,13 @@ def clusters(text: str) -> Iterator[str]:
             yield match.group()
 
 
+@functools.lru_cache(maxsize=limits.EMOJI_SPLIT_CACHE)
 def split_emojis(text: str) -> tuple[str, ...]:
     """Split a trusted string of emojis (a stored palette or secret) into clusters.
 
     No validation: use `parse_palette` for what an admin typed and `parse_guess`
-    for what a player typed.
+    for what a player typed. Cached: every batch the worker scores splits its rounds'
+    palettes and secrets again, and a grapheme split costs more than the lookup.
     """
     return tuple(clusters(text))
 

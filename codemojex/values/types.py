@@ -5,6 +5,7 @@ keeps it (rounds, outbox rows), the sender reads it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final
 
 # Kinds of message. The sender posts a round announcement on its own (players reply to it) and
@@ -48,3 +49,21 @@ class Message:
     player_name: str | None = None
     thread_id: int | None = None  # the forum topic of the room (message_thread_id)
     markup: str | None = None  # an inline keyboard (InlineKeyboardMarkup JSON)
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    """A queued message as a sender holds it once claimed (the store's `outbox` row without
+    its books: claim, sent). `created_at`: when the transaction that decided it wrote it."""
+
+    id: int
+    chat_id: int
+    text: str
+    kind: str
+    round_id: int | None
+    reply_to_message_id: int | None
+    guess_id: str | None
+    player_name: str | None
+    thread_id: int | None
+    markup: str | None
+    created_at: datetime

@@ -73,7 +73,8 @@ async def test_claim_leases_rows_to_one_owner(session: AsyncSession) -> None:
     ids = await _fill(session, 5)
     first = await store.claim_outbox(session, 3, 30, "sender-a", now=T0)
     assert [r.id for r in first] == ids[:3]
-    assert all(r.claimed_by == "sender-a" for r in first)
+    held = {r.id: r.claimed_by for r in (await session.execute(select(Outbox))).scalars()}
+    assert [held[i] for i in ids] == ["sender-a"] * 3 + [None] * 2
     second = await store.claim_outbox(session, 10, 30, "sender-b", now=T0)
     assert [r.id for r in second] == ids[3:]
     assert await store.claim_outbox(session, 10, 30, "sender-c", now=T0) == []

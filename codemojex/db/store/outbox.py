@@ -1,22 +1,23 @@
 """The outbox: messages written in the transaction that decided them, posted by the sender.
 
 A sender claims rows with a lease (FOR UPDATE SKIP LOCKED on Postgres), so two senders never
-post the same row, posts them, and marks them sent; `sent_at` is only ever set once.
+post the same row, posts them, and marks them sent; `sent_at` is only ever set once. What it
+holds are `OutboxRow` values, not ORM objects: the claim, the release and the mark are each
+one prepared statement, which is what a sender's turn costs the worker per post.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, exists, insert, or_, select, update
+from sqlalchemy import ColumnElement, bindparam, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
-from sqlalchemy.orm import aliased
-from sqlalchemy.orm.attributes import set_committed_value
 
 from codemojex.db.models import Outbox, Round, utcnow
-from codemojex.values.types import KIND_KEYS_OFF, KIND_ROUND, Message
+from codemojex.values.types import KIND_KEYS_OFF, KIND_ROUND, Message, OutboxRow
 
 
 def message_rows(messages: Sequence[Message], now: datetime) -> list[dict[str, Any]]:
@@ -109,53 +110,12 @@ async def chats_with_unsent(session: AsyncSession) -> list[int]:
     return chats
 
 
-async def claim_outbox(
-    session: AsyncSession,
-    limit: int,
-    lease_s: float,
-    owner: str,
-    *,
-    chat_id: int | None = None,
-    now: datetime | None = None,
-) -> list[Outbox]:
-    """Take a lease of up to `limit` unsent rows (oldest first, optionally of one chat) for
-    `owner`: nobody else is handed them until `now + lease_s`. Rows whose lease ran out (a
-    sender died) are handed out again. On Postgres the rows are picked with FOR UPDATE SKIP
-    LOCKED, so concurrent senders take disjoint rows without waiting on each other; SQLite
-    serialises the whole claim. Post them, then `mark_sent`; on a failure, `release_outbox`.
-    (A sender dying between Telegram's answer and `mark_sent` can still lead to one re-post
-    after the lease: the books themselves never say "sent" twice.)"""
-    now = now or utcnow()
-    stmt = select(Outbox).where(
-        Outbox.sent_at.is_(None),
-        or_(Outbox.claimed_until.is_(None), Outbox.claimed_until <= now),
-        _not_ahead_of_its_announcement(),
-    )
-    if chat_id is not None:
-        stmt = stmt.where(Outbox.chat_id == chat_id)
-    stmt = stmt.order_by(Outbox.id).limit(limit).with_for_update(skip_locked=True)
-    try:
-        rows = list(
-            (await session.execute(stmt.execution_options(populate_existing=True))).scalars()
-        )
-        until = now + timedelta(seconds=lease_s)
-        if rows:
-            # One statement for the lease of every row (not one per row at the flush): a
-            # busy chat's claim takes dozens.
-            await session.execute(
-                update(Outbox)
-                .where(Outbox.id.in_([row.id for row in rows]))
-                .values(claimed_until=until, claimed_by=owner[:64])
-                .execution_options(synchronize_session=False)
-            )
-            for row in rows:
-                set_committed_value(row, "claimed_until", until)
-                set_committed_value(row, "claimed_by", owner[:64])
-        await session.commit()
-        return rows
-    except BaseException:
-        await session.rollback()
-        raise
+# The statements of the sender's books, built once (a statement built per call costs more CPU
+# than the database spends on it): Core on the table, the rows coming back as plain values.
+_TABLE = Outbox.metadata.tables[Outbox.__tablename__]
+_T = _TABLE.c
+_ROW_COLUMNS = tuple(getattr(_T, f.name) for f in fields(OutboxRow))
+_ANNOUNCEMENT = _TABLE.alias("announcement")
 
 
 def _not_ahead_of_its_announcement() -> ColumnElement[bool]:
@@ -164,35 +124,104 @@ def _not_ahead_of_its_announcement() -> ColumnElement[bool]:
     held by a sender that died, or claimed in the same batch) it would edit nothing and be
     marked done, leaving a finished round's keyboard up. Once the announcement is sent, or
     refused for good, the row is claimed as it stands."""
-    announcement = aliased(Outbox)
+    a = _ANNOUNCEMENT.c
     return or_(
-        Outbox.kind != KIND_KEYS_OFF,
-        Outbox.reply_to_message_id.is_not(None),
+        _T.kind != KIND_KEYS_OFF,
+        _T.reply_to_message_id.is_not(None),
         ~exists().where(
-            announcement.chat_id == Outbox.chat_id,
-            announcement.sent_at.is_(None),
-            announcement.kind == KIND_ROUND,
-            announcement.round_id == Outbox.round_id,
+            a.chat_id == _T.chat_id,
+            a.sent_at.is_(None),
+            a.kind == KIND_ROUND,
+            a.round_id == _T.round_id,
         ),
     )
 
 
-async def release_outbox(session: AsyncSession, ids: Iterable[int], owner: str) -> int:
+def _claim_statement(*, of_chat: bool) -> Any:
+    """Lease the oldest claimable rows and return them, in one statement: the rows are picked
+    (FOR UPDATE SKIP LOCKED on Postgres: concurrent senders take disjoint rows without waiting
+    on each other; SQLite serialises writers) and leased by the same UPDATE."""
+    picked = select(_T.id).where(
+        _T.sent_at.is_(None),
+        or_(_T.claimed_until.is_(None), _T.claimed_until <= bindparam("now")),
+        _not_ahead_of_its_announcement(),
+    )
+    if of_chat:
+        picked = picked.where(_T.chat_id == bindparam("chat"))
+    picked = picked.order_by(_T.id).limit(bindparam("limit")).with_for_update(skip_locked=True)
+    return (
+        update(_TABLE)
+        .where(_T.id.in_(picked.scalar_subquery()))
+        .values(claimed_until=bindparam("until"), claimed_by=bindparam("owner"))
+        .returning(*_ROW_COLUMNS)
+    )
+
+
+_CLAIM_ANY = _claim_statement(of_chat=False)
+_CLAIM_CHAT = _claim_statement(of_chat=True)
+_RELEASE = (
+    update(_TABLE)
+    .where(
+        _T.id.in_(bindparam("ids", expanding=True)),
+        _T.sent_at.is_(None),
+        _T.claimed_by == bindparam("owner"),
+    )
+    .values(claimed_until=None, claimed_by=None)
+)
+_MARK_SENT = (
+    update(_TABLE)
+    .where(_T.id.in_(bindparam("ids", expanding=True)), _T.sent_at.is_(None))
+    .values(sent_at=bindparam("now"), sent_message_id=bindparam("message_id"), claimed_until=None)
+    .returning(_T.id, _T.kind, _T.round_id)
+)
+
+
+async def claim_outbox(
+    db: AsyncSession | AsyncConnection,
+    limit: int,
+    lease_s: float,
+    owner: str,
+    *,
+    chat_id: int | None = None,
+    now: datetime | None = None,
+) -> list[OutboxRow]:
+    """Take a lease of up to `limit` unsent rows (oldest first, optionally of one chat) for
+    `owner`: nobody else is handed them until `now + lease_s`. Rows whose lease ran out (a
+    sender died) are handed out again; concurrent senders take disjoint rows. Post them, then
+    `mark_sent`; on a failure, `release_outbox`. (A sender dying between Telegram's answer and
+    `mark_sent` can still lead to one re-post after the lease: the books themselves never say
+    "sent" twice.)"""
+    now = now or utcnow()
+    params: dict[str, Any] = {
+        "now": now,
+        "limit": limit,
+        "until": now + timedelta(seconds=lease_s),
+        "owner": owner[:64],
+    }
+    if chat_id is not None:
+        params["chat"] = chat_id
+    try:
+        result = await db.execute(_CLAIM_ANY if chat_id is None else _CLAIM_CHAT, params)
+        rows = sorted((OutboxRow(*row) for row in result), key=lambda row: row.id)
+        await db.commit()
+        return rows
+    except BaseException:
+        await db.rollback()
+        raise
+
+
+async def release_outbox(db: AsyncSession | AsyncConnection, ids: Iterable[int], owner: str) -> int:
     """Give back unsent rows claimed by `owner` (e.g. after a 429) so they can be claimed again."""
     id_list = list(ids)
     if not id_list:
         return 0
-    result = await session.execute(
-        update(Outbox)
-        .where(Outbox.id.in_(id_list), Outbox.sent_at.is_(None), Outbox.claimed_by == owner[:64])
-        .values(claimed_until=None, claimed_by=None)
-    )
-    await session.commit()
+    result = await db.execute(_RELEASE, {"ids": id_list, "owner": owner[:64]})
+    await db.commit()
     return int(getattr(result, "rowcount", 0))
 
 
 async def mark_sent(
-    session: AsyncSession,
+    db: AsyncSession | AsyncConnection,
     ids: Iterable[int],
     message_id: int | None,
     *,
@@ -204,28 +233,23 @@ async def mark_sent(
     id_list = list(ids)
     if not id_list:
         return 0
-    now = now or utcnow()
     try:
         marked = (
-            await session.execute(
-                update(Outbox)
-                .where(Outbox.id.in_(id_list), Outbox.sent_at.is_(None))
-                .values(sent_at=now, sent_message_id=message_id, claimed_until=None)
-                .returning(Outbox.id, Outbox.kind, Outbox.round_id)
-                .execution_options(synchronize_session=False)
+            await db.execute(
+                _MARK_SENT, {"ids": id_list, "now": now or utcnow(), "message_id": message_id}
             )
         ).all()
         round_ids = [r.round_id for r in marked if r.kind == KIND_ROUND and r.round_id is not None]
         if round_ids and message_id is not None:
-            await session.execute(
+            await db.execute(
                 update(Round)
                 .where(Round.id.in_(round_ids), Round.announce_message_id.is_(None))
                 .values(announce_message_id=message_id)
                 .execution_options(synchronize_session=False)
             )
-            await _point_keys_off(session, round_ids)
-        await session.commit()
+            await _point_keys_off(db, round_ids)
+        await db.commit()
         return len(marked)
     except BaseException:
-        await session.rollback()
+        await db.rollback()
         raise

@@ -29,9 +29,9 @@ import time
 from collections.abc import Sequence
 from typing import Literal
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from codemojex.db import Outbox, store
+from codemojex.db import store
 from codemojex.limits import MARK_SENT_RETRY, SENDER_MARKER_TTL_S
 from codemojex.outages import OUTAGES, retrying
 from codemojex.posting import scripts
@@ -39,6 +39,7 @@ from codemojex.posting.fold import OutMessage
 from codemojex.posting.keys import Keys
 from codemojex.posting.sender.stats import SenderStats
 from codemojex.redistypes import AnyRedis
+from codemojex.values.types import OutboxRow
 
 Ambiguous = Literal["repost", "assume_sent"]
 WHERE = "the outbox sender"
@@ -63,7 +64,12 @@ class Delivery:
         stats: SenderStats,
         stop: asyncio.Event,
     ) -> None:
-        self._sessionmaker = sessionmaker
+        # The books are three fixed statements (store.outbox), run on a pooled connection of
+        # the sessionmaker's engine: a session per call would cost more than the statement.
+        engine = sessionmaker.kw.get("bind")
+        if not isinstance(engine, AsyncEngine):
+            raise TypeError("the sender's sessionmaker must be bound to an engine")
+        self._engine = engine
         self._redis = redis
         self._keys = keys
         self.owner = owner
@@ -85,21 +91,21 @@ class Delivery:
 
     # -- the rows' claim ----------------------------------------------------------------------
 
-    async def claim(self, chat_id: int) -> list[Outbox]:
+    async def claim(self, chat_id: int) -> list[OutboxRow]:
         """This chat's unsent rows, claimed for us, sorted out by their markers (`recover`):
         the rows to post."""
-        async with self._sessionmaker() as session:
+        async with self._engine.connect() as conn:
             rows = await store.claim_outbox(
-                session, self.claim_limit, self._claim_lease_s, self.owner, chat_id=chat_id
+                conn, self.claim_limit, self._claim_lease_s, self.owner, chat_id=chat_id
             )
         return await self.recover(rows)
 
-    async def release(self, rows: Sequence[Outbox]) -> None:
+    async def release(self, rows: Sequence[OutboxRow]) -> None:
         if not rows:
             return
         try:
-            async with self._sessionmaker() as session:
-                await store.release_outbox(session, [r.id for r in rows], self.owner)
+            async with self._engine.connect() as conn:
+                await store.release_outbox(conn, [r.id for r in rows], self.owner)
         except Exception as exc:  # the claim runs out by itself; the rows are only delayed
             OUTAGES.swallow(exc, WHERE, f"{len(rows)} outbox rows not released")
 
@@ -108,8 +114,8 @@ class Delivery:
         await self.forget_posted(ids)
 
     async def _mark_once(self, ids: Sequence[int], message_id: int | None) -> None:
-        async with self._sessionmaker() as session:
-            await store.mark_sent(session, ids, message_id)
+        async with self._engine.connect() as conn:
+            await store.mark_sent(conn, ids, message_id)
 
     # -- the chat lease and the markers --------------------------------------------------------
 
@@ -178,7 +184,7 @@ class Delivery:
         log.warning("post to chat %d may have been lost; reposting", chat_id)
         return False
 
-    async def recover(self, rows: list[Outbox]) -> list[Outbox]:
+    async def recover(self, rows: list[OutboxRow]) -> list[OutboxRow]:
         """Sort out rows a sender may have left behind, by their Redis markers (one MGET):
         posted → mark them sent with that message id; intent without posted → the sender
         died during the post, apply the `ambiguous` rule; neither → not posted, post them.
@@ -190,7 +196,7 @@ class Delivery:
             [self._keys.posted(r.id) for r in rows] + [self._keys.sending(r.id) for r in rows]
         )
         done: dict[int, list[int]] = {}
-        left: list[Outbox] = []
+        left: list[OutboxRow] = []
         ambiguous: list[int] = []
         for row, posted, intent in zip(rows, markers[:n], markers[n:], strict=True):
             if posted is not None:

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from codemojex import metrics
-from codemojex.db import Outbox
 from codemojex.limits import SENDER_SHORT_WAIT_MS
 from codemojex.outages import OUTAGES
 from codemojex.posting.fold import OutMessage, fold
@@ -30,6 +29,7 @@ from codemojex.posting.pacer import Grant, Pacer, Wait
 from codemojex.posting.sender.delivery import WHERE, Delivery
 from codemojex.posting.sender.stats import SenderStats
 from codemojex.posting.sender.telegram import Outcome, Poster, failed_post_pause_ms
+from codemojex.values.types import OutboxRow
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +46,11 @@ class _Hand:
     key: str
     token: str
     deadline: float  # time.monotonic() past which no slot is waited for (half the claim)
-    rows: list[Outbox] = field(default_factory=list)
+    rows: list[OutboxRow] = field(default_factory=list)
     full: bool = False  # a claim came back full: more rows wait in the outbox
     sent: set[int] = field(default_factory=set)
 
-    def left(self, *also: int) -> list[Outbox]:
+    def left(self, *also: int) -> list[OutboxRow]:
         return [r for r in self.rows if r.id not in self.sent and r.id not in also]
 
 
