@@ -83,8 +83,10 @@ DEDUPE_WINDOW_MS: Final = 24 * 3600 * 1000
 
 # Worker consumers per process. Most batches are one guess (weight 1), and the batches in hand
 # are recorded together in one transaction (group commit), so more consumers means bigger
-# transactions, not more database connections.
-CONCURRENCY_DEFAULT: Final = 32
+# transactions, not more database connections: half the Postgres CPU per guess at 128 as at
+# 32, and 1.7x the guesses/s (bench.pipeline 1x128 vs 1x32; docs/benchmarks.md). A quiet
+# worker pays nothing for them: one waiter parks, whatever the count.
+CONCURRENCY_DEFAULT: Final = 128
 CONCURRENCY_MAX: Final = 1024
 
 # An idle pool: its one waiter blocks on the wake list this long per BLPOP (a wake token ends

@@ -40,7 +40,8 @@ class Settings(BaseSettings):
     database_url: str = "sqlite+aiosqlite:///./codemojex.db"
     queue: str = "cm"
 
-    # Worker: consumers per process (32 is ~2.5x the guesses/s of 8), a claimed batch's lease.
+    # Worker: consumers per process (limits.CONCURRENCY_DEFAULT says why 128), a claimed
+    # batch's lease.
     concurrency: int = Field(default=L.CONCURRENCY_DEFAULT, ge=1, le=L.CONCURRENCY_MAX)
     lease_ms: int = Field(default=L.LEASE_MS_DEFAULT, ge=1, le=L.LEASE_MS_MAX)
     # A post the sender cannot tell went out (its answer was lost, or a sender died while
