@@ -19,7 +19,7 @@ Name = Literal[
     "budget_take",
     "lease_renew",
     "lease_fence",
-    "lease_release",
+    "posted_mark",
     "ring_add",
     "ring_take",
     "ring_release",

@@ -8,7 +8,7 @@ takes over a dead one's rows what happened to them:
 - intent, `send:sending:<row>`: set just before the post, in the same atomic call that renews
   the chat lease (the fence, `fence`), with the owner and the time;
 - posted, `send:posted:<row>` → message id: set right after Telegram answers, before anything
-  else (one pipelined round trip, then `mark_sent`).
+  else (one script call for all the post's rows, then `mark_sent`).
 
 Both are deleted once `mark_sent` succeeded (they live SENDER_MARKER_TTL_S otherwise). A row
 with a posted marker is marked sent without posting it again. A row with neither was not being
@@ -80,6 +80,7 @@ class Delivery:
         self._stats = stats
         self._renew = scripts.register(redis, "lease_renew")
         self._fence = scripts.register(redis, "lease_fence")
+        self._posted_mark = scripts.register(redis, "posted_mark")
         # mark_sent insists through a database outage (the markers keep the rows from being
         # posted again meanwhile) until the sender stops.
         self._mark_sent = retrying(
@@ -146,10 +147,10 @@ class Delivery:
         if msg.row_ids:
             # First (but for the pace's settle): this is what keeps a crash from re-posting.
             try:
-                async with self._redis.pipeline(transaction=False) as pipe:
-                    for row_id in msg.row_ids:
-                        pipe.set(self._keys.posted(row_id), message_id, ex=SENDER_MARKER_TTL_S)
-                    await pipe.execute()
+                await self._posted_mark(
+                    keys=[self._keys.posted(i) for i in msg.row_ids],
+                    args=[message_id, SENDER_MARKER_TTL_S],
+                )
             except Exception as exc:  # mark_sent below is what matters; this narrows a window
                 OUTAGES.swallow(exc, WHERE, "posted rows not recorded in Redis")
             await self.mark(msg.row_ids, message_id or None)
