@@ -359,6 +359,9 @@ DAILY_GROUP_ROWS: Final = 20
 # code; no longer than that).
 DAILY_INLINE_CACHE_S: Final = 5
 DAILY_INLINE_CARD_CACHE_S: Final = 300
+# The days' puzzles whose emojis a process keeps split (every /daily reads the day's puzzle;
+# splitting its emojis anew each time costs more than the read).
+DAILY_PUZZLES_SPLIT: Final = 4
 
 
 # --- hardening: webhook, audit retention ----------------------------------------------------
