@@ -188,8 +188,8 @@ async def _tops(queue: str, database_url: str, plan: Plan) -> list[float]:
 class Spies:
     """py-spy on the bot and the worker for one phase (with --profile)."""
 
-    def __init__(self, folder: Path | None, pids: dict[str, int]) -> None:
-        self.folder, self.pids = folder, pids
+    def __init__(self, folder: Path | None, pids: dict[str, int], label: str) -> None:
+        self.folder, self.pids, self.label = folder, pids, label
         self.procs: list[asyncio.subprocess.Process] = []
         self.files: dict[str, Path] = {}
 
@@ -198,7 +198,7 @@ class Spies:
             return
         await asyncio.to_thread(self.folder.mkdir, parents=True, exist_ok=True)
         for what, pid in self.pids.items():
-            self.files[what] = self.folder / f"daily-{phase}-{what}.txt"
+            self.files[what] = self.folder / f"daily-{self.label}-{phase}-{what}.txt"
             self.procs.append(await _spy(pid, self.files[what]))
         await asyncio.sleep(1.0)  # py-spy attaches
 
@@ -288,7 +288,7 @@ async def run_daily(
 
         await _eventually(polling, 120, "the bot polling")
         ids = Ids()
-        spies = Spies(profile, {"bot": bot.pid, "worker": worker.pid})
+        spies = Spies(profile, {"bot": bot.pid, "worker": worker.pid}, code.label)
 
         # -- 1. /daily ------------------------------------------------------------------
         opens = dailies(plan, ids)
