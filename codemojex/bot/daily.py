@@ -184,12 +184,15 @@ class DailyCommands:
 
     async def on_inline_query(self, update: Update, context: CodemojexContext) -> None:
         """The asker's card of today, to post in the chat they picked; nothing that tells
-        the code to someone who has not finished it (an invitation to play instead)."""
+        the code to someone who has not finished it (an invitation to play instead). At most
+        INLINE_RATE_MAX a user per window are answered."""
         query = update.inline_query
         if query is None:
             return
         services = context.services
         user = query.from_user
+        if not await services.inline.admit(user.id):
+            return  # a flood: ignored, before any read (the asker is shown nothing)
         lang = user_language(user)
         now = services.clock()
         async with services.sessionmaker() as session:
