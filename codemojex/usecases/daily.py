@@ -99,36 +99,46 @@ async def open_daily(
     unless opened already, the day's puzzle (drawn by `rng` if the day has none yet: the
     first drawn is stored and everybody plays it), the room, the player, the round, the result
     row, the outbox row."""
+    for attempt in (1, 2):
+        try:
+            return await _open_once(session, chat, language, rng, now)
+        except IntegrityError:
+            # The same player's /daily, handled at the same moment by another process, opened
+            # it first (one open round per room, one result per player and day, one room per
+            # chat) and committed: theirs stands, and a second look finds it (with the card).
+            await session.rollback()
+            if attempt == 2:
+                break
+        except BaseException:
+            await session.rollback()
+            raise
+    return Opened(await todays(session, chat.tg_user_id, now, rng), None)
+
+
+async def _open_once(
+    session: AsyncSession, chat: Chat, language: Lang, rng: random.Random, now: datetime
+) -> Opened:
+    """`open_daily`'s transaction (committed here; rolled back by the caller on a failure)."""
     day = daily.day_of(now)
-    try:
-        conn = await session.connection()
-        store = daily_open.opening(conn)
-        seen = await store.look(conn, chat, day)
-        puzzle = seen.puzzle or await _todays_puzzle(session, day, rng)
-        if seen.result is not None:
-            await session.commit()
-            view = _view(puzzle, daily_store.Today(seen.result, seen.record))
-            return Opened(view, seen.card() if view.status == "playing" else None)
-        text = texts.daily_puzzle(
-            language, puzzle.number, puzzle.palette, puzzle.length, puzzle.max_attempts
-        )
-
-        def post(round_id: int) -> Message:
-            markup = taps.keyboard(round_id, puzzle.palette)
-            return Message(chat.chat_id, text, KIND_ROUND, round_id, markup=markup)
-
-        new = daily_open.NewDaily(chat, language, puzzle, now, daily.next_code_at(now), post)
-        card = await store.open(conn, seen, new)
+    conn = await session.connection()
+    store = daily_open.opening(conn)
+    seen = await store.look(conn, chat, day)
+    puzzle = seen.puzzle or await _todays_puzzle(session, day, rng)
+    if seen.result is not None:
         await session.commit()
-    except IntegrityError:
-        # The same player's /daily, handled at the same moment by another process, opened it
-        # first (one open round per room, one result per player and day, one room per chat):
-        # theirs stands.
-        await session.rollback()
-        return Opened(await todays(session, chat.tg_user_id, now, rng), None)
-    except BaseException:
-        await session.rollback()
-        raise
+        view = _view(puzzle, daily_store.Today(seen.result, seen.record))
+        return Opened(view, seen.card() if view.status == "playing" else None)
+    text = texts.daily_puzzle(
+        language, puzzle.number, puzzle.palette, puzzle.length, puzzle.max_attempts
+    )
+
+    def post(round_id: int) -> Message:
+        markup = taps.keyboard(round_id, puzzle.palette)
+        return Message(chat.chat_id, text, KIND_ROUND, round_id, markup=markup)
+
+    new = daily_open.NewDaily(chat, language, puzzle, now, daily.next_code_at(now), post)
+    card = await store.open(conn, seen, new)
+    await session.commit()
     assert card.open_round is not None
     result = DailyResult(
         day=day, tg_user_id=chat.tg_user_id, round_id=card.open_round.id,
