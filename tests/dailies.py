@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import ids, usecases
 from codemojex.db import DailyResult, Round, store
-from codemojex.db.store.daily_open import Chat
+from codemojex.db.store.daily_open import PrivateChat
 from codemojex.game.decide import Attempt, Verdict
 from codemojex.locale import EN, Lang
 from codemojex.usecases.daily import DailyView, open_daily
@@ -38,7 +38,7 @@ async def open_for(
     async with sessions() as session:
         opened = await open_daily(
             session,
-            chat=Chat(user, user, f"user {user}"),
+            chat=PrivateChat(user, user, f"user {user}"),
             language=language,
             rng=rng or random.Random(user),
             now=now,

@@ -29,7 +29,7 @@ from codemojex.bot.player_commands import cmd_top
 from codemojex.bot.replies import answer, outbox_written
 from codemojex.bot.rooms import display_name, room_title
 from codemojex.db import store
-from codemojex.db.store.daily_open import Chat
+from codemojex.db.store.daily_open import PrivateChat
 from codemojex.game import daily, texts
 from codemojex.limits import (
     DAILY_GROUP_ROWS,
@@ -85,7 +85,7 @@ class DailyCommands:
         lang = user_language(user)
         now = services.clock()
         settings = services.settings
-        chat = Chat(
+        chat = PrivateChat(
             chat_id=who.chat.id,
             tg_user_id=user.id,
             name=display_name(user),

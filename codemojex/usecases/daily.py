@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from codemojex.db.models import DailyResult
 from codemojex.db.store import daily as daily_store
 from codemojex.db.store import daily_open
-from codemojex.db.store.daily_open import Chat
+from codemojex.db.store.daily_open import PrivateChat
 from codemojex.db.store.rooms import RoomCard
 from codemojex.game import daily, taps, texts
 from codemojex.locale import Lang
@@ -87,7 +87,7 @@ class Opened:
 async def open_daily(
     session: AsyncSession,
     *,
-    chat: Chat,
+    chat: PrivateChat,
     language: Lang,
     rng: random.Random,
     now: datetime,
@@ -116,7 +116,7 @@ async def open_daily(
 
 
 async def _open_once(
-    session: AsyncSession, chat: Chat, language: Lang, rng: random.Random, now: datetime
+    session: AsyncSession, chat: PrivateChat, language: Lang, rng: random.Random, now: datetime
 ) -> Opened:
     """`open_daily`'s transaction (committed here; rolled back by the caller on a failure)."""
     day = daily.day_of(now)

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import ids
 from codemojex.db import DailyResult, Outbox, Player, Room, Round, store
-from codemojex.db.store.daily_open import Chat
+from codemojex.db.store.daily_open import PrivateChat
 from codemojex.db.store.rooms import RoomCard
 from codemojex.game import taps, texts
 from codemojex.locale import EN, Lang
@@ -50,7 +50,9 @@ async def opens(
     language: Lang = EN,
     ceiling: int = 3,
 ) -> Opened:
-    chat = Chat(user, user, name or f"user {user}", default_ceiling=ceiling, round_timeout_s=700)
+    chat = PrivateChat(
+        user, user, name or f"user {user}", default_ceiling=ceiling, round_timeout_s=700
+    )
     async with sessions() as session:
         return await open_daily(
             session, chat=chat, language=language, rng=random.Random(user), now=now

@@ -55,7 +55,7 @@ from codemojex.values.types import ROUND_DAILY, TIMEOUT, Message
 
 
 @dataclass(frozen=True, slots=True)
-class Chat:
+class PrivateChat:
     """The private chat a daily is opened in, and its player (as the bot sees them now)."""
 
     chat_id: int
@@ -95,7 +95,7 @@ class NewDaily:
     """What an open writes: the player's daily of the puzzle's day in `chat`'s room, which
     speaks `language` from now on; the puzzle's post is `message(round id)`."""
 
-    chat: Chat
+    chat: PrivateChat
     language: str
     puzzle: daily.Puzzle
     now: datetime
@@ -107,7 +107,7 @@ class Opening(Protocol):
     """Looking and opening on one kind of database (in the caller's transaction; never
     commits)."""
 
-    async def look(self, conn: AsyncConnection, chat: Chat, day: date) -> Seen:
+    async def look(self, conn: AsyncConnection, chat: PrivateChat, day: date) -> Seen:
         """What the player of `chat` has on `day`."""
         ...
 
@@ -310,7 +310,7 @@ def _pairs(users: list[Any] | None, players: list[Any] | None) -> dict[int, str]
 
 
 class _Postgres:
-    async def look(self, conn: AsyncConnection, chat: Chat, day: date) -> Seen:
+    async def look(self, conn: AsyncConnection, chat: PrivateChat, day: date) -> Seen:
         params = {"day": day, "chat": chat.chat_id, "thread": chat.thread_id,
                   "user": chat.tg_user_id}  # fmt: skip
         r = (await conn.execute(_PG_LOOK, params)).one()
@@ -386,7 +386,7 @@ PG = _Postgres()
 
 
 class _Portable:
-    async def look(self, conn: AsyncConnection, chat: Chat, day: date) -> Seen:
+    async def look(self, conn: AsyncConnection, chat: PrivateChat, day: date) -> Seen:
         puzzle_row = (await conn.execute(select(DailyPuzzle).where(DailyPuzzle.day == day))).first()
         puzzle = None
         if puzzle_row is not None:
