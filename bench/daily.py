@@ -37,6 +37,11 @@ most are still in the outbox when a run ends. ``--bot-pace N`` lets the bot post
 (the setting CODEMOJEX_PACE_BOT_PER_S, for both processes): not a deployment (Telegram
 allows 30), a way to see what posting at that pace costs the worker.
 
+``--baseline PATH`` runs the same plan with that checkout's bot and worker (its own .venv)
+first, then this one's: the two side by side, same harness, same machine (phase 3's reads are
+this checkout's code in either case). ``--open-only`` stops after phase 1 (what /daily
+costs; minutes instead of hours).
+
 Run: ``flock /tmp/cmx-bench.lock .venv/bin/python -m bench.daily`` (100,000 players: at the
 rates of docs/benchmarks.md, hours on the shared 2-core machine; ``--players N`` for fewer),
 ``--quick`` (300 players, about a minute); ``--save`` writes bench/results/daily.json. Needs
@@ -74,7 +79,7 @@ from bench.common import (
 )
 from bench.ingest import Ids, Processes, _eventually, _recorded_ms, _settled_xacts, _spy
 from bench.ingest_feed import TOKEN, Feed, private_update
-from bench.pipeline import PG_ADMIN_URL, TODAY, _admin, _cpu_s, _profile_top
+from bench.pipeline import PG_ADMIN_URL, TODAY, Code, _admin, _cpu_s, _profile_top
 
 FIRST_USER = 7_000_000_000  # private chats: the chat id is the user's
 TABLES = ("rooms", "players", "rounds", "guesses", "outbox", "daily_results", "daily_records")
@@ -183,8 +188,8 @@ async def _tops(queue: str, database_url: str, plan: Plan) -> list[float]:
 class Spies:
     """py-spy on the bot and the worker for one phase (with --profile)."""
 
-    def __init__(self, folder: Path | None, pids: dict[str, int]) -> None:
-        self.folder, self.pids = folder, pids
+    def __init__(self, folder: Path | None, pids: dict[str, int], label: str) -> None:
+        self.folder, self.pids, self.label = folder, pids, label
         self.procs: list[asyncio.subprocess.Process] = []
         self.files: dict[str, Path] = {}
 
@@ -193,7 +198,7 @@ class Spies:
             return
         await asyncio.to_thread(self.folder.mkdir, parents=True, exist_ok=True)
         for what, pid in self.pids.items():
-            self.files[what] = self.folder / f"daily-{phase}-{what}.txt"
+            self.files[what] = self.folder / f"daily-{self.label}-{phase}-{what}.txt"
             self.procs.append(await _spy(pid, self.files[what]))
         await asyncio.sleep(1.0)  # py-spy attaches
 
@@ -231,8 +236,14 @@ async def _top_up(board: Any, day: Any, plan: Plan) -> None:
 
 
 async def run_daily(
-    plan: Plan, max_s: float, profile: Path | None = None, bot_pace: int | None = None
+    plan: Plan,
+    max_s: float,
+    profile: Path | None = None,
+    bot_pace: int | None = None,
+    code: Code = TODAY,
+    open_only: bool = False,
 ) -> dict[str, Any]:
+    """One run of `code`'s bot and worker (phases 1 to 3, or 1 alone with `open_only`)."""
     from codemojex.posting.board import DailyBoard
     from codemojex.scoring import split_emojis
 
@@ -255,10 +266,11 @@ async def run_daily(
     )
     if bot_pace is not None:
         env["CODEMOJEX_PACE_BOT_PER_S"] = str(bot_pace)
-    procs = Processes(TODAY, env)
+    procs = Processes(code, env)
     admin = await asyncpg.connect(PG_ADMIN_URL)
     conn = await asyncpg.connect(f"{base}/{db}")
     out: dict[str, Any] = {
+        "code": code.label,
         "players": plan.players,
         "guesses": plan.guesses,
         "attempts_up_to": plan.attempts,
@@ -276,7 +288,7 @@ async def run_daily(
 
         await _eventually(polling, 120, "the bot polling")
         ids = Ids()
-        spies = Spies(profile, {"bot": bot.pid, "worker": worker.pid})
+        spies = Spies(profile, {"bot": bot.pid, "worker": worker.pid}, code.label)
 
         # -- 1. /daily ------------------------------------------------------------------
         opens = dailies(plan, ids)
@@ -305,7 +317,12 @@ async def run_daily(
             "bot_cpu_us_per_daily": round(cpu * 1e6 / plan.players, 1),
             "sql_xacts_per_daily": round(xacts / plan.players, 2),
         }
-        console.print(f"[dim]open: {out['open']}[/]")
+        console.print(f"[dim]{code.label}: open: {out['open']}[/]")
+        if open_only:
+            out["load1"] = round(os.getloadavg()[0], 2)
+            if profile is not None:
+                out["profiles"] = profiles
+            return out
 
         # -- 2. the guesses ---------------------------------------------------------------
         row = await conn.fetchrow("SELECT palette, secret, length, day FROM daily_puzzles")
@@ -392,6 +409,31 @@ async def run_daily(
 app = typer.Typer(add_completion=False, help=__doc__)
 
 
+def _rows(result: dict[str, Any]) -> list[tuple[str, object]]:
+    """The figures of one run, in the table's order (phase 1's alone for --open-only)."""
+    o = result["open"]
+    rows: list[tuple[str, object]] = [
+        ("/daily handled per s", o["dailies_per_s"]),
+        ("bot CPU ms per /daily", round(o["bot_cpu_us_per_daily"] / 1000, 2)),
+        ("SQL xacts per /daily", o["sql_xacts_per_daily"]),
+    ]
+    if "play" not in result:
+        return rows
+    p, t, b = result["play"], result["top_daily"], result["bytes_per_player"]
+    return [
+        *rows,
+        ("guesses/s end to end", p["guesses_per_s"]),
+        ("bot CPU µs per guess", p["bot_cpu_us_per_guess"]),
+        ("worker CPU µs per guess", p["worker_cpu_us_per_guess"]),
+        ("SQL xacts per guess", p["sql_xacts_per_guess"]),
+        ("guess to result p50/p99 ms", f"{p['wait_p50_ms']} / {p['wait_p99_ms']}"),
+        (f"/top daily p50/p99 ms, {t['finishers']:,} finishers",
+         f"{t['p50_ms']} / {t['p99_ms']}"),
+        ("Redis bytes per player", b["redis"]),
+        ("Postgres bytes per player", b["postgres"]),
+    ]  # fmt: skip
+
+
 @app.command()
 def main(
     quick: Annotated[bool, typer.Option(help="300 players, 200 /top daily")] = False,
@@ -407,38 +449,40 @@ def main(
     bot_pace: Annotated[
         int | None, typer.Option(help="the bot's posts a second (default Telegram's 30)")
     ] = None,
+    baseline: Annotated[
+        Path | None, typer.Option(help="another checkout (with its .venv), run first, side by side")
+    ] = None,
+    open_only: Annotated[bool, typer.Option(help="phase 1 alone (/daily)")] = False,
 ) -> None:  # fmt: skip
     if quick:
         players, tops = min(players, 300), min(tops, 200)
     if not 1 <= attempts <= 8:
         raise typer.BadParameter("attempts: 1 to 8 (the daily allows 8)")
+    codes = [Code("baseline", baseline.resolve()), TODAY] if baseline else [TODAY]
+    results: list[dict[str, Any]] = []
     with contextlib.suppress(KeyboardInterrupt):
-        plan = Plan(players, attempts, tops, board)
-        result = asyncio.run(run_daily(plan, max_s, profile, bot_pace))
-    o, p, t, b = result["open"], result["play"], result["top_daily"], result["bytes_per_player"]
+        for code in codes:
+            plan = Plan(players, attempts, tops, board)
+            results.append(asyncio.run(run_daily(plan, max_s, profile, bot_pace, code, open_only)))
+    if not results:
+        return
+    columns = [_rows(r) for r in results]
     print_table(
-        f"the daily code: {players:,} players, {result['guesses']:,} guesses, real bot + worker",
-        ("what", "figure"),
-        [
-            ["/daily handled per s", o["dailies_per_s"]],
-            ["SQL xacts per /daily", o["sql_xacts_per_daily"]],
-            ["guesses/s end to end", p["guesses_per_s"]],
-            ["bot CPU µs per guess", p["bot_cpu_us_per_guess"]],
-            ["worker CPU µs per guess", p["worker_cpu_us_per_guess"]],
-            ["SQL xacts per guess", p["sql_xacts_per_guess"]],
-            ["guess to result p50/p99 ms", f"{p['wait_p50_ms']} / {p['wait_p99_ms']}"],
-            [f"/top daily p50/p99 ms, {t['finishers']:,} finishers",
-             f"{t['p50_ms']} / {t['p99_ms']}"],
-            ["Redis bytes per player", b["redis"]],
-            ["Postgres bytes per player", b["postgres"]],
-        ],
-    )  # fmt: skip
-    for phase, found in result.get("profiles", {}).items():
-        for what, rows in found.items():
-            print_table(f"py-spy, {what} in phase {phase}: self %, total %",
-                        ("function", "self %", "total %"), rows)  # fmt: skip
-    name = "daily" if save or not quick else "daily-quick"
-    save_results(name, "daily", save=save, runs=[result])
+        f"the daily code: {players:,} players, {results[0]['guesses']:,} guesses, "
+        "real bot + worker",
+        ("what", *(r["code"] for r in results)),
+        [[what, *(c[i][1] for c in columns)] for i, (what, _) in enumerate(columns[0])],
+    )
+    for result in results:
+        for phase, found in result.get("profiles", {}).items():
+            for what, rows in found.items():
+                print_table(
+                    f"py-spy, {result['code']}'s {what} in phase {phase}: self %, total %",
+                    ("function", "self %", "total %"),
+                    rows,
+                )
+    name = "daily" if save or not (quick or open_only) else "daily-quick"
+    save_results(name, "daily", save=save, runs=results)
 
 
 if __name__ == "__main__":

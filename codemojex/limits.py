@@ -364,6 +364,16 @@ DAILY_GROUP_ROWS: Final = 20
 # code; no longer than that).
 DAILY_INLINE_CACHE_S: Final = 5
 DAILY_INLINE_CARD_CACHE_S: Final = 300
+# The inline queries of one user answered per window (the Share button's; in every chat
+# together): past that they are ignored until the window ends (an inline query needs no answer).
+# Telegram asks again only as the text in the box changes, and keeps an answer for its
+# cache_time: a person stays well under this; a script flooding the bot is cut to it before any
+# database read.
+INLINE_RATE_MAX: Final = 10
+INLINE_RATE_WINDOW_MS: Final = 10_000
+# The days' puzzles whose emojis a process keeps split (every /daily reads the day's puzzle;
+# splitting its emojis anew each time costs more than the read).
+DAILY_PUZZLES_SPLIT: Final = 4
 
 
 # --- hardening: webhook, audit retention ----------------------------------------------------

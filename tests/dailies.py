@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import ids, usecases
 from codemojex.db import DailyResult, Round, store
+from codemojex.db.store.daily_open import PrivateChat
 from codemojex.game.decide import Attempt, Verdict
 from codemojex.locale import EN, Lang
 from codemojex.usecases.daily import DailyView, open_daily
@@ -33,18 +34,16 @@ async def open_for(
     rng: random.Random | None = None,
     language: Lang = EN,
 ) -> DailyView:
-    room_id, _ = await player_of(sessions, user)
+    await player_of(sessions, user)
     async with sessions() as session:
-        return await open_daily(
+        opened = await open_daily(
             session,
-            room_id=room_id,
-            chat_id=user,
-            tg_user_id=user,
-            name=f"user {user}",
+            chat=PrivateChat(user, user, f"user {user}"),
             language=language,
             rng=rng or random.Random(user),
             now=now,
         )
+    return opened.view
 
 
 async def daily_round(

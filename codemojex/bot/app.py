@@ -43,6 +43,7 @@ from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
 from codemojex.bot.daily import DailyCommands
 from codemojex.bot.drafts import Drafts
+from codemojex.bot.inline import InlineQueries
 from codemojex.bot.intake import Intake
 from codemojex.bot.language import user_language
 from codemojex.bot.player_commands import (
@@ -119,6 +120,7 @@ def make_services(
         drafts=Drafts(redis, lanes.queue),
         cards=RoomCards(redis, lanes.queue),
         intake=Intake(lanes),
+        inline=InlineQueries(redis, lanes.queue),
         rng=parts.rng or random.SystemRandom(),
         max_depth=settings.max_depth if parts.max_depth is None else parts.max_depth,
         clock=clock,

@@ -162,3 +162,44 @@ async def refresh(services: BotServices, room_id: str) -> Card | None:
     if card is not None:
         services.card_cache.keep(card)
     return card
+
+
+async def generation(services: BotServices, chat: Chat, thread_id: int = 0) -> CardGen | None:
+    """The chat's card's generation as Redis has it now, read before a transaction that
+    returns the card to write (`written`); None when Redis cannot say (the card is then read
+    anew after the commit)."""
+    try:
+        read = await services.cards.read(chat.id, thread_id)
+    except Exception as exc:
+        if not is_outage(exc):
+            raise
+        return None
+    return CardGen(read.room_id, read.gen)
+
+
+@dataclass(frozen=True, slots=True)
+class CardGen:
+    room_id: str | None  # the chat's room as Redis knows it (None: it does not)
+    gen: int
+
+
+async def written(
+    services: BotServices, snapshot: store.RoomCard, before: CardGen | None
+) -> Card | None:
+    """After a change was committed by a transaction that also read the room's card
+    (`snapshot`): the card written from it, unless its generation moved since `before` (read
+    before that transaction began: then, as when Redis knew another room for the chat or
+    nothing at all, it is read anew, `refresh`). A card's generation being 0 when Redis does not
+    know the chat's room: a card written meanwhile by anyone has moved it."""
+    room_id = snapshot.room.id
+    if before is not None and before.room_id in (None, room_id):
+        try:
+            card = await services.cards.write(snapshot, before.gen)
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            card = None
+        if card is not None:
+            services.card_cache.keep(card)
+            return card
+    return await refresh(services, room_id)

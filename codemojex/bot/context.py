@@ -22,6 +22,7 @@ from telegram.ext import Application, CallbackContext, ExtBot
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.cards import CardCache, Loads
 from codemojex.bot.drafts import Drafts
+from codemojex.bot.inline import InlineQueries
 from codemojex.bot.intake import Intake
 from codemojex.bot.replies import Answers
 from codemojex.db.models import utcnow
@@ -57,6 +58,8 @@ class BotServices:
     # batched enqueue (one script call per event-loop turn: bot/intake.py).
     cards: RoomCards
     intake: Intake
+    # How many inline queries each user gets answered (the Share button's; bot/inline.py).
+    inline: InlineQueries
     # What this process remembers of the cards (a hint the enqueue checks) and its loads of
     # them from the database, one per chat at a time (bot/cards.py).
     card_cache: CardCache = field(default_factory=CardCache)

@@ -21,14 +21,15 @@ from telegram import InlineQueryResultArticle, InputTextMessageContent, Update, 
 from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, InlineQueryHandler, filters
 
-from codemojex.bot.cards import refresh
+from codemojex.bot.cards import generation, written
 from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.incoming import Handler, Sender, command_text, guarded, sender_of
 from codemojex.bot.language import chat_language, user_language
 from codemojex.bot.player_commands import cmd_top
 from codemojex.bot.replies import answer, outbox_written
-from codemojex.bot.rooms import display_name, ensure_room
+from codemojex.bot.rooms import display_name, room_title
 from codemojex.db import store
+from codemojex.db.store.daily_open import PrivateChat
 from codemojex.game import daily, texts
 from codemojex.limits import (
     DAILY_GROUP_ROWS,
@@ -83,26 +84,27 @@ class DailyCommands:
         assert user is not None
         lang = user_language(user)
         now = services.clock()
-        name = display_name(user)
+        settings = services.settings
+        chat = PrivateChat(
+            chat_id=who.chat.id,
+            tg_user_id=user.id,
+            name=display_name(user),
+            title=room_title(who.chat),
+            default_ceiling=settings.default_ceiling,
+            round_timeout_s=settings.round_timeout_s,
+        )
+        before = await generation(services, who.chat)
         async with services.sessionmaker() as session:
-            room = await ensure_room(services, session, who.chat)
-            await store.ensure_player(session, room.id, user.id, name)
-            view = await flows.open_daily(
-                session,
-                room_id=room.id,
-                chat_id=who.chat.id,
-                tg_user_id=user.id,
-                name=name,
-                language=lang,
-                rng=services.rng,
-                now=now,
+            opened = await flows.open_daily(
+                session, chat=chat, language=lang, rng=services.rng, now=now
             )
+        view = opened.view
         day = view.puzzle.day
-        if view.status in ("opened", "playing"):
+        if opened.card is not None:
             # The round into the chat's card, so its guesses are taken with no SQL (also when
             # it was open already: a bot that died between the commit and the card's write
-            # left the card without it).
-            await refresh(services, room.id)
+            # left the card without it), as the transaction read it.
+            await written(services, opened.card, before)
         if view.status == "opened":
             await outbox_written(services, who.chat.id)
             board = _board(services)
@@ -182,12 +184,15 @@ class DailyCommands:
 
     async def on_inline_query(self, update: Update, context: CodemojexContext) -> None:
         """The asker's card of today, to post in the chat they picked; nothing that tells
-        the code to someone who has not finished it (an invitation to play instead)."""
+        the code to someone who has not finished it (an invitation to play instead). At most
+        INLINE_RATE_MAX a user per window are answered."""
         query = update.inline_query
         if query is None:
             return
         services = context.services
         user = query.from_user
+        if not await services.inline.admit(user.id):
+            return  # a flood: ignored, before any read (the asker is shown nothing)
         lang = user_language(user)
         now = services.clock()
         async with services.sessionmaker() as session:

@@ -20,11 +20,14 @@ from typing import Literal
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from codemojex.db.models import DailyResult
 from codemojex.db.store import daily as daily_store
-from codemojex.db.store.outbox import write_messages
+from codemojex.db.store import daily_open
+from codemojex.db.store.daily_open import PrivateChat
+from codemojex.db.store.rooms import RoomCard
 from codemojex.game import daily, taps, texts
 from codemojex.locale import Lang
-from codemojex.values.types import KIND_ROUND, TIMEOUT, Message
+from codemojex.values.types import KIND_ROUND, Message
 
 Status = Literal["none", "opened", "playing", "finished"]
 
@@ -71,59 +74,77 @@ def _view(puzzle: daily.Puzzle, mine: daily_store.Today, *, opened: bool = False
     return DailyView(status, puzzle, daily.decode_rows(result.rows), result.cracked, mine.record)
 
 
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """What `/daily` in a private chat came to: the player's view, and the room's card as the
+    transaction left it when there is an open daily (None: finished, nothing to take), for
+    Redis (the bot writes it with no read of its own)."""
+
+    view: DailyView
+    card: RoomCard | None
+
+
 async def open_daily(
     session: AsyncSession,
     *,
-    room_id: str,
-    chat_id: int,
-    tg_user_id: int,
-    name: str,
+    chat: PrivateChat,
     language: Lang,
     rng: random.Random,
     now: datetime,
-) -> DailyView:
-    """Open today's daily for the player of a private chat's room (`room_id`, the chat
-    `chat_id`) and queue its puzzle (with the tap keyboard) in `language`, which the chat
-    speaks from now on; or, when they opened it already today, open nothing and say how they
-    stand. One transaction: the day's puzzle (drawn by `rng` if the day has none yet: the first
-    drawn is stored and everybody plays it), the round, the result row, the outbox row."""
+) -> Opened:
+    """Open today's daily for the player of a private chat (its room and player made on first
+    sight) and queue its puzzle (with the tap keyboard) in `language`, which the chat speaks
+    from now on; or, when they opened it already today, open nothing and say how they stand.
+    ONE transaction (on Postgres two fixed statements: `store.daily_open`): the look, then,
+    unless opened already, the day's puzzle (drawn by `rng` if the day has none yet: the
+    first drawn is stored and everybody plays it), the room, the player, the round, the result
+    row, the outbox row."""
+    for attempt in (1, 2):
+        try:
+            return await _open_once(session, chat, language, rng, now)
+        except IntegrityError:
+            # The same player's /daily, handled at the same moment by another process, opened
+            # it first (one open round per room, one result per player and day, one room per
+            # chat) and committed: theirs stands, and a second look finds it (with the card).
+            await session.rollback()
+            if attempt == 2:
+                break
+        except BaseException:
+            await session.rollback()
+            raise
+    return Opened(await todays(session, chat.tg_user_id, now, rng), None)
+
+
+async def _open_once(
+    session: AsyncSession, chat: PrivateChat, language: Lang, rng: random.Random, now: datetime
+) -> Opened:
+    """`open_daily`'s transaction (committed here; rolled back by the caller on a failure)."""
     day = daily.day_of(now)
-    try:
-        puzzle = await _todays_puzzle(session, day, rng)
-        mine = await daily_store.today_of(session, day, tg_user_id)
-        if mine.result is not None:
-            await session.commit()
-            return _view(puzzle, mine)
-        await daily_store.speak(session, room_id, language)
-        # An earlier day's daily still open here (its midnight passed moments ago and the
-        # workers' round timer has not closed it yet): closed now, quietly, as the timer would.
-        await daily_store.close_open_round(session, room_id, now, TIMEOUT)
-        rnd, result = await daily_store.add_daily(
-            session,
-            room_id=room_id,
-            puzzle=puzzle,
-            tg_user_id=tg_user_id,
-            name=name,
-            now=now,
-            expires_at=daily.next_code_at(now),
-        )
-        text = texts.daily_puzzle(
-            language, puzzle.number, puzzle.palette, puzzle.length, puzzle.max_attempts
-        )
-        markup = taps.keyboard(rnd.id, puzzle.palette)
-        await write_messages(
-            session, [Message(chat_id, text, KIND_ROUND, rnd.id, markup=markup)], now
-        )
+    conn = await session.connection()
+    store = daily_open.opening(conn)
+    seen = await store.look(conn, chat, day)
+    puzzle = seen.puzzle or await _todays_puzzle(session, day, rng)
+    if seen.result is not None:
         await session.commit()
-        return _view(puzzle, daily_store.Today(result, mine.record), opened=True)
-    except IntegrityError:
-        # The same player's /daily, handled at the same moment by another process, opened it
-        # first (one open round per room, one result per player and day): theirs stands.
-        await session.rollback()
-        return await todays(session, tg_user_id, now, rng)
-    except BaseException:
-        await session.rollback()
-        raise
+        view = _view(puzzle, daily_store.Today(seen.result, seen.record))
+        return Opened(view, seen.card() if view.status == "playing" else None)
+    text = texts.daily_puzzle(
+        language, puzzle.number, puzzle.palette, puzzle.length, puzzle.max_attempts
+    )
+
+    def post(round_id: int) -> Message:
+        markup = taps.keyboard(round_id, puzzle.palette)
+        return Message(chat.chat_id, text, KIND_ROUND, round_id, markup=markup)
+
+    new = daily_open.NewDaily(chat, language, puzzle, now, daily.next_code_at(now), post)
+    card = await store.open(conn, seen, new)
+    await session.commit()
+    assert card.open_round is not None
+    result = DailyResult(
+        day=day, tg_user_id=chat.tg_user_id, round_id=card.open_round.id,
+        display_name=chat.name[:255], started_at=now, finished_at=None, cracked=False, rows="",
+    )  # fmt: skip
+    return Opened(_view(puzzle, daily_store.Today(result, seen.record), opened=True), card)
 
 
 async def _todays_puzzle(session: AsyncSession, day: date, rng: random.Random) -> daily.Puzzle:

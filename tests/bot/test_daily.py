@@ -12,11 +12,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import pytest_asyncio
 from sqlalchemy import func, select
+from telegram import Chat
+from telegram.constants import ChatType
 
+from codemojex.bot.cards import generation, written
 from codemojex.db import Outbox, Round, store
 from codemojex.game import daily, taps, texts
 from codemojex.locale import EN, Lang
 from codemojex.posting.board import DailyBoard
+from codemojex.posting.cards import card_of
 from codemojex.scoring import feedback
 from codemojex.values.types import KIND_ROUND
 from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round
@@ -104,6 +108,34 @@ async def test_daily_in_a_private_chat_posts_the_puzzle_once(world: World) -> No
         secrets = set((await session.execute(select(Round.secret))).scalars())
         await session.commit()
     assert secrets == {rnd.secret}
+
+
+async def test_daily_writes_the_chats_card_as_its_transaction_left_it(world: World) -> None:
+    services = world.app.bot_data
+    await ask(world, ALICE, "/daily")
+    read = await services.cards.read(ALICE, 0, user_id=ALICE)
+    async with world.sessionmaker() as session:
+        room = await store.room_by_chat(session, ALICE)
+        assert room is not None
+        stored = await store.room_card(session, room.id)
+    assert stored is not None and stored.open_round is not None
+    assert read.card == card_of(stored) and read.seat == stored.seats[ALICE]
+    # A change of the room that lands between the transaction's read and the card's write
+    # (here: a ban, with the card dropped as every change drops it) wins over the older read:
+    # the card is read anew.
+    chat = Chat(ALICE, ChatType.PRIVATE)
+    before = await generation(services, chat)
+    assert before is not None and before.room_id == room.id
+    async with world.sessionmaker() as session:
+        await store.ban(session, room.id, stored.seats[ALICE], actor=None)
+    await services.cards.drop(room.id)
+    await written(services, stored, before)
+    assert (await services.cards.read(ALICE, 0, user_id=ALICE)).banned
+    # Nothing moved since the read: the card is written as handed over.
+    before = await generation(services, chat)
+    assert before is not None
+    await written(services, stored, before)
+    assert not (await services.cards.read(ALICE, 0, user_id=ALICE)).banned
 
 
 async def test_daily_again_after_the_finish_shows_the_card_and_the_next_code(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -16,6 +17,7 @@ from codemojex.bot.admin import AdminCache, is_admin
 from codemojex.bot.app import make_services
 from codemojex.bot.guesses import MAX_PLAIN_EMOJIS, looks_like_guess
 from codemojex.bot.incoming import parse_bounded_int, replied_to, topic_of
+from codemojex.bot.keys import BotKeys
 from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.game.texts import queue_view as format_queue
 from codemojex.lanes import Lanes
@@ -291,3 +293,11 @@ def test_topics_and_what_a_message_really_replies_to() -> None:
         45, now, Chat(GROUP, Chat.SUPERGROUP, title="g"), from_user=member, message_thread_id=9
     )
     assert topic_of(plain) == 0
+
+
+@pytest.mark.parametrize("bad", ["-1", "1}:x", 1.0, True, None])
+def test_the_inline_rate_key_is_built_from_a_user_id_only(bad: Any) -> None:
+    keys = BotKeys("cm")
+    assert keys.inline_rate(2001) == "cmx:{cm}:inline:rate:2001"
+    with pytest.raises(ValueError):
+        keys.inline_rate(bad)

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from codemojex.bot.inline import InlineRate
+from codemojex.bot.keys import BotKeys
 from codemojex.db import Guess, store
 from codemojex.db.models import utcnow
 from codemojex.game import daily, texts
@@ -258,3 +260,27 @@ async def test_a_streak_is_carried_over_midnight_utc(stack: Stack, clock: Clock)
         [me] = await said_to(stack, ALICE, "/me")
         histogram = (1, 1, 0, 0, 0, 0, 0, 0, 0)
         assert me.endswith(texts.daily_record(EN, 2, 2, 2, 2, histogram))
+
+
+async def test_a_flood_of_inline_queries_is_answered_up_to_the_rate(stack: Stack) -> None:
+    # A rate a slow test machine cannot slip under: 3 a minute.
+    stack.app.bot_data.inline.rate = InlineRate(most=3, window_ms=60_000)
+    flood = [stack.standin.inline_query(ALICE, "daily") for _ in range(8)]
+    bobs = stack.standin.inline_query(BOB, "daily")
+    await stack.settle()
+    answered = {a["inline_query_id"] for a in stack.standin.inline_answers}
+    assert len(answered & set(flood)) == 3  # the rest ignored: Telegram shows them nothing
+    assert bobs in answered  # each user has a rate of their own
+    for query in answered:
+        [invite] = stack.standin.inline_results(query)
+        assert invite["input_message_content"]["message_text"] == texts.daily_invite(EN, 1, BOT)
+    # Still flooding: still ignored. The count goes with its window; then she is answered again.
+    late = stack.standin.inline_query(ALICE, "daily")
+    await stack.settle()
+    assert not stack.standin.inline_results(late)
+    key = BotKeys(stack.settings.queue).inline_rate(ALICE)
+    assert 0 < await stack.redis.pttl(key) <= 60_000
+    await stack.redis.delete(key)  # the window ends
+    again = stack.standin.inline_query(ALICE, "daily")
+    await stack.settle()
+    assert len(stack.standin.inline_results(again)) == 1

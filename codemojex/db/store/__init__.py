@@ -5,10 +5,11 @@ One module per kind of row: `rooms` (rooms, players, a room's settings and card)
 open round, a new round, a round locked to close, the due ones), `batch` (loading and writing a
 batch of guesses: `batch_pg`, `batch_portable`), `seats` (the batch's players), `outbox` (what
 the sender posts), `stats` (records), `admin` (bans, audit), `daily` (the daily code's puzzles,
-results and records). Callers use the names re-exported here: `store.leaderboard(...)`.
+results and records), `daily_open` (opening a daily, in one transaction). Callers use the
+names re-exported here: `store.leaderboard(...)`.
 
 Two kinds of function: parts of a transaction a use-case holds (in the modules, not re-exported
-here: `rounds.locked_round`, `batch.batch_store`, `daily.add_daily`, …), which never
+here: `rounds.locked_round`, `batch.batch_store`, `daily_open.opening`, …), which never
 commit; and the rest, each committing (or rolling back) its own transaction, readers included:
 on SQLite every
 transaction holds the write lock (BEGIN IMMEDIATE, see `engine.py`), so none may be left open.

@@ -3,8 +3,9 @@ player's record (streaks, histogram), in the values of `codemojex.values.daily`.
 `codemojex.game.daily` decides; this loads and writes.
 
 Two kinds of function here:
-- parts of a transaction the caller holds (`usecases.daily` opening a daily, `store.batch`
-  recording a batch for `usecases.guesses`): they never commit;
+- parts of a transaction the caller holds (`usecases.daily` drawing the day's puzzle when
+  opening a daily, `store.batch` recording a batch for `usecases.guesses`): they never
+  commit (opening itself is `daily_open`'s);
 - reads for the bot, the board and the operators, and the retention trim: each commits (or
   rolls back) its own transaction, as every use-case of the store does.
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, select, update
@@ -35,7 +36,6 @@ from codemojex.db.models import (
     utcnow,
 )
 from codemojex.values import daily
-from codemojex.values.types import ROUND_DAILY
 
 Db = AsyncSession | AsyncConnection
 
@@ -125,70 +125,6 @@ async def today_of(db: AsyncSession, day: date, tg_user_id: int) -> Today:
         return Today(row[0], record_of(row[1]))
     record = await db.get(DailyRecord, tg_user_id, populate_existing=True)
     return Today(None, record_of(record))
-
-
-async def close_open_round(db: AsyncSession, room_id: str, now: datetime, reason: str) -> None:
-    """Close the room's open round, if any, without a word (an earlier day's daily)."""
-    stmt = (
-        select(Round)
-        .where(Round.room_id == room_id, Round.ended_at.is_(None))
-        .execution_options(populate_existing=True)
-    )
-    stale = (await db.execute(stmt)).scalar_one_or_none()
-    if stale is not None:
-        stale.ended_at = now
-        stale.end_reason = reason
-        await db.flush()
-
-
-async def add_daily(
-    db: AsyncSession,
-    *,
-    room_id: str,
-    puzzle: daily.Puzzle,
-    tg_user_id: int,
-    name: str,
-    now: datetime,
-    expires_at: datetime,
-) -> tuple[Round, DailyResult]:
-    """The player's daily of the puzzle's day: its round in the room (kind "daily", the
-    puzzle's code and attempts) and its result row. IntegrityError when the room has an open
-    round or the player a result of the day (another process opened it first)."""
-    rnd = Round(
-        room_id=room_id,
-        secret="".join(puzzle.secret),
-        palette="".join(puzzle.palette),
-        length=puzzle.length,
-        repeats=True,
-        started_at=now,
-        expires_at=expires_at,
-        kind=ROUND_DAILY,
-        max_attempts=puzzle.max_attempts,
-    )
-    db.add(rnd)
-    await db.flush()
-    result = DailyResult(
-        day=puzzle.day,
-        tg_user_id=tg_user_id,
-        round_id=rnd.id,
-        display_name=name[:255],
-        started_at=now,
-        finished_at=None,
-        cracked=False,
-        rows="",
-    )
-    db.add(result)
-    await db.flush()
-    return rnd, result
-
-
-async def speak(db: AsyncSession, room_id: str, language: str) -> None:
-    """A private chat speaks its player's language (their app's, as of their last /daily)."""
-    await db.execute(
-        update(Room)
-        .where(Room.id == room_id, Room.language.is_distinct_from(language))
-        .values(language=language)
-    )
 
 
 # --- recording guesses (store.batch, under the rounds' locks) ----------------------------------

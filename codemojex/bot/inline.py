@@ -1,0 +1,38 @@
+"""The per-user rate of inline queries (the Share button's), in Redis, shared by every bot
+process: at most `InlineRate.most` answered per window, the rest ignored before anything is
+read (an inline query needs no answer; Telegram shows the asker nothing)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codemojex import limits
+from codemojex.bot.keys import BotKeys
+from codemojex.redistypes import AnyRedis
+
+
+@dataclass(frozen=True, slots=True)
+class InlineRate:
+    """At most `most` inline queries per `window_ms` per user (tests may set their own)."""
+
+    most: int = limits.INLINE_RATE_MAX
+    window_ms: int = limits.INLINE_RATE_WINDOW_MS
+
+
+class InlineQueries:
+    """The users' inline query counts (a fixed window per user: one counter that expires)."""
+
+    def __init__(self, redis: AnyRedis, queue: str, rate: InlineRate | None = None) -> None:
+        self._redis = redis
+        self._keys = BotKeys(queue)
+        self.rate = rate or InlineRate()
+
+    async def admit(self, user_id: int) -> bool:
+        """Whether the user's query is within the rate; it counts either way, so a flood
+        stays refused until its window ends. One round trip."""
+        key = self._keys.inline_rate(user_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(key, 0, nx=True, px=self.rate.window_ms)
+            pipe.incr(key)
+            _, count = await pipe.execute()
+        return int(count) <= self.rate.most
