@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codemojex import limits
-from codemojex.bot.keys import BotKeys
+from codemojex.posting.keys import Keys
 from codemojex.redistypes import AnyRedis
 
 
@@ -24,7 +24,7 @@ class InlineQueries:
 
     def __init__(self, redis: AnyRedis, queue: str, rate: InlineRate | None = None) -> None:
         self._redis = redis
-        self._keys = BotKeys(queue)
+        self._keys = Keys(queue)
         self.rate = rate or InlineRate()
 
     async def admit(self, user_id: int) -> bool:

@@ -22,6 +22,7 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:paused:<PLR…>          "scoring is paused" was said this episode
     cmx:{q}:tap:draft:<round>:<user>  a player's tapped draft of a round (expires with it)
     cmx:{q}:tap:rate:<user>        a user's taps in the current rate window
+    cmx:{q}:inline:rate:<user>     a user's inline queries in the current rate window
     cmx:{q}:tap:seen:<hash>        a callback query already handled (its id, hashed)
     cmx:{q}:daily:board:<day>      the day's world board of the daily code (zset: user id ->
                                    attempts then finish time, game.daily.board_score)
@@ -151,6 +152,9 @@ class Keys:
 
     def tap_rate(self, user_id: int) -> str:
         return f"{self.prefix}tap:rate:{_integer(user_id, 'user id'):d}"
+
+    def inline_rate(self, user_id: int) -> str:
+        return f"{self.prefix}inline:rate:{_integer(user_id, 'user id'):d}"
 
     def tap_seen(self, query_id: str) -> str:
         digest = hashlib.blake2b(query_id.encode(), digest_size=12).hexdigest()

@@ -17,11 +17,11 @@ from codemojex.bot.admin import AdminCache, is_admin
 from codemojex.bot.app import make_services
 from codemojex.bot.guesses import MAX_PLAIN_EMOJIS, looks_like_guess
 from codemojex.bot.incoming import parse_bounded_int, replied_to, topic_of
-from codemojex.bot.keys import BotKeys
 from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.game.texts import queue_view as format_queue
 from codemojex.lanes import Lanes
 from codemojex.locale import EN
+from codemojex.posting.keys import Keys
 from codemojex.posting.pacer import PacePolicy
 from codemojex.scoring.emoji import clusters
 from codemojex.settings import Settings
@@ -297,7 +297,7 @@ def test_topics_and_what_a_message_really_replies_to() -> None:
 
 @pytest.mark.parametrize("bad", ["-1", "1}:x", 1.0, True, None])
 def test_the_inline_rate_key_is_built_from_a_user_id_only(bad: Any) -> None:
-    keys = BotKeys("cm")
+    keys = Keys("cm")
     assert keys.inline_rate(2001) == "cmx:{cm}:inline:rate:2001"
     with pytest.raises(ValueError):
         keys.inline_rate(bad)

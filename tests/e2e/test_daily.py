@@ -19,12 +19,12 @@ import pytest
 from sqlalchemy import select
 
 from codemojex.bot.inline import InlineRate
-from codemojex.bot.keys import BotKeys
 from codemojex.db import Guess, store
 from codemojex.db.models import utcnow
 from codemojex.game import daily, texts
 from codemojex.limits import DAILY_INLINE_CACHE_S, DAILY_INLINE_CARD_CACHE_S
 from codemojex.locale import EN
+from codemojex.posting.keys import Keys
 from codemojex.scoring import feedback
 from codemojex.standin import SentMessage
 from tests.dailies import daily_round
@@ -278,7 +278,7 @@ async def test_a_flood_of_inline_queries_is_answered_up_to_the_rate(stack: Stack
     late = stack.standin.inline_query(ALICE, "daily")
     await stack.settle()
     assert not stack.standin.inline_results(late)
-    key = BotKeys(stack.settings.queue).inline_rate(ALICE)
+    key = Keys(stack.settings.queue).inline_rate(ALICE)
     assert 0 < await stack.redis.pttl(key) <= 60_000
     await stack.redis.delete(key)  # the window ends
     again = stack.standin.inline_query(ALICE, "daily")
