@@ -453,6 +453,7 @@ def main(
         Path | None, typer.Option(help="another checkout (with its .venv), run first, side by side")
     ] = None,
     open_only: Annotated[bool, typer.Option(help="phase 1 alone (/daily)")] = False,
+    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
 ) -> None:  # fmt: skip
     if quick:
         players, tops = min(players, 300), min(tops, 200)
@@ -481,7 +482,7 @@ def main(
                     ("function", "self %", "total %"),
                     rows,
                 )
-    name = "daily" if save or not (quick or open_only) else "daily-quick"
+    name = out or ("daily" if save or not (quick or open_only) else "daily-quick")
     save_results(name, "daily", save=save, runs=results)
 
 
