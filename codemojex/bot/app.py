@@ -8,7 +8,6 @@ polling, or with our own webhook server (codemojex.bot.webhook) when asked; `run
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import AsyncIterator, Callable
@@ -61,6 +60,7 @@ from codemojex.game import texts
 from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
+from codemojex.outages import OUTAGES
 from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.cards import RoomCards
 from codemojex.posting.flags import FloodNotices
@@ -239,10 +239,12 @@ async def on_error(update: object, context: CodemojexContext) -> None:
         return  # Telegram refuses to take messages from us there now: an apology would fail too
     if isinstance(update, Update) and update.callback_query is not None:
         # A tap: the apology is the tapper's toast, not a post under the round message.
-        with contextlib.suppress(Exception):
+        try:
             await update.callback_query.answer(
                 texts.went_wrong(user_language(update.effective_user))
             )
+        except Exception as exc:  # the toast is a courtesy; the failure is logged above
+            OUTAGES.swallow(exc, "the bot", "a failed tap's apology not shown")
         return
     if isinstance(update, Update) and update.effective_message is not None:
         try:

@@ -145,8 +145,10 @@ class Answers:
         log.info("chat %s: %d answers dropped (%s)", items[0].message.chat_id, len(items), why)
         for item in items:
             if item.on_dropped is not None:
-                with contextlib.suppress(Exception):
+                try:
                     await item.on_dropped()
+                except Exception as exc:  # a notice's flag not given back: at worst unsaid
+                    OUTAGES.swallow(exc, "the answers", "a dropped answer's flag not released")
 
     async def _serve(self, pacer: Pacer, chat_id: int) -> None:
         queue = self._waiting[chat_id]
@@ -263,8 +265,11 @@ async def answer_as(
     allows, else later from the chat's queue (folded with the other answers waiting there),
     or never (dropped past `reply_wait_s`). `on_dropped` is called when `text` is not posted."""
     if said is not Say.ANSWER and on_dropped is not None:
-        with contextlib.suppress(Exception):
-            await on_dropped()  # `text` will not be posted: a once-per-episode one is unspent
+        # `text` will not be posted: a once-per-episode one is unspent
+        try:
+            await on_dropped()
+        except Exception as exc:  # a notice's flag not given back: at worst unsaid
+            OUTAGES.swallow(exc, "the answers", "a dropped answer's flag not released")
     if said is Say.NOTHING:
         return
     if said is Say.NOTICE:

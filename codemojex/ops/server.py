@@ -24,6 +24,7 @@ from codemojex.metrics import INSTRUMENTS
 from codemojex.ops.collect import Shared, SharedCollector
 from codemojex.ops.fleet import Publisher
 from codemojex.ops.health import readiness
+from codemojex.outages import OUTAGES
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 
@@ -81,8 +82,10 @@ class ProcessOps:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        with contextlib.suppress(Exception):
+        try:
             await self.publisher.withdraw()
+        except Exception as exc:  # its entry expires by itself; the fleet view drops it then
+            OUTAGES.swallow(exc, "the ops publisher", "this process not withdrawn from the fleet")
         if self._runner is not None:
             await self._runner.cleanup()
 

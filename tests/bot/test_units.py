@@ -301,3 +301,31 @@ def test_the_inline_rate_key_is_built_from_a_user_id_only(bad: Any) -> None:
     assert keys.inline_rate(2001) == "cmx:{cm}:inline:rate:2001"
     with pytest.raises(ValueError):
         keys.inline_rate(bad)
+
+
+async def test_an_unsaid_answers_failing_cleanup_is_counted_not_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An answer the budget silences gives its once-per-episode flag back (`on_dropped`); when
+    that fails, the member's update still ends cleanly, and the failure is counted and logged
+    (codemojex_swallowed_total{where="the answers"}), not lost."""
+    from codemojex.bot.replies import answer_as
+    from codemojex.outages import OUTAGES
+    from codemojex.posting.budget import Say
+
+    settings = Settings(token=SecretStr("1:x"))
+    services = make_services(
+        settings,
+        lanes=Lanes(aioredis.Redis(), "cm"),
+        sessionmaker=None,  # type: ignore[arg-type]
+        redis=aioredis.Redis(),
+    )
+    message = Message(1, datetime.now(UTC), Chat(GROUP, Chat.SUPERGROUP), from_user=None)
+
+    async def flag_not_released() -> None:
+        raise KeyError("a bug in the cleanup")
+
+    before = OUTAGES.swallowed["the answers"]
+    await answer_as(services, message, Say.NOTHING, "unsaid", on_dropped=flag_not_released)
+    assert OUTAGES.swallowed["the answers"] == before + 1
+    assert any("going on without it" in r.getMessage() for r in caplog.records)
