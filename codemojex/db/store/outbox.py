@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, bindparam, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.sql.dml import ReturningUpdate
 
 from codemojex.db.models import Outbox, Round, utcnow
 from codemojex.values.types import KIND_KEYS_OFF, KIND_ROUND, Message, OutboxRow
@@ -137,7 +138,7 @@ def _not_ahead_of_its_announcement() -> ColumnElement[bool]:
     )
 
 
-def _claim_statement(*, of_chat: bool) -> Any:
+def _claim_statement(*, of_chat: bool) -> ReturningUpdate[Any]:
     """Lease the oldest claimable rows and return them, in one statement: the rows are picked
     (FOR UPDATE SKIP LOCKED on Postgres: concurrent senders take disjoint rows without waiting
     on each other; SQLite serialises writers) and leased by the same UPDATE."""
