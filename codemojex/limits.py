@@ -148,10 +148,8 @@ ADMIN_CACHE_TTL_S_DEFAULT: Final = 300.0
 ADMIN_CACHE_TTL_S_MAX: Final = 600.0
 # Updates handled at once (in order per sender). A guess needs no database connection and is
 # enqueued with the others of its event-loop turn in one script call: more at once means
-# bigger batches (bench/ingest.py: 64 took in about a fifth more than 16; 128 another 4-11 %,
-# past python-telegram-bot's one-call-per-update ceiling, with a whole getUpdates batch of 100
-# in hand at once: fetch to enqueued p50 37-42 ms against 538-544 at 64; 256 no more).
-BOT_CONCURRENCY_DEFAULT: Final = 128
+# bigger batches (bench/ingest.py: 64 took in about a fifth more than 16 on this machine).
+BOT_CONCURRENCY_DEFAULT: Final = 64
 # Database connections a process keeps open (db/engine.py), DB_POOL_OVERFLOW more for a
 # burst: what needs one queues for it rather than opening and closing connections as it goes
 # (SQLAlchemy's default of 5 churned under the sender's 32 chats in hand and the bot's
