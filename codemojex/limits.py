@@ -148,7 +148,10 @@ ADMIN_CACHE_TTL_S_DEFAULT: Final = 300.0
 ADMIN_CACHE_TTL_S_MAX: Final = 600.0
 # Updates handled at once (in order per sender). A guess needs no database connection and is
 # enqueued with the others of its event-loop turn in one script call: more at once means
-# bigger batches (bench/ingest.py: 64 took in about a fifth more than 16 on this machine).
+# bigger batches (bench/ingest.py: 64 took in about a fifth more than 16). 128 takes in 4-11 %
+# more again when the bot has its own cores, but beside a worker on two shared cores it takes
+# them from the worker: 1,347-1,465 guesses/s end to end against 1,655-1,721 at 64
+# (docs/benchmarks.md, "The front door"). A bot on a host of its own: CODEMOJEX_BOT_CONCURRENCY=128.
 BOT_CONCURRENCY_DEFAULT: Final = 64
 # Database connections a process keeps open (db/engine.py), DB_POOL_OVERFLOW more for a
 # burst: what needs one queues for it rather than opening and closing connections as it goes
