@@ -1,9 +1,12 @@
 """The one command line: `codemojex bot | worker | ops | migrate | demo | lanes …`.
 
 Every setting comes from the environment (CODEMOJEX_*, see codemojex/settings.py); flags here
-only choose what to run. Every command starts with `_start`: the settings (exit 2 naming the
-wrong one), then logging, whose every line has the secrets of those settings masked
-(codemojex.secrecy), at DEBUG with `-v`.
+only choose what to run and how much it says. Every command starts with `_start`: the settings
+(exit 2 naming the wrong one), then logging, whose every line has the secrets of those
+settings masked (codemojex.secrecy). `-v` puts Codemojex's own loggers at DEBUG and nothing
+else: python-telegram-bot's and httpx's DEBUG lines carry every update and every request
+body, message texts included (a round's code in its reveal). `--wire-debug` lets those
+through too, and says so in a WARNING when it starts.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ import sys
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
-from codemojex.secrecy import mask_logs, url_password
+from codemojex.secrecy import ALONE_MIN, mask_logs, url_password
 from codemojex.settings import Settings, load_settings
 
 # No local variables in tracebacks: a frame's locals may hold a token.
@@ -32,32 +35,64 @@ lanes_app = typer.Typer(
 app.add_typer(lanes_app, name="lanes")
 
 
-def _start(verbose: bool = False, *, quiet: bool = False) -> Settings:
-    """The settings, then logging that masks their secrets in every line (DEBUG with
-    `verbose`, WARNING when `quiet`: the demo draws its own screen)."""
+def _start(verbose: bool = False, *, quiet: bool = False, wire: bool = False) -> Settings:
+    """The settings, then logging that masks their secrets in every line: Codemojex's own
+    loggers at DEBUG with `verbose`, everything at DEBUG with `wire` (message texts
+    included), WARNING only when `quiet` (the demo draws its own screen)."""
     settings = _settings()
-    _logging(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO, settings)
+    _logging(settings, verbose=verbose or wire, quiet=quiet, wire=wire)
     return settings
 
 
-def _logging(level: int, settings: Settings) -> None:
+# Said at the start of a process run with --wire-debug, so that nobody leaves it on unawares.
+WIRE_BANNER = (
+    "WIRE DEBUG IS ON: every update and every Bot API request is logged in full, MESSAGE "
+    "TEXTS INCLUDED (players' guesses and names, a round's or the daily's code in its "
+    "reveal). Secrets are still masked. For debugging only: never in production, and "
+    "delete these logs when done."
+)
+
+
+def _logging(settings: Settings, *, verbose: bool, quiet: bool, wire: bool) -> None:
+    # Under -v only our own loggers go to DEBUG: the libraries' DEBUG lines are the wire
+    # (python-telegram-bot's every update and request body, httpcore's traffic), and a
+    # library logger nobody listed here stays out with them.
+    level = logging.DEBUG if wire else logging.WARNING if quiet else logging.INFO
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Whatever the logger and the level (python-telegram-bot logs its Bot API URL, which
-    # holds the token, at DEBUG).
-    mask_logs(
-        [
-            *(s.get_secret_value() for s in (settings.token, settings.ops_token) if s),
-            settings.webhook_secret.get_secret_value() if settings.webhook_secret else None,
-            url_password(settings.redis_url),
-            url_password(settings.database_url),
-        ]
+    # holds the token, at DEBUG; httpx every call's URL at INFO).
+    too_short = mask_logs(
+        {
+            "CODEMOJEX_TOKEN": _secret(settings.token),
+            "CODEMOJEX_OPS_TOKEN": _secret(settings.ops_token),
+            "CODEMOJEX_WEBHOOK_SECRET": _secret(settings.webhook_secret),
+            "the password of CODEMOJEX_REDIS_URL": url_password(settings.redis_url),
+            "the password of CODEMOJEX_DATABASE_URL": url_password(settings.database_url),
+        }
     )
-    # httpx logs every Bot API call at INFO; that is noise for an operator.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    # Alembic says which dialect it found at every schema check (start-up, /readyz).
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-    # aiohttp logs every request of /metrics, /readyz and the ops page's refreshes.
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    if verbose:
+        logging.getLogger("codemojex").setLevel(logging.DEBUG)
+    if not wire:
+        # httpx logs every Bot API call (its method, no body) at INFO: noise for an operator,
+        # but what -v is for.
+        logging.getLogger("httpx").setLevel(logging.INFO if verbose else logging.WARNING)
+        # Alembic says which dialect it found at every schema check (start-up, /readyz).
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+        # aiohttp logs every request of /metrics, /readyz and the ops page's refreshes.
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    log = logging.getLogger("codemojex.cli")
+    for name in too_short:
+        log.warning(
+            "%s is too short to be kept out of the logs (under %d characters): use a longer one",
+            name,
+            ALONE_MIN,
+        )
+    if wire:
+        log.warning(WIRE_BANNER)
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value else None
 
 
 def _settings() -> Settings:
@@ -108,10 +143,23 @@ def migrate() -> None:
     typer.echo("database is at the latest revision")
 
 
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Codemojex's own DEBUG lines (no message text)")
+]
+WireDebugOption = Annotated[
+    bool,
+    typer.Option(
+        "--wire-debug",
+        help="every update and Bot API request in full, MESSAGE TEXTS INCLUDED (implies -v); "
+        "for debugging only",
+    ),
+]
+
+
 @app.command()
-def bot(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+def bot(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) -> None:
     """Run the Telegram bot (polling, or webhook when CODEMOJEX_WEBHOOK_URL is set)."""
-    settings = _start(verbose)
+    settings = _start(verbose, wire=wire_debug)
     _require_shared_redis(settings, "the bot")
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN to the bot's token", err=True)
@@ -128,9 +176,9 @@ def bot(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> No
 
 
 @app.command()
-def worker(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+def worker(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) -> None:
     """Run the ScoreWorker pool, the outbox sender and the round timer."""
-    settings = _start(verbose)
+    settings = _start(verbose, wire=wire_debug)
     _require_shared_redis(settings, "the worker")
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN: the worker posts results as the bot", err=True)
@@ -142,7 +190,7 @@ def worker(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) ->
 
 
 @app.command()
-def ops(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+def ops(verbose: VerboseOption = False) -> None:
     """Serve the operator page (CODEMOJEX_OPS_HOST:CODEMOJEX_OPS_PORT, login with
     CODEMOJEX_OPS_TOKEN): charts, rooms, dead guesses, pause/resume, ceilings."""
     from codemojex.ops.page.auth import token_problem

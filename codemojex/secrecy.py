@@ -6,18 +6,22 @@ on, so it must be long and random: `weakness` refuses a short one, one with few 
 characters, and the placeholders our own examples show ("a-long-random-string") or that
 people type ("changeme", "secret…"). The bot token we are given, not choose.
 
-Logs: python-telegram-bot logs its Bot API URL, which holds the token, at DEBUG (`-v`); a
-library may one day log a request or a URL at another level. So every process formats its
-log records through `MaskingFormatter`, installed by `mask_logs` on the handlers the CLI
-configures: whatever the level and the logger, a secret in a record's text comes out as `***`.
+Logs: python-telegram-bot logs its Bot API URL, which holds the token, at DEBUG (the CLI's
+`--wire-debug`), httpx every call's URL at INFO (`-v`); a library may one day log a request or
+a URL at another level. So every process formats its log records through `MaskingFormatter`,
+installed by `mask_logs` on the handlers the CLI configures: whatever the level and the
+logger, a secret in a record's text comes out as `***`, in every form it may take there
+(`secret_forms`). The rule by length: 8 characters or more, masked wherever it appears; 4 to
+7, masked where it stands alone; under 4, not maskable (the CLI warns at start-up).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit
 
 MASK: Final = "***"
 # Fewer different characters than this is no random string (a 32-character hex string has
@@ -42,9 +46,16 @@ PLACEHOLDERS: Final = (
 HOW_TO_MAKE: Final = (
     "e.g. the output of: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
 )
-# A secret shorter than this is not masked where it appears inside other text (a stand-in's
-# "123:TEST" would turn every "TEST" into ***): too short to be a secret anyway.
+# How long a form of a secret (as given, percent-encoded, decoded) must be to be masked where
+# it appears inside other text. A shorter one is masked only where it stands alone (no letter,
+# digit, "_" or "-" right before or after it: a URL's password between ":" and "@", a quoted
+# value): masked inside words, a stand-in's "123:TEST" would turn every "TEST" into ***, and
+# each *** in a known word would spell the secret out for whoever reads the log.
 MASK_MIN: Final = 8
+# Shorter than this, a secret is not masked at all: one to three characters stand alone in
+# ordinary lines ("a", "ok", "42"), so masking them blanks noise and points at the secret.
+# The CLI says so at start-up, naming the setting (never the value).
+ALONE_MIN: Final = 4
 
 
 def weakness(value: str, name: str, minimum: int) -> str | None:
@@ -58,9 +69,11 @@ def weakness(value: str, name: str, minimum: int) -> str | None:
 
 
 def secret_forms(secrets: Iterable[str | None]) -> list[str]:
-    """Every form in which these secrets may show up in a log line: as given, percent-encoded
-    (in a URL), and a bot token's part after the colon alone. Longest first, so that a longer
-    secret is masked whole before a part of it."""
+    """Every form in which these secrets may show up in a log line: as given, decoded (a URL's
+    password is percent-encoded in the URL, and its driver uses it decoded), percent-encoded
+    (in a URL, in a form), and a bot token's secret part (after the colon) alone, in each of
+    those forms. Longest first, so that a longer form is masked whole before a part of it.
+    Forms shorter than `ALONE_MIN` are left out (see `unmaskable`)."""
     forms: set[str] = set()
     for secret in secrets:
         if not secret:
@@ -69,12 +82,37 @@ def secret_forms(secrets: Iterable[str | None]) -> list[str]:
         if ":" in secret:  # a bot token: <bot id>:<the secret part>
             parts.append(secret.split(":", 1)[1])
         for part in parts:
-            forms |= {part, quote(part, safe=""), quote(part, safe="/:")}
-    return sorted((f for f in forms if len(f) >= MASK_MIN), key=len, reverse=True)
+            for plain in {part, unquote(part), unquote_plus(part)}:
+                forms |= {
+                    plain,
+                    quote(plain, safe=""),
+                    quote(plain, safe="/:"),
+                    quote_plus(plain, safe=""),
+                }
+    return sorted((f for f in forms if len(f) >= ALONE_MIN), key=len, reverse=True)
+
+
+def unmaskable(secrets: Mapping[str, str | None]) -> list[str]:
+    """The names of the secrets too short to be masked (shorter than `ALONE_MIN` as given)."""
+    return [name for name, value in secrets.items() if value and len(value) < ALONE_MIN]
+
+
+def masking_pattern(forms: Sequence[str]) -> re.Pattern[str] | None:
+    """One pattern for all the forms, in the order given (longest first): a form of
+    `MASK_MIN` characters or more wherever it appears, a shorter one where it stands alone."""
+    if not forms:
+        return None
+    return re.compile(
+        "|".join(
+            re.escape(form) if len(form) >= MASK_MIN else rf"(?<![\w-]){re.escape(form)}(?![\w-])"
+            for form in forms
+        )
+    )
 
 
 def url_password(url: str | None) -> str | None:
-    """The password in a connection URL (redis://:pw@host, postgresql://user:pw@host)."""
+    """The password in a connection URL (redis://:pw@host, postgresql://user:pw@host), as
+    written there (percent-encoded; `secret_forms` adds the decoded form)."""
     if not url:
         return None
     try:
@@ -87,25 +125,26 @@ class MaskingFormatter(logging.Formatter):
     """Formats a record with the handler's own formatter, then masks every secret in the text
     (message, arguments, traceback, stack: everything that reaches the output)."""
 
-    def __init__(self, inner: logging.Formatter | None, secrets: Iterable[str]) -> None:
+    def __init__(self, inner: logging.Formatter | None, forms: Sequence[str]) -> None:
         super().__init__()
         self._inner = inner or logging.Formatter()
-        self._secrets = list(secrets)
+        self._pattern = masking_pattern(forms)
 
     def format(self, record: logging.LogRecord) -> str:
         text = self._inner.format(record)
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, MASK)
-        return text
+        if self._pattern is None:
+            return text
+        return self._pattern.sub(MASK, text)
 
 
-def mask_logs(secrets: Iterable[str | None], logger: logging.Logger | None = None) -> None:
-    """Mask `secrets` (in every form, see `secret_forms`) in whatever the handlers of `logger`
-    (the root logger: every record of every logger ends there) write."""
-    forms = secret_forms(secrets)
+def mask_logs(secrets: Mapping[str, str | None], logger: logging.Logger | None = None) -> list[str]:
+    """Mask `secrets` (by name: the setting each comes from; every form, see `secret_forms`)
+    in whatever the handlers of `logger` (the root logger: every record of every logger ends
+    there) write. Returns the names of those too short to be masked (`unmaskable`)."""
+    forms = secret_forms(secrets.values())
     for handler in (logger or logging.getLogger()).handlers:
         current = handler.formatter
         if isinstance(current, MaskingFormatter):
             current = current._inner
         handler.setFormatter(MaskingFormatter(current, forms))
+    return unmaskable(secrets)

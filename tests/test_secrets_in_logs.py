@@ -1,8 +1,10 @@
 """No secret in any log: every command that reads the settings runs as a real process (with
-`-v` where it has one: python-telegram-bot logs its Bot API URL, which holds the token, at
-DEBUG), against the Bot API stand-in, and its whole output is searched for the bot token,
-the ops token and the webhook secret. The masked URL line must be there, `***` in it, so
-the search cannot pass by finding no such line at all."""
+`-v` where it has one, and the bot with `--wire-debug` too: python-telegram-bot logs its Bot
+API URL, which holds the token, at DEBUG, httpx every call's URL at INFO), against the Bot
+API stand-in, and its whole output is searched for the bot token (whole and its secret part),
+the ops token and the webhook secret. The masked URL lines must be there, `***` in them, so
+the search cannot pass by finding no such line at all. A secret too short to be masked is
+named at start-up."""
 
 from __future__ import annotations
 
@@ -82,9 +84,9 @@ async def test_no_command_logs_a_secret(
             return len(standin.sent_messages(ALICE)) >= 1
 
         outputs: dict[str, str] = {}
-        # the bot, polling: answers a /help, then is stopped
+        # the bot, polling, logging everything: answers a /help, then is stopped
         standin.send_private(ALICE, "/help")
-        outputs["bot -v"] = await run(["bot", "-v"], env, answered)
+        outputs["bot --wire-debug"] = await run(["bot", "--wire-debug"], env, answered)
         assert standin.sent_messages(ALICE)[0].text == texts.help_text(EN)
         # the bot, webhook mode: setWebhook carries the secret
         hook_port = free_port()
@@ -114,26 +116,47 @@ async def test_no_command_logs_a_secret(
                     await http.post(f"http://127.0.0.1:{ops_port}/login", data=form)
             return True
 
+        wire_metrics = free_port()
         runs = {
             "worker -v": run(
                 ["worker", "-v"],
                 env | {"CODEMOJEX_METRICS_PORT": str(metrics)},
                 _answers(metrics, "/healthz"),
             ),
+            "worker --wire-debug": run(
+                ["worker", "--wire-debug"],
+                env | {"CODEMOJEX_METRICS_PORT": str(wire_metrics)},
+                _answers(wire_metrics, "/healthz"),
+            ),
             "ops -v": run(["ops", "-v"], env | {"CODEMOJEX_OPS_PORT": str(ops_port)}, ops_used),
             **{
                 " ".join(args): run(args, env, None)
                 for args in (["migrate"], ["lanes", "check"], ["lanes", "snapshot"])
             },
+            # migrate reads no Redis: a password it could never mask, named at start-up
+            "migrate (short password)": run(
+                ["migrate"], env | {"CODEMOJEX_REDIS_URL": "redis://:Q7w@127.0.0.1:6379/0"}, None
+            ),
         }
         outputs |= dict(zip(runs, await asyncio.gather(*runs.values()), strict=True))
     for command, output in outputs.items():
         for secret in SECRETS:
             assert secret not in output, f"`codemojex {command}` logged a secret:\n{output}"
-    for command in ("bot -v", "bot -v (webhook)", "worker -v"):
-        url_lines = [ln for ln in outputs[command].splitlines() if "Set Bot API URL" in ln]
-        assert url_lines, f"`codemojex {command}` logged no Bot API URL:\n{outputs[command]}"
-        assert all(f"/bot{MASK}" in ln for ln in url_lines), url_lines
+    url_lines = {
+        # python-telegram-bot's DEBUG line (the wire, only with --wire-debug)
+        "bot --wire-debug": "Set Bot API URL",
+        "worker --wire-debug": "Set Bot API URL",
+        # httpx's INFO line of every Bot API call (-v; the worker may make none before it
+        # is stopped)
+        "bot -v (webhook)": "HTTP Request:",
+    }
+    for command, marker in url_lines.items():
+        lines = [ln for ln in outputs[command].splitlines() if marker in ln]
+        assert lines, f"`codemojex {command}` logged no Bot API URL:\n{outputs[command]}"
+        assert all(f"/bot{MASK}" in ln for ln in lines), lines
+    short = outputs["migrate (short password)"]
+    assert "the password of CODEMOJEX_REDIS_URL is too short to be kept out of the logs" in short
+    assert "Q7w" not in short.replace("the password of CODEMOJEX_REDIS_URL", "")
 
 
 def _answers(port: int, path: str) -> Callable[[], Awaitable[bool]]:
