@@ -49,8 +49,10 @@ async def record_guesses(
             await db.commit()
             return decision.verdicts
         except IntegrityError:
-            # A copy of one of these jobs, delivered twice at once, committed first; its round
-            # lock has been released, so the second go finds it and reports a duplicate.
+            # A copy of one of these jobs, delivered twice at once, committed first. At READ
+            # COMMITTED the lookup after the round's lock already sees it; a snapshot older
+            # than its commit (a database whose default isolation is REPEATABLE READ) does
+            # not, and inserts the same guess id. The second go finds it: a duplicate.
             await db.rollback()
             if attempt == 2:
                 raise

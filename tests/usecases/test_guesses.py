@@ -5,16 +5,17 @@ use-case opens."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import event, func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex import usecases
-from codemojex.db import Guess, LeaderboardEntry, Outbox, store
+from codemojex.db import Guess, LeaderboardEntry, Outbox, make_engine, make_sessionmaker, store
 from codemojex.db.models import utcnow
 from codemojex.db.store.batch import batch_store
 from codemojex.db.store.batch_pg import PG
@@ -135,3 +136,85 @@ async def test_a_batch_recorded_again_changes_nothing(
         assert [v.attempt_no for v in again] == [v.attempt_no for v in first]
     assert (await session.scalar(select(func.count()).select_from(Guess))) == 3
     await session.commit()
+
+
+@pytest.mark.parametrize("isolation", ["read committed", "repeatable read"])
+async def test_a_copy_that_loses_the_primary_key_race_is_retried_as_a_duplicate(
+    migrated_pg_url: str,
+    sessions: async_sessionmaker[AsyncSession],
+    rng: Any,
+    isolation: str,
+) -> None:
+    """Two workers record the same job at once, on the real Postgres (a job delivered again
+    after its first worker died: a guess sent in time, its round ended since, so it is
+    "late"). Both wait on the round's lock (held here until both do), so each transaction
+    has begun before either commits.
+
+    At READ COMMITTED (the default) the loser's lookup, a statement after the lock, sees the
+    winner's row: a duplicate, no conflict. On a database whose default isolation is
+    REPEATABLE READ (a DBA's `ALTER DATABASE … SET default_transaction_isolation`) the
+    loser's snapshot is older than the winner's commit: it inserts the same guess id and
+    hits the primary key. The use-case then rolls back and goes again, and the copy is a
+    duplicate: no exception, nothing counted or answered twice."""
+    async with sessions() as s:
+        [(rnd, player)] = await _rooms_with_rounds(s, rng, 1)
+        job = attempt(rnd, player, wrong_guess(rnd.secret_emojis, rnd.palette_emojis))
+        round_id = rnd.id
+        assert await usecases.close_round(s, round_id, "endround") is not None
+    workers = make_engine(
+        migrated_pg_url,
+        connect_args={"server_settings": {"default_transaction_isolation": isolation}},
+    )
+    conflicts: list[str] = []
+
+    def seen(context: Any) -> None:
+        conflicts.append(type(context.original_exception).__name__)
+
+    event.listen(workers.sync_engine, "handle_error", seen)
+    try:
+        async with sessions() as gate:
+            await gate.execute(
+                text("SELECT id FROM rounds WHERE id = :id FOR NO KEY UPDATE"), {"id": round_id}
+            )
+            copies = [
+                asyncio.create_task(_record_alone(make_sessionmaker(workers), job))
+                for _ in range(2)
+            ]
+            await _waiting_on_a_lock(gate, 2)
+            await gate.commit()
+        verdicts = await asyncio.gather(*copies)
+    finally:
+        await workers.dispose()
+
+    assert sorted(v.kind for v in verdicts) == ["duplicate", "late"]
+    # The race happened where it can (else this test would prove nothing about the retry).
+    assert conflicts == ([] if isolation == "read committed" else ["UniqueViolationError"])
+    async with sessions() as s:
+        assert await s.scalar(select(func.count()).select_from(Guess)) == 1
+        answers = select(func.count()).select_from(Outbox).where(Outbox.guess_id == job.guess_id)
+        assert await s.scalar(answers) == 1
+        entry = await s.get(LeaderboardEntry, (rnd.room_id, player))
+        assert entry is None or entry.guesses == 0
+
+
+async def _record_alone(sessions: async_sessionmaker[AsyncSession], item: Any) -> Any:
+    async with sessions() as s:
+        [verdict] = await usecases.record_guesses(s, [item])
+    return verdict
+
+
+async def _waiting_on_a_lock(session: AsyncSession, n: int) -> None:
+    """Until `n` other connections of this database wait on a lock."""
+    for _ in range(200):
+        # (within a transaction the activity view is read once unless told to read again)
+        await session.execute(text("SELECT pg_stat_clear_snapshot()"))
+        waiting = await session.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+            )
+        )
+        if waiting == n:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{n} connections never waited on the round's lock")
