@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 import pytest
 import redis.asyncio as aioredis
@@ -16,13 +18,15 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
-from codemojex.db import Outbox, store
+from codemojex.db import Outbox, make_engine, make_sessionmaker, store
+from codemojex.posting.keys import Keys
 from codemojex.posting.pacer import Wait
 from codemojex.posting.sender import OutboxSender
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
+from tests.ops.proxy import TcpProxy
 from tests.posting.test_sender import (
     _zero,
     add_rows,
@@ -209,3 +213,93 @@ async def test_a_bug_is_still_logged_with_its_traceback(
         await run_for(sender, 0.5, poke=chat)
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert errors and errors[0].exc_info is not None
+
+
+@pytest.mark.parametrize(
+    ("answer", "policy"),
+    [("answered", "repost"), ("answered", "assume_sent"), ("timed out", "assume_sent")],
+)
+async def test_a_folded_post_is_not_posted_again_when_its_sender_dies_before_the_books(
+    answer: str,
+    policy: str,
+    redis_rc: AnyRedis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    worker_pg_url: str,
+    standin: StandIn,
+    bot: Bot,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Three rows folded into one message. Telegram takes it (answered, or it answers after
+    the sender gave up waiting: the ambiguous delivery, booked as sent under "assume_sent"),
+    and the sender marks every row the post carried as posted, in Redis; then Postgres goes
+    away before the books say sent, and the sender stops. The next sender takes the rows
+    over: every one of them is booked with the message that carried it, none posted again,
+    none taken for a post the dead sender may or may not have made."""
+    chat = -2145
+    standin.add_group(chat, "folded")
+    lines = ["first of three", "second of three", "third of three"]
+    await add_rows(sessionmaker, chat, lines)
+    row_ids = sorted(r.id for r in (await _rows(sessionmaker, chat)).values())
+    # The first sender reaches Postgres through a proxy, cut while its post is in flight.
+    target = urlsplit(worker_pg_url)
+    assert target.hostname is not None and target.port is not None
+    proxy = TcpProxy(free_port(), target.hostname, target.port)
+    await proxy.start()
+    cut_url = worker_pg_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
+    engine = make_engine(cut_url)
+    # Answered after 1 s, inside the sender's patience (2.5 s); or after 4 s, beyond it.
+    standin.inject_latency(1.0 if answer == "answered" else 4.0, 1)
+    first = new_sender(
+        make_sessionmaker(engine),
+        bot,
+        redis_rc,
+        queue_name,
+        ambiguous=policy,
+        post_timeout_s=2.5,
+        claim_lease_s=6.0,
+        chat_lease_ms=3000,
+    )
+    keys = Keys(queue_name)
+    stop = asyncio.Event()
+    task = asyncio.create_task(first.run(stop))
+    first.poke(chat)
+    try:
+        await _until(lambda: _exists(redis_rc, keys.sending(row_ids[0])), "no post began")
+        await proxy.stop()  # the post is in flight: the books are out of reach from now on
+        await _until(lambda: _exists(redis_rc, keys.posted(row_ids[0])), "nothing marked posted")
+        await asyncio.sleep(0.3)  # (every marker is set in the same call)
+        stop.set()
+        await asyncio.wait_for(task, 30)
+        post = await standin.wait_for_sent(None, 10, chat_id=chat)
+    finally:
+        stop.set()
+        await proxy.stop()
+        await engine.dispose()
+    assert post.text.split("\n") == lines  # one message carried the three rows
+    assert await unsent(sessionmaker) == 3  # the books never heard of it
+
+    await asyncio.sleep(6.0)  # the dead sender's claim on the rows runs out
+    second = new_sender(sessionmaker, bot, redis_rc, queue_name, ambiguous=policy)
+    with caplog.at_level(logging.WARNING, logger="codemojex.posting.sender"):
+        await run_senders([second], lambda: _zero(sessionmaker), limit_s=30)
+
+    assert standin.sent_messages(chat) == [post]  # nothing posted again
+    books = await _rows(sessionmaker, chat)
+    expected = post.message_id if answer == "answered" else None
+    assert [books[line].sent_message_id for line in lines] == [expected] * 3
+    assert second.stats.recovered_rows == 3
+    assert second.stats.recovered_ambiguous == 0
+    assert not any("sender died" in r.getMessage() for r in caplog.records)
+    assert await _markers(redis_rc, queue_name) == []
+
+
+async def _exists(redis: AnyRedis, key: str) -> bool:
+    return bool(await redis.exists(key))
+
+
+async def _until(check: Callable[[], Awaitable[bool]], what: str, limit_s: float = 20) -> None:
+    deadline = asyncio.get_running_loop().time() + limit_s
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, what
+        await asyncio.sleep(0.01)
