@@ -7,6 +7,13 @@ feedback rows a card shows, a player's record (streak and histogram) after a fin
 board's order, and the messages a finish posts. `decide` scores a daily round's guesses like any
 other round's and calls `finish` when its last attempt is used or it is cracked.
 
+A day ends at midnight UTC, and what was taken before still counts: a guess the bot took before
+it is scored against its day even when it is scored after (its round closed by the round timer
+or by the player's next /daily, `decide` says how), and the record comes out as if it had been
+scored when taken. A day's code is shown to those who did not crack it only once the day is
+over (the card of a miss says when; the next day's puzzle shows it): before, a second account
+could lose on purpose and read it.
+
 A player's daily record: `streak` is the run of consecutive UTC days with a cracked daily up to
 `last_cracked`; it still counts the day after (today's code may be cracked yet) and is over after
 that (`streak_on`). The histogram counts finished dailies by attempts (index 0: cracked in one,
@@ -112,6 +119,11 @@ def record_after(record: Record, day: date, attempts: int, cracked: bool) -> Rec
     """The record once `day`'s daily finished (`attempts` used, `cracked` or not)."""
     histogram = list(record.histogram)
     histogram[attempts - 1 if cracked else -1] += 1
+    if record.last_cracked is not None and day < record.last_cracked:
+        # An earlier day's finish recorded after a later day's crack (its guess taken before
+        # its midnight, held up in the lanes past the next day's): the run that later crack
+        # made stands as it was counted.
+        return replace(record, histogram=tuple(histogram))
     if not cracked:
         return replace(record, streak=0, histogram=tuple(histogram))
     if record.last_cracked == day:  # the same day again: nothing to add
@@ -168,11 +180,20 @@ def finish(
     secret: Sequence[str],
     now: datetime,
     share: bool,
+    taken_ms: int | None = None,
 ) -> tuple[Progress, Message]:
     """A daily round's last scored attempt (cracked, or the last allowed): the result and the
-    record to store, and the card to post (its Share button only when inline mode is on)."""
+    record to store, and the card to post (its Share button only when inline mode is on).
+
+    Missed while its day runs, the card does not show the code (a second account could lose
+    on purpose, read it, and crack it at once): it says when it will be shown, at the day's
+    end. A finish scored after its day ended (its guess taken before midnight, `taken_ms`,
+    waited in the lanes) counts for its day as if scored when taken: the record is the day's,
+    the finish time the guess's; the code is shown then, the day being over."""
+    over = day_over(daily.day, now)
+    at = _taken_at(taken_ms, day_start(daily.day + DAY)) if over else now
     record = record_after(daily.record, daily.day, len(rows), cracked)
-    done = Finish(daily.day, daily.tg_user_id, len(rows), cracked, now)
+    done = Finish(daily.day, daily.tg_user_id, len(rows), cracked, at)
     shown = card(
         lang,
         daily.number,
@@ -182,8 +203,18 @@ def finish(
         cracked=cracked,
         streak=record.streak,
     )
-    head = texts.daily_cracked(lang, len(rows)) if cracked else texts.daily_missed(lang, secret)
-    text = f"{head}\n\n{shown}\n\n{texts.daily_next_code(lang, seconds_to_next(now))}"
+    if cracked:
+        head = texts.daily_cracked(lang, len(rows))
+    elif over:
+        head = texts.daily_missed_over(lang, daily.number, secret)
+    else:
+        head = texts.daily_missed(lang, seconds_to_next(now))
+    parts = [head, shown]
+    if over:
+        parts.append(texts.daily_new_code_out(lang))
+    elif cracked:  # a miss said it already: its code is shown with the next one
+        parts.append(texts.daily_next_code(lang, seconds_to_next(now)))
+    text = "\n\n".join(parts)
     message = Message(
         chat_id=chat_id,
         text=text,
@@ -192,6 +223,20 @@ def finish(
         markup=share_markup(lang) if share else None,
     )
     return Progress(round_id, daily.day, daily.tg_user_id, rows, done, record), message
+
+
+def _taken_at(taken_ms: int | None, ends: datetime) -> datetime:
+    """When a guess scored after its day's end was taken (before that end: `decide` scores no
+    other); its last moment when not known."""
+    last = ends - timedelta(milliseconds=1)
+    if taken_ms is None:
+        return last
+    return min(datetime.fromtimestamp(taken_ms / 1000, UTC), last)
+
+
+def day_over(day: date, now: datetime) -> bool:
+    """Whether `day`'s code is over at `now` (its midnight UTC passed: a new code is out)."""
+    return now >= day_start(day + DAY)
 
 
 # --- the world board's order --------------------------------------------------------------------

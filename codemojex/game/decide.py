@@ -28,7 +28,11 @@ The rules, in the order `decide` applies them to each guess:
   player's guesses than that: one beyond it is late. A daily round (`daily`) books no points
   and no leaderboard; it closes when cracked or when its last attempt is used, posting the
   player's card (codemojex.game.daily), and its guesses after that are answered "come back
-  tomorrow" (or, once its day ran out unfinished, "send /daily").
+  tomorrow" (or, once its day ran out unfinished, "send /daily"). A daily round its day's end
+  closed (midnight UTC: the round timer, or the player's next /daily, which opens the next
+  day's round in the same chat) is not over for the guesses taken before that midnight: they
+  are scored against their day, however late (`_taken_on_its_day`), and finish it as if
+  scored then (`daily.finish`). So a daily is never held open past its midnight.
 
 Guesses are decided in the order given (a player's in the order they were sent), as if one at a
 time: a round won by one guess of the batch is over for the guesses after it.
@@ -64,6 +68,7 @@ from codemojex.values.types import (
     KIND_WIN,
     OUT_OF_ATTEMPTS,
     SOLVED,
+    TIMEOUT,
     Message,
 )
 
@@ -117,10 +122,15 @@ def decide(
         key = (rnd.id, item.player_id)
         capped = rnd.max_attempts is not None and scored_before.get(key, 0) >= rnd.max_attempts
         late = not in_time(item.taken_ms, rnd.deadline_ms)
-        if rnd.ended or rnd.id in closed or capped or late:
-            if rnd.daily is not None and (rnd.daily.finished_at or rnd.id in closed or capped):
+        ended = rnd.ended and not _taken_on_its_day(rnd, item)
+        if ended or rnd.id in closed or capped or late:
+            if (
+                rnd.daily is not None
+                and (rnd.daily.finished_at or rnd.id in closed or capped)
+                and not daily.day_over(rnd.daily.day, now)
+            ):
                 late_text = texts.daily_come_back(rnd.language, daily.seconds_to_next(now))
-            elif rnd.daily is not None:  # its day ended unfinished: a new code is out
+            elif rnd.daily is not None:  # its day is over: a new code is out
                 late_text = texts.daily_send_first(rnd.language)
             else:
                 solved = rnd.id in won or rnd.end_reason == SOLVED
@@ -224,6 +234,7 @@ def _daily_guess(
             secret=rnd.secret,
             now=now,
             share=share,
+            taken_ms=item.taken_ms,
         )
         progress[rnd.id], finish = done, done.finish
         said.append(card)
@@ -241,6 +252,20 @@ def _daily_guess(
         finish=finish,
     )
     return verdict, said
+
+
+def _taken_on_its_day(rnd: RoundState, item: Attempt) -> bool:
+    """A daily round closed by its day's end (not finished) still scores a guess the bot took
+    before that end: the player's daily goes on until it is scored. Only when the time it was
+    taken is known (a job of an older bot is judged by the round alone)."""
+    return (
+        rnd.daily is not None
+        and rnd.daily.finished_at is None
+        and rnd.end_reason == TIMEOUT
+        and item.taken_ms is not None
+        and rnd.deadline_ms is not None
+        and item.taken_ms < rnd.deadline_ms
+    )
 
 
 def _answer(

@@ -9,7 +9,8 @@ deadline (`in_time`: the lane job's enqueue time, Redis's clock), however late i
 paused room, an outage or a flood's wait does not make it "too late". So the round timer keeps
 a round open past its deadline while guesses taken before it still wait to be scored
 (`holds_open`), for at most `limits.ROUND_HOLD_S_MAX`; guesses taken after the deadline are
-too late meanwhile.
+too late meanwhile. A daily round is not held: its guesses taken before its midnight are
+scored after it closed (`decide`).
 """
 
 from __future__ import annotations
@@ -111,10 +112,18 @@ def in_time(taken_ms: int | None, deadline: int | None) -> bool:
     return taken_ms is None or deadline is None or taken_ms < deadline
 
 
-def holds_open(deadline: int, now_ms: int, waiting: bool, hold_max_s: float) -> bool:
+def holds_open(
+    deadline: int, now_ms: int, waiting: bool, hold_max_s: float, *, daily: bool = False
+) -> bool:
     """Whether the round timer keeps a round open at `now_ms` (the lanes' clock): before its
     deadline there (a guess taken now still counts, whatever the timer's own clock says), and
-    after it while guesses taken before it still `waiting`, up to `hold_max_s` past it."""
+    after it while guesses taken before it still `waiting`, up to `hold_max_s` past it.
+
+    A `daily` round is never held: it closes at its midnight, and the guesses taken before
+    still count after (`decide`), however long they wait; its chat's next /daily needs the
+    chat's one open round anyway."""
+    if daily:
+        return False
     if now_ms < deadline:
         return True
     return waiting and now_ms < deadline + hold_max_s * 1000

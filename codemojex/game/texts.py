@@ -850,8 +850,42 @@ def daily_cracked(lang: Lang, attempts: int) -> str:
     )
 
 
-def daily_missed(lang: Lang, secret: str | Sequence[str]) -> str:
-    return _(lang, "Out of attempts: today's code was %(secret)s.", secret=_joined(secret))
+def daily_missed(lang: Lang, seconds: int) -> str:
+    """The last attempt missed while the day runs: the code is not shown yet (another account
+    could read it and crack it at once), but when the day ends (00:00 UTC)."""
+    return _(
+        lang,
+        "Out of attempts. Today's code will be shown when the day ends (00:00 UTC), in "
+        "%(duration)s: send /daily then.",
+        duration=time_left(lang, seconds),
+    )
+
+
+def daily_missed_over(lang: Lang, number: int, secret: str | Sequence[str]) -> str:
+    """The last attempt, taken before midnight UTC, missed and scored after it: the day is
+    over, so its code is shown."""
+    return _(
+        lang,
+        "Out of attempts: the code of Daily #%(number)s was %(secret)s.",
+        number=number,
+        secret=_joined(secret),
+    )
+
+
+def daily_new_code_out(lang: Lang) -> str:
+    """A finish scored after its day ended (its guess taken before): the next code is out."""
+    return _(lang, "A new code is out: send /daily.")
+
+
+def daily_yesterday(lang: Lang, number: int, secret: str | Sequence[str]) -> str:
+    """Above the day's puzzle, for a player who lost yesterday's (out of attempts): its code,
+    shown now that its day is over."""
+    return _(
+        lang,
+        "Yesterday's code, Daily #%(number)s, was %(secret)s.",
+        number=number,
+        secret=_joined(secret),
+    )
 
 
 def daily_next_code(lang: Lang, seconds: int) -> str:

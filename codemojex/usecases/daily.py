@@ -7,7 +7,12 @@ A player's private chat with the bot is a room like any other (its chat id is th
 attempts, open until the next 00:00 UTC. Its guesses take the path every guess takes (the
 player's lane, the rooms' rotation, the worker's `decide`), its posts the outbox like every
 round's. Opening it twice the same day opens nothing: the second `/daily` is told how the
-player stands.
+player stands. The day's first `/daily` of a player who lost the day before's code (out of
+attempts) shows that code above the new puzzle: it is never shown while its day runs.
+
+The day before's round may still be open in the chat when the next day's is opened (the round
+timer has not closed it yet): the open closes it, and the guesses the bot took before its
+midnight still count for it when scored after (`codemojex.game.decide`).
 """
 
 from __future__ import annotations
@@ -131,6 +136,9 @@ async def _open_once(
     text = texts.daily_puzzle(
         language, puzzle.number, puzzle.palette, puzzle.length, puzzle.max_attempts
     )
+    if seen.missed is not None:  # its day is over: its code can be told now
+        missed = texts.daily_yesterday(language, seen.missed.number, seen.missed.secret)
+        text = f"{missed}\n\n{text}"
 
     def post(round_id: int) -> Message:
         markup = taps.keyboard(round_id, puzzle.palette)

@@ -41,14 +41,17 @@ class Trim:
         self._clock = clock
         self._next = 0.0
 
-    async def tick(self, sessionmaker: async_sessionmaker[AsyncSession]) -> int:
-        """One batch when one is due; the number of rows deleted. A full batch makes the next
-        one due at once (the next tick), a partial one every_s later."""
+    async def tick(
+        self, sessionmaker: async_sessionmaker[AsyncSession], today: datetime | None = None
+    ) -> int:
+        """One batch when one is due; the number of rows deleted (older than `keep` before
+        `today`, the game's now: utcnow unless given). A full batch makes the next one due at
+        once (the next tick), a partial one every_s later."""
         now = self._clock()
         if now < self._next:
             return 0
         async with sessionmaker() as session:
-            deleted = await self.delete(session, utcnow() - self.keep, self.batch)
+            deleted = await self.delete(session, (today or utcnow()) - self.keep, self.batch)
         self._next = now if deleted >= self.batch else now + self.every_s
         return deleted
 

@@ -44,11 +44,13 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex import ids, metrics, usecases
 from codemojex.db import store
+from codemojex.db.models import utcnow
 from codemojex.game.daily import Finish
 from codemojex.game.decide import Attempt, Verdict
 from codemojex.jobs import GuessJob
@@ -103,13 +105,15 @@ class ScoreWorker:
         on_finished: Callable[[list[Finish]], Awaitable[None]] | None = None,
         share: bool = False,
         on_closed: Callable[[str, int], Awaitable[None]] | None = None,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         """`hold_s` is how long a database outage is waited out before the batch is handed
         back with Retry. `max_flush` caps the guesses recorded in one transaction.
         `on_recorded(chat_id)` is told after a batch wrote outbox rows for a chat (the sender
         uses it to look at that chat sooner). `on_finished(finishes)` is told the dailies a
         batch finished, once committed (the world board takes them; a finish delivered again
-        is told again). `share`: daily cards carry a Share button (inline mode is on)."""
+        is told again). `share`: daily cards carry a Share button (inline mode is on).
+        `clock`: the game's now, which decides with the guesses (a daily's day, its card)."""
         self._sessionmaker = sessionmaker
         # One line when an outage starts, one when a flush succeeds again.
         self._record_retrying = retrying(
@@ -123,6 +127,7 @@ class ScoreWorker:
         self._on_finished = on_finished
         self._share = share
         self._on_closed = on_closed
+        self._clock = clock
         self._waiting: list[_Waiting] = []
         self._flush_lock = asyncio.Lock()
         # The flushes hold one connection for as long as the worker runs (`close`): no pool
@@ -277,14 +282,14 @@ class ScoreWorker:
         if self._engine is None:
             async with self._sessionmaker() as session:
                 verdicts = await usecases.record_guesses(
-                    session, attempts, seats=seats, share=self._share
+                    session, attempts, seats=seats, now=self._clock(), share=self._share
                 )
         else:
             if self._conn is None:
                 self._conn = await self._engine.connect()
             try:
                 verdicts = await usecases.record_guesses(
-                    self._conn, attempts, seats=seats, share=self._share
+                    self._conn, attempts, seats=seats, now=self._clock(), share=self._share
                 )
             except BaseException:
                 await self._release()

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
@@ -41,6 +43,7 @@ from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.redistypes import AnyRedis
 from codemojex.runtime import settle_process
 from codemojex.settings import Settings
+from codemojex.values.types import ROUND_DAILY
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.retention import AuditTrim, DailyTrim, Trim
 from codemojex.worker.score import ScoreStats, ScoreWorker
@@ -106,30 +109,33 @@ async def expire_rounds_once(
     cards: RoomCards | None = None,
     *,
     hold_s: float = ROUND_HOLD_S_MAX,
+    clock: Callable[[], datetime] = utcnow,
 ) -> Expiry:
-    """Close the rounds whose time ran out (their reveal goes to the outbox), except those
-    whose room still holds guesses the bot took before the deadline (`rounds.holds_open`):
-    they stay open until those are scored, or `hold_s` past the deadline.
+    """Close the rounds whose time ran out at `clock()` (their reveal goes to the outbox),
+    except those whose room still holds guesses the bot took before the deadline
+    (`rounds.holds_open`; never a daily's): they stay open until those are scored, or
+    `hold_s` past the deadline.
 
     Safe with any number of workers: the lanes are asked after the deadline on their own
     clock (a guess taken before it is in the lanes, or scored and acked, by then), and each
     round is closed under its row lock, once."""
     async with sessionmaker() as session:
-        due = await store.due_rounds(session, utcnow())
+        due = await store.due_rounds(session, clock())
     if not due:
         return Expiry(0, 0)
-    deadlines = {round_id: rounds.deadline_ms(at) for round_id, _, at in due}
-    moments: dict[str, int] = {}
-    for round_id, room_id, _ in due:  # a room has one open round: its deadline
-        moments[room_id] = deadlines[round_id]
-    now_ms, waiting = await lanes.waiting_before(moments)
+    deadlines = {r.id: rounds.deadline_ms(r.expires_at) for r in due}
+    # a room has one open round: its deadline (a daily's is not asked about: never held)
+    moments = {r.room_id: deadlines[r.id] for r in due if r.kind != ROUND_DAILY}
+    now_ms, waiting = await lanes.waiting_before(moments) if moments else (0, set[str]())
     close = [
-        round_id
-        for round_id, room_id, _ in due
-        if not rounds.holds_open(deadlines[round_id], now_ms, room_id in waiting, hold_s)
+        r.id
+        for r in due
+        if not rounds.holds_open(
+            deadlines[r.id], now_ms, r.room_id in waiting, hold_s, daily=r.kind == ROUND_DAILY
+        )
     ]
     async with sessionmaker() as session:
-        closed = await usecases.expire_rounds(session, utcnow(), close)
+        closed = await usecases.expire_rounds(session, clock(), close)
     if cards is not None:
         for rnd in closed:
             await close_card(cards, rnd.room_id, rnd.id)
@@ -152,6 +158,7 @@ async def _round_timer(
     audit: Trim,
     dailies: Trim,
     hold_s: float,
+    clock: Callable[[], datetime],
 ) -> None:
     """Close rounds when their time runs out. It sleeps until the first open round's expiry,
     or `every_s` at most: a round the bot starts meanwhile runs at least ROUND_TIMEOUT_S_MIN,
@@ -159,21 +166,25 @@ async def _round_timer(
     deployment costs one index probe per `every_s`, not a scan every few seconds. A round
     held open for guesses taken before its deadline is looked at again every
     ROUND_HOLD_RECHECK_S. Postgres out: again soon (ROUND_TIMER_RETRY, never later than
-    `every_s`), so that rounds that expired meanwhile close once it is back."""
+    `every_s`), so that rounds that expired meanwhile close once it is back. Time is
+    `clock()` (the tests move it over a midnight)."""
 
     async def tick() -> float:
         """One pass; how long until the next."""
         wait_s = every_s
         async with sessionmaker() as session:
             first = await store.next_expiry(session)
-        if first is not None and first <= utcnow():
-            expiry = await expire_rounds_once(sessionmaker, lanes, sender, cards, hold_s=hold_s)
+        now = clock()
+        if first is not None and first <= now:
+            expiry = await expire_rounds_once(
+                sessionmaker, lanes, sender, cards, hold_s=hold_s, clock=clock
+            )
             stats.rounds_expired += expiry.closed
             wait_s = min(every_s, ROUND_HOLD_RECHECK_S) if expiry.held else 0.0
         elif first is not None:
-            wait_s = min(every_s, (first - utcnow()).total_seconds())
+            wait_s = min(every_s, (first - now).total_seconds())
         for trim in (audit, dailies):
-            trimmed = await trim.tick(sessionmaker)
+            trimmed = await trim.tick(sessionmaker, clock())
             if trim is audit:
                 stats.audit_trimmed += trimmed
             else:
@@ -250,6 +261,7 @@ async def run_worker(
     stop_event: asyncio.Event,
     stats: WorkerStats | None = None,
     timings: WorkerTimings = WorkerTimings(),
+    clock: Callable[[], datetime] = utcnow,
 ) -> WorkerStats:
     """Run the consumer pool (handler = ScoreWorker), the outbox sender and the round timer
     until `stop_event` is set; then stop them in that order and return the counters.
@@ -259,6 +271,8 @@ async def run_worker(
 
     `bot` may be initialised or not (the sender only posts); `redis` is the client the
     lanes use (decode_responses=False), shared with the sender's pacer and leases.
+    `clock`: the game's now, where the worker judges time (a guess's day and its card, a
+    round's expiry, what retention keeps): the tests give theirs, as to the bot.
     """
     stats = stats or WorkerStats()
     sender = OutboxSender(
@@ -292,6 +306,7 @@ async def run_worker(
         on_finished=board.finished,
         share=settings.inline_mode,
         on_closed=closed,
+        clock=clock,
     )
     pool = ConsumerPool(
         lanes,
@@ -317,6 +332,7 @@ async def run_worker(
             AuditTrim(settings.audit_keep_days),
             DailyTrim(settings.daily_keep_days),
             timings.round_hold_s,
+            clock,
         ),
         name="worker:timer",
     )

@@ -23,6 +23,7 @@ from codemojex.db import (
     Round,
     store,
 )
+from codemojex.db.store import daily as daily_store
 from codemojex.game import daily, taps, texts
 from codemojex.game.decide import Attempt
 from codemojex.locale import EN, Lang
@@ -290,6 +291,54 @@ async def test_old_dailies_are_trimmed_and_records_kept(
     assert await count(sessions, select(func.count()).select_from(Guess)) == 2
     assert await count(sessions, select(func.count()).select_from(DailyPuzzle)) == 2
     assert await count(sessions, select(func.count()).select_from(DailyRecord)) == 2
+
+
+async def the_next_days_puzzles(sessions: async_sessionmaker[AsyncSession]) -> dict[int, str]:
+    """Alice loses day 1 (out of attempts), Bob leaves it unfinished, Carol cracks it; each
+    opens day 2: the text of each one's puzzle post of day 2."""
+    for user in (ALICE, BOB, CAROL):
+        await open_for(sessions, user, NOON)
+    rnd = await daily_round(sessions, ALICE, NOON)
+    await play(sessions, ALICE, misses(rnd, 8), NOON)
+    await play(sessions, BOB, misses(rnd, 2), NOON)
+    await play(sessions, CAROL, [rnd.secret_emojis], NOON)
+    tomorrow = NOON + timedelta(days=1)
+    posts: dict[int, str] = {}
+    for user in (ALICE, BOB, CAROL):
+        await open_for(sessions, user, tomorrow)
+        second = await daily_round(sessions, user, tomorrow)
+        async with sessions() as session:
+            posts[user] = (
+                await session.execute(
+                    select(Outbox.text).where(
+                        Outbox.round_id == second.id, Outbox.kind == KIND_ROUND
+                    )
+                )
+            ).scalar_one()
+            await session.commit()
+    return posts
+
+
+async def test_the_next_days_puzzle_shows_the_code_lost_the_day_before(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    posts = await the_next_days_puzzles(sessions)
+    async with sessions() as session:
+        puzzle = await daily_store.get_puzzle(session, NOON.date())
+        await session.commit()
+    assert puzzle is not None
+    shown = texts.daily_yesterday(EN, 1, puzzle.secret)
+    assert posts[ALICE].startswith(f"{shown}\n\n📅 Daily #2:")
+    # the unfinished and the cracked: the puzzle alone
+    assert posts[BOB].startswith("📅 Daily #2:") and posts[CAROL].startswith("📅 Daily #2:")
+
+
+async def test_the_next_days_puzzle_shows_the_lost_code_on_sqlite(
+    sqlite_sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    posts = await the_next_days_puzzles(sqlite_sessions)
+    assert posts[ALICE].startswith("Yesterday's code, Daily #1, was ")
+    assert posts[BOB].startswith("📅 Daily #2:") and posts[CAROL].startswith("📅 Daily #2:")
 
 
 async def test_the_daily_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSession]) -> None:

@@ -38,8 +38,8 @@ async def open_stack(
     clock: Callable[[], datetime] = utcnow,
     **settings_extra: object,
 ) -> AsyncIterator[Stack]:
-    """A Stack; `clock`: the bot's now (the daily code's); with the setting inline_mode, the
-    stand-in's inline mode is on too."""
+    """A Stack; `clock`: the game's now (the bot's, and the in-process worker's); with the
+    setting inline_mode, the stand-in's inline mode is on too."""
     redis = aioredis.Redis.from_url(REDIS_URL)
     engine = make_engine(database_url)
     await wipe_tables(engine)
@@ -58,7 +58,7 @@ async def open_stack(
         clock=clock,
         parts=BotParts(rng=random.Random(11)),
     )
-    stack = Stack(standin, settings, app, redis, engine, sessionmaker, lanes)
+    stack = Stack(standin, settings, app, redis, engine, sessionmaker, lanes, clock)
 
     async def record_error(update: object, context: CodemojexContext) -> None:
         assert context.error is not None

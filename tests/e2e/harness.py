@@ -21,6 +21,7 @@ import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -31,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from codemojex import scoring
 from codemojex.bot import CodemojexApp
 from codemojex.db import Guess, Outbox, Round, make_engine, make_sessionmaker, store
+from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.lanes.keys import Keys
@@ -133,6 +135,8 @@ class Stack:
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     lanes: Lanes
+    # the game's now, the bot's and the in-process worker's (a test moves it over midnight)
+    clock: Callable[[], datetime] = utcnow
     errors: list[BaseException] = field(default_factory=list)
     _barriers: int = 0
     _next_chat: int = -1_002_000_000_001
@@ -404,7 +408,8 @@ async def in_process_worker(
     stack: Stack, timings: WorkerTimings | None = None
 ) -> AsyncIterator[WorkerStats]:
     """`run_worker` in this event loop with clients of its own (as a separate process would
-    have); stopped gracefully on exit. Yields its live counters."""
+    have), on the stack's clock (the bot's); stopped gracefully on exit. Yields its live
+    counters."""
     settings = stack.settings
     redis = aioredis.Redis.from_url(REDIS_URL, max_connections=pool_size(settings))
     engine = make_engine(settings.database_url)
@@ -422,6 +427,7 @@ async def in_process_worker(
                     stop_event=stop,
                     stats=stats,
                     timings=timings or WorkerTimings(),
+                    clock=stack.clock,
                 ),
                 name="e2e:worker",
             )

@@ -1,6 +1,6 @@
 """The daily code end to end: the real bot and the real worker around the Bot API stand-in
-(inline mode on), the real Redis and Postgres, and a clock the tests move (the bot's; the
-worker scores on the real one, which the tests' clock starts at).
+(inline mode on), the real Redis and Postgres, and a clock the tests move (the bot's and the
+worker's; it starts at the real one).
 
 A daily is played in each player's private chat through the front door (the private chat's
 card in Redis, the player's lane, the worker's scoring, the results posted through the pace):
@@ -71,7 +71,9 @@ async def open_daily(stack: Stack, user: int, number: int) -> tuple[SentMessage,
     player reads it."""
     stack.standin.send_private(user, "/daily")
     head = f"📅 Daily #{number}:"
-    post = await stack.standin.wait_for_sent(lambda m: m.text.startswith(head), 15, chat_id=user)
+    post = await stack.standin.wait_for_sent(
+        lambda m: any(line.startswith(head) for line in m.text.splitlines()), 15, chat_id=user
+    )
     (line,) = [ln for ln in post.text.splitlines() if ln.startswith("Palette: ")]
     return post, tuple(line.removeprefix("Palette: ").split(" "))
 

@@ -103,6 +103,15 @@ def test_a_streak_counts_consecutive_cracked_days() -> None:
     assert record((0, 3, True), (0, 3, True)).streak == 1
 
 
+def test_an_earlier_days_finish_recorded_after_a_later_crack_leaves_the_streak() -> None:
+    # a guess taken before a midnight, held up in the lanes past the next day's crack
+    later = record((0, 3, True), (2, 2, True))
+    for cracked in (True, False):
+        out = daily.record_after(later, DAY + timedelta(days=1), 4, cracked)
+        assert (out.streak, out.best, out.last_cracked) == (1, 1, DAY + timedelta(days=2))
+        assert out.played == 3
+
+
 def test_a_streak_shown_today_lapses_after_a_day_without_a_crack() -> None:
     two = record((0, 3, True), (1, 4, True))
     tomorrow = DAY + timedelta(days=1)
@@ -235,6 +244,7 @@ def daily_round(
     ended: bool = False,
     end_reason: str | None = None,
     max_attempts: int = 8,
+    deadline_ms: int | None = None,
 ) -> RoundState:
     progress = daily.DailyRound(
         day=DAY,
@@ -259,6 +269,7 @@ def daily_round(
         language=EN,
         max_attempts=max_attempts,
         daily=progress,
+        deadline_ms=deadline_ms,
     )
 
 
@@ -274,8 +285,9 @@ def batch_state(
     )
 
 
-def guess(emojis: tuple[str, ...], n: int) -> Attempt:
-    return Attempt(f"JOB{n:04d}", 1, PLAYER, ROOM, emojis, reply_to=100 + n)
+def guess(emojis: tuple[str, ...], n: int, taken: datetime | None = None) -> Attempt:
+    taken_ms = None if taken is None else int(taken.timestamp() * 1000)
+    return Attempt(f"JOB{n:04d}", 1, PLAYER, ROOM, emojis, reply_to=100 + n, taken_ms=taken_ms)
 
 
 def test_a_daily_guess_is_scored_like_any_and_books_no_points() -> None:
@@ -317,7 +329,7 @@ def test_cracking_it_posts_the_card(share: bool) -> None:
     assert progress.record == daily.Record(3, 4, DAY, (0, 0, 1, 0, 0, 0, 0, 0, 0))
 
 
-def test_the_last_attempt_ends_it_with_the_code_shown() -> None:
+def test_the_last_attempt_ends_it_and_the_code_is_shown_only_when_the_day_ends() -> None:
     rows = tuple((0, 0) for _ in range(7))
     decision = decide([guess(WRONG[0], 8)], batch_state(daily_round(rows=rows), scored=7), NOON)
     [verdict] = decision.verdicts
@@ -325,7 +337,10 @@ def test_the_last_attempt_ends_it_with_the_code_shown() -> None:
     assert verdict.finish == daily.Finish(DAY, USER, 8, False, NOON)
     assert decision.closings == [Closing(1, None, None, OUT_OF_ATTEMPTS)]
     card = next(m for m in decision.messages if m.kind == KIND_CARD)
-    assert texts.daily_missed(EN, SECRET) in card.text
+    # a second account could lose on purpose: no emoji of the code, but when it is shown
+    assert not set(PALETTE) & set(card.text)
+    assert card.text.startswith(texts.daily_missed(EN, 12 * 3600))
+    assert "in 12 hours" in card.text and "00:00 UTC" in card.text
     assert "Codemojex daily #7 X/8" in card.text.splitlines()
     assert "🔥 Streak: 0 days" in card.text
     [progress] = decision.daily
@@ -363,6 +378,77 @@ def test_a_guess_after_its_day_ran_out_is_sent_to_todays() -> None:
     expired = daily_round(rows=((1, 0),), ended=True, end_reason="timeout")
     decision = decide([guess(WRONG[0], 2)], batch_state(expired, scored=1), NOON)
     assert decision.messages[0].text == texts.daily_send_first(EN)
+
+
+MIDNIGHT = datetime(2026, 3, 15, tzinfo=UTC)
+DEADLINE_MS = int(MIDNIGHT.timestamp() * 1000)
+
+
+def closed_by_its_day(rows: tuple[daily.Row, ...] = ()) -> RoundState:
+    """A daily round the day's end closed unfinished (the timer, or the next day's /daily)."""
+    return daily_round(rows=rows, ended=True, end_reason="timeout", deadline_ms=DEADLINE_MS)
+
+
+def test_a_crack_taken_before_midnight_counts_for_its_day_though_scored_after() -> None:
+    taken = MIDNIGHT - timedelta(milliseconds=500)
+    after = MIDNIGHT + timedelta(seconds=3)
+    decision = decide(
+        [guess(SECRET, 2, taken)], batch_state(closed_by_its_day(((1, 0),)), scored=1), after
+    )
+    [verdict] = decision.verdicts
+    assert verdict.kind == "scored" and verdict.won and verdict.round_closed
+    # its day's finish, at the time it was taken: the world board and the record as before
+    assert verdict.finish == daily.Finish(DAY, USER, 2, True, taken)
+    assert decision.closings == [Closing(1, PLAYER, "JOB0002", SOLVED)]
+    [progress] = decision.daily
+    assert progress.record == daily.Record(3, 4, DAY, (0, 1, 0, 0, 0, 0, 0, 0, 0))
+    card = next(m for m in decision.messages if m.kind == KIND_CARD)
+    assert "🔥 Streak: 3 days" in card.text
+    assert card.text.endswith(texts.daily_new_code_out(EN))  # not "next code in 24 hours"
+
+
+def test_a_miss_scored_after_midnight_shows_the_code_its_day_being_over() -> None:
+    rows = tuple((0, 0) for _ in range(7))
+    taken = MIDNIGHT - timedelta(seconds=2)
+    state = batch_state(closed_by_its_day(rows), scored=7)
+    decision = decide([guess(WRONG[0], 8, taken)], state, MIDNIGHT + timedelta(seconds=1))
+    [verdict] = decision.verdicts
+    assert verdict.finish == daily.Finish(DAY, USER, 8, False, taken)
+    card = next(m for m in decision.messages if m.kind == KIND_CARD)
+    assert card.text.startswith(texts.daily_missed_over(EN, 7, SECRET))
+
+
+@pytest.mark.parametrize("taken", [MIDNIGHT, MIDNIGHT + timedelta(seconds=1), None])
+def test_a_guess_not_known_to_be_taken_before_midnight_is_sent_to_todays(
+    taken: datetime | None,
+) -> None:
+    decision = decide(
+        [guess(SECRET, 2, taken)],
+        batch_state(closed_by_its_day(((1, 0),)), scored=1),
+        MIDNIGHT + timedelta(seconds=3),
+    )
+    assert decision.verdicts[0].kind == "late"
+    assert decision.messages[0].text == texts.daily_send_first(EN)
+    assert decision.daily == [] and decision.closings == []
+
+
+def test_a_daily_over_before_midnight_takes_nothing_more_after_it() -> None:
+    # finished (out of attempts at 23:00): a guess taken before midnight is no ninth attempt
+    rows = tuple((0, 0) for _ in range(8))
+    over = daily_round(
+        rows=rows,
+        finished_at=MIDNIGHT - timedelta(hours=1),
+        ended=True,
+        end_reason=OUT_OF_ATTEMPTS,
+        deadline_ms=DEADLINE_MS,
+    )
+    late = decide(
+        [guess(SECRET, 9, MIDNIGHT - timedelta(seconds=1))],
+        batch_state(over, scored=8),
+        MIDNIGHT + timedelta(seconds=1),
+    )
+    assert late.verdicts[0].kind == "late"
+    assert late.messages[0].text == texts.daily_send_first(EN)
 
 
 def test_the_finishing_guess_delivered_again_reports_its_finish_again() -> None:

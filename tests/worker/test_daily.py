@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import ids
-from codemojex.db import DailyResult, Outbox
+from codemojex.db import DailyRecord, DailyResult, Outbox
 from codemojex.db.models import utcnow
 from codemojex.game import daily
 from codemojex.jobs import GuessJob
@@ -26,6 +26,7 @@ from codemojex.posting.board import DailyBoard
 from codemojex.values.types import KIND_CARD
 from codemojex.worker.retention import DailyTrim
 from codemojex.worker.score import ScoreWorker
+from codemojex.worker.service import Expiry, expire_rounds_once
 from tests.dailies import daily_round, misses, open_for, player_of
 from tests.support import free_port
 
@@ -42,12 +43,16 @@ async def redis_down() -> AsyncIterator[aioredis.Redis]:
 
 
 async def enqueue_daily(
-    lanes: Lanes, sm: async_sessionmaker[AsyncSession], user: int, guesses: list[tuple[str, ...]]
+    lanes: Lanes,
+    sm: async_sessionmaker[AsyncSession],
+    user: int,
+    guesses: list[tuple[str, ...]],
+    day: datetime | None = None,
 ) -> None:
-    """What the guess intake does with a daily's guesses: jobs in the player's lane, under
-    their private chat's room."""
+    """What the guess intake does with a daily's guesses (of `day`'s daily: today's unless
+    given): jobs in the player's lane, under their private chat's room."""
     room_id, player_id = await player_of(sm, user)
-    rnd = await daily_round(sm, user, utcnow())
+    rnd = await daily_round(sm, user, day or utcnow())
     for n, emojis in enumerate(guesses):
         payload = GuessJob(round_id=rnd.id, message_id=n + 1, emojis=emojis).encode()
         await lanes.enqueue(room_id, player_id, payload, job_id=ids.mint(ids.JOB), max_attempts=20)
@@ -129,6 +134,40 @@ async def test_a_finish_the_board_missed_is_told_again_when_its_guess_comes_back
     assert await board.top(daily.day_of(now), 10) == [(ALICE, 1)]
 
 
+async def test_the_round_timer_closes_a_daily_at_its_midnight_and_its_waiting_crack_counts(
+    redis_r: aioredis.Redis, queue_name: str, sessionmaker: async_sessionmaker[AsyncSession]
+) -> None:
+    lanes = Lanes(redis_r, queue=queue_name)
+    board = DailyBoard(redis_r, queue_name)
+    # The game's clock (the worker's) a day ahead of the lanes' (Redis's, the real one): a
+    # guess enqueued now is taken before the midnight of the day it is played on.
+    noon = daily.day_start(daily.day_of(utcnow()) + timedelta(days=1)) + timedelta(hours=12)
+    await open_for(sessionmaker, ALICE, noon)
+    room_id, _ = await player_of(sessionmaker, ALICE)
+    await lanes.limit(room_id, 4)
+    rnd = await daily_round(sessionmaker, ALICE, noon)
+    await enqueue_daily(lanes, sessionmaker, ALICE, [rnd.secret_emojis], noon)
+    midnight = daily.next_code_at(noon)
+    after = midnight + timedelta(seconds=1)
+    # the timer closes the daily at once: not held, though its crack waits in the lane
+    expiry = await expire_rounds_once(sessionmaker, lanes, clock=lambda: after)
+    assert expiry == Expiry(closed=1, held=0)
+    worker = ScoreWorker(sessionmaker, on_finished=board.finished, clock=lambda: after)
+    async with closing(worker):
+        for batch in await claim_all(lanes):
+            await worker(batch)
+            await lanes.ack_many(batch)
+    assert worker.stats.won == 1 and worker.stats.late == 0
+    async with sessionmaker() as session:
+        result = await session.get(DailyResult, (noon.date(), ALICE))
+        record = await session.get(DailyRecord, ALICE)
+        await session.commit()
+    assert result is not None and result.cracked
+    assert result.finished_at is not None and result.finished_at < midnight
+    assert record is not None and (record.streak, record.last_cracked) == (1, noon.date())
+    assert await board.top(noon.date(), 10) == [(ALICE, 1)]
+
+
 async def test_old_dailies_are_trimmed_by_the_workers(
     sessionmaker: async_sessionmaker[AsyncSession],
 ) -> None:
@@ -146,3 +185,6 @@ async def test_old_dailies_are_trimmed_by_the_workers(
         kept = (await session.execute(select(func.count()).select_from(DailyResult))).scalar()
         await session.commit()
     assert kept == 2  # 30 days ago is kept, 31 is not
+    # on the game's clock (the worker's, which a test moves): two days on, that one goes too
+    clock[0] = 120
+    assert await trim.tick(sessionmaker, today + timedelta(days=2)) == 1

@@ -53,6 +53,9 @@ class Seen:
     seats: dict[int, str] = field(default_factory=dict)
     banned: frozenset[int] = frozenset()
     new_round_id: int | None = None  # the id reserved for the round an open inserts
+    # the day before's puzzle when the player lost it, out of attempts (its code is shown
+    # above the day's puzzle: that day is over)
+    missed: daily.Puzzle | None = None
 
     def card(self) -> RoomCard | None:
         """The room's card as read (None: no room)."""
@@ -100,12 +103,15 @@ def record_of(
     )
 
 
-def puzzle_from(row: Any) -> daily.Puzzle | None:
-    if row.p_number is None:
+def puzzle_from(row: Any, prefix: str = "p") -> daily.Puzzle | None:
+    """The puzzle in the look's row, its columns named `<prefix>_day`, … (None: none)."""
+    got = {name: getattr(row, f"{prefix}_{name}") for name in _PUZZLE_COLUMNS}
+    if got["number"] is None:
         return None
-    return puzzle_of(
-        row.p_day, row.p_number, row.p_palette, row.p_secret, row.p_length, row.p_max_attempts
-    )
+    return puzzle_of(**got)
+
+
+_PUZZLE_COLUMNS = ("day", "number", "palette", "secret", "length", "max_attempts")
 
 
 @functools.lru_cache(maxsize=limits.DAILY_PUZZLES_SPLIT)
@@ -125,7 +131,9 @@ def puzzle_of(
 
 async def close_stale(conn: AsyncConnection, seen: Seen, now: datetime) -> None:
     """An earlier day's daily still open in the room (its midnight passed moments ago and the
-    workers' round timer has not closed it yet): closed now, quietly, as the timer would."""
+    workers' round timer has not closed it yet): closed now, quietly, as the timer would. The
+    guesses taken before its midnight and not scored yet still count for it (`decide` scores
+    them against a daily closed by its day's end)."""
     if seen.open_round is None:
         return
     await conn.execute(

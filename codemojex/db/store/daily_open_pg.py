@@ -31,7 +31,8 @@ from codemojex.values.types import ROUND_DAILY
 # --- Postgres: two fixed statements -------------------------------------------------------------
 
 # Everything the open decides on, in one read: the day's puzzle, the chat's room with its open
-# round, seats and bans (its card), the player, today's result and the record; and, when the
+# round, seats and bans (its card), the player, today's result and the record, the day
+# before's puzzle when the player lost it (out of attempts); and, when the
 # player has no daily today, an id reserved for its round (nextval: the puzzle's keyboard names
 # the round, and is written with it).
 _PG_LOOK = text(
@@ -49,6 +50,8 @@ _PG_LOOK = text(
            o.repeats AS o_repeats, o.started_at AS o_started, o.expires_at AS o_expires,
            o.kind AS o_kind, o.max_attempts AS o_max_attempts,
            s.users AS seat_users, s.players AS seat_players, b.users AS banned,
+           yp.day AS y_day, yp.number AS y_number, yp.palette AS y_palette,
+           yp.secret AS y_secret, yp.length AS y_length, yp.max_attempts AS y_max_attempts,
            CASE WHEN dr.round_id IS NULL
                 THEN nextval(pg_get_serial_sequence('rounds', 'id')) END AS new_round
     FROM (SELECT 1) AS one
@@ -60,6 +63,10 @@ _PG_LOOK = text(
                               AND dr.tg_user_id = CAST(:user AS bigint)
     LEFT JOIN daily_records rec ON rec.tg_user_id = CAST(:user AS bigint)
     LEFT JOIN rounds o ON o.room_id = rm.id AND o.ended_at IS NULL
+    LEFT JOIN daily_results ydr ON ydr.day = CAST(:day AS date) - 1
+                               AND ydr.tg_user_id = CAST(:user AS bigint)
+                               AND ydr.finished_at IS NOT NULL AND NOT ydr.cracked
+    LEFT JOIN daily_puzzles yp ON yp.day = ydr.day
     LEFT JOIN LATERAL (
         SELECT array_agg(p.tg_user_id) AS users, array_agg(p.id) AS players
         FROM players p WHERE p.room_id = rm.id
@@ -167,6 +174,7 @@ class _Postgres:
             seats=_pairs(r.seat_users, r.seat_players),
             banned=frozenset(int(u) for u in r.banned or ()),
             new_round_id=None if r.new_round is None else int(r.new_round),
+            missed=puzzle_from(r, "y"),
         )
 
     async def open(self, conn: AsyncConnection, seen: Seen, new: NewDaily) -> RoomCard:

@@ -3,7 +3,7 @@ demo): the round's id given by its insert."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 from sqlalchemy import and_, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -31,6 +31,7 @@ from codemojex.db.store.daily_open_common import (
 )
 from codemojex.db.store.outbox import message_rows
 from codemojex.db.store.rooms import RoomCard
+from codemojex.values.daily import Puzzle
 from codemojex.values.types import ROUND_DAILY
 
 # --- portable (SQLite): Core statements -------------------------------------------------------
@@ -61,13 +62,14 @@ class _Portable:
         result = None
         if mine is not None:
             result = DailyResult(**{c: getattr(mine, c) for c in mine._fields})
+        missed = await _missed(conn, chat.tg_user_id, day)
         room_row = (
             await conn.execute(
                 select(Room).where(Room.chat_id == chat.chat_id, Room.thread_id == chat.thread_id)
             )
         ).first()
         if room_row is None:
-            return Seen(puzzle, None, None, None, result, record, None)
+            return Seen(puzzle, None, None, None, result, record, None, missed=missed)
         room = Room(**{c: getattr(room_row, c) for c in room_row._fields})
         open_row = (
             await conn.execute(
@@ -110,6 +112,7 @@ class _Portable:
             open_round,
             seats,
             banned,
+            missed=missed,
         )
 
     async def open(self, conn: AsyncConnection, seen: Seen, new: NewDaily) -> RoomCard:
@@ -165,6 +168,27 @@ class _Portable:
         )  # fmt: skip
         await conn.execute(insert(Outbox), message_rows([new.message(round_id)], now))
         return written_card(seen, new, room_id, player_id, round_id)
+
+
+async def _missed(conn: AsyncConnection, tg_user_id: int, day: date) -> Puzzle | None:
+    """The day before's puzzle when the player lost it (out of attempts)."""
+    found = (
+        await conn.execute(
+            select(DailyPuzzle)
+            .join(DailyResult, DailyResult.day == DailyPuzzle.day)
+            .where(
+                DailyResult.day == day - timedelta(days=1),
+                DailyResult.tg_user_id == tg_user_id,
+                DailyResult.finished_at.is_not(None),
+                DailyResult.cracked.is_(False),
+            )
+        )
+    ).first()
+    if found is None:
+        return None
+    return puzzle_of(
+        found.day, found.number, found.palette, found.secret, found.length, found.max_attempts
+    )
 
 
 PORTABLE = _Portable()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -137,14 +138,26 @@ async def next_expiry(session: AsyncSession) -> datetime | None:
         await session.commit()
 
 
-async def due_rounds(session: AsyncSession, now: datetime) -> list[tuple[int, str, datetime]]:
-    """The open rounds whose time ran out: (id, room id, expires_at), by id."""
+class DueRound(NamedTuple):
+    """An open round whose time ran out."""
+
+    id: int
+    room_id: str
+    expires_at: datetime
+    kind: str  # values.types ROUND_GROUP or ROUND_DAILY
+
+
+async def due_rounds(session: AsyncSession, now: datetime) -> list[DueRound]:
+    """The open rounds whose time ran out, by id."""
     stmt = (
-        select(Round.id, Round.room_id, Round.expires_at)
+        select(Round.id, Round.room_id, Round.expires_at, Round.kind)
         .where(Round.ended_at.is_(None), Round.expires_at <= now)  # rounds.is_due
         .order_by(Round.id)
     )
     try:
-        return [(int(i), str(room), at) for i, room, at in await session.execute(stmt)]
+        return [
+            DueRound(int(i), str(room), at, str(kind))
+            for i, room, at, kind in await session.execute(stmt)
+        ]
     finally:
         await session.commit()
