@@ -78,8 +78,14 @@ LEASE_MS_MAX: Final = 24 * 3600 * 1000
 # (the soak at lease 2 s, with workers SIGKILLed every few seconds, spent 5 on a few).
 GUESS_MAX_ATTEMPTS: Final = 25
 
-# An update delivered twice within this window makes one guess.
-DEDUPE_WINDOW_MS: Final = 24 * 3600 * 1000
+# How long Redis remembers an update it handled, so that the same update delivered again (after
+# a kill, Telegram sends again whatever it was not confirmed) changes nothing: a producer's
+# dedupe key in the lanes, a callback query seen (taps), a command seen. Redelivery comes within
+# a restart, so minutes; the lasting guard of a guess is the database (its id is derived from
+# its origin and is the guesses' primary key). At most an hour: no key of ours outlives that
+# but the lanes' own state and the documented few (docs/architecture.md, "Keys that last").
+DEDUPE_WINDOW_S_DEFAULT: Final = 600
+DEDUPE_WINDOW_S_MAX: Final = 3600
 
 # Worker consumers per process. Most batches are one guess (weight 1), and the batches in hand
 # are recorded together in one transaction (group commit), so more consumers means bigger
@@ -132,10 +138,6 @@ ROUND_HOLD_RECHECK_S: Final = 1.0
 # thumb taps four or five times a second; the limit stops scripted hammering of the bot.
 TAP_RATE_MAX: Final = 8
 TAP_RATE_WINDOW_MS: Final = 2_000
-# A callback query id is seen once (a redelivered update changes no draft twice) for this long:
-# Telegram redelivers an unconfirmed update within minutes (a bot restarting, a webhook retried),
-# and only a tap within the tap rate is marked, so a hammering client leaves no keys behind.
-TAP_SEEN_S: Final = 600
 # Emoji buttons per row of a round's keyboard (Telegram allows 8; 5 fit a phone's width).
 TAP_ROW_MAX: Final = 5
 

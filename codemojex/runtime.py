@@ -120,6 +120,7 @@ def make_lanes(redis: AnyRedis, settings: Settings) -> Lanes:
         dead_max=settings.lanes_dead_max,
         dead_age_ms=settings.lanes_dead_age_ms,
         lane_idle_ms=settings.lanes_idle_ms,
+        dedupe_window_ms=settings.dedupe_window_s * 1000,
     )
 
 

@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     lanes_dead_max: int = Field(default=L.DEAD_MAX_DEFAULT, ge=0, le=L.DEAD_MAX_MAX)
     lanes_dead_age_ms: int = Field(default=L.DEAD_AGE_MS_DEFAULT, ge=1, le=L.RETENTION_MS_MAX)
     lanes_idle_ms: int = Field(default=L.LANE_IDLE_MS_DEFAULT, ge=1, le=L.RETENTION_MS_MAX)
+    # How long an update handled is remembered in Redis (limits.DEDUPE_WINDOW_S_DEFAULT says why
+    # minutes are enough): dedupe keys, callback queries and commands seen.
+    dedupe_window_s: int = Field(default=L.DEDUPE_WINDOW_S_DEFAULT, ge=1, le=L.DEDUPE_WINDOW_S_MAX)
 
     # Game defaults for new rooms
     default_ceiling: int = Field(default=L.CEILING_DEFAULT, ge=L.CEILING_MIN, le=L.CEILING_MAX)

@@ -29,6 +29,7 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import room_language, user_language
+from codemojex.bot.once import once
 from codemojex.bot.replies import answer, answer_as, outbox_written, spend
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
@@ -104,9 +105,17 @@ def admin_command(
         @guarded
         @functools.wraps(body)
         async def handler(update: Update, context: CodemojexContext) -> None:
-            call = await _admin_gate(update, context, action)
-            if call is not None:
-                await body(call, context)
+            who = sender_of(update)
+            if who is None:
+                return
+            # Run once per message (bot/once.py: a redelivered /endround must not end the next
+            # round, nor a /ban undo a later /unban), gate and audit included.
+            async with once(context.services, who.message) as first:
+                if not first:
+                    return
+                call = await _admin_gate(update, context, action)
+                if call is not None:
+                    await body(call, context)
 
         return handler
 

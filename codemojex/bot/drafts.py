@@ -28,10 +28,14 @@ class Drafts:
         self._keys = Keys(queue)
         self.rate = rate or TapRate()
 
-    async def admit(self, user_id: int, query_id: str) -> tuple[bool, bool]:
+    async def admit(
+        self, user_id: int, query_id: str, seen_s: int = limits.DEDUPE_WINDOW_S_DEFAULT
+    ) -> tuple[bool, bool]:
         """(within the rate, first sight of this callback query). A refused tap counts
         against the rate too, so hammering stays refused, and leaves nothing else behind:
-        only a tap within the rate is marked seen (a second round trip, for it alone)."""
+        only a tap within the rate is marked seen (a second round trip, for it alone), for
+        `seen_s` (the dedupe window: Telegram sends an unconfirmed update again within
+        minutes, a bot restarting or a webhook retried)."""
         rate_key = self._keys.tap_rate(user_id)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.set(rate_key, 0, nx=True, px=self.rate.window_ms)
@@ -39,9 +43,7 @@ class Drafts:
             _, count = await pipe.execute()
         if int(count) > self.rate.most:
             return False, False
-        first = await self._redis.set(
-            self._keys.tap_seen(query_id), 1, nx=True, ex=limits.TAP_SEEN_S
-        )
+        first = await self._redis.set(self._keys.tap_seen(query_id), 1, nx=True, ex=seen_s)
         return True, bool(first)
 
     async def get(self, round_id: int, user_id: int) -> bytes | None:

@@ -19,9 +19,13 @@ banned, that the lane is the player's seat (a new player's id is minted here and
 first writer wins), that the lane has room, and dedupes; the room's ceiling is set on the way
 when the lanes lost it. Whatever the answer is other than "taken", it is decided on the card
 as Redis has it now, never on this process's memory: several bot processes answer alike.
-The enqueue carries a dedupe key built from the chat and message ids, so an update processed
-twice makes one guess. A guess tapped on the round message's keyboard (bot/taps.py) goes
-through `take_guess` too, deduplicated by its callback query id.
+
+A guess's job id is derived from its origin (`origin_of`: the chat and message, with the
+message's date; a tapped one's callback query id, bot/taps.py), so an update delivered twice
+(after a kill, Telegram sends again whatever it was not confirmed) makes the same job id: the
+lanes answer "duplicate" while the first job lives, and afterwards the guesses' primary key
+(the guess id is the job id) makes the worker record it once and answer it once, even when
+Redis lost its data in between. No dedupe key is stored beside the job: the job hash is one.
 
 A private chat with the bot is a room too, where the daily code is played (its round opened
 by /daily, bot/daily.py): every message there is addressed to the bot, so a message that is a
@@ -135,9 +139,17 @@ async def submit_guess(
         text,
         explicit=explicit,
         message_id=message.message_id,
-        dedupe_key=f"{chat.id}:{message.message_id}",
+        origin=origin_of(message),
         exact=None if exact is None or rnd is None else (rnd.id, exact),
     )
+
+
+def origin_of(message: Message) -> str:
+    """What a typed guess's job id is derived from: its chat and message id (unique for ever on
+    Telegram) and the message's date, which a redelivered update carries unchanged; the date
+    keeps apart the messages of a Bot API stand-in started again over the same database (its
+    message ids start again from 1)."""
+    return f"m:{message.chat.id}:{message.message_id}:{int(message.date.timestamp())}"
 
 
 # A guess is tried against what this process remembers, then against Redis's card; the card
@@ -154,13 +166,14 @@ async def take_guess(
     *,
     explicit: bool,
     message_id: int,
-    dedupe_key: str,
+    origin: str,
     round_id: int | None = None,
     exact: tuple[int, tuple[str, ...]] | None = None,
 ) -> GuessAnswer:
     """Parse `text` for the room's open round and enqueue it (see the module docstring).
     With `round_id` the guess is for that round only (a tapped one): any other is "no_round".
-    `exact`: the caller already found it spelled exactly in the palette of this round."""
+    `exact`: the caller already found it spelled exactly in the palette of this round.
+    `origin`: the update it came from, one job id per origin (see the module docstring)."""
     read: CardRead | None = None  # Redis's card, once read for this guess
     card = services.card_cache.card(chat.id, thread_id)
     if card is not None and card.title != room_title(chat):
@@ -197,7 +210,7 @@ async def take_guess(
             return GuessAnswer("invalid", texts.guess_refused(lang, exc))
         if read is not None and read.banned:
             return GuessAnswer("banned", texts.banned(lang))
-        answer = await _enqueue(services, card, rnd.id, user, emojis, message_id, dedupe_key)
+        answer = await _enqueue(services, card, rnd.id, user, emojis, message_id, origin)
         if answer is not None:
             return answer
         card, read = None, None  # the card moved under the guess: read it anew
@@ -223,13 +236,14 @@ async def _enqueue(
     user: User,
     emojis: tuple[str, ...],
     message_id: int,
-    dedupe_key: str,
+    origin: str,
 ) -> GuessAnswer | None:
     """Into the player's lane, under the checks of the card; None when the card refused it
     (the round, the ban or the seat moved): the caller reads the card anew."""
     room_id = card.room_id
     cache = services.card_cache
     name = display_name(user)
+    job_id = ids.derived(ids.JOB, origin)
     for _ in range(2):
         seen = cache.seat(room_id, user.id)
         player_id = seen.player_id if seen is not None else ids.mint(ids.PLAYER)
@@ -248,7 +262,7 @@ async def _enqueue(
                 job.encode(),
                 max_attempts=limits.GUESS_MAX_ATTEMPTS,
                 max_depth=services.max_depth,
-                dedupe_key=dedupe_key,
+                job_id=job_id,
                 guards=services.cards.guards(room_id, round_id, user.id, player_id),
                 ceiling=services.settings.default_ceiling,
                 ceiling_from=services.cards.ceiling_source(room_id),

@@ -12,7 +12,7 @@ from telegram.constants import ChatType
 
 from codemojex import usecases
 from codemojex.bot.cards import refresh
-from codemojex.bot.context import CodemojexContext
+from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.guesses import Source, submit_guess, tell
 from codemojex.bot.incoming import (
     Handler,
@@ -23,6 +23,7 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import chat_language, room_language, user_language
+from codemojex.bot.once import once
 from codemojex.bot.replies import answer, outbox_written
 from codemojex.bot.rooms import display_name, ensure_room
 from codemojex.db import store
@@ -88,6 +89,14 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
     if who is None:
         return
     services = context.services
+    # Once per message (bot/once.py): a /newgame delivered again after its round ended must
+    # not open another.
+    async with once(services, who.message) as first:
+        if first:
+            await _newgame(services, who)
+
+
+async def _newgame(services: BotServices, who: Sender) -> None:
     async with services.sessionmaker() as session:
         room = await ensure_room(services, session, who.chat, who.thread_id)
         try:

@@ -4,7 +4,7 @@ Each tap is answered with a toast only the tapper sees (answerCallbackQuery); no
 to the chat per tap. A player's draft of a round lives in Redis (posting/keys.py names it) and
 expires when the round would time out. The tap that completes the code hands it to the guess
 intake exactly as a typed guess (codemojex.bot.guesses: validation, the player's lane, the
-room's ceiling, "slow down"), deduplicated by the callback query's id.
+room's ceiling, "slow down"), its job id derived from the callback query's id.
 
 Refused with a toast, changing nothing: a tap faster than the player's tap rate
 (limits.TAP_RATE_*), on the keyboard of a round that is not the chat's open round (an old
@@ -60,7 +60,7 @@ async def _handle(
     """The toast of one tap on the keyboard under `message`."""
     user = query.from_user
     drafts = services.drafts
-    within, first = await drafts.admit(user.id, query.id)
+    within, first = await drafts.admit(user.id, query.id, services.settings.dedupe_window_s)
     if not within:
         return texts.tap_too_fast(user_language(user))
     if not first:
@@ -95,7 +95,7 @@ async def _handle(
         "".join(guess),
         explicit=True,
         message_id=0,
-        dedupe_key=f"cb:{query.id}",
+        origin=f"cb:{query.id}",
         round_id=round_.id,
     )
     services.guess_outcomes[outcome.outcome] += 1

@@ -23,7 +23,6 @@ from codemojex.lanes.views import DeadJob, QueueStats, RoomQueue
 from codemojex.limits import (
     CEILING_MAX,
     CEILING_MIN,
-    DEDUPE_WINDOW_MS,
     DEPTH_MAX,
     LEASE_MS_MAX,
     WEIGHT_MAX,
@@ -117,7 +116,7 @@ class Lanes:
         client: AnyRedis,
         queue: str = "cm",
         *,
-        dedupe_window_ms: int = DEDUPE_WINDOW_MS,
+        dedupe_window_ms: int = limits.DEDUPE_WINDOW_S_DEFAULT * 1000,
         batch: int = limits.MAINTENANCE_BATCH_DEFAULT,
         dead_max: int = limits.DEAD_MAX_DEFAULT,
         dead_age_ms: int = limits.DEAD_AGE_MS_DEFAULT,

@@ -66,6 +66,23 @@ PER_ID: Final = {
 }
 _DIGEST: Final = re.compile(r"[0-9a-f]{32}\Z")
 
+# The job hash's fields (docs/lanes.md, "The job hash"): what Python calls each -> its name in
+# Redis. One letter each: a guess is stored once per pending job, and the names are a fifth of
+# its hash. `attempts` is written by the first lease (absent: 0), `last_error` by a retry or a
+# death. The scripts spell the short names (and lua/includes/upgrade_job.lua the older, long
+# ones: these keys), tests/lanes/test_cost.py checks they agree.
+JOB_FIELDS: Final = {
+    "payload": "p",
+    "room": "r",
+    "lane": "l",
+    "seq": "s",
+    "attempts": "a",
+    "max_attempts": "m",
+    "state": "t",
+    "enqueued_ms": "e",
+    "last_error": "x",
+}
+
 
 def lua_names() -> dict[str, str]:
     """The Lua definition of every key name a script may use, by the name it is used by:

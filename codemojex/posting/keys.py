@@ -24,6 +24,7 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:tap:rate:<user>        a user's taps in the current rate window
     cmx:{q}:inline:rate:<user>     a user's inline queries in the current rate window
     cmx:{q}:tap:seen:<hash>        a callback query already handled (its id, hashed)
+    cmx:{q}:seen:<chat>:<message>  a command already run (bot/once.py)
     cmx:{q}:daily:board:<day>      the day's world board of the daily code (zset: user id ->
                                    attempts then finish time, game.daily.board_score)
     cmx:{q}:daily:played:<day>     who opened the day's daily (HyperLogLog of user ids)
@@ -159,6 +160,10 @@ class Keys:
     def tap_seen(self, query_id: str) -> str:
         digest = hashlib.blake2b(query_id.encode(), digest_size=12).hexdigest()
         return f"{self.prefix}tap:seen:{digest}"
+
+    def command_seen(self, chat_id: int, message_id: int) -> str:
+        chat = _integer(chat_id, "chat id")
+        return f"{self.prefix}seen:{chat:d}:{_integer(message_id, 'message id'):d}"
 
     # -- the daily code's world board (posting/board.py) ---------------------------------------
 

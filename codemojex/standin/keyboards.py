@@ -7,6 +7,7 @@ A keyboard is checked the way Telegram checks it when the bot sends or edits a m
 from __future__ import annotations
 
 import itertools
+import secrets
 import time
 from typing import Any
 
@@ -41,7 +42,9 @@ class Keyboards(Chats, Limits):
         super().__init__()
         self.callback_answers: list[JSON] = []
         self._open_callbacks: set[str] = set()
-        self._callback_ids = itertools.count(1)
+        # Unique across runs, as Telegram's are: a tapped guess's job id is derived from its
+        # query id, and a stand-in started again over the same database must not repeat one.
+        self._callback_ids = itertools.count(secrets.randbits(48) << 12)
 
     def press_button(
         self,

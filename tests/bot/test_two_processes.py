@@ -237,7 +237,7 @@ async def _jobs(lanes: Lanes, redis: aioredis.Redis) -> list[tuple[str, GuessJob
         for lane in view["lanes"]:
             for job_id in await redis.zrange(lanes.keys.pending(lane), 0, -1):
                 assert isinstance(job_id, bytes)
-                payload = await redis.hget(lanes.keys.job(job_id.decode()), "payload")
+                payload = await redis.hget(lanes.keys.job(job_id.decode()), "p")
                 assert isinstance(payload, bytes)
                 out.append((room_id, GuessJob.decode(payload)))
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from codemojex import limits
+from codemojex import ids
 from codemojex.bot.drafts import TapRate
 from codemojex.db import Guess, Player
 from codemojex.game import taps, texts
@@ -63,11 +63,9 @@ async def test_taps_build_a_draft_and_send_one_guess_then_the_keyboard_goes(stac
         last_qid = stack.standin.callback_answers[qid_before]["callback_query_id"]
         result = await stack.result(chat, -1, "Alice", "".join(guess))
         assert result.reply_to_message_id is None  # no message of Alice's: her name says it
-        # It was enqueued under its callback query's dedupe key (a redelivered query makes no
-        # second guess): the key names the job that became the guess.
-        guess_id = await stack.redis.get(stack.keys.dedupe(f"cb:{last_qid}"))
-        assert isinstance(guess_id, bytes)
-        assert await stack.all(select(Guess.id)) == [guess_id.decode()]
+        # Its job id is derived from its callback query's id (a redelivered query makes the
+        # same job, no second guess): that job became the guess.
+        assert await stack.all(select(Guess.id)) == [ids.derived(ids.JOB, f"cb:{last_qid}")]
         assert await stack.redis.exists(key) == 0
         # The same callback query delivered again changes nothing.
         assert await stack.tap(chat, ann.message_id, ALICE, last_data, query_id=last_qid) is None
@@ -196,4 +194,4 @@ async def test_hammered_taps_leave_no_more_keys_than_taps_let_through(stack: Sta
     assert len(seen) <= 8, len(seen)
     assert seen, "the taps let through are marked seen"
     for key in seen:
-        assert 0 < await stack.redis.ttl(key) <= limits.TAP_SEEN_S <= 15 * 60
+        assert 0 < await stack.redis.ttl(key) <= stack.settings.dedupe_window_s <= 15 * 60

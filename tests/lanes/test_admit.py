@@ -216,14 +216,13 @@ async def test_the_admitted_jobs_are_the_ones_enqueue_makes(env: Env) -> None:
     assert got == Admitted("enqueued", got.job_id, False)
     assert got.taken
     assert (await env.dump())[f"job:{got.job_id}"] == {
-        "payload": "same",
-        "room": r,
-        "lane": a,
-        "seq": "1",
-        "attempts": "0",
-        "max_attempts": "3",
-        "state": "pending",
-        "enqueued_ms": ANY,
+        "p": "same",
+        "r": r,
+        "l": a,
+        "s": "1",
+        "m": "3",
+        "t": "pending",
+        "e": ANY,
     }
 
 

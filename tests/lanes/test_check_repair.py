@@ -103,7 +103,7 @@ async def job_in_two_places(env: Env, w: World) -> list[str]:
 
 
 async def wrong_state(env: Env, w: World) -> list[str]:
-    await env.client.hset(env.keys.job(w.delayed_b), "state", "pending")
+    await env.client.hset(env.keys.job(w.delayed_b), "t", "pending")
     return [f"job {w.delayed_b} is in delayed but its state is pending"]
 
 

@@ -79,8 +79,8 @@ async def test_typed_retry_waits_the_given_delay(env: Env) -> None:
     task = await run_pool(pool)
     await until(lambda: pool.stats.retried == 1)
     d = await env.dump()
-    assert d[f"job:{jid}"]["state"] == "delayed"
-    assert d[f"job:{jid}"]["last_error"] == "rate limited"
+    assert d[f"job:{jid}"]["t"] == "delayed"
+    assert d[f"job:{jid}"]["x"] == "rate limited"
     (_, due), *_ = d["delayed"]
     (seconds, micros) = await env.client.time()
     assert due >= seconds * 1000 + micros // 1000 + 55_000  # the handler's delay, not a backoff
@@ -154,8 +154,8 @@ async def test_exception_is_retried_with_backoff_then_dead(env: Env) -> None:
     assert attempts == [1, 2, 3]
     assert (pool.stats.retried, pool.stats.dead, pool.stats.acked) == (2, 1, 0)
     d = await env.dump()
-    assert d[f"job:{jid}"]["state"] == "dead"
-    assert d[f"job:{jid}"]["last_error"] == "ValueError: scoring failed"
+    assert d[f"job:{jid}"]["t"] == "dead"
+    assert d[f"job:{jid}"]["x"] == "ValueError: scoring failed"
     assert [m for m, _ in d["dead"]] == [jid]
     assert await env.lanes.check() == []
 

@@ -15,6 +15,7 @@ from importlib import resources
 
 import pytest
 
+from codemojex.lanes import keys as K
 from codemojex.lanes.scripts import VERBS, IncludeError, read_lua, resolve, source
 
 HOT = [
@@ -126,15 +127,25 @@ def test_every_include_is_used_and_each_file_holds_the_function_it_is_named_afte
 
 def test_the_hot_path_carries_a_handful_of_functions() -> None:
     """The reason for includes: wclaim and ack_many define only what they run (before, every
-    script carried the 29 functions of one shared prelude)."""
+    script carried the 29 functions of one shared prelude). `job_get` reads a job hash, and
+    `upgrade_job` (called only for a job of the older layout) rewrites one under the short
+    field names."""
     assert set(FUNCTION.findall(code("wclaim"))) == {
         "now_ms", "pending_changed", "head_changed", "serve", "job_key", "pending_key",
-        "lane_ring_key",
+        "lane_ring_key", "job_get", "upgrade_job",
     }  # fmt: skip
     assert set(FUNCTION.findall(code("ack_many"))) == {
         "ack_pairs", "holder", "permit_freed", "is_paused", "ring_room", "wake", "job_key",
-        "lane_ring_key",
+        "lane_ring_key", "job_get", "upgrade_job",
     }  # fmt: skip
+
+
+def test_the_scripts_spell_the_job_fields_of_keys_py() -> None:
+    """upgrade_job maps the older layout's names onto keys.JOB_FIELDS, in one order."""
+    text = read_lua("codemojex.lanes", "includes/upgrade_job")
+    long, short = re.findall(r"local (?:long|short) = \{(.*?)\}", text, flags=re.S)
+    assert re.findall(r"'(\w+)'", long) == list(K.JOB_FIELDS)
+    assert re.findall(r"'(\w+)'", short) == list(K.JOB_FIELDS.values())
 
 
 # -- the include mechanism ---------------------------------------------------------------------

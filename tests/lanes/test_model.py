@@ -848,7 +848,7 @@ class LanesMachine(RuleBasedStateMachine):
             pipe.zrange(k.lhead, 0, -1, withscores=True)
             jids = sorted(m.jobs)
             for jid in jids:
-                pipe.hmget(k.job(jid), "state", "attempts", "lane")
+                pipe.hmget(k.job(jid), "t", "a", "l")
             return list(await pipe.execute())
 
         got = self.run(read())
@@ -899,7 +899,7 @@ class LanesMachine(RuleBasedStateMachine):
         for jid in sorted(m.jobs):
             job = m.jobs[jid]
             state, attempts, lane = got.pop(0)
-            assert (s(state), int(attempts), s(lane)) == (job.state, job.attempts, job.lane)
+            assert (s(state), int(attempts or 0), s(lane)) == (job.state, job.attempts, job.lane)
         assert not got
 
 

@@ -43,7 +43,7 @@ async def test_stats_count_jobs_and_rooms_by_state(env: Env) -> None:
     assert s.serviceable == 1
     assert s.deepest[0][0] == deep and len(s.deepest) == 2
     assert s.oldest_ms is not None and s.now_ms >= s.oldest_ms
-    job_hash = await env.client.hget(env.keys.job(first), "enqueued_ms")
+    job_hash = await env.client.hget(env.keys.job(first), "e")
     assert job_hash is not None and s.oldest_ms <= int(job_hash)
     await env.lanes.pause_queue()
     assert (await env.lanes.stats()).queue_paused
@@ -52,10 +52,10 @@ async def test_stats_count_jobs_and_rooms_by_state(env: Env) -> None:
 async def test_the_oldest_pending_job_is_the_lowest_head(env: Env) -> None:
     r1, r2, a, b = room(), room(), lane(), lane()
     old = await env.lanes.enqueue(r1, a, b"1")
-    await env.client.hset(env.keys.job(old), "enqueued_ms", 1000)  # apart from the next
+    await env.client.hset(env.keys.job(old), "e", 1000)  # apart from the next
     second = await env.lanes.enqueue(r2, b, b"2")
     await env.lanes.enqueue(r1, a, b"3")
-    t_second = int(await env.client.hget(env.keys.job(second), "enqueued_ms") or 0)
+    t_second = int(await env.client.hget(env.keys.job(second), "e") or 0)
     assert (await env.lanes.stats()).oldest_ms == 1000
     job = await env.lanes.claim(30_000)  # the room ring serves r1's head first
     assert job is not None and job.id == old
@@ -75,7 +75,7 @@ async def test_rooms_report_their_queue_side(env: Env) -> None:
     await env.lanes.pause(ln)  # its job is held, and still the room's oldest
     await env.lanes.pause(quiet)
     busy, calm = await env.lanes.rooms([r, quiet])
-    enqueued = int(await env.client.hget(env.keys.job(first), "enqueued_ms") or 0)
+    enqueued = int(await env.client.hget(env.keys.job(first), "e") or 0)
     assert (busy.room, busy.pending, busy.in_flight, busy.ceiling) == (r, 2, 0, 3)
     assert busy.oldest_ms == enqueued and not busy.paused
     assert busy.last_enqueue_ms is not None and busy.last_enqueue_ms >= enqueued
@@ -168,7 +168,7 @@ async def test_waiting_before_finds_a_rooms_old_jobs_pending_in_flight_or_delaye
     """The round timer's question: does a room still hold a job enqueued before a moment?"""
     r, other, empty, ln, ln2 = room(), room(), room(), lane(), lane()
     first = await env.lanes.enqueue(r, ln, b"old")
-    at = int(await env.client.hget(env.keys.job(first), "enqueued_ms") or 0)
+    at = int(await env.client.hget(env.keys.job(first), "e") or 0)
     await env.lanes.enqueue(other, ln2, b"x")
     now, rooms = await env.lanes.waiting_before({r: at + 1, empty: at + 1})
     assert rooms == {r} and now >= at

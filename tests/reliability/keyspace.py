@@ -25,6 +25,7 @@ def cmx_patterns(queue: str) -> list[re.Pattern[str]]:
         re.compile(rf"{tag}tap:draft:\d+:\d+\Z"),
         re.compile(rf"{tag}tap:rate:\d+\Z"),
         re.compile(rf"{tag}tap:seen:[0-9a-f]{{24}}\Z"),
+        re.compile(rf"{tag}seen:-?\d+:\d+\Z"),
         re.compile(rf"{tag}room:-?\d+:\d+\Z"),
         re.compile(rf"{tag}card:ROM{_ID}(:(gen|seats|bans|names))?\Z"),
     ]

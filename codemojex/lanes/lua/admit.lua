@@ -20,7 +20,9 @@
 --            'out'  SISMEMBER key field must be 0 (value unused)
 --          then K notes of 3 fields (key, field, value): HSET when the job is admitted
 -- Per job: a dedupe hit is reported first, whatever its guards say now (an update seen twice
--- makes one job and one answer); then the guards, in order; then, when the room has no
+-- makes one job and one answer): the dedupe key's, or a job of the same id (a producer that
+-- derives the id from the job's origin needs no dedupe key: the job hash dedupes while the
+-- job lives); then the guards, in order; then, when the room has no
 -- ceiling and one is given, the room gets it (the source field's value when it holds a whole
 -- number from 1 to the highest ceiling, else the one given); then the job as enqueue admits it.
 -- Returns  4 values per job, in order: status ('ok', 'dup', 'full', 'guard', 'err'); the job
@@ -28,6 +30,7 @@
 --          (guard; '' for nothing); whether the room is paused (1/0); the 1-based index of
 --          the refusing guard (else 0).
 --- @include "admit_job"
+--- @include "job_lane"
 --- @include "is_paused"
 --- @include "room_recheck"
 --- @include "room_serviceable"
@@ -101,12 +104,21 @@ for j = 3, #ARGV do
     if value then status = 'dup' end
   end
   if not status then
+    local have = job_lane(id)
+    if have == lane then
+      status, value = 'dup', id
+    elseif have then
+      status, value = 'err', 'job ' .. id .. ' already exists in lane ' .. have
+    end
+  end
+  if not status then
     local g, found = refused_by(f, 13, guards)
     if g then
       status, value, guard = 'guard', found, g
     else
       ceiling_if_none(room, ceiling, src, field)
-      status, value = admit_job(room, lane, id, payload, max_attempts, max_depth, digest, window)
+      status, value = admit_job(room, lane, id, payload, max_attempts, max_depth, digest, window,
+        true)
       if status == 'ok' then
         for n = first_note, first_note + 3 * (notes - 1), 3 do
           redis.call('HSET', f[n], f[n + 1], f[n + 2])

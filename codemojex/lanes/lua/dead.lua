@@ -6,12 +6,12 @@
 -- ARGV[1]  offset          ARGV[2]  at most this many
 -- Returns  {dead jobs in all, jobs} where jobs is a list of {id, died ms, room, lane,
 --          attempts, max_attempts, enqueued_ms, last_error ('' = none)}
+--- @include "job_get"
 local z = redis.call('ZREVRANGE', DEAD, tonumber(ARGV[1]),
   tonumber(ARGV[1]) + tonumber(ARGV[2]) - 1, 'WITHSCORES')
 local jobs = {}
 for i = 1, #z, 2 do
-  local f = redis.call('HMGET', job_key(z[i]), 'room', 'lane', 'attempts', 'max_attempts',
-    'enqueued_ms', 'last_error')
+  local f = job_get(job_key(z[i]), 'r', 'l', 'a', 'm', 'e', 'x')
   jobs[#jobs + 1] = {z[i], tonumber(z[i + 1]), f[1] or '', f[2] or '', tonumber(f[3] or '0'),
     tonumber(f[4] or '0'), tonumber(f[5] or '0'), f[6] or ''}
 end

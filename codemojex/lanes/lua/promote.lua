@@ -7,13 +7,14 @@
 --- @include "delayed_removed"
 --- @include "now_ms"
 --- @include "put_back"
+--- @include "job_get"
 local ids = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', now_ms(), 'LIMIT', 0,
   tonumber(ARGV[1]))
 local n = 0
 for _, id in ipairs(ids) do
   redis.call('ZREM', DELAYED, id)
   local jk = job_key(id)
-  local f = redis.call('HMGET', jk, 'room', 'lane', 'seq')
+  local f = job_get(jk, 'r', 'l', 's')
   if f[1] then
     delayed_removed(f[2])
     put_back(id, jk, f[1], f[2], f[3])

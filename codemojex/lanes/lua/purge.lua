@@ -8,6 +8,7 @@
 --- @include "lane_emptied"
 --- @include "now_ms"
 --- @include "pending_changed"
+--- @include "job_get"
 local lane = ARGV[1]
 local pk = pending_key(lane)
 local ids = redis.call('ZRANGE', pk, 0, -1)
@@ -17,8 +18,8 @@ local now = now_ms()
 local n = 0
 for _, id in ipairs(ids) do
   local jk = job_key(id)
-  if redis.call('EXISTS', jk) == 1 then
-    redis.call('HSET', jk, 'state', 'dead', 'last_error', 'purged')
+  if job_get(jk, 't')[1] then
+    redis.call('HSET', jk, 't', 'dead', 'x', 'purged')
     redis.call('ZADD', DEAD, now, id)
     n = n + 1
   end

@@ -8,17 +8,18 @@
 --- @include "now_ms"
 --- @include "permit_freed"
 --- @include "put_back"
+--- @include "job_get"
 local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 for _, id in ipairs(ids) do
   redis.call('ZREM', ACTIVE, id)
   local jk = job_key(id)
-  local f = redis.call('HMGET', jk, 'room', 'lane', 'seq', 'attempts', 'max_attempts')
+  local f = job_get(jk, 'r', 'l', 's', 'a', 'm')
   if f[1] then
     permit_freed(f[1], 1)
-    if tonumber(f[4]) >= tonumber(f[5]) then
+    if tonumber(f[4] or '0') >= tonumber(f[5]) then
       redis.call('ZADD', DEAD, now, id)
-      redis.call('HSET', jk, 'state', 'dead', 'last_error', 'lease expired')
+      redis.call('HSET', jk, 't', 'dead', 'x', 'lease expired')
     else
       put_back(id, jk, f[1], f[2], f[3])
     end

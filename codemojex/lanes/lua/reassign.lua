@@ -12,9 +12,10 @@
 --- @include "now_ms"
 --- @include "pend"
 --- @include "pending_changed"
+--- @include "job_get"
 local id, target = ARGV[1], ARGV[2]
 local jk = job_key(id)
-local f = redis.call('HMGET', jk, 'state', 'room', 'lane', 'seq')
+local f = job_get(jk, 't', 'r', 'l', 's')
 if not f[1] then return 0 end
 local room, lane = f[2], f[3]
 local bound = redis.call('HGET', LROOM, target)
@@ -30,6 +31,6 @@ local pk = pending_key(lane)
 redis.call('ZREM', pk, id)
 pending_changed(room, -1)
 if not head_changed(lane) then lane_emptied(room, lane) end
-redis.call('HSET', jk, 'lane', target)
+redis.call('HSET', jk, 'l', target)
 pend(room, target, id, f[4])
 return 1

@@ -13,6 +13,7 @@
 --- @include "books"
 --- @include "count_jobs"
 --- @include "held_lanes"
+--- @include "job_get"
 --- @include "lane_ok"
 --- @include "room_serviceable"
 --- @include "now_ms"
@@ -51,14 +52,15 @@ for _, id in ipairs(sorted_keys(S.place)) do
     end
     local p = places[1]
     local jk = job_key(id)
+    if job.old then upgrade_job(jk) end
     if job.state ~= p.where then
-      redis.call('HSET', jk, 'state', p.where)
+      redis.call('HSET', jk, 't', p.where)
       did('set the state of job ' .. id .. ' to ' .. p.where .. ' (was ' ..
         tostring(job.state) .. ')')
     end
     if p.where == 'pending' then
       if job.lane ~= p.lane then
-        redis.call('HSET', jk, 'lane', p.lane)
+        redis.call('HSET', jk, 'l', p.lane)
         did('set the lane of job ' .. id .. ' to ' .. p.lane)
       end
       if job.seq and job.seq ~= p.score then
@@ -70,7 +72,7 @@ for _, id in ipairs(sorted_keys(S.place)) do
 end
 for _, id in ipairs(S.orphans) do
   local jk = job_key(id)
-  local f = redis.call('HMGET', jk, 'state', 'lane', 'seq')
+  local f = job_get(jk, 't', 'l', 's')
   if f[1] == 'dead' then
     redis.call('ZADD', DEAD, now, id)
     did('put job ' .. id .. ' back in dead')
@@ -78,7 +80,7 @@ for _, id in ipairs(S.orphans) do
     redis.call('ZADD', DELAYED, now, id)
     did('put job ' .. id .. ' back in delayed, due now')
   elseif f[2] and f[3] then
-    redis.call('HSET', jk, 'state', 'pending')
+    redis.call('HSET', jk, 't', 'pending')
     redis.call('ZADD', pending_key(f[2]), f[3], id)
     S.lanes[f[2]] = true
     did('put job ' .. id .. ' back in lane ' .. f[2] .. ' at its seq ' .. f[3])
@@ -89,7 +91,7 @@ end
 for _, lane in ipairs(sorted_keys(S.lanes)) do
   if not S.lroom[lane] then
     local head = redis.call('ZRANGE', pending_key(lane), 0, 0)[1]
-    local room = head and redis.call('HGET', job_key(head), 'room')
+    local room = head and job_get(job_key(head), 'r')[1]
     if room then
       redis.call('HSET', LROOM, lane, room)
       S.lroom[lane] = room

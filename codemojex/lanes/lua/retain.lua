@@ -20,7 +20,8 @@ local batch = tonumber(ARGV[5])
 -- the job is also elsewhere) is kept for repair.
 local function drop_dead(id)
   local jk = job_key(id)
-  local state = redis.call('HGET', jk, 'state')
+  local f = redis.call('HMGET', jk, 't', 'state')  -- either layout: it is deleted
+  local state = f[1] or f[2]
   if not state or state == 'dead' then redis.call('DEL', jk) end
 end
 

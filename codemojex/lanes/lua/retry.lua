@@ -14,7 +14,7 @@ local id = ARGV[1]
 local jk, room = holder(id, ARGV[2])
 if not jk then return 'stale' end
 redis.call('ZREM', ACTIVE, id)
-local f = redis.call('HMGET', jk, 'attempts', 'max_attempts', 'lane')
+local f = redis.call('HMGET', jk, 'a', 'm', 'l')  -- of the current layout: holder read it
 local now = now_ms()
 local outcome
 if tonumber(f[1]) >= tonumber(f[2]) then
@@ -25,6 +25,6 @@ else
   delayed_added(f[3])
   outcome = 'delayed'
 end
-redis.call('HSET', jk, 'state', outcome, 'last_error', ARGV[4])
+redis.call('HSET', jk, 't', outcome, 'x', ARGV[4])
 permit_freed(room, 1)
 return outcome

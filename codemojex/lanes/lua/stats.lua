@@ -11,6 +11,7 @@
 --          the server's time in ms, deepest rooms} where deepest rooms is a list of
 --          {room, pending, in flight}, deepest first
 --- @include "now_ms"
+--- @include "job_get"
 local at_ceiling = 0
 local act = redis.call('HGETALL', GACTIVE)
 for i = 1, #act, 2 do
@@ -30,7 +31,7 @@ local lane = redis.call('ZRANGE', LHEAD, 0, 0)[1]
 if lane then
   local pk = pending_key(lane)
   local id = redis.call('ZRANGE', pk, 0, 0)[1]
-  if id then oldest = tonumber(redis.call('HGET', job_key(id), 'enqueued_ms') or '-1') end
+  if id then oldest = tonumber(job_get(job_key(id), 'e')[1] or '-1') end
 end
 local deepest = {}
 local top = tonumber(ARGV[1])

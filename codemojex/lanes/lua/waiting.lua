@@ -13,6 +13,7 @@
 --          enqueued before its moment, else 0}
 --- @include "now_ms"
 --- @include "room_oldest"
+--- @include "job_get"
 local before, order, open = {}, {}, 0
 for i = 1, #ARGV, 2 do
   local room = ARGV[i]
@@ -31,7 +32,7 @@ end
 for _, set in ipairs({ACTIVE, DELAYED}) do
   if open == 0 then break end
   for _, id in ipairs(redis.call('ZRANGE', set, 0, -1)) do
-    local f = redis.call('HMGET', job_key(id), 'room', 'enqueued_ms')
+    local f = job_get(job_key(id), 'r', 'e')
     local moment = f[1] and before[f[1]]
     if moment and not found[f[1]] and tonumber(f[2] or '-1') < moment then
       found[f[1]] = true

@@ -1,5 +1,6 @@
 -- The enqueued_ms of `room`'s oldest pending job (-1 = none): the lowest head seq of its lanes
 -- with work (its lane ring and its held set: paused lanes), never of every lane it has had.
+--- @include "job_get"
 local function room_oldest(room)
   local lanes = redis.call('LRANGE', lane_ring_key(room), 0, -1)
   for _, lane in ipairs(redis.call('SMEMBERS', room_held_key(room))) do lanes[#lanes + 1] = lane end
@@ -12,5 +13,5 @@ local function room_oldest(room)
   if not best_lane then return -1 end
   local id = redis.call('ZRANGE', pending_key(best_lane), 0, 0)[1]
   if not id then return -1 end
-  return tonumber(redis.call('HGET', job_key(id), 'enqueued_ms') or '-1')
+  return tonumber(job_get(job_key(id), 'e')[1] or '-1')
 end

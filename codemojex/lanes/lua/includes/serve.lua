@@ -5,6 +5,7 @@
 --- @include "now_ms"
 --- @include "pending_changed"
 --- @include "head_changed"
+--- @include "job_get"
 local function serve(lease_ms, weighted)
   if redis.call('EXISTS', QPAUSED) == 1 then return {} end
   local room = redis.call('LMOVE', RING, RING, 'LEFT', 'RIGHT')
@@ -37,10 +38,10 @@ local function serve(lease_ms, weighted)
   for i = 1, #popped, 2 do
     local id = popped[i]
     local jk = job_key(id)
-    local f = redis.call('HMGET', jk, 'payload', 'attempts', 'max_attempts', 'enqueued_ms')
+    local f = job_get(jk, 'p', 'a', 'm', 'e')
     if f[1] then
-      local att = tonumber(f[2]) + 1
-      redis.call('HSET', jk, 'attempts', att, 'state', 'active')
+      local att = tonumber(f[2] or '0') + 1
+      redis.call('HSET', jk, 'a', att, 't', 'active')
       leased[#leased + 1] = deadline
       leased[#leased + 1] = id
       out[#out + 1] = id

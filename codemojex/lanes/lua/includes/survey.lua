@@ -71,9 +71,13 @@ local function survey(deep)
     for _, id in ipairs(redis.call('ZRANGE', where[2], 0, -1)) do put(id, where[1]) end
   end
   for id in pairs(S.place) do
-    local f = redis.call('HMGET', job_key(id), 'state', 'room', 'lane', 'seq')
+    -- either layout (upgrade_job): check only reads; repair upgrades a job before writing it
+    local f = redis.call('HMGET', job_key(id), 't', 'r', 'l', 's',
+      'state', 'room', 'lane', 'seq')
+    local old = not (f[1] or f[2] or f[3] or f[4])
+    if old then f = {f[5], f[6], f[7], f[8]} end
     if f[1] or f[2] or f[3] or f[4] then
-      S.jobs[id] = {state = f[1], room = f[2], lane = f[3], seq = tonumber(f[4])}
+      S.jobs[id] = {state = f[1], room = f[2], lane = f[3], seq = tonumber(f[4]), old = old}
     else
       S.jobs[id] = false
     end
