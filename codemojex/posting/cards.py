@@ -210,8 +210,14 @@ class RoomCards:
         return bool(await self._close(keys=keys, args=[int(round_id), self._ttl_s]))
 
     async def seat(self, room_id: str, user_id: int, player_id: str) -> None:
-        """The user's player id as the database has it (it wins over the one held)."""
-        await self._redis.hset(self.keys.seats(room_id), str(int(user_id)), player_id)
+        """The user's player id as the database has it (it wins over the one held). The seats
+        live the card's time to live from now (the card may have expired meanwhile: a hash this
+        creates must expire too)."""
+        key = self.keys.seats(room_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hset(key, str(int(user_id)), player_id)
+            pipe.expire(key, self._ttl_s)
+            await pipe.execute()
 
     def _guarded_keys(self, room_id: str) -> tuple[str, str, str]:
         """The card, bans and seats keys of a room (built and checked once: every guess of the

@@ -115,8 +115,37 @@ async def test_a_thousand_players_fit_one_write(redis_any: AnyRedis, queue_name:
     room = ids.mint(ids.ROOM)
     seats = {user: ids.mint(ids.PLAYER) for user in range(1, 5001)}
     await cards.write(snapshot(room, seats=seats, banned=frozenset(range(1, 2501))), 0)
-    assert await redis_any.hlen(cards.keys.seats(room)) == 5000
+    # and the empty field that makes the hash exist, and expire, before any guess adds to it
+    assert await redis_any.hlen(cards.keys.seats(room)) == 5000 + 1
     assert await redis_any.scard(cards.keys.bans(room)) == 2500
+
+
+async def test_the_seats_and_names_a_guess_adds_expire_with_the_card(
+    redis_any: AnyRedis, queue_name: str
+) -> None:
+    """A room with no players yet: its first guess's admission adds the seat and the name to
+    hashes the card's write made, with the card's time to live (they had none when the
+    admission created them)."""
+    cards = RoomCards(redis_any, queue_name, ttl_s=600)
+    room = ids.mint(ids.ROOM)
+    await cards.write(snapshot(room), 0)
+    lanes = Lanes(redis_any, queue_name)
+    player = ids.mint(ids.PLAYER)
+    (admitted,) = await lanes.admit(
+        [
+            Admission(
+                room, player, b"7:2:3:x", guards=cards.guards(room, 7, 7, player),
+                notes=(cards.name_note(room, player, "Seven"),),
+            )
+        ]
+    )  # fmt: skip
+    assert admitted.status == "enqueued", admitted
+    assert (await cards.read(CHAT, 0, user_id=7)).seat == player
+    assert await cards.names(room, [player]) == {player: "Seven"}
+    for key in (cards.keys.card(room), cards.keys.seats(room), cards.keys.names(room)):
+        assert 0 < await redis_any.ttl(key) <= 600, key
+    await cards.seat(room, 8, ids.mint(ids.PLAYER))  # the admins' way in: expires too
+    assert 0 < await redis_any.ttl(cards.keys.seats(room)) <= 600
 
 
 async def test_the_enqueue_checks_the_card(redis_any: AnyRedis, queue_name: str) -> None:

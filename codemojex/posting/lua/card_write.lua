@@ -6,7 +6,11 @@
 -- KEYS[1]  the chat's room (`cmx:{q}:room:<chat>:<thread>`)
 -- KEYS[2]  the card (`cmx:{q}:card:<room>`)          KEYS[3]  its generation
 -- KEYS[4]  the room's seats (user -> player)           KEYS[5]  the room's banned users
--- KEYS[6]  the room's players' names (their time to live is renewed)
+-- KEYS[6]  the room's players' names
+-- Every key written gets the time to live, the seats and the names too: they are created here
+-- (with an empty field, '', that no user or player id can be) because a guess's admission
+-- adds to them afterwards (admit.lua: a new player's seat, HSETNX; a name, HSET), and a hash
+-- that admission created would have none.
 -- ARGV[1]  the generation read (0: none)   ARGV[2]  every key's time to live (s)
 -- ARGV[3]  the room id
 -- ARGV[4]  F, then F field/value pairs of the card; then S, then S user/player pairs of
@@ -31,10 +35,12 @@ redis.call('HSET', KEYS[2], unpack(ARGV, at + 1, at + 2 * fields))
 redis.call('EXPIRE', KEYS[2], ttl)
 at = at + 2 * fields + 1
 local seats = tonumber(ARGV[at])
+redis.call('HSET', KEYS[4], '', '')
 each_chunk('HSET', KEYS[4], at + 1, at + 2 * seats, 2)
 redis.call('EXPIRE', KEYS[4], ttl)
 at = at + 2 * seats + 1
 each_chunk('SADD', KEYS[5], at, #ARGV, 1)
 redis.call('EXPIRE', KEYS[5], ttl)
+redis.call('HSET', KEYS[6], '', '')
 redis.call('EXPIRE', KEYS[6], ttl)
 return 1
