@@ -68,6 +68,7 @@ from bench.common import (
 )
 from bench.ingest_feed import TOKEN, Feed, message_update
 from bench.pipeline import PG_ADMIN_URL, TODAY, Code, _admin, _backend_pids, _cpu_s, _profile_top
+from codemojex.lanes.keys import JOB_FIELDS
 
 FIRST_CHAT = -1_004_200_000_000
 FIRST_USER = 5_000_000
@@ -384,7 +385,7 @@ async def _enqueued_ms(client: Any, queue: str) -> dict[int, int]:
     for start in range(0, len(keys), 1000):
         pipe = client.pipeline(transaction=False)
         for key in keys[start : start + 1000]:
-            pipe.hmget(key, "payload", "enqueued_ms")
+            pipe.hmget(key, JOB_FIELDS["payload"], JOB_FIELDS["enqueued_ms"])
         for payload, enqueued in await pipe.execute():
             out[int(payload.split(b":")[1])] = int(enqueued)
     return out

@@ -8,7 +8,6 @@ every other key expires within an hour, or within what that table says and why."
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from codemojex.game import taps
 from codemojex.lanes.keys import Keys as LaneKeys
@@ -134,4 +133,3 @@ async def test_after_a_run_every_key_expires_but_the_lanes_and_the_documented(
     assert any(name.startswith("card:") and name.endswith(":seats") for name in seen), seen
     assert any(name.endswith(":names") for name in seen), seen
     assert any(name.startswith("daily:played:") for name in seen), seen
-    assert Path(ROOT / "docs" / "architecture.md").exists()

@@ -122,8 +122,8 @@ async def test_a_pending_guess_costs_at_most_300_bytes(
 async def as_older_version_wrote_it(env: Env, job_id: str) -> None:
     """Rewrite a job's hash as an older version wrote it (long names, attempts 0 at enqueue)."""
     key = env.keys.job(job_id)
-    raw: dict[bytes, bytes] = await env.client.hgetall(key)  # type: ignore[misc]
-    fields: dict[str, Any] = {OLD_NAMES[k.decode()]: v for k, v in raw.items()}
+    raw: dict[Any, Any] = await env.client.hgetall(key)
+    fields: dict[Any, Any] = {OLD_NAMES[k.decode()]: v for k, v in raw.items()}
     fields.setdefault("attempts", 0)
     await env.client.delete(key)
     await env.client.hset(key, mapping=fields)
