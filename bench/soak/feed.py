@@ -22,7 +22,7 @@ from bench.soak.world import (
     RoomSim,
     SoakState,
 )
-from codemojex import usecases
+from codemojex import ids, usecases
 from codemojex.db import (
     Room,
     Round,
@@ -198,7 +198,8 @@ class Feeding(SoakState):
                 job.encode(),
                 max_attempts=GUESS_MAX_ATTEMPTS,  # as the bot enqueues
                 max_depth=self.plan.max_depth,
-                dedupe_key=f"{sim.chat_id}:{message_id}",
+                # derived from the message, as the bot derives a guess's job id
+                job_id=ids.derived(ids.JOB, f"m:{sim.chat_id}:{message_id}"),
             )
         except LaneFull:
             self.refused["lane_full"] += 1
