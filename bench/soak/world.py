@@ -41,7 +41,7 @@ local p = KEYS[1]
 local active = redis.call('ZRANGE', p .. 'active', 0, -1)
 local rooms = {}
 for i, id in ipairs(active) do
-  rooms[i] = redis.call('HGET', p .. 'job:' .. id, 'room') or ''
+  rooms[i] = redis.call('HGET', p .. 'job:' .. id, 'r') or ''  -- its room (lanes.md: the job hash)
 end
 return {redis.call('HGETALL', p .. 'gactive'), redis.call('HGETALL', p .. 'glimit'), active, rooms}
 """

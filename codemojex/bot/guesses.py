@@ -282,6 +282,10 @@ async def _enqueue(
         if admitted.status == "full":  # the seat is the user's (the guards passed), unnamed
             cache.keep_seat(room_id, user.id, player_id, seen.name if seen else None)
             return await _slow_down(services, card, user, player_id)
+        if admitted.status == "duplicate":
+            # The same update again (its job id is derived from it): answered the first time.
+            # It passed no guard: `player_id` may be one minted here, never the user's seat.
+            return GuessAnswer("enqueued", None, admitted.job_id)
         cache.keep_seat(room_id, user.id, player_id, name)
         return await _taken(services, card, user, player_id, admitted)
     return None

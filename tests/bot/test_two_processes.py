@@ -23,6 +23,7 @@ from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from codemojex import ids
 from codemojex.db import Round, make_engine, make_sessionmaker, store
 from codemojex.game import taps, texts
 from codemojex.jobs import GuessJob
@@ -220,8 +221,8 @@ async def _play(
                                      rnd.length) for i in range(rnd.length - 1)]  # fmt: skip
     assert toasts[-1] == texts.tap_sent(EN, code)
     assert len(set(turns)) == 2
-    job_id = await redis.get(lanes.keys.dedupe(f"cb:{query}"))
-    assert job_id is not None
+    # The tapped guess's job, its id derived from the callback query
+    assert await redis.exists(lanes.keys.job(ids.derived(ids.JOB, f"cb:{query}")))
     assert await _queued(lanes) == len(expected) + MAX_DEPTH + 1
 
 

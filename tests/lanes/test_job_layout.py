@@ -55,6 +55,11 @@ async def test_a_derived_job_id_admitted_again_is_a_duplicate_before_its_guards(
     (again,) = await env.lanes.admit([Admission(r, a, b"g", job_id=job_id, guards=(guard,))])
     assert (again.status, again.job_id) == ("duplicate", job_id)
     assert await env.dump() == before
+    # A second producer that minted another lane for the same origin (two bot processes, a new
+    # player): the same job, not an error, whatever the lane.
+    (other,) = await env.lanes.admit([Admission(r, lane(), b"g", job_id=job_id)])
+    assert (other.status, other.job_id) == ("duplicate", job_id)
+    assert await env.dump() == before
     assert await env.lanes.check() == []
 
 

@@ -20,9 +20,9 @@
 --            'out'  SISMEMBER key field must be 0 (value unused)
 --          then K notes of 3 fields (key, field, value): HSET when the job is admitted
 -- Per job: a dedupe hit is reported first, whatever its guards say now (an update seen twice
--- makes one job and one answer): the dedupe key's, or a job of the same id (a producer that
--- derives the id from the job's origin needs no dedupe key: the job hash dedupes while the
--- job lives); then the guards, in order; then, when the room has no
+-- makes one job and one answer): the dedupe key's, or a job of the same id in any lane (a
+-- producer that derives the id from the job's origin needs no dedupe key: the job hash dedupes
+-- while the job lives); then the guards, in order; then, when the room has no
 -- ceiling and one is given, the room gets it (the source field's value when it holds a whole
 -- number from 1 to the highest ceiling, else the one given); then the job as enqueue admits it.
 -- Returns  4 values per job, in order: status ('ok', 'dup', 'full', 'guard', 'err'); the job
@@ -103,14 +103,10 @@ for j = 3, #ARGV do
     value = redis.call('GET', dedupe_key(digest))
     if value then status = 'dup' end
   end
-  if not status then
-    local have = job_lane(id)
-    if have == lane then
-      status, value = 'dup', id
-    elseif have then
-      status, value = 'err', 'job ' .. id .. ' already exists in lane ' .. have
-    end
-  end
+  -- A job of this id in another lane is the same job too: a producer that derives ids from
+  -- origins names the lane by a guard (the bot: the seat, `nx`), which a second producer that
+  -- minted another lane for the same origin has not passed yet.
+  if not status and job_lane(id) then status, value = 'dup', id end
   if not status then
     local g, found = refused_by(f, 13, guards)
     if g then
