@@ -424,20 +424,23 @@ OPS_SESSION_IDLE_S: Final = 30 * 60
 OPS_SESSIONS_MAX: Final = 64
 # CODEMOJEX_OPS_TOKEN: at least this long (as the webhook secret), and no known placeholder.
 OPS_TOKEN_MIN: Final = 32
-# Failed logins: a bucket per client address (an IPv6 client by its /64) and one for the whole
-# page. A login attempt takes a token from both before the token is even compared (parallel
-# requests cannot slip through while others are compared), a right token gives it back. Past
-# either, 429 without comparing. One client gets OPS_LOGIN_BURST_ADDR tries, then one every
-# OPS_LOGIN_REFILL_ADDR_S; everybody together OPS_LOGIN_BURST, then one every OPS_LOGIN_REFILL_S
-# (so a swarm of addresses locks the operator out for that long at most, once it stops).
+# Login tries (ops/page/auth.py says why one budget refuses and the other only slows). Each
+# client address (an IPv6 client by its /64) has OPS_LOGIN_BURST_ADDR tries, then one every
+# OPS_LOGIN_REFILL_ADDR_S, taken before the token is compared (a right token gives its try
+# back); past them, 429 without comparing. The whole page answers OPS_LOGIN_BURST wrong tokens
+# after OPS_LOGIN_FAIL_DELAY_S, then one every OPS_LOGIN_REFILL_S; past that (a swarm of
+# addresses) a wrong token waits OPS_LOGIN_SLOW_DELAY_S for its answer. A right token never
+# waits and is never refused by the page's budget.
 OPS_LOGIN_BURST_ADDR: Final = 10
 OPS_LOGIN_REFILL_ADDR_S: Final = 6.0
 OPS_LOGIN_BURST: Final = 40
 OPS_LOGIN_REFILL_S: Final = 3.0
 # Client addresses remembered for their login budget (the least recently seen forgotten first).
 OPS_LOGIN_ADDRS_MAX: Final = 10_000
-# A wrong token costs its sender this long before the answer.
 OPS_LOGIN_FAIL_DELAY_S: Final = 0.5
+OPS_LOGIN_SLOW_DELAY_S: Final = 5.0
+# Wrong answers held at once (each an open request in memory); past that, answered at once.
+OPS_LOGIN_HELD_MAX: Final = 1_000
 # The page's query parameters: offsets into a table (rooms, dead guesses) at most this, a title
 # cursor at most OPS_CURSOR_MAX characters.
 OPS_OFFSET_MAX: Final = 10_000_000

@@ -12,7 +12,6 @@ processes' counters and the daily code's counts (the world board's) only.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
@@ -156,8 +155,8 @@ class OpsPage:
 
     async def login(self, request: web.Request) -> web.StreamResponse:
         peer = self._peer(request)
-        # The try is taken before the token is read: requests in parallel cannot all be
-        # compared while the first ones wait out their delay.
+        # The address's try is taken before the token is read: requests in parallel cannot
+        # all be compared while the first ones wait out their delay.
         if not self.budget.take(peer.address):
             response = self._render(
                 "login.html",
@@ -170,7 +169,7 @@ class OpsPage:
         form = await request.post()
         name = auth.clean_name(str(form.get("name", "")))
         if not self.sessions.token_ok(str(form.get("token", ""))):
-            await asyncio.sleep(limits.OPS_LOGIN_FAIL_DELAY_S)  # a guess costs time
+            await self.budget.hold_wrong()  # a guess costs time, more during a swarm
             return self._render(
                 "login.html", status=401, error="Wrong token: access refused.", name=name
             )

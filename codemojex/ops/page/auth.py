@@ -1,11 +1,32 @@
 """Who may use the ops page: the holder of CODEMOJEX_OPS_TOKEN, after the login form.
 
 The token must be strong to start at all (`token_problem`): at least OPS_TOKEN_MIN characters
-and no placeholder. Each login attempt first takes a try from the login budget (`LoginBudget`:
-one bucket per client address and one for the page), before the token is compared, so parallel
-requests cannot slip through while others are compared; past the budget it is answered 429
-without a comparison. The comparison is constant-time over the whole token: a prefix, the
-token with a suffix or the empty string are all wrong.
+and no placeholder. The comparison is constant-time over the whole token: a prefix, the token
+with a suffix or the empty string are all wrong.
+
+Login tries have two budgets (`LoginBudget`, limits.OPS_LOGIN_*), and only one of them refuses:
+
+- Each client address (an IPv6 client by its /64; behind a trusted proxy the address it
+  forwards, ops/page/proxies.py) has a bucket of tries. A try takes from it before the token
+  is even read, so requests sent in parallel cannot all be compared while the first ones wait
+  out their delay; an empty bucket is a 429 without a comparison. A right token gives its try
+  back.
+- The whole page has a bucket too, and it never refuses: it slows wrong tries. While it lasts
+  a wrong token is answered after OPS_LOGIN_FAIL_DELAY_S; once a swarm of addresses has
+  emptied it, after OPS_LOGIN_SLOW_DELAY_S. A right token is never held, whatever the page's
+  bucket holds: the token is compared first (cheap, and each address's bucket already bounds
+  how many of its tries are compared), and only a wrong one is made to wait.
+
+Why slow rather than refuse, and rather than keep tries apart for the addresses that logged in
+before: a page-wide budget that refuses is a lock anyone can turn from enough addresses, and
+the operator is locked out exactly while the page is attacked, which is when it is needed. A
+list of addresses that logged in before would not let in the operator who comes from a new one
+(a phone, a hotel, a VPN, an address the provider changed), and it would have to be kept
+bounded against the same swarm. Slowing wrong answers costs a right token nothing and costs a
+swarm time on every connection; what guards the token is its length (32 random characters are
+out of reach of guessing at any rate a network allows), the budgets keep the guessing and the
+page's work down. At most OPS_LOGIN_HELD_MAX wrong answers are held at once (memory stays
+bounded); past that a wrong token is answered at once.
 
 A login makes a server-side session (in memory: a restart logs everyone out) whose id is an
 HttpOnly, SameSite=Strict cookie: `__Host-cmx_ops`, `Secure`, over https (directly or from a
@@ -17,12 +38,13 @@ given at login, is what the audit log records of each action.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -150,7 +172,8 @@ class _Buckets:
 
 
 class LoginBudget:
-    """Login attempts, per client address and for the whole page (limits.OPS_LOGIN_*)."""
+    """Login tries: per client address (refuses), for the whole page (slows wrong tries).
+    `clock` and `sleep` are the monotonic clock and the wait (tests pass their own)."""
 
     def __init__(
         self,
@@ -160,10 +183,19 @@ class LoginBudget:
         burst: int = limits.OPS_LOGIN_BURST,
         refill_s: float = limits.OPS_LOGIN_REFILL_S,
         addresses: int = limits.OPS_LOGIN_ADDRS_MAX,
+        fail_delay_s: float = limits.OPS_LOGIN_FAIL_DELAY_S,
+        slow_delay_s: float = limits.OPS_LOGIN_SLOW_DELAY_S,
+        held_most: int = limits.OPS_LOGIN_HELD_MAX,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._addr = _Buckets(burst_addr, refill_addr_s, addresses, clock)
         self._all = _Buckets(burst, refill_s, 1, clock)
+        self._fail_delay_s = fail_delay_s
+        self._slow_delay_s = slow_delay_s
+        self._held_most = held_most
+        self._sleep = sleep
+        self.held = 0  # wrong answers waiting out their delay now
 
     @staticmethod
     def client_key(address: str) -> str:
@@ -179,18 +211,33 @@ class LoginBudget:
         return str(ip)
 
     def take(self, address: str) -> bool:
-        """Take a try for `address`; False (nothing taken) when it or the page has none left."""
+        """Take a try for `address`; False (nothing taken: refuse it) when it has none left.
+        The page's budget is not asked: it never refuses."""
         key = self.client_key(address)
-        if not (self._addr.has(key) and self._all.has("")):
+        if not self._addr.has(key):
             return False
         self._addr.take(key)
-        self._all.take("")
         return True
 
     def give_back(self, address: str) -> None:
-        """The try was a right token: it costs nothing."""
+        """The try was a right token: it costs its address nothing."""
         self._addr.give(self.client_key(address))
-        self._all.give("")
+
+    async def hold_wrong(self) -> None:
+        """Wait before answering a wrong token: the short delay while the page's budget
+        lasts, the long one past it; no wait when OPS_LOGIN_HELD_MAX answers wait already."""
+        if self.held >= self._held_most:
+            return
+        if self._all.has(""):
+            self._all.take("")
+            delay = self._fail_delay_s
+        else:
+            delay = self._slow_delay_s
+        self.held += 1
+        try:
+            await self._sleep(delay)
+        finally:
+            self.held -= 1
 
 
 def clean_name(raw: str) -> str:

@@ -1,13 +1,20 @@
 """Who is asking, and over what: the ops page behind a TLS proxy (CODEMOJEX_OPS_TRUSTED_PROXIES).
 
-A request that comes from a trusted proxy is believed about the client it forwards: its
-address (the login budget is per address) and its scheme (https: the session cookie is
-`Secure` with the `__Host-` prefix, and answers carry HSTS). RFC 7239 `Forwarded` is read when
-present, else `X-Forwarded-For` / `X-Forwarded-Proto`. Each proxy adds the node that connected
-to it at the right, so the list is walked from the right past our own proxies: the first hop
-that is not one of them is the client (what a client wrote further left is its own invention).
-From anyone else these headers are ignored: a client on the page's port directly cannot claim
-another address, or https.
+A request that comes from a trusted proxy is believed about the client it forwards, in the
+two headers the shipped proxies set (deploy/nginx/codemojex-ops.conf, the Kubernetes
+example's ingress-nginx): `X-Forwarded-For` (the login budget is per address) and
+`X-Forwarded-Proto` (https: the session cookie is `Secure` with the `__Host-` prefix, and
+answers carry HSTS). RFC 7239 `Forwarded` is never read: neither nginx nor ingress-nginx
+writes it, so whatever it holds came from the client unchanged (the examples clear it all
+the same). Believing it first let anyone claim a new address with each try.
+
+Each proxy writes the node that connected to it at the right of `X-Forwarded-For` (nginx
+and ingress-nginx replace the header with that one address; a proxy that appends keeps
+what came before it on the left). So the list is read from the right, past our own
+proxies: the first entry that is not one of them is the client, and whatever stands
+further left is the client's own invention. The scheme is the rightmost
+`X-Forwarded-Proto`: the one the proxy next to us set. From anyone else these headers are
+ignored: a client on the page's port directly cannot claim another address, or https.
 """
 
 from __future__ import annotations
@@ -32,8 +39,8 @@ class Peer:
 
 
 def _address(raw: str) -> str:
-    """A `for=` / X-Forwarded-For node without its port or IPv6 brackets ("unknown" and
-    obfuscated identifiers stay as given: an address of their own for the budget)."""
+    """An X-Forwarded-For entry without its port or IPv6 brackets (a name or "unknown" stays
+    as given: an address of its own for the budget)."""
     node = raw.strip().strip('"')
     if node.startswith("["):
         return node[1:].split("]", 1)[0]
@@ -42,9 +49,18 @@ def _address(raw: str) -> str:
     return node
 
 
+def _entries(request: web.Request, header: str) -> list[str]:
+    """Every comma-separated entry of every `header` line, in order (a repeated header is
+    one list, RFC 9110 5.3)."""
+    return [e.strip() for line in request.headers.getall(header, []) for e in line.split(",")]
+
+
 class TrustedProxies:
     def __init__(self, networks: Sequence[Network] = ()) -> None:
         self._networks = tuple(networks)
+
+    def __bool__(self) -> bool:
+        return bool(self._networks)
 
     def trusts(self, address: str | None) -> bool:
         if not address or not self._networks:
@@ -57,41 +73,15 @@ class TrustedProxies:
 
     def peer(self, request: web.Request) -> Peer:
         remote = request.remote or ""
-        direct = Peer(remote, request.secure)  # TLS on the page's own socket
         if not self.trusts(remote):
-            return direct
-        try:
-            forwarded = request.forwarded
-        except ValueError:
-            forwarded = ()
-        if forwarded:
-            hops = [(_address(str(e.get("for", ""))), str(e.get("proto", ""))) for e in forwarded]
-        else:
-            hops = self._x_forwarded(request)
-        if not hops:
-            return direct
-        # The first hop from the right that is not one of our proxies is the client.
-        chosen = hops[0]
+            return Peer(remote, request.secure)  # TLS on the page's own socket, if any
+        hops = [_address(e) for e in _entries(request, "X-Forwarded-For")]
+        hops = [h for h in hops if h]
+        address = remote  # no client named: the proxy asks for itself
         for hop in reversed(hops):
-            chosen = hop
-            if not self.trusts(hop[0]):
-                break
-        address, proto = chosen
-        https = proto.strip().lower() == "https" if proto else direct.https
-        return Peer(address or remote, https)
-
-    @staticmethod
-    def _x_forwarded(request: web.Request) -> list[tuple[str, str]]:
-        hosts = [
-            _address(h) for v in request.headers.getall("X-Forwarded-For", []) for h in v.split(",")
-        ]
-        protos = [
-            p.strip() for v in request.headers.getall("X-Forwarded-Proto", []) for p in v.split(",")
-        ]
-        if not hosts and not protos:
-            return []
-        if len(protos) == len(hosts):  # one scheme per hop
-            return list(zip(hosts, protos, strict=True))
-        # Usually one scheme, set by the proxy next to us for the whole chain.
-        last = protos[-1] if protos else ""
-        return [(host, last) for host in hosts] or [(request.remote or "", last)]
+            address = hop
+            if not self.trusts(hop):
+                break  # the rightmost entry that is not ours: the client
+        protos = [p for p in _entries(request, "X-Forwarded-Proto") if p]
+        https = protos[-1].lower() == "https" if protos else request.secure
+        return Peer(address, https)
