@@ -193,11 +193,11 @@ def worker(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) 
 def ops(verbose: VerboseOption = False) -> None:
     """Serve the operator page (CODEMOJEX_OPS_HOST:CODEMOJEX_OPS_PORT, login with
     CODEMOJEX_OPS_TOKEN): charts, rooms, dead guesses, pause/resume, ceilings."""
-    from codemojex.ops.page.auth import token_problem
+    from codemojex.ops.page.main import start_problem
 
     settings = _start(verbose)
     _require_shared_redis(settings, "the ops page")
-    problem = token_problem(settings.ops_token.get_secret_value() if settings.ops_token else None)
+    problem = start_problem(settings)  # before any connection: the settings alone
     if problem is not None:
         typer.echo(f"codemojex ops: {problem}", err=True)
         raise typer.Exit(2)

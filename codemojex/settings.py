@@ -96,6 +96,10 @@ class Settings(BaseSettings):
     ops_trusted_proxies: Annotated[list[IPv4Network | IPv6Network], NoDecode] = Field(
         default_factory=list
     )
+    # The page speaks plain http. On an address other than loopback it starts only behind a
+    # trusted proxy, or when this says the operator accepts the token and the cookie crossing
+    # that network in clear (a network that is theirs alone).
+    ops_plain_http_ok: bool = False
 
     # Hardening: how long the audit log of admin commands is kept (the workers trim it)
     audit_keep_days: int = Field(default=L.AUDIT_KEEP_DAYS_DEFAULT, ge=1, le=L.AUDIT_KEEP_DAYS_MAX)
@@ -115,7 +119,7 @@ class Settings(BaseSettings):
         parts = urlsplit(value)
         if parts.scheme == "https" and parts.hostname:
             return value
-        if parts.scheme == "http" and _is_loopback(parts.hostname):
+        if parts.scheme == "http" and is_loopback(parts.hostname):
             return value
         raise ValueError(
             "the Bot API URL must be https:// (plain http:// only to 127.0.0.1, ::1 or "
@@ -141,7 +145,8 @@ class Settings(BaseSettings):
         return value
 
 
-def _is_loopback(host: str | None) -> bool:
+def is_loopback(host: str | None) -> bool:
+    """127.0.0.0/8, ::1 or "localhost": this machine alone (a name is not resolved)."""
     if host is None:
         return False
     if host == "localhost":

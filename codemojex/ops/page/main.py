@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from typing import Final
 
 from aiohttp import web
 
@@ -13,18 +14,51 @@ from codemojex.ops.page.auth import token_problem
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import TrustedProxies
 from codemojex.runtime import open_runtime
-from codemojex.settings import Settings
+from codemojex.settings import Settings, is_loopback
 
 log = logging.getLogger(__name__)
+PLAIN_HTTP_OK: Final = "CODEMOJEX_OPS_PLAIN_HTTP_OK"
+
+
+def plain_http_problem(settings: Settings) -> str | None:
+    """Why the page will not listen where it is told (None: it will). It speaks plain http:
+    on an address other than loopback, the token and the session cookie would cross the
+    network in clear, unless a TLS proxy in front is the only one who talks to it."""
+    host = settings.ops_host
+    if is_loopback(host) or settings.ops_trusted_proxies or settings.ops_plain_http_ok:
+        return None
+    where = host or "every address"
+    return (
+        f"the ops page speaks plain http, and CODEMOJEX_OPS_HOST={where} is reachable from "
+        "other machines: the token and the session cookie would cross the network in clear. "
+        "Put a TLS proxy in front and list it in CODEMOJEX_OPS_TRUSTED_PROXIES "
+        "(deploy/nginx/codemojex-ops.conf), or listen on 127.0.0.1, or set "
+        f"{PLAIN_HTTP_OK}=1 if that network is yours alone"
+    )
+
+
+def start_problem(settings: Settings) -> str | None:
+    """Why `codemojex ops` will not start with these settings (None: it will); never a
+    secret. Checked before anything is connected to."""
+    token = settings.ops_token.get_secret_value() if settings.ops_token else None
+    return token_problem(token) or plain_http_problem(settings)
 
 
 async def run_ops(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Serve the page until SIGTERM/SIGINT (or `stop`), sampling the charts meanwhile.
-    ValueError, before anything is started, when CODEMOJEX_OPS_TOKEN is missing or weak."""
+    ValueError, before anything is started, when CODEMOJEX_OPS_TOKEN is missing or weak or
+    the page would speak plain http to other machines (`start_problem`)."""
     token = settings.ops_token.get_secret_value() if settings.ops_token else None
-    problem = token_problem(token)
+    problem = start_problem(settings)
     if problem is not None or token is None:
         raise ValueError(problem)
+    if not is_loopback(settings.ops_host) and not settings.ops_trusted_proxies:
+        log.warning(
+            "the ops page speaks plain http on %s (%s is set): the token and the session cookie "
+            "cross the network in clear",
+            settings.ops_host or "every address",
+            PLAIN_HTTP_OK,
+        )
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
