@@ -59,9 +59,6 @@ class TrustedProxies:
     def __init__(self, networks: Sequence[Network] = ()) -> None:
         self._networks = tuple(networks)
 
-    def __bool__(self) -> bool:
-        return bool(self._networks)
-
     def trusts(self, address: str | None) -> bool:
         if not address or not self._networks:
             return False
