@@ -23,9 +23,9 @@ the operator is locked out exactly while the page is attacked, which is when it 
 list of addresses that logged in before would not let in the operator who comes from a new one
 (a phone, a hotel, a VPN, an address the provider changed), and it would have to be kept
 bounded against the same swarm. Slowing wrong answers costs a right token nothing and costs a
-swarm time on every connection; what guards the token is its length (32 random characters are
-out of reach of guessing at any rate a network allows), the budgets keep the guessing and the
-page's work down. At most OPS_LOGIN_HELD_MAX wrong answers are held at once (memory stays
+swarm time on every connection. What guards the token is its length (32 random characters are
+out of reach of guessing at any rate a network allows); the budgets keep the guessing, and the
+page's work, down. At most OPS_LOGIN_HELD_MAX wrong answers are held at once (memory stays
 bounded); past that a wrong token is answered at once.
 
 A login makes a server-side session (in memory: a restart logs everyone out) whose id is an
