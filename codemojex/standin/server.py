@@ -165,7 +165,7 @@ class StandIn(Inline, Keyboards, Commands):
             "edits": len(self._edits),
             "injected_errors": self.injected_errors,
             "rate_violations": len(self.violations),
-            "pending_updates": len(self._updates),
+            "pending_updates": self.pending_updates,
         }
 
     # ------------------------------------------------------------------ HTTP

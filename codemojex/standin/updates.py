@@ -1,8 +1,21 @@
 """The update queue and the two ways the bot fetches it: getUpdates long polls and a webhook.
 
-Updates wait in one queue, in id order, until the bot confirms them (a getUpdates offset past
-them, or a 2xx from its webhook). `allowed_updates` is one setting per bot, shared by both
-ways; once the bot has stated it, updates of kinds it did not ask for are not even stored.
+Updates wait in one queue, in id order, until the bot confirms them, as on Telegram:
+
+- getUpdates returns the updates from its offset on, and an offset confirms every update
+  below it; whatever was returned and not confirmed is returned again by the next call (a
+  bot that died before confirming gets it again after its restart).
+- the webhook gets each update POSTed until it answers 2xx; any other answer, a refused or
+  dropped connection or a timeout, and the update is sent again later (after the answer's
+  Retry-After when it gives one, else at once the first time and then after a doubling
+  backoff, scaled down from Telegram's seconds). As Telegram's Bot API server does
+  (tdlib/telegram-bot-api, WebhookActor), at most `max_connections` updates are in flight,
+  one at a time per chat (a chat's next update waits for its current one, so a retried update
+  holds back its chat and the order is kept), picked from the first 2 x max_connections
+  updates waiting.
+
+`allowed_updates` is one setting per bot, shared by both ways; once the bot has stated it,
+updates of kinds it did not ask for are not even stored.
 """
 
 from __future__ import annotations
@@ -24,6 +37,13 @@ from codemojex.standin.model import JSON, SECRET_HEADER, ApiError, Params, bad
 _NOT_BY_DEFAULT = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 
 _SECRET_RE = re.compile(r"[A-Za-z0-9_-]{1,256}")
+_MAX_CONNECTIONS = 100  # setWebhook's max_connections: 1-100
+_ACKED_MAX = 1000
+_RETRY_AFTER_MAX_S = 3600.0  # the longest Retry-After the Bot API server honours
+# The webhook's retry of a failed update: at once the first time, then this doubling, capped
+# (Telegram: 2 s doubling to a minute or two; scaled down for tests).
+_RESEND_BASE_S = 0.05
+_RESEND_CAP_S = 2.0
 
 
 class Updates:
@@ -48,10 +68,19 @@ class Updates:
         self._webhook_last_error: tuple[int, str] | None = None
         self._webhook_task: asyncio.Task[None] | None = None
         self._client: aiohttp.ClientSession | None = None
+        # Updates the webhook answered 2xx for, still in `_updates` until the confirmed ones
+        # at its head are cut off together (a list's head is costly to cut one at a time).
+        self._acked: set[int] = set()
+        self.webhook_posts = 0  # POSTs made to the webhook (retries included)
+        self.webhook_max_in_flight = 0  # the most updates in flight at once
 
     def _open_updates(self) -> None:
-        """The client session webhook deliveries share (opened with the server)."""
-        self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
+        """The client session webhook deliveries share (opened with the server). Telegram
+        waits about a minute for a webhook's answer."""
+        self._client = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=60),
+            connector=aiohttp.TCPConnector(limit=_MAX_CONNECTIONS),
+        )
 
     async def _close_updates(self) -> None:
         """End long polls and webhook delivery (the server is stopping)."""
@@ -89,16 +118,17 @@ class Updates:
     @property
     def pending_updates(self) -> int:
         """Updates queued and not yet confirmed by the bot (getUpdates offset or webhook 2xx)."""
-        return len(self._updates)
+        return len(self._updates) - len(self._acked)
 
     async def wait_until_delivered(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
-        """Wait until the bot has confirmed every queued update: PTB confirms a batch on its
-        next getUpdates, once the batch is in its update queue, not once handlers finished."""
+        """Wait until the bot has confirmed every queued update. What that means is the bot's
+        to say: Codemojex's confirms an update once its handlers finished (PTB's own Updater
+        confirms a batch once it is in its update queue, before it is handled)."""
         deadline = time.monotonic() + timeout
-        while self._updates:
+        while self.pending_updates:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"{len(self._updates)} updates still pending")
+                raise TimeoutError(f"{self.pending_updates} updates still pending")
             event = self._updates_changed
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), min(remaining, 0.05))
@@ -107,17 +137,29 @@ class Updates:
         self, url: str, update: Mapping[str, Any], secret_token: str | None = None
     ) -> int:
         """POST one update to a webhook like Telegram does; returns the HTTP status."""
-        headers = {"Content-Type": "application/json"}
-        if secret_token is not None:
-            headers[SECRET_HEADER] = secret_token
         data = dict(update)
         if "update_id" not in data:
             data["update_id"] = self._new_update_id()
+        status, _ = await self._post_update(url, data, secret_token)
+        return status
+
+    async def _post_update(
+        self, url: str, update: Mapping[str, Any], secret_token: str | None
+    ) -> tuple[int, float | None]:
+        """The HTTP status and the Retry-After (seconds, None if not given) of one POST."""
+        headers = {"Content-Type": "application/json"}
+        if secret_token is not None:
+            headers[SECRET_HEADER] = secret_token
         client = self._client or aiohttp.ClientSession()
         try:
-            async with client.post(url, data=json.dumps(data), headers=headers) as response:
+            async with client.post(url, data=json.dumps(update), headers=headers) as response:
                 await response.read()
-                return response.status
+                retry_after = response.headers.get("Retry-After")
+                try:
+                    wait = None if retry_after is None else float(retry_after)
+                except ValueError:
+                    wait = None
+                return response.status, wait
         finally:
             if client is not self._client:
                 await client.close()
@@ -135,6 +177,7 @@ class Updates:
 
     def _state_allowed(self, allowed: Any) -> None:
         """The bot states allowed_updates (None = keep the previous setting, [] = default)."""
+        self._forget_acked()
         if allowed is not None:
             self._allowed = frozenset(allowed) if allowed else None
         if allowed is not None or not self._allowed_stated:
@@ -178,6 +221,7 @@ class Updates:
     # ------------------------------------------------------------------ Bot API methods
 
     async def _get_updates(self, params: Params) -> Any:
+        self._forget_acked()
         if self.webhook_url:
             raise ApiError(
                 409,
@@ -217,6 +261,7 @@ class Updates:
             raise bad("bad webhook: An HTTPS URL must be provided for webhook")
         if params.get_bool("drop_pending_updates"):
             self._updates.clear()
+            self._acked.clear()
         self._state_allowed(params.get_str_list("allowed_updates"))
         self._webhook_max_connections = params.get_int("max_connections") or 40
         self.webhook_url, self.webhook_secret = url, secret
@@ -227,6 +272,7 @@ class Updates:
     async def _delete_webhook(self, params: Params) -> Any:
         if params.get_bool("drop_pending_updates"):
             self._updates.clear()
+            self._acked.clear()
             self._wake_pollers()
         self.webhook_url, self.webhook_secret = "", None
         self._restart_webhook_delivery()
@@ -236,7 +282,7 @@ class Updates:
         info: JSON = {
             "url": self.webhook_url,
             "has_custom_certificate": False,
-            "pending_update_count": len(self._updates),
+            "pending_update_count": self.pending_updates,
             "max_connections": self._webhook_max_connections,
         }
         if self._allowed:
@@ -251,31 +297,108 @@ class Updates:
         if self._webhook_task is not None:
             self._webhook_task.cancel()
             self._webhook_task = None
+        self._forget_acked()
         if self.webhook_url:
             self._webhook_task = asyncio.get_running_loop().create_task(
                 self._deliver_webhook(self.webhook_url, self.webhook_secret)
             )
 
-    async def _deliver_webhook(self, url: str, secret: str | None) -> None:
-        """Push queued updates to the webhook one at a time, in order, retrying on failure."""
-        failures = 0
-        while not self._closing:
-            event = self._updates_changed
-            if not self._updates:
-                await event.wait()
+    def _forget_acked(self) -> None:
+        """Cut every update the webhook confirmed out of the queue (the webhook is changing)."""
+        if self._acked:
+            self._updates = [u for u in self._updates if u["update_id"] not in self._acked]
+            self._acked.clear()
+
+    def _acknowledge(self, update_id: int) -> None:
+        """The webhook answered 2xx: the update is confirmed."""
+        self._acked.add(update_id)
+        head = 0
+        while head < len(self._updates) and self._updates[head]["update_id"] in self._acked:
+            head += 1
+        if head and (head >= _MAX_CONNECTIONS or head == len(self._updates)):
+            for update in self._updates[:head]:
+                self._acked.discard(update["update_id"])
+            del self._updates[:head]
+        elif len(self._acked) > _ACKED_MAX:  # an update at the head keeps failing
+            self._forget_acked()
+
+    @staticmethod
+    def _chat_of(update: JSON) -> object:
+        """The queue an update is delivered in: its chat's (one in flight at a time), else
+        its own."""
+        for value in update.values():
+            if not isinstance(value, dict):
                 continue
-            update = self._updates[0]
+            chat = value.get("chat") or (value.get("message") or {}).get("chat")
+            if isinstance(chat, dict) and "id" in chat:
+                return chat["id"]
+            sender = value.get("from")
+            if isinstance(sender, dict) and "id" in sender:
+                return sender["id"]
+        return ("update", update.get("update_id"))
+
+    async def _deliver_webhook(self, url: str, secret: str | None) -> None:
+        """Push queued updates to the webhook until each is answered 2xx (module docstring)."""
+        in_flight: dict[int, asyncio.Task[None]] = {}
+        busy: set[object] = set()  # chats with an update in flight
+        not_before: dict[object, float] = {}  # chats whose update failed: not before then
+        failures: dict[int, int] = {}  # update id -> failed deliveries
+
+        async def deliver(update: JSON, chat: object) -> None:
+            update_id = int(update["update_id"])
+            self.webhook_posts += 1
             try:
-                status = await self.post_update_to_webhook(url, update, secret)
+                status, retry_after = await self._post_update(url, update, secret)
                 error = None if 200 <= status < 300 else f"Wrong response from webhook: {status}"
             except (aiohttp.ClientError, TimeoutError) as exc:
-                error = f"Connection failed: {exc.__class__.__name__}"
+                retry_after, error = None, f"Connection failed: {exc.__class__.__name__}"
+            finally:
+                busy.discard(chat)
+                in_flight.pop(update_id, None)
             if error is None:
-                failures = 0
-                if self._updates and self._updates[0] is update:
-                    self._updates.pop(0)
-                self._wake_pollers()
-                continue
-            self._webhook_last_error = (int(time.time()), error)
-            failures += 1
-            await asyncio.sleep(min(0.05 * 2**failures, 2.0))
+                failures.pop(update_id, None)
+                self._acknowledge(update_id)
+            else:
+                self._webhook_last_error = (int(time.time()), error)
+                failed = failures[update_id] = failures.get(update_id, 0) + 1
+                if retry_after is not None:
+                    delay = min(max(retry_after, 0.0), _RETRY_AFTER_MAX_S)
+                else:
+                    delay = 0.0 if failed == 1 else min(_RESEND_BASE_S * 2**failed, _RESEND_CAP_S)
+                not_before[chat] = time.monotonic() + delay
+            self._wake_pollers()
+
+        try:
+            while not self._closing:
+                event = self._updates_changed
+                limit = self._webhook_max_connections
+                now = time.monotonic()
+                wake_at: float | None = None
+                held: set[object] = set()  # chats whose earlier update is not done
+                seen = 0
+                for update in self._updates:
+                    update_id = int(update["update_id"])
+                    if update_id in self._acked:
+                        continue
+                    seen += 1
+                    if seen > 2 * limit or len(in_flight) >= limit:
+                        break
+                    chat = self._chat_of(update)
+                    if update_id in in_flight or chat in busy or chat in held:
+                        held.add(chat)
+                        continue
+                    due = not_before.get(chat, 0.0)
+                    if due > now:
+                        held.add(chat)
+                        wake_at = due if wake_at is None else min(wake_at, due)
+                        continue
+                    not_before.pop(chat, None)
+                    busy.add(chat)
+                    in_flight[update_id] = asyncio.ensure_future(deliver(update, chat))
+                    self.webhook_max_in_flight = max(self.webhook_max_in_flight, len(in_flight))
+                timeout = None if wake_at is None else max(0.0, wake_at - time.monotonic())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), timeout)
+        finally:
+            for task in in_flight.values():
+                task.cancel()

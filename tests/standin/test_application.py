@@ -132,8 +132,7 @@ async def test_webhook_mode_delivers_updates_and_checks_the_secret(standin: Stan
     app = build(standin)
     server = WebhookServer(
         WebhookConfig(url=url, path="/hook", secret=secret, listen="127.0.0.1", port=port),
-        app.bot,
-        app.update_queue,
+        app,
     )
     async with app:
         await app.start()
