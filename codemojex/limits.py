@@ -153,8 +153,15 @@ ADMIN_CACHE_TTL_S_MAX: Final = 600.0
 # bigger batches (bench/ingest.py: 64 took in about a fifth more than 16). 128 takes in 4-11 %
 # more again when the bot has its own cores, but beside a worker on two shared cores it takes
 # them from the worker: 1,347-1,465 guesses/s end to end against 1,655-1,721 at 64
-# (docs/benchmarks.md, "The front door"). A bot on a host of its own: CODEMOJEX_BOT_CONCURRENCY=128.
-BOT_CONCURRENCY_DEFAULT: Final = 64
+# (docs/benchmarks.md, "The front door"). Those runs had python-telegram-bot's Updater, whose
+# queue had no bound. Now the bot holds at most BOT_IN_HAND (100) updates, and the guesses of
+# one turn finish together: at 64, only the other 36 are in hand while the next are fetched.
+# At half the window one half is handled while the other is fetched: side by side with that
+# code at its 64 (bench.ingest, bot alone, 6,000 guesses, on a 2-core host loaded by other
+# sessions, so indicative only), 1.47x and 1.14x its guesses/s at 50 against 0.72x and 0.86x
+# at 64 (48: 1.18x, both at 48); bot + worker, once: 990 against 379 guesses/s. A bot on a
+# host of its own may take more (CODEMOJEX_BOT_CONCURRENCY), up to the window.
+BOT_CONCURRENCY_DEFAULT: Final = 50
 # Database connections a process keeps open (db/engine.py), DB_POOL_OVERFLOW more for a
 # burst: what needs one queues for it rather than opening and closing connections as it goes
 # (SQLAlchemy's default of 5 churned under the sender's 32 chats in hand and the bot's
@@ -189,11 +196,37 @@ ANSWER_BUDGET_DEFAULT: Final = 4
 ANSWER_BUDGET_MAX: Final = 1000
 ANSWER_BUDGET_WINDOW_S: Final = 60
 
-# The update queue PTB holds before our processor takes an update (bot/processor.py): set out
-# of the way, our own bound (BOT_CONCURRENCY) is taken after the sender's lock.
+# PTB's own bound in the update processor (bot/processor.py): set out of the way; what the
+# bot holds is bounded before it (BOT_IN_HAND), what runs at once after the sender's lock
+# (BOT_CONCURRENCY).
 BOT_UPDATE_BACKLOG: Final = 100_000
-# A polling bot's long poll (getUpdates' timeout; a webhook bot has none).
+# Updates the bot holds at most: fetched (polling) or received (webhook) and not yet confirmed
+# to Telegram, which happens only once their handlers finished (bot/polling.py, webhook.py).
+# Whatever waits beyond them waits at Telegram, so the bot's memory does not grow with a
+# backlog. A polling bot confirms in order, so the bound is a window of update ids after the
+# first unfinished one, and getUpdates returns at most 100 updates from there: 100 is the
+# most a window can ever hold, and setWebhook's max_connections (1-100) is the same number.
+# 100, the most, by default: the window must stay wider than BOT_CONCURRENCY (64), or a slow
+# update at its front idles the slots while the fetched ones wait for it. A smoke run of
+# bench.ingest (bot alone, 6,000 guesses, twice at each bound, at 64 at once, on a loaded
+# 2-core host where python-telegram-bot alone varied 2-3x between runs) showed nothing that
+# favours a narrower window: as a share of PTB alone with one script call per update in the
+# same run, 0.86 and 0.97 at 100, 0.26 and 0.94 at 50. Indicative only: `bench.ingest
+# --bot-in-hand N` on a quiet host decides; bench/backlog.py measures memory and the drain.
+BOT_IN_HAND_DEFAULT: Final = 100
+BOT_IN_HAND_MAX: Final = 100
+# A polling bot's long poll (getUpdates' timeout; a webhook bot has none), and the read timeout
+# it allows on top for the answer to travel.
 BOT_POLL_TIMEOUT_S: Final = 10
+BOT_POLL_READ_MARGIN_S: Final = 5.0
+# SIGTERM: the bot stops taking updates and finishes those in hand within this long, then
+# confirms exactly those that finished (the rest come again from Telegram). Under the 20 s
+# that systemd (TimeoutStopSec) and Kubernetes (terminationGracePeriodSeconds) give the
+# process in deploy/, with room to close its clients.
+BOT_STOP_S: Final = 12.0
+# A webhook request past BOT_IN_HAND is answered 503 with this Retry-After: Telegram's Bot API
+# server delays that update, and the rest of its chat, by so many seconds (bot/webhook.py).
+WEBHOOK_BUSY_RETRY_AFTER_S: Final = 1
 # A "slow down" or "scoring is paused" notice is given once per this long per player
 # (posting/flags.py: an episode is the time its flag lives).
 NOTICE_EPISODE_S: Final = 60
@@ -308,6 +341,11 @@ ROUND_TIMER_RETRY: Final = RetryPolicy(
 )
 SCHEMA_CHECK_RETRY: Final = RetryPolicy(
     "schema_check", BACKOFF_BASE_MS / 1000, BACKOFF_CAP_MS / 1000, jitter=True, floor_s=0.2
+)
+# A polling bot's getUpdates that failed (Telegram out, a Conflict with another poller): asked
+# again after this, never in a hot loop.
+POLL_RETRY: Final = RetryPolicy(
+    "get_updates", BACKOFF_BASE_MS / 1000, BACKOFF_CAP_MS / 1000, jitter=True, floor_s=0.2
 )
 # The bot's probe of a component it saw out (its next update may not touch it), until it answers.
 OUTAGE_PROBE_RETRY: Final = RetryPolicy(

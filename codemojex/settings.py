@@ -77,6 +77,9 @@ class Settings(BaseSettings):
     )
     # Updates handled at once (in order per sender); guesses need no database connection
     bot_concurrency: int = Field(default=L.BOT_CONCURRENCY_DEFAULT, ge=1, le=1024)
+    # Updates the bot holds unconfirmed at most (polling: its window; webhook: requests in
+    # hand, and setWebhook's max_connections); the rest wait at Telegram
+    bot_in_hand: int = Field(default=L.BOT_IN_HAND_DEFAULT, ge=1, le=L.BOT_IN_HAND_MAX)
 
     # Operators (codemojex/ops): /metrics, /healthz and /readyz of this process on
     # metrics_host:metrics_port (off without a port; give each process its own); per-room

@@ -51,6 +51,7 @@ from codemojex.bot.player_commands import (
     on_group_text,
     on_private_text,
 )
+from codemojex.bot.polling import Poller
 from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.bot.replies import answer
 from codemojex.bot.taps import on_tap
@@ -157,6 +158,9 @@ def build_application(
         # A player may delete the message before the answer goes out: answer anyway.
         .defaults(Defaults(allow_sending_without_reply=True))
         .concurrent_updates(PerSenderUpdateProcessor(settings.bot_concurrency))
+        # Updates come from our polling loop or webhook server (`running`), never PTB's
+        # Updater, which confirms them to Telegram before they are handled (bot/polling.py).
+        .updater(None)
         .job_queue(None)
         .post_init(register_commands)
         .build()
@@ -262,53 +266,77 @@ async def running(
     application: CodemojexApp,
     *,
     webhook: bool = False,
-    poll_timeout: int = limits.BOT_POLL_TIMEOUT_S,
-    poll_interval: float = 0.0,
+    poll_timeout: float = limits.BOT_POLL_TIMEOUT_S,
+    stop_s: float = limits.BOT_STOP_S,
+    stop: asyncio.Event | None = None,
 ) -> AsyncIterator[CodemojexApp]:
-    """Run the bot inside the caller's event loop (what run_polling does, minus the loop).
+    """Run the bot inside the caller's event loop: our polling loop (codemojex.bot.polling,
+    which says why not PTB's Updater) or our webhook server (codemojex.bot.webhook). Either
+    confirms an update to Telegram only once its handlers finished, and holds at most
+    `settings.bot_in_hand` updates: a backlog waits at Telegram.
 
     With `webhook`, the webhook settings are checked (a strong secret) before anything starts,
-    and Telegram is told the URL and the secret once the server listens. The first Bot API
-    call (getMe) raises telegram.error.InvalidToken, whose message holds the token, when
-    Telegram rejects it: codemojex.bot.main turns that into a message without it."""
+    and Telegram is told the URL, the secret and max_connections (the same bound) once the
+    server listens. Leaving the context stops taking updates, finishes those in hand within
+    `stop_s` and confirms what finished. `stop` is set when the bot cannot go on (polling
+    found its token rejected); leaving then raises that error. The first Bot API call (getMe)
+    raises telegram.error.InvalidToken, whose message holds the token, when Telegram rejects
+    it: codemojex.bot.main turns that into a message without it."""
     settings = application.bot_data.settings
-    server = None
+    server: WebhookServer | None = None
+    poller: Poller | None = None
+    relay: asyncio.Task[None] | None = None
     if webhook:
         config = webhook_config(settings)
-        server = WebhookServer(config, application.bot, application.update_queue)
+        server = WebhookServer(config, application, in_hand=settings.bot_in_hand, stop_s=stop_s)
+    else:
+        poller = Poller(
+            application,
+            in_hand=settings.bot_in_hand,
+            timeout=poll_timeout,
+            allowed_updates=ALLOWED_UPDATES,
+            stop_s=stop_s,
+            concurrency=settings.bot_concurrency,
+        )
     await application.initialize()
     if application.post_init is not None:
         await application.post_init(application)
-    updater = application.updater
-    assert updater is not None
     try:
-        if server is not None:
-            await server.start()
-            await application.bot.set_webhook(
-                server.config.url,
-                secret_token=server.config.secret,
-                allowed_updates=ALLOWED_UPDATES,
-            )
-        else:
-            await updater.start_polling(
-                timeout=poll_timeout,
-                poll_interval=poll_interval,
-                allowed_updates=ALLOWED_UPDATES,
-                drop_pending_updates=False,
-            )
         await application.start()
         try:
+            if server is not None:
+                await server.start()
+                await application.bot.set_webhook(
+                    server.config.url,
+                    secret_token=server.config.secret,
+                    allowed_updates=ALLOWED_UPDATES,
+                    max_connections=settings.bot_in_hand,
+                )
+            elif poller is not None:
+                await poller.start()
+                if stop is not None:
+                    relay = asyncio.get_running_loop().create_task(_stop_on_failure(poller, stop))
             yield application
         finally:
-            # First no new updates (Telegram delivers them again later), then the queued ones
-            # are handled by application.stop().
+            # No new updates (Telegram delivers them again later), those in hand finished
+            # and confirmed, then what the handlers left running (application.stop()).
             if server is not None:
                 await server.stop()
-            if updater.running:
-                await updater.stop()
+            if poller is not None:
+                await poller.stop()
+            if relay is not None:
+                relay.cancel()
             await application.stop()
             await application.bot_data.answers.close()
+        if poller is not None and poller.failure is not None:
+            raise poller.failure
     finally:
         if server is not None:
             await server.stop()  # again after a failed start: cleanup() is idempotent
         await application.shutdown()
+
+
+async def _stop_on_failure(poller: Poller, stop: asyncio.Event) -> None:
+    await poller.stopped.wait()
+    if poller.failure is not None:
+        stop.set()

@@ -73,7 +73,7 @@ async def _serve(settings: Settings) -> None:
             lanes=lanes,
             collectors=[BotCollector(application.bot_data.guess_outcomes)],
         )
-        async with running(application, webhook=bool(settings.webhook_url)):
+        async with running(application, webhook=bool(settings.webhook_url), stop=stop):
             await ops.start()
             settle_process()
             try:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from telegram import Update
-from telegram.ext import BaseUpdateProcessor
+from telegram.ext import Application, BaseUpdateProcessor
 
 from codemojex import limits
 
@@ -29,6 +29,16 @@ def sender_key(update: object) -> SenderKey | None:
     if chat is None or user is None:
         return None
     return chat.id, user.id
+
+
+async def handle_update(
+    application: Application[Any, Any, Any, Any, Any, Any], update: Update
+) -> None:
+    """Handle one update through the application's update processor, as PTB's own update
+    queue would: returns once its handlers finished (a handler that raised has finished too,
+    its error handler ran). The polling loop and the webhook confirm an update to Telegram
+    only after this returned."""
+    await application.update_processor.process_update(update, application.process_update(update))
 
 
 class PerSenderUpdateProcessor(BaseUpdateProcessor):

@@ -1,17 +1,35 @@
 """The bot's webhook: the HTTP server Telegram POSTs updates to when CODEMOJEX_WEBHOOK_URL is set.
 
-A small aiohttp server of our own, fed into the Application's update queue as
-python-telegram-bot's custom-webhook example does, instead of PTB's tornado server, which
-reads a body of up to 100 MB into memory before it looks at the secret header. Each check
-here comes before the work the next one costs:
+A small aiohttp server of our own instead of python-telegram-bot's tornado server, which
+reads a body of up to 100 MB into memory before it looks at the secret header, and answers
+200 as soon as the update is queued. Telegram never sends again an update it got a 2xx for,
+so here the answer waits for the update's handler (a guess is admitted to the lanes inside
+it): a process killed with requests in hand never answered them, and Telegram delivers those
+again. Each check comes before the work the next one costs:
 
 1. the path and the method (aiohttp's router: 404, 405);
 2. the secret header (`X-Telegram-Bot-Api-Secret-Token`), compared in constant time: 403,
    with the body unread and the connection closed;
-3. the declared length over `WEBHOOK_BODY_MAX`: 413, unread; a body sent without a length is
+3. more than `in_hand` requests in hand: 503 with a Retry-After (below), unread;
+4. the declared length over `WEBHOOK_BODY_MAX`: 413, unread; a body sent without a length is
    read up to the cap and refused past it (aiohttp's `client_max_size`);
-4. JSON into an `Update`: 400 for anything else;
-5. the update is queued for the handlers: 200.
+5. JSON into an `Update`: 400 for anything else (Telegram would send it again, to no avail);
+6. the update is handled (bot/processor.py `handle_update`: in order per sender, a bounded
+   number at once), then 200, also when a handler raised (its error handler ran).
+
+Telegram opens at most setWebhook's `max_connections` to the bot, one update in hand on each,
+and the bot tells it `in_hand` (the same bound), so 503 is for what goes past it anyway
+(several webhook setups, a proxy that pools differently). Why 503 with Retry-After: Telegram's
+Bot API server (tdlib/telegram-bot-api, WebhookActor) treats every non-2xx answer alike,
+keeps the update and delivers it again after the Retry-After it was given (up to an hour),
+else after a backoff that doubles; it gives up on an update only when the update expires,
+and it closes a webhook that keeps answering 410. 503 also tells nginx in front to try the
+other bot process (deploy/nginx). Telegram delivers one update of a chat at a time, so the
+delayed update holds back its chat's next ones and their order is kept.
+
+Stopping: the listener closes (Telegram's next requests fail and are delivered again), the
+requests in hand finish within `stop_s` and are answered; one still running then is
+cancelled, unanswered, and comes again.
 
 The secret itself must be strong to start at all (`webhook_config`): 32 to 256 characters of
 Telegram's set `A-Z a-z 0-9 _ -`. A reverse proxy in front (TLS, its own body limit) is shown
@@ -20,7 +38,6 @@ in deploy/.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import logging
@@ -30,9 +47,18 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from telegram import Bot, Update
+from telegram import Update
+from telegram.ext import Application
 
-from codemojex.limits import WEBHOOK_BODY_MAX, WEBHOOK_SECRET_MAX, WEBHOOK_SECRET_MIN
+from codemojex.bot.processor import handle_update
+from codemojex.limits import (
+    BOT_IN_HAND_DEFAULT,
+    BOT_STOP_S,
+    WEBHOOK_BODY_MAX,
+    WEBHOOK_BUSY_RETRY_AFTER_S,
+    WEBHOOK_SECRET_MAX,
+    WEBHOOK_SECRET_MIN,
+)
 from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -80,17 +106,30 @@ def webhook_config(settings: Settings) -> WebhookConfig:
 
 
 class WebhookServer:
-    """Serves `config.path` on `config.listen:config.port`; accepted updates go to `queue`."""
+    """Serves `config.path` on `config.listen:config.port`; each accepted update is handled
+    by `application` before it is answered, at most `in_hand` at once."""
 
-    def __init__(self, config: WebhookConfig, bot: Bot, queue: asyncio.Queue[Any]) -> None:
+    def __init__(
+        self,
+        config: WebhookConfig,
+        application: Application[Any, Any, Any, Any, Any, Any],
+        *,
+        in_hand: int = BOT_IN_HAND_DEFAULT,
+        stop_s: float = BOT_STOP_S,
+    ) -> None:
         self.config = config
-        self._bot = bot
-        self._queue = queue
+        self.in_hand = in_hand
+        self.holding = 0  # requests in hand now
+        self.busy = 0  # requests answered 503 (past in_hand)
+        self._application = application
+        self._bot = application.bot
         self._secret = config.secret.encode()
         app = web.Application(client_max_size=config.body_max)
         app.router.add_post(config.path, self._receive)
         # No access log: one line per update is noise, and the path is all it would say.
-        self._runner = web.AppRunner(app, access_log=None)
+        # Handlers are not cancelled when Telegram hangs up: an update being handled is
+        # finished (and comes again, taken once all the same).
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=stop_s)
 
     async def start(self) -> None:
         await self._runner.setup()
@@ -105,21 +144,30 @@ class WebhookServer:
         given = request.headers.get(SECRET_HEADER, "").encode("utf-8", "replace")
         if not hmac.compare_digest(given, self._secret):
             return _refused(403)
+        if self.holding >= self.in_hand:
+            self.busy += 1
+            response = _refused(503)
+            response.headers["Retry-After"] = str(WEBHOOK_BUSY_RETRY_AFTER_S)
+            return response
         if request.content_length is not None and request.content_length > self.config.body_max:
             return _refused(413)
+        self.holding += 1
         try:
-            body = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            return _refused(413)
-        try:
-            data = json.loads(body)
-            if not isinstance(data, dict):
-                raise ValueError("not an object")
-            update = Update.de_json(data, self._bot)
-        except Exception:  # anything that is not an update's JSON
-            log.warning("webhook: a request with the right secret was not an update")
-            return web.Response(status=400)
-        await self._queue.put(update)
+            try:
+                body = await request.read()
+            except web.HTTPRequestEntityTooLarge:
+                return _refused(413)
+            try:
+                data = json.loads(body)
+                if not isinstance(data, dict):
+                    raise ValueError("not an object")
+                update = Update.de_json(data, self._bot)
+            except Exception:  # anything that is not an update's JSON
+                log.warning("webhook: a request with the right secret was not an update")
+                return web.Response(status=400)
+            await handle_update(self._application, update)
+        finally:
+            self.holding -= 1
         return web.Response()
 
 
