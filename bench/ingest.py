@@ -226,6 +226,7 @@ async def run_ingest(
     max_s: float = 180.0,
     bot_concurrency: int | None = None,
     worker_concurrency: int | None = None,
+    bot_in_hand: int | None = None,
 ) -> dict[str, Any]:
     """One timed run of the real bot (and worker) of `code`."""
     from codemojex.scoring import split_emojis
@@ -250,6 +251,8 @@ async def run_ingest(
         env["CODEMOJEX_BOT_CONCURRENCY"] = str(bot_concurrency)
     if worker_concurrency is not None:
         env["CODEMOJEX_CONCURRENCY"] = str(worker_concurrency)
+    if bot_in_hand is not None:
+        env["CODEMOJEX_BOT_IN_HAND"] = str(bot_in_hand)
     procs = Processes(code, env)
     admin = await asyncpg.connect(PG_ADMIN_URL)
     conn = await asyncpg.connect(f"{base}/{db}")
@@ -345,6 +348,7 @@ async def run_ingest(
             "mode": mode,
             "bot_concurrency": bot_concurrency,
             "worker_concurrency": worker_concurrency,
+            "bot_in_hand": bot_in_hand,
             "rooms": plan.rooms,
             "players_per_room": plan.players,
             "guesses": n,
@@ -444,6 +448,7 @@ async def _main(
     quick: bool, rooms: int, players: int, per_player: int, modes: str, repeat: int,
     baseline: Path | None, profile: Path | None, out: str | None, ptb_concurrency: int,
     bot_concurrency: int | None, worker_concurrency: int | None, save: bool,
+    bot_in_hand: int | None = None,
 ) -> None:  # fmt: skip
     if quick:
         rooms, players, per_player = min(rooms, 40), min(players, 5), min(per_player, 5)
@@ -462,7 +467,14 @@ async def _main(
                 plan = Plan(rooms, players, per_player)
                 runs.append(
                     await run_ingest(
-                        code, mode, plan, profile, 180.0, bot_concurrency, worker_concurrency
+                        code,
+                        mode,
+                        plan,
+                        profile,
+                        180.0,
+                        bot_concurrency,
+                        worker_concurrency,
+                        bot_in_hand,
                     )
                 )
     print_table(
@@ -528,12 +540,15 @@ def main(
     save: Annotated[
         bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
     ] = False,
+    bot_in_hand: Annotated[
+        int | None, typer.Option(help="CODEMOJEX_BOT_IN_HAND (default: the checkout's)")
+    ] = None,
 ) -> None:
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             _main(quick, rooms, players, per_player, modes, repeat,
                   baseline.resolve() if baseline else None, profile, out, ptb_concurrency,
-                  bot_concurrency, worker_concurrency, save)
+                  bot_concurrency, worker_concurrency, save, bot_in_hand)
         )  # fmt: skip
 
 

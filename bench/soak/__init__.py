@@ -12,7 +12,12 @@ What runs (all private to the run, all on loopback, all started and stopped by P
 
 Faults: worker processes are SIGKILLed at random moments and restarted; Redis is stopped with
 a clean SHUTDOWN and later with SIGKILL and restarted (AOF with fsync always keeps the queue);
-Postgres is stopped (pg_ctl -m fast) for `pg_outage_s` seconds. A sampler reads, atomically,
+Postgres is stopped (pg_ctl -m fast) for `pg_outage_s` seconds. Then the backlog phase
+(`backlog` guesses, bench/soak/backlog.py): the in-process bot stops, the guesses are typed
+while no bot runs, and a `codemojex bot` process drains them, SIGKILLed once half of them are
+confirmed and restarted; each must end up stored exactly once (`backlog_lost`,
+`backlog_twice`: the stand-in confirms as Telegram does, so only a bot that confirms what it
+has not stored could lose one). A sampler reads, atomically,
 `gactive`, `glimit` and the room of every leased job all along, and records per room the most
 jobs seen in flight against the ceiling, and any sample where `gactive` differed from the real
 number of leases.

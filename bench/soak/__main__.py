@@ -40,6 +40,13 @@ def main(argv: list[str] | None = None) -> int:
         "backlog of results goes out at a group's 20 messages a minute)",
     )
     parser.add_argument("--pg-outage-s", type=float, default=d.pg_outage_s)
+    parser.add_argument(
+        "--backlog",
+        type=int,
+        default=d.backlog,
+        help="guesses of the backlog phase: typed while no bot runs, drained by a bot "
+        "process SIGKILLed half-way (0: no such phase)",
+    )
     parser.add_argument("--no-faults", action="store_true")
     parser.add_argument(
         "--ambiguous",
@@ -67,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         concurrency=args.concurrency,
         lease_ms=args.lease_ms,
         pg_outage_s=args.pg_outage_s,
+        backlog=args.backlog,
         feed_timeout_s=args.feed_timeout_s,
         drain_timeout_s=args.drain_timeout_s,
         kill_every_s=(args.kill_every_s[0], args.kill_every_s[1]),

@@ -28,6 +28,8 @@ def headline(report: dict[str, Any]) -> dict[str, int]:
         "outbox_duplicate_rows": report["outbox_duplicate_rows"],
         "outbox_missing_rows": report["outbox_missing_rows"],
         "leaderboard_mismatches": report["leaderboard_mismatches"],
+        "backlog_lost": report["backlog_lost"],
+        "backlog_twice": report["backlog_twice"],
     }
 
 
@@ -38,6 +40,9 @@ def print_report(report: dict[str, Any], say: Callable[[str], None] = print) -> 
         say(f"  {line}")
     say("")
     keys = [
+        "backlog_guesses",
+        "backlog_lost",
+        "backlog_twice",
         "accepted",
         "stored_exactly_once",
         "lost",

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Update
 from telegram.ext import TypeHandler
 
+from bench.soak.backlog import BacklogPhase
 from bench.soak.chaos import Chaos
 from bench.soak.feed import Feeding
 from bench.soak.servers import WorkerFleet
@@ -39,9 +40,9 @@ from codemojex.settings import Settings
 from codemojex.standin import StandIn
 
 
-class Soak(Feeding, Chaos):
+class Soak(Feeding, Chaos, BacklogPhase):
     """One run: the servers up, the bot and the workers started, the feed and the chaos, the
-    drain, the verification."""
+    backlog phase, the drain, the verification."""
 
     # -- drain ----------------------------------------------------------------------------
 
@@ -160,10 +161,13 @@ class Soak(Feeding, Chaos):
         report: dict[str, Any] = {}
         try:
             async with contextlib.AsyncExitStack() as stack:
+                # The in-process bot, stopped early for the backlog phase's bot processes.
+                bot_stack = contextlib.AsyncExitStack()
+                stack.push_async_callback(bot_stack.aclose)
                 # Every room exists with its ceiling before the first guess: ceilings never
                 # change while guesses are in flight, so any count above one is a breach.
                 if plan.via == "bot":
-                    await stack.enter_async_context(running(app, poll_timeout=1))
+                    await bot_stack.enter_async_context(running(app, poll_timeout=1))
                     for sim in self.sims:
                         self.type_text(standin, sim.chat_id, ADMIN_ID, f"/limit {sim.ceiling}")
                         await self.backlog_below(plan.max_backlog)
@@ -187,6 +191,8 @@ class Soak(Feeding, Chaos):
                 self.faults.note(f"feeding done: {len(lanes.accepted)} accepted")
                 if plan.via == "bot":
                     await self.settle(standin, timeout_s=300)
+                    if plan.backlog:
+                        await self.backlog_phase(standin, sessionmaker, bot_stack.aclose)
                 for slot in range(plan.workers):
                     if slot not in self.fleet.alive():
                         self.fleet.spawn(slot)

@@ -16,6 +16,7 @@ from codemojex.db import (
     Guess,
     LeaderboardEntry,
     Outbox,
+    Player,
     Round,
 )
 from codemojex.game import texts
@@ -34,14 +35,21 @@ async def verify(
     """The report of a soak: its rows, its posts, the bot's side, the lanes' (in that order)."""
     async with sessionmaker() as session:
         guesses = (await session.execute(select(Guess))).scalars().all()
+        users = {
+            player_id: tg_user_id
+            for player_id, tg_user_id in await session.execute(select(Player.id, Player.tg_user_id))
+        }
         rounds = (await session.execute(select(Round))).scalars().all()
         board = (await session.execute(select(LeaderboardEntry))).scalars().all()
         outbox = (await session.execute(select(Outbox))).scalars().all()
         await session.commit()
-    accepted = set(lanes.accepted)
+    backlog = check_backlog(soak, guesses, users)
+    # The backlog phase's guesses were taken by bot processes: found by their origin.
+    accepted = set(lanes.accepted) | backlog.pop("backlog_ids")
     # Message ids are per chat, as on Telegram.
     sent = {(m.chat_id, m.message_id): m for m in standin.sent_messages() if m.chat_id < 0}
     return {
+        **backlog,
         **check_rows(accepted, guesses, rounds, board, outbox),
         **check_posts(soak, sent, outbox),
         **bot_side(soak, standin, sent),
@@ -112,6 +120,25 @@ def check_rows(
         "outbox_missing_rows": outbox_missing_rows,
         "outbox_not_sent": not_sent,
         "outbox_failed": failed,
+    }
+
+
+def check_backlog(
+    soak: SoakState, guesses: Sequence[Guess], users: dict[str, int]
+) -> dict[str, Any]:
+    """The backlog phase's guesses stored exactly once: each of its players has exactly the
+    guesses they typed in their room's round (fewer: lost; more: one taken twice)."""
+    backlog = getattr(soak, "backlog", None)
+    if backlog is None:
+        return {"backlog_guesses": 0, "backlog_lost": 0, "backlog_twice": 0, "backlog_ids": set()}
+    want = backlog.expected()
+    rows = [g for g in guesses if (g.round_id, users.get(g.player_id)) in want]
+    got = Counter((g.round_id, users[g.player_id]) for g in rows)
+    return {
+        "backlog_guesses": sum(want.values()),
+        "backlog_lost": sum(max(0, n - got.get(key, 0)) for key, n in want.items()),
+        "backlog_twice": sum(max(0, got.get(key, 0) - n) for key, n in want.items()),
+        "backlog_ids": {g.id for g in rows},
     }
 
 

@@ -72,6 +72,11 @@ class SoakPlan:
     pg_outage_s: float = 10.0
     faults: bool = True
     max_backlog: int = 200  # updates typed but not yet handled by the bot
+    # The backlog phase (via bot): guesses typed while no bot runs, drained by a `codemojex
+    # bot` process SIGKILLed half-way and restarted (bench/soak/backlog.py); 0: none.
+    backlog: int = 3_000
+    backlog_players: int = 5
+    backlog_per_player: int = 10
     max_pending: int = 600  # via lanes: jobs waiting in the lanes before the harness waits
     feed_timeout_s: float = 1_500.0
     drain_timeout_s: float = 120.0  # the drain may go this long without progress

@@ -1,7 +1,8 @@
 """The soak harness (bench/soak/), CI-sized: real bot, real worker processes, private Redis
 (AOF, fsync always) and private Postgres, with every fault of the full run injected once or
 more: workers SIGKILLed and restarted, Redis SHUTDOWN and restarted, Redis SIGKILLed and
-restarted, Postgres stopped for a few seconds. The full-size figures are in the README."""
+restarted, Postgres stopped for a few seconds, and a backlog drained by a bot process
+SIGKILLed half-way. The full-size figures are in the README."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def test_soak_through_the_bot_loses_nothing_and_counts_nothing_twice() -> None:
         redis_down_s=1.0,
         pg_outage_s=4.0,
         win_rate=1 / 15,
+        backlog=300,
         feed_timeout_s=240,
         drain_timeout_s=180,
         seed=11,
@@ -47,6 +49,7 @@ def test_soak_through_the_bot_loses_nothing_and_counts_nothing_twice() -> None:
 
     assert headline(report) == {key: 0 for key in headline(report)}, report
     assert report["accepted"] >= plan.guesses
+    assert report["backlog_guesses"] == plan.backlog  # drained by a bot killed half-way
     assert report["stored_exactly_once"] == report["accepted"]
     assert report["left_in_queue"] == {"pending": 0, "active": 0, "delayed": 0}
     assert report["dead_jobs"] == 0
