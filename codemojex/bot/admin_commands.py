@@ -29,7 +29,6 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import room_language, user_language
-from codemojex.bot.once import once
 from codemojex.bot.replies import answer, answer_as, outbox_written, spend
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
@@ -110,7 +109,7 @@ def admin_command(
                 return
             # Run once per message (bot/once.py: a redelivered /endround must not end the next
             # round, nor a /ban undo a later /unban), gate and audit included.
-            async with once(context.services, who.message) as first:
+            async with context.services.commands.once(who.message) as first:
                 if not first:
                     return
                 call = await _admin_gate(update, context, action)

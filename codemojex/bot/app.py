@@ -45,6 +45,7 @@ from codemojex.bot.drafts import Drafts
 from codemojex.bot.inline import InlineQueries
 from codemojex.bot.intake import Intake
 from codemojex.bot.language import user_language
+from codemojex.bot.once import CommandMarks
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
     cmd_unknown,
@@ -122,6 +123,7 @@ def make_services(
         cards=RoomCards(redis, lanes.queue),
         intake=Intake(lanes),
         inline=InlineQueries(redis, lanes.queue),
+        commands=CommandMarks(redis, lanes.queue, settings.dedupe_window_s),
         rng=parts.rng or random.SystemRandom(),
         max_depth=settings.max_depth if parts.max_depth is None else parts.max_depth,
         clock=clock,

@@ -24,6 +24,7 @@ from codemojex.bot.cards import CardCache, Loads
 from codemojex.bot.drafts import Drafts
 from codemojex.bot.inline import InlineQueries
 from codemojex.bot.intake import Intake
+from codemojex.bot.once import CommandMarks
 from codemojex.bot.replies import Answers
 from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
@@ -60,6 +61,8 @@ class BotServices:
     intake: Intake
     # How many inline queries each user gets answered (the Share button's; bot/inline.py).
     inline: InlineQueries
+    # Commands run once per message, however often Telegram delivers it (bot/once.py).
+    commands: CommandMarks
     # What this process remembers of the cards (a hint the enqueue checks) and its loads of
     # them from the database, one per chat at a time (bot/cards.py).
     card_cache: CardCache = field(default_factory=CardCache)

@@ -23,7 +23,6 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import chat_language, room_language, user_language
-from codemojex.bot.once import once
 from codemojex.bot.replies import answer, outbox_written
 from codemojex.bot.rooms import display_name, ensure_room
 from codemojex.db import store
@@ -91,7 +90,7 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
     services = context.services
     # Once per message (bot/once.py): a /newgame delivered again after its round ended must
     # not open another.
-    async with once(services, who.message) as first:
+    async with services.commands.once(who.message) as first:
         if first:
             await _newgame(services, who)
 

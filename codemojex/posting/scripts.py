@@ -26,6 +26,7 @@ Name = Literal[
     "card_read",
     "card_write",
     "card_close",
+    "command_claim",
 ]
 NAMES: Final[tuple[Name, ...]] = get_args(Name)
 

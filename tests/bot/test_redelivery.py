@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from codemojex.db import Outbox, Player, Round, store
 from codemojex.game import texts
 from codemojex.locale import EN
+from codemojex.posting.keys import Keys
 from tests.bot.conftest import (
     ADMIN,
     ALICE,
@@ -69,6 +70,27 @@ async def test_newgame_again_after_its_round_ended_opens_no_second_round(world: 
     await world.settle()
     assert [r.id for r in await rounds_of(world, chat)] == [first.id]
     assert len(world.replies_to(chat, asked)) <= 1
+
+
+async def test_a_command_whose_process_died_running_it_runs_again(world: World) -> None:
+    """A process killed while running a command leaves its claim (`run:<owner>`); Telegram
+    delivers the message again, as nobody confirmed it, and this process runs it."""
+    chat = world.new_group()
+    asked = world.standin.send_text(chat, ALICE, "/newgame")
+    await world.settle()
+    first = await open_round(world, chat)
+    assert first is not None
+    world.standin.send_text(chat, ADMIN, "/endround")
+    await world.settle()
+    # The state a process leaves when it is killed right after claiming the message.
+    mark = Keys(world.lanes.queue).command_seen(chat, asked)
+    await world.redis.set(mark, "run:0123456789abcdef", px=60_000)
+
+    deliver_again(world, chat, asked)
+    await world.settle()
+    second = await open_round(world, chat)
+    assert second is not None and second.id != first.id
+    assert await world.redis.get(mark) == b"done"
 
 
 async def test_newgame_again_while_its_round_runs_changes_nothing(world: World) -> None:
