@@ -402,6 +402,13 @@ DAILY_REBUILD_CHUNK: Final = 5000
 # /top daily shows this many; /daily in a group at most this many of its members.
 DAILY_TOP_ROWS: Final = 10
 DAILY_GROUP_ROWS: Final = 20
+# A group's members as the bot saw them (a command, a tap, a join: posting/members.py; its
+# players are known from their rows): at most GROUP_MEMBERS_MAX a group, the most recently
+# seen, each forgotten GROUP_MEMBERS_TTL_S after it was last seen (and the group's set with
+# its last one). 128 keeps the set in Redis's compact encoding (zset-max-listpack-entries):
+# about 2 kB a group.
+GROUP_MEMBERS_MAX: Final = 128
+GROUP_MEMBERS_TTL_S: Final = 30 * 24 * 3600
 # Telegram may cache an inline answer this long (per user: each card is personal): an
 # invitation (not finished: it may be a card any moment), and a card (the same until the next
 # code; no longer than that).

@@ -19,6 +19,8 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:send:posted:<row>      posted: the message id that carried an outbox row
     cmx:{q}:flood:<PLR…>           "slow down" was said this episode
     cmx:{q}:answers:<chat>:<member>  a member's answer budget in a chat (hash: next free, told)
+    cmx:{q}:members:<chat>         a group's members as the bot saw them (zset: user id -> when
+                                   last seen, ms; bounded, expiring: posting/members.py)
     cmx:{q}:paused:<PLR…>          "scoring is paused" was said this episode
     cmx:{q}:tap:draft:<round>:<user>  a player's tapped draft of a round (expires with it)
     cmx:{q}:tap:rate:<user>        a user's taps in the current rate window
@@ -144,6 +146,11 @@ class Keys:
     def answer_budget(self, chat_id: int, member_id: int) -> str:
         chat = _integer(chat_id, "chat id")
         return f"{self.prefix}answers:{chat:d}:{_integer(member_id, 'member id'):d}"
+
+    # -- a group's members (posting/members.py) -----------------------------------------------
+
+    def group_members(self, chat_id: int) -> str:
+        return f"{self.prefix}members:{_integer(chat_id, 'chat id'):d}"
 
     # -- tap to guess (bot/taps.py) ------------------------------------------------------------
 

@@ -127,6 +127,28 @@ class Chats(Updates):
             chat.bot_status = bot_new
             self._emit_member_change(chat, self.bot.id, old_bot, bot_new, actor)
 
+    def join(self, chat_id: int, user_id: int) -> None:
+        """A user joins the group: the chat_member update (left -> member), which Telegram
+        sends only to a bot that administers the group (and asked for chat_member)."""
+        chat = self._group(chat_id)
+        self._user(user_id)
+        old = chat.status_of(user_id)
+        chat.members.add(user_id)
+        if old == "left" and chat.bot_status == "administrator":
+            self._emit_member_change(chat, user_id, old, "member", user_id)
+
+    def leave(self, chat_id: int, user_id: int) -> None:
+        """A user leaves the group (an admin's rights go with them): the chat_member update,
+        to a bot that administers the group."""
+        chat = self._group(chat_id)
+        old = chat.status_of(user_id)
+        if old == "creator":
+            raise ValueError("the stand-in's owner stays in the group")
+        chat.members.discard(user_id)
+        chat.admins.discard(user_id)
+        if old != "left" and chat.bot_status == "administrator":
+            self._emit_member_change(chat, user_id, old, "left", user_id)
+
     def migrate_to_supergroup(self, chat_id: int, new_chat_id: int | None = None) -> int:
         """A basic group becomes a supergroup with a new id (default -100<id>): a message with
         migrate_to_chat_id in the old chat, one with migrate_from_chat_id in the new one, and
