@@ -195,6 +195,10 @@ REPLY_WAIT_S_DEFAULT: Final = 3.0
 ANSWER_BUDGET_DEFAULT: Final = 4
 ANSWER_BUDGET_MAX: Final = 1000
 ANSWER_BUDGET_WINDOW_S: Final = 60
+# The worker's "too late" lines spend the same budget (their member's, in their chat), asked
+# inside the transaction that records them: Redis is given this long, then the lines are
+# posted as while Redis is out, rather than holding the rounds' locks longer.
+LATE_BUDGET_WAIT_S: Final = 0.5
 
 # PTB's own bound in the update processor (bot/processor.py): set out of the way; what the
 # bot holds is bounded before it (BOT_IN_HAND), what runs at once after the sender's lock

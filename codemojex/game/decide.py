@@ -33,6 +33,9 @@ The rules, in the order `decide` applies them to each guess:
   day's round in the same chat) is not over for the guesses taken before that midnight: they
   are scored against their day, however late (`_taken_on_its_day`), and finish it as if
   scored then (`daily.finish`). So a daily is never held open past its midnight.
+* A "too late" line is an answer like the bot's own: `within_budget` keeps, as its member's
+  answer budget in the chat says, the line, or once "slow down" instead, or nothing (the guess
+  stays recorded late), so a member guessing after the end cannot crowd the results out.
 
 Guesses are decided in the order given (a player's in the order they were sent), as if one at a
 time: a round won by one guess of the batch is over for the guesses after it.
@@ -70,6 +73,7 @@ from codemojex.values.types import (
     SOLVED,
     TIMEOUT,
     Message,
+    Say,
 )
 
 _BANNED: Final = Verdict("banned")
@@ -195,6 +199,25 @@ def decide(
     return Decision(
         now, verdicts, new_guesses, tallies, closings, messages, list(progress.values())
     )
+
+
+def late_lines(decision: Decision) -> list[Message]:
+    """The decision's "too late" lines, in order (each names its guess)."""
+    return [m for m in decision.messages if m.kind == KIND_LATE and m.guess_id is not None]
+
+
+def within_budget(decision: Decision, state: BatchState, said: Mapping[str, Say]) -> Decision:
+    """The decision with each "too late" line as its member's answer budget said (`said`, by
+    guess id; a line not in it stays): the line, "slow down" in the room's language instead,
+    or nothing. Only lines change: the guesses are recorded late all the same."""
+    messages: list[Message] = []
+    for message in decision.messages:
+        say = said.get(message.guess_id or "") if message.kind == KIND_LATE else None
+        if say is None or say is Say.ANSWER:
+            messages.append(message)
+        elif say is Say.NOTICE and (rnd := state.rounds.get(message.round_id or 0)):
+            messages.append(replace(message, text=texts.answers_spent(rnd.language)))
+    return replace(decision, messages=messages)
 
 
 def _daily_guess(

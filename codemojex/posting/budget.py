@@ -9,28 +9,29 @@ every half second gets a few answers and one notice a minute, and the chat's pos
 for its results (the pace, pacer.py, caps what all of a chat's answers together may take; the
 budget keeps one member from taking all of that).
 
-In Redis (`lua/budget_take.lua`, key `cmx:{q}:answers:<chat>:<member>`), so every bot process
+The bot spends it before a command does any work (bot/replies.py `spend_first`): a command
+past the budget costs this one Redis call and no SQL (/newgame, whose round is no answer,
+only checks that its sender is not silenced: `silenced`). The worker's "too late" lines (a guess
+scored after its round ended) spend it too (`spend_many`, one call for a batch's lines), so a
+member sending guesses after the end gets as few lines as answers and cannot crowd the
+chat's results out.
+
+In Redis (`lua/budget_take.lua`, key `cmx:{q}:answers:<chat>:<member>`), so every process
 spends the same budget. While Redis cannot be asked, everyone is answered: the pace, kept by
 each process alone meanwhile, still holds the answers to their share of each chat.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+import asyncio
+from collections.abc import Sequence
 
 from codemojex.limits import ANSWER_BUDGET_DEFAULT, ANSWER_BUDGET_WINDOW_S
 from codemojex.outages import OUTAGES, is_outage
 from codemojex.posting import scripts
 from codemojex.posting.keys import Keys
 from codemojex.redistypes import AnyRedis
-
-
-class Say(Enum):
-    """What a member gets for what they sent (budget_take.lua's answer)."""
-
-    NOTHING = 0  # the budget is spent and they were told: silence until it is whole
-    ANSWER = 1  # the answer
-    NOTICE = 2  # instead of the answer, once: "slow down"
+from codemojex.values.types import Say as Say  # budget_take.lua's answer, named by its callers
 
 
 class AnswerBudget:
@@ -49,17 +50,45 @@ class AnswerBudget:
 
     async def spend(self, chat_id: int, member_id: int) -> Say:
         """Spend one answer of `member_id` in `chat_id`: what to say to them."""
+        [said] = await self.spend_many([(chat_id, member_id)])
+        return said
+
+    async def spend_many(
+        self, members: Sequence[tuple[int, int]], *, wait_s: float | None = None
+    ) -> list[Say]:
+        """Spend one answer of each (chat, member), in order, in one call (a member may come
+        more than once): what to say for each. Redis out, or not answering within `wait_s`:
+        everything is said."""
+        if not members:
+            return []
+        keys = [self._keys.answer_budget(chat, member) for chat, member in members]
+        everything = [Say.ANSWER] * len(members)
         try:
-            said = await self._take(
-                keys=[self._keys.answer_budget(chat_id, member_id)], args=self._args
-            )
+            async with asyncio.timeout(wait_s):
+                said = await self._take(keys=keys, args=self._args)
+        except TimeoutError as exc:  # slow, not out: nothing to wait for the end of
+            OUTAGES.swallow(exc, "the answer budget", "answers given past their budget")
+            return everything
         except Exception as exc:
             if not is_outage(exc):
                 raise
             OUTAGES.failed(exc, "the answer budget (answering everyone meanwhile)")
-            return Say.ANSWER
+            return everything
         OUTAGES.ok("redis")
-        return Say(int(said))
+        return [Say(int(x)) for x in said]
+
+    async def silenced(self, chat_id: int, member_id: int) -> bool:
+        """`member_id` was told to slow down in `chat_id` and gets nothing until their budget is
+        whole: what a command that does not always answer checks before its work, spending
+        nothing (Redis out: not silenced)."""
+        try:
+            told = await self._redis.hexists(self._keys.answer_budget(chat_id, member_id), "told")
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            OUTAGES.failed(exc, "the answer budget (answering everyone meanwhile)")
+            return False
+        return bool(told)
 
     async def untell(self, chat_id: int, member_id: int) -> None:
         """The notice could not be posted: the next occasion may tell them again."""

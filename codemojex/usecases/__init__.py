@@ -8,11 +8,12 @@ daily code (opening today's, where a player stands). Callers use the names re-ex
 `usecases.start_round(...)`.
 """
 
-from codemojex.usecases.guesses import record_guesses
+from codemojex.usecases.guesses import LateBudget, record_guesses
 from codemojex.usecases.rounds import close_round, expire_rounds, start_round
 from codemojex.usecases.settings import update_room_settings
 
 __all__ = [
+    "LateBudget",
     "close_round",
     "expire_rounds",
     "record_guesses",

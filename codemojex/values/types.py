@@ -1,11 +1,12 @@
 """The vocabulary the game's decisions are written in: messages to post, their kinds, kinds of
-round, and why a round ended. The game writes in it (`decide`, `rounds`, `daily`), the store
-keeps it (rounds, outbox rows), the sender reads it."""
+round, why a round ended, and what a member's answer budget allows. The game writes in it
+(`decide`, `rounds`, `daily`), the store keeps it (rounds, outbox rows), the sender reads it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Final
 
 # Kinds of message. The sender posts a round announcement on its own (players reply to it) and
@@ -21,6 +22,16 @@ KIND_KEYS_OFF: Final = "keys_off"
 # A daily code finished: its spoiler-free card (with a Share button when inline mode is on).
 # Posted on its own, never folded into other lines: it carries a keyboard.
 KIND_CARD: Final = "card"
+
+
+class Say(Enum):
+    """What a member's answer budget in a chat allows (posting/budget.py): the bot's answers
+    and the worker's "too late" lines spend it alike."""
+
+    NOTHING = 0  # the budget is spent and they were told: silence until it is whole
+    ANSWER = 1  # the answer
+    NOTICE = 2  # instead of the answer, once: "slow down"
+
 
 # Kinds of round: a group's (or a forum topic's), and a player's daily code in their private
 # chat with the bot (codemojex/game/daily.py).

@@ -106,6 +106,7 @@ class ScoreWorker:
         share: bool = False,
         on_closed: Callable[[str, int], Awaitable[None]] | None = None,
         clock: Callable[[], datetime] = utcnow,
+        late_budget: usecases.LateBudget | None = None,
     ) -> None:
         """`hold_s` is how long a database outage is waited out before the batch is handed
         back with Retry. `max_flush` caps the guesses recorded in one transaction.
@@ -113,7 +114,9 @@ class ScoreWorker:
         uses it to look at that chat sooner). `on_finished(finishes)` is told the dailies a
         batch finished, once committed (the world board takes them; a finish delivered again
         is told again). `share`: daily cards carry a Share button (inline mode is on).
-        `clock`: the game's now, which decides with the guesses (a daily's day, its card)."""
+        `clock`: the game's now, which decides with the guesses (a daily's day, its card).
+        `late_budget`: the "too late" lines spend their members' answer budgets (the bot's
+        answers' own, posting/budget.py); None: every one is posted."""
         self._sessionmaker = sessionmaker
         # One line when an outage starts, one when a flush succeeds again.
         self._record_retrying = retrying(
@@ -128,6 +131,7 @@ class ScoreWorker:
         self._share = share
         self._on_closed = on_closed
         self._clock = clock
+        self._late_budget = late_budget
         self._waiting: list[_Waiting] = []
         self._flush_lock = asyncio.Lock()
         # The flushes hold one connection for as long as the worker runs (`close`): no pool
@@ -282,14 +286,24 @@ class ScoreWorker:
         if self._engine is None:
             async with self._sessionmaker() as session:
                 verdicts = await usecases.record_guesses(
-                    session, attempts, seats=seats, now=self._clock(), share=self._share
+                    session,
+                    attempts,
+                    seats=seats,
+                    now=self._clock(),
+                    share=self._share,
+                    late_budget=self._late_budget,
                 )
         else:
             if self._conn is None:
                 self._conn = await self._engine.connect()
             try:
                 verdicts = await usecases.record_guesses(
-                    self._conn, attempts, seats=seats, now=self._clock(), share=self._share
+                    self._conn,
+                    attempts,
+                    seats=seats,
+                    now=self._clock(),
+                    share=self._share,
+                    late_budget=self._late_budget,
                 )
             except BaseException:
                 await self._release()

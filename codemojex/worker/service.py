@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -26,6 +26,7 @@ from codemojex.game import rounds
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.limits import (
+    LATE_BUDGET_WAIT_S,
     MAINTENANCE_INTERVAL_S_DEFAULT,
     PARK_TIMEOUT_S_DEFAULT,
     ROUND_HOLD_RECHECK_S,
@@ -37,6 +38,7 @@ from codemojex.limits import (
 )
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
 from codemojex.posting.board import DailyBoard
+from codemojex.posting.budget import AnswerBudget, Say
 from codemojex.posting.cards import RoomCards
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
@@ -298,6 +300,12 @@ async def run_worker(
     async def closed(room_id: str, round_id: int) -> None:
         await close_card(cards, room_id, round_id)
 
+    # "Too late" lines spend their members' answer budgets, the bot's answers' own.
+    budget = AnswerBudget(redis, settings.queue, budget=settings.answer_budget)
+
+    async def late_budget(members: Sequence[tuple[int, int]]) -> list[Say]:
+        return await budget.spend_many(members, wait_s=LATE_BUDGET_WAIT_S)
+
     scorer = ScoreWorker(
         sessionmaker,
         hold_s=timings.score_hold_s,
@@ -307,6 +315,7 @@ async def run_worker(
         share=settings.inline_mode,
         on_closed=closed,
         clock=clock,
+        late_budget=late_budget,
     )
     pool = ConsumerPool(
         lanes,

@@ -4,7 +4,8 @@ another plays at a person's pace. The results keep their share of the chat: betw
 and its result the bot posts at most one answer (answers never take two of a chat's seconds in
 a row), the spammer gets their answer budget and one "slow down", and nothing breaks
 Telegram's limits. Timing is asserted only as a generous bound (the figures are
-bench/posting.py's `spam1` pattern)."""
+bench/posting.py's `spam1` pattern). Nor does guessing on after a round ended: its "too late"
+lines spend the same budget."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import asyncio
 import contextlib
 import time
 
+from codemojex import usecases
 from codemojex.game import texts
 from codemojex.limits import ANSWER_BUDGET_DEFAULT
 from codemojex.locale import EN
 from codemojex.standin import SentMessage
-from tests.e2e.harness import ALICE, BOB, Stack, in_process_worker
+from tests.e2e.harness import ALICE, BOB, DAVE, Stack, in_process_worker
 from tests.support import wrong_guess
 
 GUESSES = 4
@@ -78,3 +80,40 @@ async def test_a_members_command_spam_does_not_hold_a_players_results(stack: Sta
     assert len(answered) <= ANSWER_BUDGET_DEFAULT + 1
     assert answered.count(texts.answers_spent(EN)) == 1
     assert stack.standin.rate_violations == 0
+
+
+async def test_guessing_on_after_the_end_gets_no_more_lines_than_answers(stack: Stack) -> None:
+    """Guesses the bot took for a round that had ended (its card left open by a closer that
+    died before closing it; held back by a pause meanwhile) are all scored "too late". Those
+    lines are answers: Alice's spend her answer budget in the chat (one already went to "scoring
+    is paused"), so she gets a few, one "slow down", then nothing, and the bot then has nothing
+    more to say to her either. Bob's own line comes all the same."""
+    chat = stack.new_group()
+    flood = 8
+    async with in_process_worker(stack):
+        ann, rnd = await stack.new_round(chat, by=DAVE)
+        room = await stack.room_id(chat)
+        await stack.lanes.pause(room)
+        async with stack.sessionmaker() as session:
+            await usecases.close_round(session, rnd.id, "endround")  # the card not closed
+        misses = ["".join(wrong_guess(rnd.secret_emojis, ann.palette, n)) for n in range(flood)]
+        for miss in misses:
+            stack.standin.send_text(chat, ALICE, miss)
+        stack.standin.send_text(chat, BOB, misses[0])
+        await stack.settle()
+        await stack.lanes.resume(room)
+        await stack.settle()
+        rows = await stack.all_posted()
+        assert await stack.guess_count() == flood + 1  # every guess recorded, late
+        asked = stack.standin.send_text(chat, ALICE, "/rules")
+        await stack.settle()
+    lines = {name: [r.text for r in rows if r.kind == "late" and r.player_name == name]
+             for name in ("Alice", "Bob")}  # fmt: skip
+    alices = lines["Alice"]
+    told = len(alices) - 1  # the lines before "slow down": what her budget had left
+    assert 1 <= told <= ANSWER_BUDGET_DEFAULT, alices  # 3, or more if it came back meanwhile
+    assert alices == [texts.already_over(EN, tuple(m)) for m in misses[:told]] + [
+        texts.answers_spent(EN)
+    ]
+    assert lines["Bob"] == [texts.already_over(EN, tuple(misses[0]))]
+    assert [m for m in stack.said(chat) if m.reply_to_message_id == asked] == []

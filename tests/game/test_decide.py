@@ -20,6 +20,8 @@ from codemojex.game.decide import (
     Tally,
     Verdict,
     decide,
+    late_lines,
+    within_budget,
 )
 from codemojex.game.rounds import deadline_ms, holds_open, in_time
 from codemojex.locale import EN, Lang
@@ -31,6 +33,7 @@ from codemojex.values.types import (
     KIND_WIN,
     SOLVED,
     TIMEOUT,
+    Say,
 )
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -154,6 +157,28 @@ def test_a_late_guess_earns_nothing_and_is_told_why() -> None:
         (KIND_LATE, texts.already_solved(EN, SECRET)),
         (KIND_LATE, texts.already_over(RU, SECRET)),
     ]
+
+
+def test_too_late_lines_are_what_their_budgets_say_and_only_they_change() -> None:
+    """`within_budget`: a "too late" line stays, becomes "slow down" in its room's language,
+    or goes; a line not asked about stays; results and wins are never touched."""
+    ended = rnd(2, ROOM_B, ended=True, end_reason=TIMEOUT)
+    batch = [guess("g1", BOB, SECRET), guess("g2", ANN, MISS), guess("g3", ANN, SECRET)]
+    batch += [guess("g4", CAT, MISS, 2, ROOM_B), guess("g5", CAT, SECRET, 2, ROOM_B)]
+    both = state(rnd(), ended)
+    decision = decide(batch, both, NOW)
+    assert [m.guess_id for m in late_lines(decision)] == ["g2", "g3", "g4", "g5"]
+    said = {"g2": Say.ANSWER, "g3": Say.NOTHING, "g4": Say.NOTICE}
+    kept = within_budget(decision, both, said)
+    assert [(m.kind, m.guess_id, m.text) for m in kept.messages] == [
+        (KIND_RESULT, "g1", texts.result_line(EN, SECRET, feedback(SECRET, SECRET), 1)),
+        (KIND_WIN, "g1", texts.win(EN, "Bob", SECRET, 1, points_for(1))),
+        (KIND_KEYS_OFF, None, decision.messages[2].text),
+        (KIND_LATE, "g2", texts.already_solved(EN, MISS)),
+        (KIND_LATE, "g4", texts.answers_spent(RU)),
+        (KIND_LATE, "g5", texts.already_over(RU, SECRET)),
+    ]
+    assert kept.verdicts == decision.verdicts and kept.new_guesses == decision.new_guesses
 
 
 def test_after_a_win_the_rest_of_the_batch_is_late() -> None:

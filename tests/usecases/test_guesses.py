@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 from sqlalchemy import event, func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -20,7 +21,11 @@ from codemojex.db.models import utcnow
 from codemojex.db.store.batch import batch_store
 from codemojex.db.store.batch_pg import PG
 from codemojex.db.store.batch_portable import PORTABLE
+from codemojex.db.store.seats import Seat
+from codemojex.game import texts
 from codemojex.game.decide import decide
+from codemojex.locale import EN
+from codemojex.posting.budget import AnswerBudget, Say
 from tests.db.helpers import attempt, new_room, wrong_guess
 
 
@@ -218,3 +223,44 @@ async def _waiting_on_a_lock(session: AsyncSession, n: int) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"{n} connections never waited on the round's lock")
+
+
+async def test_too_late_lines_spend_their_members_answer_budgets(
+    session: AsyncSession, rng: Any, real_redis: aioredis.Redis, queue_name: str
+) -> None:
+    """Guesses after a round ended are recorded late; their "too late" lines spend their
+    members' answer budgets in the chat (the bot's answers' own, on the real Redis): a member
+    gets as many lines as answers left, then "slow down" once, then nothing, and another
+    member's line is not crowded out."""
+    chat, ann_id, bob_id = -2001, 701, 702
+    room = await new_room(session, chat_id=chat)
+    ann = await store.ensure_player(session, room.id, ann_id, "Ann")
+    bob = await store.ensure_player(session, room.id, bob_id, "Bob")
+    rnd = await usecases.start_round(session, room.id, rng)
+    await usecases.close_round(session, rnd.id, "endround")
+    budget = AnswerBudget(real_redis, queue_name, budget=3, window_s=3600)
+    assert await budget.spend(chat, ann_id) is Say.ANSWER  # the bot answered Ann once
+    misses = [wrong_guess(rnd.secret_emojis, rnd.palette_emojis, j) for j in range(5)]
+    late = [attempt(rnd, ann.id, miss) for miss in misses] + [attempt(rnd, bob.id, misses[0])]
+    seats = [Seat(ann.id, room.id, ann_id, "Ann"), Seat(bob.id, room.id, bob_id, "Bob")]
+    verdicts = await usecases.record_guesses(
+        session, late, seats=seats, late_budget=budget.spend_many
+    )
+    assert [v.kind for v in verdicts] == ["late"] * 6
+    rows = (
+        (await session.execute(select(Outbox).where(Outbox.kind == "late").order_by(Outbox.id)))
+        .scalars()
+        .all()
+    )
+    said = {(row.guess_id, row.text) for row in rows}
+    ids = [a.guess_id for a in late]
+    assert said == {
+        (ids[0], texts.already_over(EN, misses[0])),
+        (ids[1], texts.already_over(EN, misses[1])),
+        (ids[2], texts.answers_spent(EN)),
+        (ids[5], texts.already_over(EN, misses[0])),
+    }
+    assert (await session.scalar(select(func.count()).select_from(Guess))) == 6
+    # The bot has nothing more to say to her either, until her budget is whole again
+    assert await budget.spend(chat, ann_id) is Say.NOTHING
+    await session.commit()
