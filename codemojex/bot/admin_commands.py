@@ -29,6 +29,7 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import room_language, user_language
+from codemojex.bot.members import seen
 from codemojex.bot.replies import answer, answer_as, outbox_written, spend
 from codemojex.bot.rooms import display_name, ensure_room, storable
 from codemojex.db import Room, store
@@ -72,6 +73,7 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
     said = Say.ANSWER if allowed else await spend(services, who.message)
     if said is Say.NOTHING:
         return None
+    await seen(services, who.chat, who.user)  # one of the group's members (bot/members.py)
     actor = who.user.id if who.user is not None else who.chat.id
     args = command_text(who.message)
     async with services.sessionmaker() as session:

@@ -45,6 +45,7 @@ from codemojex.bot.drafts import Drafts
 from codemojex.bot.inline import InlineQueries
 from codemojex.bot.intake import Intake
 from codemojex.bot.language import user_language
+from codemojex.bot.members import member_changed
 from codemojex.bot.once import CommandMarks
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
@@ -66,6 +67,7 @@ from codemojex.outages import OUTAGES
 from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.cards import RoomCards
 from codemojex.posting.flags import FloodNotices
+from codemojex.posting.members import GroupMembers
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.ring import PostingRing
 from codemojex.redistypes import AnyRedis
@@ -124,6 +126,7 @@ def make_services(
         intake=Intake(lanes),
         inline=InlineQueries(redis, lanes.queue),
         commands=CommandMarks(redis, lanes.queue, settings.dedupe_window_s),
+        members=GroupMembers(redis, lanes.queue),
         rng=parts.rng or random.SystemRandom(),
         max_depth=settings.max_depth if parts.max_depth is None else parts.max_depth,
         clock=clock,
@@ -199,10 +202,13 @@ def add_handlers(application: CodemojexApp, daily: DailyCommands) -> None:
 
 
 async def on_member_change(update: Update, context: CodemojexContext) -> None:
-    """Someone was promoted or demoted: ask Telegram again next time (not on a join or leave)."""
+    """Someone was promoted or demoted: ask Telegram again next time (not on a join or leave).
+    Someone joined or left a group: one of its members, or no longer (bot/members.py)."""
     change = update.chat_member or update.my_chat_member
     if change is not None:
         context.services.admins.note(change)
+    if update.chat_member is not None:
+        await member_changed(context.services, update.chat_member)
 
 
 def command_menus(lang: Lang) -> list[tuple[BotCommandScope, list[BotCommand]]]:

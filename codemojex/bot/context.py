@@ -32,6 +32,7 @@ from codemojex.limits import DEPTH_DEFAULT, REPLY_WAIT_S_DEFAULT
 from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.cards import RoomCards
 from codemojex.posting.flags import FloodNotices
+from codemojex.posting.members import GroupMembers
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
 from codemojex.redistypes import AnyRedis
@@ -63,6 +64,8 @@ class BotServices:
     inline: InlineQueries
     # Commands run once per message, however often Telegram delivers it (bot/once.py).
     commands: CommandMarks
+    # Who the bot saw in each group (the daily's group board; bot/members.py).
+    members: GroupMembers
     # What this process remembers of the cards (a hint the enqueue checks) and its loads of
     # them from the database, one per chat at a time (bot/cards.py).
     card_cache: CardCache = field(default_factory=CardCache)

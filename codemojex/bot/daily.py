@@ -5,8 +5,12 @@ inline answer that a card's Share button asks for.
 
 Thin handlers: the flows are `codemojex.usecases.daily` (opening a daily), the store's reads
 and the world board in Redis (`codemojex.posting.board`); the texts are the game's. Each
-answer goes through the answers' pace (`replies.answer`); the puzzle, like a round's
-announcement, through the outbox. The guesses of a daily are the guess intake's.
+command pays its answer before its reads (`incoming.paid_sender`: past the sender's budget,
+one Redis call and no SQL); the answer goes through the answers' pace, the puzzle, like a
+round's announcement, through the outbox. The guesses of a daily are the guess intake's.
+
+A group's board counts as its members its players (their rows) and whoever else the bot saw
+there (a command, a tap, a join: bot/members.py), and always the asker.
 
 "Now" is the services' clock (UTC): which day's code, when the next comes; tests pass their
 own to play over midnight.
@@ -23,10 +27,10 @@ from telegram.ext import BaseHandler, CommandHandler, InlineQueryHandler, filter
 
 from codemojex.bot.cards import generation, written
 from codemojex.bot.context import BotServices, CodemojexContext
-from codemojex.bot.incoming import Handler, Sender, command_text, guarded, sender_of
+from codemojex.bot.incoming import Handler, Sender, command_text, guarded, paid_sender, sender_of
 from codemojex.bot.language import chat_language, user_language
 from codemojex.bot.player_commands import cmd_top
-from codemojex.bot.replies import answer, outbox_written
+from codemojex.bot.replies import answer, answer_paid, outbox_written
 from codemojex.bot.rooms import display_name, room_title
 from codemojex.db import store
 from codemojex.db.store.daily_open import PrivateChat
@@ -69,7 +73,7 @@ class DailyCommands:
     # -- /daily ----------------------------------------------------------------------------
 
     async def cmd_daily(self, update: Update, context: CodemojexContext) -> None:
-        who = sender_of(update)
+        who = await paid_sender(update, context)
         if who is None:
             return
         if who.in_group:
@@ -120,24 +124,30 @@ class DailyCommands:
                 lang, view.card(lang), daily.seconds_to_next(now), share_via=share
             )
             markup = daily.share_markup(lang) if share else None
-        await answer(services, who.message, text, markup=markup)
+        await answer_paid(services, who.message, text, markup=markup)
 
     async def _group_board(self, services: BotServices, who: Sender) -> None:
-        """Today's dailies of the group's members (the users seen playing in its rooms), and
-        how many played in the world. Nothing starts in the group."""
+        """Today's dailies of the group's members (its players, the others the bot saw there
+        lately, and the asker), and how many played in the world. Nothing starts in the
+        group."""
         lang = await chat_language(services, who)
         now = services.clock()
         day = daily.day_of(now)
+        asker = who.user.id if who.user is not None else None
+        seen = await services.members.of(who.chat.id, now)
+        also = seen if asker is None else [*seen, asker]
         async with services.sessionmaker() as session:
             puzzle = await flows.puzzle_today(session, now, services.rng)
-            members = await store.group_dailies(session, who.chat.id, day, DAILY_GROUP_ROWS)
+            members = await store.group_dailies(
+                session, who.chat.id, day, DAILY_GROUP_ROWS, also=also, keep=asker
+            )
         board = _board(services)
         await board.ensure(day, services.sessionmaker)
         counts = await board.counts(day)
         text = texts.daily_group_board(
             lang, puzzle.number, members, counts.played, puzzle.max_attempts
         )
-        await answer(services, who.message, text)
+        await answer_paid(services, who.message, text)
 
     async def in_channel(self, update: Update, context: CodemojexContext) -> None:
         """/daily posted in a channel: played in a private chat, said once (nothing read)."""
@@ -154,21 +164,23 @@ class DailyCommands:
         if command_text(who.message).strip().lower() != TOP_DAILY:
             await cmd_top(update, context)  # the room's boards (group chats only)
             return
+        if await paid_sender(update, context) is None:
+            return
         services = context.services
         lang = await chat_language(services, who)
-        await answer(services, who.message, await world_top(services, who.user, lang))
+        await answer_paid(services, who.message, await world_top(services, who.user, lang))
 
     # -- /me -------------------------------------------------------------------------------
 
     async def cmd_me(self, update: Update, context: CodemojexContext) -> None:
         """The user's records of every chat, and their daily's streaks and histogram."""
-        who = sender_of(update)
+        who = await paid_sender(update, context)
         if who is None:
             return
         services = context.services
         lang = await chat_language(services, who)
         if who.user is None:
-            await answer(services, who.message, texts.anonymous_player(lang))
+            await answer_paid(services, who.message, texts.anonymous_player(lang))
             return
         async with services.sessionmaker() as session:
             stats = await store.global_stats(session, who.user.id)
@@ -178,7 +190,7 @@ class DailyCommands:
         dailies = texts.daily_record(
             lang, streak, record.best, record.played, record.cracked, record.histogram
         )
-        await answer(services, who.message, f"{everywhere}\n\n{dailies}")
+        await answer_paid(services, who.message, f"{everywhere}\n\n{dailies}")
 
     # -- the Share button's inline query ---------------------------------------------------
 

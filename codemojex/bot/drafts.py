@@ -3,8 +3,10 @@ tap to guess (codemojex.bot.taps) that every bot process shares. Key names: post
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from codemojex import limits
 from codemojex.game import taps
@@ -29,18 +31,26 @@ class Drafts:
         self.rate = rate or TapRate()
 
     async def admit(
-        self, user_id: int, query_id: str, seen_s: int = limits.DEDUPE_WINDOW_S_DEFAULT
+        self,
+        user_id: int,
+        query_id: str,
+        seen_s: int = limits.DEDUPE_WINDOW_S_DEFAULT,
+        *,
+        also: Callable[[Any], None] | None = None,
     ) -> tuple[bool, bool]:
         """(within the rate, first sight of this callback query). A refused tap counts
         against the rate too, so hammering stays refused, and leaves nothing else behind:
         only a tap within the rate is marked seen (a second round trip, for it alone), for
         `seen_s` (the dedupe window: Telegram sends an unconfirmed update again within
-        minutes, a bot restarting or a webhook retried)."""
+        minutes, a bot restarting or a webhook retried). `also(pipe)` queues more commands in
+        the rate's round trip (the tapper seen in the group: bot/members.py)."""
         rate_key = self._keys.tap_rate(user_id)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.set(rate_key, 0, nx=True, px=self.rate.window_ms)
             pipe.incr(rate_key)
-            _, count = await pipe.execute()
+            if also is not None:
+                also(pipe)
+            _, count, *_ = await pipe.execute()
         if int(count) > self.rate.most:
             return False, False
         first = await self._redis.set(self._keys.tap_seen(query_id), 1, nx=True, ex=seen_s)

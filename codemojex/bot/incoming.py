@@ -19,7 +19,8 @@ from telegram.constants import ChatType
 from codemojex.bot.admin import is_anonymous_admin
 from codemojex.bot.context import CodemojexContext
 from codemojex.bot.language import user_language
-from codemojex.bot.replies import answer
+from codemojex.bot.members import seen
+from codemojex.bot.replies import answer, spend_first
 from codemojex.game import texts
 from codemojex.locale import Lang
 from codemojex.ops.health import probe_of
@@ -108,6 +109,17 @@ def sender_of(update: Update) -> Sender | None:
     if user is None or message.sender_chat is not None or user.is_bot:
         return None
     return Sender(message, chat, user, in_group, topic_of(message))
+
+
+async def paid_sender(update: Update, context: CodemojexContext) -> Sender | None:
+    """The sender of a command that answers, its answer paid before any work (`spend_first`:
+    past the budget, None after one Redis call and no SQL), and, in a group, seen there
+    (bot/members.py)."""
+    who = sender_of(update)
+    if who is None or not await spend_first(context.services, who.message):
+        return None
+    await seen(context.services, who.chat, who.user)
+    return who
 
 
 def command_text(message: Message) -> str:

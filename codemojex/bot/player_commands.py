@@ -1,7 +1,12 @@
 """The players' commands and the group chatter that may be a guess: thin handlers that call a
 store use-case or the guess intake and answer briefly. Results and round announcements are
 posted by the worker's outbox sender, not from here. /daily, /top daily and /me (which shows
-the daily's record too) are the daily's (bot/daily.py)."""
+the daily's record too) are the daily's (bot/daily.py).
+
+A command pays its answer before its work (`incoming.paid_sender`): one past its sender's
+answer budget costs one Redis call and no SQL. /newgame, whose round is no answer, only checks
+first that its sender is not silenced. A guess (/g) is neither: its refusals spend the budget
+when they are said, and a guess taken says nothing."""
 
 from __future__ import annotations
 
@@ -19,11 +24,13 @@ from codemojex.bot.incoming import (
     Sender,
     command_text,
     guarded,
+    paid_sender,
     replied_to,
     sender_of,
 )
 from codemojex.bot.language import chat_language, room_language, user_language
-from codemojex.bot.replies import answer, outbox_written
+from codemojex.bot.members import seen
+from codemojex.bot.replies import answer, answer_paid, outbox_written, silenced, spend_first
 from codemojex.bot.rooms import display_name, ensure_room
 from codemojex.db import store
 from codemojex.game import texts
@@ -35,16 +42,16 @@ TOP_WEEK: Final = "week"  # /top week: this week's board
 
 @guarded
 async def cmd_help(update: Update, context: CodemojexContext) -> None:
-    who = sender_of(update)
+    who = await paid_sender(update, context)
     if who is not None:
         lang = await chat_language(context.services, who)
-        await answer(context.services, who.message, texts.help_text(lang))
+        await answer_paid(context.services, who.message, texts.help_text(lang))
 
 
 @guarded
 async def cmd_rules(update: Update, context: CodemojexContext) -> None:
     """The rules with this room's numbers (the open round's, else the next round's)."""
-    who = sender_of(update)
+    who = await paid_sender(update, context)
     if who is None:
         return
     services = context.services
@@ -60,34 +67,46 @@ async def cmd_rules(update: Update, context: CodemojexContext) -> None:
         lang = room_language(room, who.user)
         if round_ is not None:
             length, palette, repeats = round_.length, round_.palette, round_.repeats
-    await answer(
+    await answer_paid(
         context.services,
         who.message,
         texts.rules_text(lang, length, palette, timeout_s, repeats=repeats),
     )
 
 
-async def _group_player(update: Update, context: CodemojexContext) -> Sender | None:
-    """The sender of a group-only player command; answers private chats and anonymous admins."""
-    who = sender_of(update)
+async def _group_player(
+    update: Update, context: CodemojexContext, *, paid: bool = True
+) -> Sender | None:
+    """The sender of a group-only player command; answers private chats and anonymous admins.
+    `paid`: the command's answer is paid first (`paid_sender`); a guess's is not (a guess
+    taken says nothing)."""
+    who = await paid_sender(update, context) if paid else sender_of(update)
     if who is None:
         return None
+    say = answer_paid if paid else answer
     if not who.in_group:
-        await answer(context.services, who.message, texts.group_only(user_language(who.user)))
+        await say(context.services, who.message, texts.group_only(user_language(who.user)))
         return None
     if who.user is None:
         lang = await chat_language(context.services, who)
-        await answer(context.services, who.message, texts.anonymous_player(lang))
+        await say(context.services, who.message, texts.anonymous_player(lang))
         return None
     return who
 
 
 @guarded
 async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
-    who = await _group_player(update, context)
+    """A round, or "one is running". The round is no answer of the budget's: a member past
+    their budget (told to slow down) is not heard at all, at the cost of one Redis call; any
+    other spends an answer only when told a round is running."""
+    asked = sender_of(update)
+    if asked is None or await silenced(context.services, asked.message):
+        return
+    who = await _group_player(update, context, paid=False)
     if who is None:
         return
     services = context.services
+    await seen(services, who.chat, who.user)
     # Once per message (bot/once.py): a /newgame delivered again after its round ended must
     # not open another.
     async with services.commands.once(who.message) as first:
@@ -121,7 +140,7 @@ async def _newgame(services: BotServices, who: Sender) -> None:
 async def cmd_guess(update: Update, context: CodemojexContext) -> None:
     who = sender_of(update)
     if who is None or who.user is None or who.chat.type != ChatType.PRIVATE:
-        who = await _group_player(update, context)  # in a private chat: the daily's guess
+        who = await _group_player(update, context, paid=False)  # private: the daily's guess
     if who is None or who.user is None:
         return
     outcome = await submit_guess(
@@ -178,7 +197,7 @@ async def cmd_stats(update: Update, context: CodemojexContext) -> None:
         room = await ensure_room(services, session, who.chat, who.thread_id)
         stats = await store.player_stats(session, room.id, who.user.id)
     lang = room_language(room, who.user)
-    await answer(
+    await answer_paid(
         context.services, who.message, texts.record_here(lang, display_name(who.user), stats)
     )
 
@@ -205,7 +224,7 @@ async def cmd_top(update: Update, context: CodemojexContext) -> None:
         else:
             rows = await store.leaderboard(session, room.id, limit=LEADERBOARD_ROWS)
             board = texts.leaderboard(lang, [(r.display_name, r.points, r.wins) for r in rows])
-    await answer(context.services, who.message, board)
+    await answer_paid(context.services, who.message, board)
 
 
 @guarded
@@ -219,8 +238,11 @@ async def cmd_unknown(update: Update, context: CodemojexContext) -> None:
     word = text.split(maxsplit=1)[0] if text.strip() else ""
     _, _, addressed = word.partition("@")
     if not who.in_group or (addressed and addressed.lower() == context.bot.username.lower()):
+        if not await spend_first(context.services, who.message):
+            return
+        await seen(context.services, who.chat, who.user)
         lang = await chat_language(context.services, who)
-        await answer(context.services, who.message, texts.unknown_command(lang))
+        await answer_paid(context.services, who.message, texts.unknown_command(lang))
 
 
 PLAYER_COMMANDS: Final[dict[str, Handler]] = {

@@ -12,8 +12,10 @@ chat's seconds in a row), so that the results keep the rest whatever a chat's me
 Each member's answers in a chat are budgeted first (posting/budget.py, the setting
 CODEMOJEX_ANSWER_BUDGET: 4 a minute): past the budget the member gets one "slow down" instead
 of the answer, then nothing until the budget is whole again, so one member's spam cannot take
-the chat's whole share of answers either. An admin's allowed commands are answered outside the
-budget (`answer_as(..., Say.ANSWER, ...)`): the pace still holds them to the answers' share.
+the chat's whole share of answers either. A command spends it before its work (`spend_first`,
+then `answer_paid`), so one past the budget costs one Redis call and no SQL. An admin's allowed
+commands are answered outside the budget (`answer_as(..., Say.ANSWER, ...)`): the pace still
+holds them to the answers' share.
 
 The rule for an answer (a refusal, "slow down", an admin reply):
 - the chat's pace allows a post now: it goes out at once, as a reply to the message it
@@ -248,6 +250,36 @@ async def answer(
     waiting for a posting slot."""
     said = await spend(services, message)
     await answer_as(services, message, said, text, lang=lang, on_dropped=on_dropped, markup=markup)
+
+
+async def spend_first(services: BotServices, message: Message) -> bool:
+    """A command's answer paid before its work (its reads, its writes): True when the command
+    is to be done, and answered with `answer_paid`. Otherwise its sender is past their budget
+    in the chat: told once to slow down, or nothing, and the command does no more (one Redis
+    call, no SQL)."""
+    said = await spend(services, message)
+    if said is Say.ANSWER:
+        return True
+    await answer_as(services, message, said, "")  # "slow down" in their language, or nothing
+    return False
+
+
+async def silenced(services: BotServices, message: Message) -> bool:
+    """`message`'s sender is past their budget in the chat and was told: a command that may
+    answer nothing (a round opened) checks this before its work, and does nothing then."""
+    return await services.budget.silenced(message.chat_id, member_of(message))
+
+
+async def answer_paid(
+    services: BotServices,
+    message: Message,
+    text: str,
+    *,
+    lang: Lang | None = None,
+    markup: str | None = None,
+) -> None:
+    """The answer of a command whose budget `spend_first` spent."""
+    await answer_as(services, message, Say.ANSWER, text, lang=lang, markup=markup)
 
 
 async def answer_as(

@@ -25,6 +25,7 @@ from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.guesses import take_guess
 from codemojex.bot.incoming import guarded, topic_of
 from codemojex.bot.language import room_language, user_language
+from codemojex.bot.members import tapper_seen
 from codemojex.game import taps, texts
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,12 @@ async def _handle(
     """The toast of one tap on the keyboard under `message`."""
     user = query.from_user
     drafts = services.drafts
-    within, first = await drafts.admit(user.id, query.id, services.settings.dedupe_window_s)
+    within, first = await drafts.admit(
+        user.id,
+        query.id,
+        services.settings.dedupe_window_s,
+        also=tapper_seen(services, message.chat, user),
+    )
     if not within:
         return texts.tap_too_fast(user_language(user))
     if not first:

@@ -21,6 +21,8 @@ from codemojex.game import daily, taps, texts
 from codemojex.locale import EN, Lang
 from codemojex.posting.board import DailyBoard
 from codemojex.posting.cards import card_of
+from codemojex.posting.keys import Keys
+from codemojex.posting.members import GroupMembers
 from codemojex.scoring import feedback
 from codemojex.values.types import KIND_ROUND
 from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round
@@ -32,6 +34,7 @@ pytestmark = E2E
 BOT = "codemojex_bot"
 DAY1 = datetime(2026, 3, 14, tzinfo=UTC)
 IVAN = 1010  # a Russian-speaking player
+EVE = 1011
 CHANNEL = -1007770001
 
 
@@ -219,6 +222,95 @@ async def test_a_groups_board_and_the_world_top(world: World) -> None:
     assert carols.splitlines()[-1] == texts.daily_rank_none(EN)
     # /top alone in a private chat is still a group's board
     assert await ask(world, CAROL, "/top") == [texts.group_only(EN)]
+
+
+def seen_group(world: World) -> int:
+    """A group the bot administers (Telegram tells it of joins and leaves there)."""
+    group = world.new_group()
+    world.standin.chats[group].bot_status = "administrator"
+    return group
+
+
+async def board_of(world: World, group: int, asker: int) -> list[str]:
+    """`asker`'s /daily in the group: the board's lines."""
+    asked = world.standin.send_text(group, asker, "/daily")
+    await world.settle()
+    [board] = world.replies_to(group, asked)
+    return board.splitlines()
+
+
+async def test_a_groups_members_are_everyone_the_bot_saw_there(world: World) -> None:
+    """Its players, and whoever ran a command, tapped or joined there: their dailies make the
+    board; the asker always does; a leave takes a member off it; nobody else is on it."""
+    world.standin.add_user(EVE, "Eve")
+    group = seen_group(world)
+    async with world.sessionmaker() as session:
+        room = await store.ensure_room(session, group, "G", default_ceiling=2, round_timeout_s=600)
+        await store.ensure_player(session, room.id, ALICE, "Alice")  # played a round there
+    asked = world.standin.send_text(group, BOB, "/rules")  # a command
+    await world.settle()
+    world.standin.join(group, DAVE)  # a join (the bot administers the group)
+    tap = taps.tap_data(1, 0)  # a tap on a keyboard of a round long over
+    world.standin.press_button(group, world.said(group)[-1].message_id, IVAN, tap, stale=True)
+    await world.settle()
+    assert world.replies_to(group, asked) and world.standin.callback_answers
+    for user in (ALICE, BOB, CAROL, DAVE, IVAN, EVE):  # Eve was never seen in the group
+        await ask(world, user, "/daily")
+    rnd = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
+    for n, user in enumerate((ALICE, BOB, CAROL, DAVE, IVAN, EVE)):
+        await finish(world, user, [*misses(rnd, n), rnd.secret_emojis], CLOCK.now)
+    # Carol never played a round here, never spoke here before: she asks, she is on it
+    assert await board_of(world, group, CAROL) == [
+        "📅 Daily #1 in this chat",
+        "🥇 Alice: 1/8 · 0 seconds",
+        "🥈 Bob: 2/8 · 0 seconds",
+        "🥉 Carol: 3/8 · 0 seconds",
+        "· Dave: 4/8 · 0 seconds",
+        "· Иван: 5/8 · 0 seconds",
+        "6 players in the world played it today.",
+    ]
+    world.standin.leave(group, DAVE)
+    await world.settle()
+    assert "· Dave: 4/8 · 0 seconds" not in await board_of(world, group, CAROL)
+
+
+async def test_a_groups_members_are_bounded_and_expire(world: World) -> None:
+    """A group keeps its members last seen, at most its bound, each for its TTL, on the bot's
+    clock: past the bound the earliest seen is off the board, past the TTL everyone but its
+    players and the asker; the set in Redis expires with its last member."""
+    services = world.app.bot_data
+    before = services.members
+    services.members = GroupMembers(world.redis, world.settings.queue, most=2, ttl_s=3600)
+    try:
+        group = seen_group(world)
+        for user in (ALICE, BOB, DAVE, CAROL):
+            await ask(world, user, "/daily")
+        rnd = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
+        for n, user in enumerate((ALICE, BOB, DAVE, CAROL)):
+            await finish(world, user, [*misses(rnd, n), rnd.secret_emojis], CLOCK.now)
+        for user in (ALICE, BOB, DAVE):  # one after another, a minute apart
+            world.standin.send_text(group, user, "/rules")
+            await world.settle()
+            CLOCK.now += timedelta(minutes=1)
+        assert await services.members.of(group, CLOCK.now) == [DAVE, BOB]  # Alice: the bound
+        # Carol asks: she is seen (Bob goes, the earlier of the two) and is on the board
+        assert await board_of(world, group, CAROL) == [
+            "📅 Daily #1 in this chat",
+            "🥇 Dave: 3/8 · 0 seconds",
+            "🥈 Carol: 4/8 · 0 seconds",
+            "4 players in the world played it today.",
+        ]
+        key = Keys(world.settings.queue).group_members(group)
+        assert 0 < await world.redis.pttl(key) <= 3600 * 1000
+        # An hour later nobody was seen since: only the asker is on the board
+        CLOCK.now += timedelta(hours=1)
+        assert await board_of(world, group, BOB) == [
+            "📅 Daily #1 in this chat",
+            "🥇 Bob: 2/8 · 0 seconds",
+            "4 players in the world played it today.",
+        ]
+    finally:
+        services.members = before
 
 
 async def test_the_inline_answer_is_the_card_or_an_invitation(world: World) -> None:

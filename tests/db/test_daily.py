@@ -245,6 +245,30 @@ async def test_a_groups_board_is_its_members_dailies(
     assert names == {ALICE: f"user {ALICE}", 9999: "user 9999"}
 
 
+async def test_a_groups_board_takes_the_others_seen_there_and_keeps_the_asker(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    """Beside its players (by their name there), the users the bot saw in the group (by the
+    name they opened the daily with; a player's own name wins); cut at the limit, but the
+    asker's row stays, after the cut."""
+    group = -100778
+    async with sessions() as session:
+        room = await store.ensure_room(session, group, "G", default_ceiling=2, round_timeout_s=600)
+        await store.ensure_player(session, room.id, ALICE, "Alice here")
+    for user in (ALICE, BOB, CAROL, 9999):
+        await open_for(sessions, user, NOON)
+    rnd = await daily_round(sessions, ALICE, NOON)
+    for n, user in enumerate((ALICE, BOB, CAROL, 9999)):
+        await play(sessions, user, [*misses(rnd, n), rnd.secret_emojis], NOON)
+    async with sessions() as session:
+        board = await store.group_dailies(session, group, NOON.date(), 10, also=[ALICE, BOB])
+        cut = await store.group_dailies(
+            session, group, NOON.date(), 1, also=[BOB, CAROL, 1], keep=CAROL
+        )
+    assert [(m.name, m.attempts) for m in board] == [("Alice here", 1), (f"user {BOB}", 2)]
+    assert [(m.name, m.attempts) for m in cut] == [("Alice here", 1), (f"user {CAROL}", 3)]
+
+
 async def test_the_rebuild_reads_the_day_a_page_at_a_time(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:

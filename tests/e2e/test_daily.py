@@ -200,6 +200,31 @@ async def test_a_daily_played_typed_and_tapped_the_same_puzzle_for_two_players(
         assert await stack.open_round(group) is None  # nothing started in the group
 
 
+async def test_a_groups_board_has_the_asker_and_whoever_the_bot_saw_there(
+    stack: Stack, clock: Clock
+) -> None:
+    """Two members play the daily in their private chats; Bob, who never played a round in
+    the group nor wrote there, asks /daily in it: he is on its board, and so is Alice, whom
+    the bot saw there once (a command). Carol played too, never seen there: not on it."""
+    group = stack.new_group()
+    seen = stack.standin.send_text(group, ALICE, "/rules")
+    await stack.reply_to(group, seen)
+    async with in_process_worker(stack):
+        tries = {ALICE: 2, BOB: 1, CAROL: 3}
+        for user, name in ((ALICE, "Alice"), (BOB, "Bob"), (CAROL, "Carol")):
+            _, palette = await open_daily(stack, user, 1)
+            secret = (await daily_round(stack.sessionmaker, user, clock.now)).secret_emojis
+            guesses = [wrong_guess(secret, palette, n) for n in range(tries[user] - 1)]
+            await type_guesses(stack, user, name, [*guesses, secret], secret)
+            await card_of(stack, user, 1)
+        asked = stack.standin.send_text(group, BOB, "/daily")
+        lines = (await stack.reply_to(group, asked)).splitlines()
+    assert lines[0] == "📅 Daily #1 in this chat"
+    assert lines[1].startswith("🥇 Bob: 1/8 · ") and lines[2].startswith("🥈 Alice: 2/8 · ")
+    assert lines[3:] == ["3 players in the world played it today."]
+    assert await stack.open_round(group) is None  # nothing started in the group
+
+
 async def test_bad_input_gets_one_answer_each_and_changes_nothing(
     stack: Stack, clock: Clock
 ) -> None:

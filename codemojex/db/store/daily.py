@@ -16,12 +16,12 @@ processes agree on it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import bindparam, delete, func, literal_column, select, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
@@ -267,37 +267,55 @@ class MemberDaily:
 
 
 async def group_dailies(
-    session: AsyncSession, chat_id: int, day: date, limit: int
+    session: AsyncSession,
+    chat_id: int,
+    day: date,
+    limit: int,
+    *,
+    also: Collection[int] = (),
+    keep: int | None = None,
 ) -> list[MemberDaily]:
-    """The dailies of `day` of the chat's members: the users seen playing in the chat (in any
-    of its rooms: its forum topics too), by the name they have there. Finished first (cracked
-    by attempts, then the others), then by time taken; at most `limit`. Index walks only: the
-    chat's rooms, their players, each one's result by primary key."""
-    members = (
+    """The dailies of `day` of the chat's members: its players (in any of its rooms: its forum
+    topics too), by the name they have there, and the users of `also` (the others the bot saw
+    in the chat), by the name they opened the daily with. Finished first (cracked by attempts,
+    then the others), then by time taken; at most `limit`, and `keep`'s (the asker's) after
+    them when the cut left it out. One statement of index walks only: the chat's rooms, their
+    players, each one's result by primary key; `also`'s results by primary key."""
+    players = (
         select(Player.tg_user_id, func.min(Player.display_name).label("name"))
         .join(Room, Room.id == Player.room_id)
         .where(Room.chat_id == chat_id)
         .group_by(Player.tg_user_id)
         .subquery()
     )
-    stmt = select(
+    result = (
         DailyResult.tg_user_id,
-        members.c.name,
         DailyResult.rows,
         DailyResult.cracked,
         DailyResult.started_at,
         DailyResult.finished_at,
-    ).join(
-        members,
-        (members.c.tg_user_id == DailyResult.tg_user_id) & (DailyResult.day == day),
     )
+    stmt: Any = select(*result, players.c.name, literal_column("0").label("seen")).join(
+        players,
+        (players.c.tg_user_id == DailyResult.tg_user_id) & (DailyResult.day == day),
+    )
+    seen = sorted({int(uid) for uid in also})
+    if seen:
+        others: Any = select(
+            *result, DailyResult.display_name.label("name"), literal_column("1").label("seen")
+        ).where(DailyResult.day == day, DailyResult.tg_user_id.in_(seen))
+        stmt = union_all(stmt, others)
     try:
         rows = (await session.execute(stmt)).all()
     finally:
         await session.commit()
-    found = [
-        MemberDaily(
-            tg_user_id=int(r.tg_user_id),
+    found: dict[int, MemberDaily] = {}
+    for r in sorted(rows, key=lambda r: r.seen):  # a player's name in the chat first
+        uid = int(r.tg_user_id)
+        if uid in found:
+            continue
+        found[uid] = MemberDaily(
+            tg_user_id=uid,
             name=r.name,
             attempts=len(daily.decode_rows(r.rows)),
             cracked=bool(r.cracked),
@@ -305,10 +323,14 @@ async def group_dailies(
             if r.finished_at is None
             else max(0, int((r.finished_at - r.started_at).total_seconds())),
         )
-        for r in rows
-    ]
-    found.sort(key=lambda m: (m.seconds is None, not m.cracked, m.attempts, m.seconds or 0, m.name))
-    return found[: max(0, limit)]
+    ranked = sorted(
+        found.values(),
+        key=lambda m: (m.seconds is None, not m.cracked, m.attempts, m.seconds or 0, m.name),
+    )
+    shown = ranked[: max(0, limit)]
+    if keep is not None and keep in found and found[keep] not in shown:
+        shown.append(found[keep])
+    return shown
 
 
 async def daily_names(
