@@ -49,6 +49,7 @@ def print_report(report: dict[str, Any], say: Callable[[str], None] = print) -> 
         "duplicated",
         "stored_without_ack",
         "late_guesses",
+        "late_unsaid",
         "leaderboard_mismatches",
         "rounds",
         "rounds_won",

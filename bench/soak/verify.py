@@ -20,7 +20,7 @@ from codemojex.db import (
     Round,
 )
 from codemojex.game import texts
-from codemojex.locale import EN
+from codemojex.locale import EN, LANGUAGES
 from codemojex.posting.fold import STANDALONE_KINDS
 from codemojex.standin import SentMessage, StandIn
 
@@ -65,7 +65,8 @@ def check_rows(
     outbox: Sequence[Outbox],
 ) -> dict[str, Any]:
     """Every accepted guess stored once, the leaderboard and the winners agree with the guess
-    rows, one result (or late) row per guess and one win row per won round."""
+    rows, one result row per scored guess, at most one late row per late guess (its member's
+    answer budget may leave it unsaid) and one win row per won round."""
     stored_ids = Counter(g.id for g in guesses)
     stored = set(stored_ids)
     lost = accepted - stored
@@ -93,10 +94,16 @@ def check_rows(
         1 for r in rounds if (r.winner_player_id is not None) != (winners.get(r.id, 0) == 1)
     )
 
-    # Outbox: one result (or late) row per stored guess, one win row per won round.
+    # Outbox: one result row per scored guess, at most one late row per late guess (a "too
+    # late" line spends its member's answer budget: past it, nothing is said), one win row
+    # per won round.
     per_guess = Counter(o.guess_id for o in outbox if o.kind in ("result", "late"))
     outbox_dup_rows = sum(n - 1 for n in per_guess.values() if n > 1)
-    outbox_missing_rows = sum(1 for gid in stored if per_guess.get(gid, 0) == 0)
+    late_ids = {g.id for g in guesses if g.late}
+    outbox_missing_rows = sum(
+        1 for gid in stored if gid not in late_ids and per_guess.get(gid, 0) == 0
+    )
+    late_unsaid = sum(1 for gid in late_ids if per_guess.get(gid, 0) == 0)
     win_rows = Counter(o.round_id for o in outbox if o.kind == "win")
     outbox_dup_rows += sum(n - 1 for n in win_rows.values() if n > 1)
 
@@ -109,7 +116,8 @@ def check_rows(
         "lost_examples": sorted(lost)[:10],
         "duplicated": duplicated_rows,
         "stored_without_ack": len(stored - accepted),
-        "late_guesses": sum(1 for g in guesses if g.late),
+        "late_guesses": len(late_ids),
+        "late_unsaid": late_unsaid,
         "leaderboard_mismatches": board_mismatch,
         "rounds": len(rounds),
         "rounds_won": sum(1 for r in rounds if r.winner_player_id),
@@ -270,11 +278,16 @@ def _lines(
 ) -> tuple[dict[int, set[str]], dict[tuple[int, str], list[int]], dict[tuple[int, str], list[int]]]:
     """The lines a post may carry a row as (alone, or named when folded with others): per
     chat; the rows marked done with no message id (assumed sent, or refused for good: a post
-    of their line no row was marked with is their one copy, not a second one); every row."""
+    of their line no row was marked with is their one copy, not a second one); every row.
+    A "slow down" row (a "too late" line past its member's budget) is left out: the bot's
+    own answers say the very same line, so a post of it tells nothing about the row."""
     lines_by_chat: dict[int, set[str]] = defaultdict(set)
     unmarked_rows: dict[tuple[int, str], list[int]] = defaultdict(list)
     rows_by_line: dict[tuple[int, str], list[int]] = defaultdict(list)
+    said_by_the_bot = {texts.answers_spent(lang) for lang in LANGUAGES}
     for o in outbox:
+        if o.text in said_by_the_bot:
+            continue
         variants = [o.text]
         if o.player_name and o.kind not in STANDALONE_KINDS:
             variants.append(f"{o.player_name}: {o.text}")

@@ -30,7 +30,7 @@ from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.incoming import Handler, Sender, command_text, guarded, paid_sender, sender_of
 from codemojex.bot.language import chat_language, user_language
 from codemojex.bot.player_commands import cmd_top
-from codemojex.bot.replies import answer, answer_paid, outbox_written
+from codemojex.bot.replies import answer, answer_paid, outbox_written, spend_first
 from codemojex.bot.rooms import display_name, room_title
 from codemojex.db import store
 from codemojex.db.store.daily_open import PrivateChat
@@ -73,12 +73,17 @@ class DailyCommands:
     # -- /daily ----------------------------------------------------------------------------
 
     async def cmd_daily(self, update: Update, context: CodemojexContext) -> None:
-        who = await paid_sender(update, context)
+        who = sender_of(update)
         if who is None:
             return
+        services = context.services
         if who.in_group:
-            await self._group_board(context.services, who)
-        elif who.chat.type == ChatType.PRIVATE and who.user is not None:
+            if await paid_sender(update, context) is not None:
+                await self._group_board(services, who)
+            return
+        # The puzzle is no answer of the budget's: checked first, spent when answered.
+        private = who.chat.type == ChatType.PRIVATE and who.user is not None
+        if private and await spend_first(services, who.message, check=True):
             await self._open(context, who)
 
     async def _open(self, context: CodemojexContext, who: Sender) -> None:
@@ -124,7 +129,7 @@ class DailyCommands:
                 lang, view.card(lang), daily.seconds_to_next(now), share_via=share
             )
             markup = daily.share_markup(lang) if share else None
-        await answer_paid(services, who.message, text, markup=markup)
+        await answer(services, who.message, text, markup=markup)
 
     async def _group_board(self, services: BotServices, who: Sender) -> None:
         """Today's dailies of the group's members (its players, the others the bot saw there

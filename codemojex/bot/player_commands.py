@@ -5,8 +5,8 @@ the daily's record too) are the daily's (bot/daily.py).
 
 A command pays its answer before its work (`incoming.paid_sender`): one past its sender's
 answer budget costs one Redis call and no SQL. /newgame, whose round is no answer, only checks
-first that its sender is not silenced. A guess (/g) is neither: its refusals spend the budget
-when they are said, and a guess taken says nothing."""
+its sender's budget first (and spends it when it says a round is running). A guess (/g) is
+neither: its refusals spend the budget when they are said, and a guess taken says nothing."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from codemojex.bot.incoming import (
 )
 from codemojex.bot.language import chat_language, room_language, user_language
 from codemojex.bot.members import seen
-from codemojex.bot.replies import answer, answer_paid, outbox_written, silenced, spend_first
+from codemojex.bot.replies import answer, answer_paid, outbox_written, spend_first
 from codemojex.bot.rooms import display_name, ensure_room
 from codemojex.db import store
 from codemojex.game import texts
@@ -96,11 +96,11 @@ async def _group_player(
 
 @guarded
 async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
-    """A round, or "one is running". The round is no answer of the budget's: a member past
-    their budget (told to slow down) is not heard at all, at the cost of one Redis call; any
-    other spends an answer only when told a round is running."""
+    """A round, or "one is running". The round is no answer of the budget's: the budget is
+    checked first (past it: "slow down" once, or nothing, at the cost of one Redis call), and
+    spent only when the answer is that a round is running."""
     asked = sender_of(update)
-    if asked is None or await silenced(context.services, asked.message):
+    if asked is None or not await spend_first(context.services, asked.message, check=True):
         return
     who = await _group_player(update, context, paid=False)
     if who is None:

@@ -231,9 +231,10 @@ def member_of(message: Message) -> int:
     return message.from_user.id if message.from_user is not None else message.chat_id
 
 
-async def spend(services: BotServices, message: Message) -> Say:
-    """Spend one answer of the budget of `message`'s sender in its chat: what to say."""
-    return await services.budget.spend(message.chat_id, member_of(message))
+async def spend(services: BotServices, message: Message, *, check: bool = False) -> Say:
+    """Spend one answer of the budget of `message`'s sender in its chat: what to say (`check`:
+    an answer left is found, not spent)."""
+    return await services.budget.spend(message.chat_id, member_of(message), check=check)
 
 
 async def answer(
@@ -252,22 +253,17 @@ async def answer(
     await answer_as(services, message, said, text, lang=lang, on_dropped=on_dropped, markup=markup)
 
 
-async def spend_first(services: BotServices, message: Message) -> bool:
+async def spend_first(services: BotServices, message: Message, *, check: bool = False) -> bool:
     """A command's answer paid before its work (its reads, its writes): True when the command
     is to be done, and answered with `answer_paid`. Otherwise its sender is past their budget
     in the chat: told once to slow down, or nothing, and the command does no more (one Redis
-    call, no SQL)."""
-    said = await spend(services, message)
+    call, no SQL). `check`: the command may post no answer (a round, a puzzle: through the
+    outbox), so an answer left is only found; what it then answers spends (`answer`)."""
+    said = await spend(services, message, check=check)
     if said is Say.ANSWER:
         return True
     await answer_as(services, message, said, "")  # "slow down" in their language, or nothing
     return False
-
-
-async def silenced(services: BotServices, message: Message) -> bool:
-    """`message`'s sender is past their budget in the chat and was told: a command that may
-    answer nothing (a round opened) checks this before its work, and does nothing then."""
-    return await services.budget.silenced(message.chat_id, member_of(message))
 
 
 async def answer_paid(

@@ -10,8 +10,9 @@ for its results (the pace, pacer.py, caps what all of a chat's answers together 
 budget keeps one member from taking all of that).
 
 The bot spends it before a command does any work (bot/replies.py `spend_first`): a command
-past the budget costs this one Redis call and no SQL (/newgame, whose round is no answer,
-only checks that its sender is not silenced: `silenced`). The worker's "too late" lines (a guess
+past the budget costs this one Redis call and no SQL (a command that may post no answer,
+/newgame opening a round, /daily its puzzle, only checks: `spend(..., check=True)`, and
+spends when it answers). The worker's "too late" lines (a guess
 scored after its round ended) spend it too (`spend_many`, one call for a batch's lines), so a
 member sending guesses after the end gets as few lines as answers and cannot crowd the
 chat's results out.
@@ -48,13 +49,19 @@ class AnswerBudget:
         self._args = [budget, int(window_s * 1000)]
         self._take = scripts.register(redis, "budget_take")
 
-    async def spend(self, chat_id: int, member_id: int) -> Say:
-        """Spend one answer of `member_id` in `chat_id`: what to say to them."""
-        [said] = await self.spend_many([(chat_id, member_id)])
+    async def spend(self, chat_id: int, member_id: int, *, check: bool = False) -> Say:
+        """Spend one answer of `member_id` in `chat_id`: what to say to them. With `check`,
+        an answer left is found but not spent (past the budget: told, or nothing, as when
+        spent)."""
+        [said] = await self.spend_many([(chat_id, member_id)], check=check)
         return said
 
     async def spend_many(
-        self, members: Sequence[tuple[int, int]], *, wait_s: float | None = None
+        self,
+        members: Sequence[tuple[int, int]],
+        *,
+        check: bool = False,
+        wait_s: float | None = None,
     ) -> list[Say]:
         """Spend one answer of each (chat, member), in order, in one call (a member may come
         more than once): what to say for each. Redis out, or not answering within `wait_s`:
@@ -65,7 +72,7 @@ class AnswerBudget:
         everything = [Say.ANSWER] * len(members)
         try:
             async with asyncio.timeout(wait_s):
-                said = await self._take(keys=keys, args=self._args)
+                said = await self._take(keys=keys, args=[*self._args, int(check)])
         except TimeoutError as exc:  # slow, not out: nothing to wait for the end of
             OUTAGES.swallow(exc, "the answer budget", "answers given past their budget")
             return everything
@@ -76,19 +83,6 @@ class AnswerBudget:
             return everything
         OUTAGES.ok("redis")
         return [Say(int(x)) for x in said]
-
-    async def silenced(self, chat_id: int, member_id: int) -> bool:
-        """`member_id` was told to slow down in `chat_id` and gets nothing until their budget is
-        whole: what a command that does not always answer checks before its work, spending
-        nothing (Redis out: not silenced)."""
-        try:
-            told = await self._redis.hexists(self._keys.answer_budget(chat_id, member_id), "told")
-        except Exception as exc:
-            if not is_outage(exc):
-                raise
-            OUTAGES.failed(exc, "the answer budget (answering everyone meanwhile)")
-            return False
-        return bool(told)
 
     async def untell(self, chat_id: int, member_id: int) -> None:
         """The notice could not be posted: the next occasion may tell them again."""

@@ -39,6 +39,29 @@ async def test_each_member_of_each_chat_has_a_budget_of_their_own_in_every_proce
     assert await other.spend(OTHER_CHAT, ANN) is Say.ANSWER
 
 
+async def test_a_check_finds_an_answer_without_spending_it_and_tells_past_the_budget(
+    redis_any: AnyRedis, queue_name: str
+) -> None:
+    budget = AnswerBudget(redis_any, queue_name, budget=2, window_s=60)
+    assert [await budget.spend(CHAT, ANN, check=True) for _ in range(5)] == [Say.ANSWER] * 5
+    assert [await budget.spend(CHAT, ANN) for _ in range(2)] == [Say.ANSWER] * 2
+    assert [await budget.spend(CHAT, ANN, check=True) for _ in range(2)] == [
+        Say.NOTICE,
+        Say.NOTHING,
+    ]
+    assert await budget.spend(CHAT, ANN) is Say.NOTHING
+
+
+async def test_many_answers_are_spent_in_one_call_in_order(
+    redis_any: AnyRedis, queue_name: str
+) -> None:
+    budget = AnswerBudget(redis_any, queue_name, budget=2, window_s=60)
+    said = await budget.spend_many([(CHAT, ANN), (CHAT, BOB), (CHAT, ANN), (CHAT, ANN)] * 2)
+    ann, bob = [said[i] for i in (0, 2, 3, 4, 6, 7)], [said[i] for i in (1, 5)]
+    assert ann == [Say.ANSWER, Say.ANSWER, Say.NOTICE, Say.NOTHING, Say.NOTHING, Say.NOTHING]
+    assert bob == [Say.ANSWER, Say.ANSWER]
+
+
 async def test_a_notice_that_could_not_be_posted_is_given_again(
     redis_any: AnyRedis, queue_name: str
 ) -> None:

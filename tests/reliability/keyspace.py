@@ -20,6 +20,7 @@ def cmx_patterns(queue: str) -> list[re.Pattern[str]]:
         re.compile(rf"{tag}pace:g\Z"),
         re.compile(rf"{tag}pace:block:c:-?\d+\Z"),
         re.compile(rf"{tag}answers:-?\d+:-?\d+\Z"),
+        re.compile(rf"{tag}members:-\d+\Z"),
         re.compile(rf"{tag}send:(lease|posted|sending):-?\d+\Z"),
         re.compile(rf"{tag}send:(ring|dirty|cool)\Z"),
         re.compile(rf"{tag}tap:draft:\d+:\d+\Z"),

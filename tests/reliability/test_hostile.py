@@ -325,11 +325,13 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
 def _without_pace(keys: dict[str, Any]) -> dict[str, Any]:
     """The queue's state, without the bookkeeping of posts (the pacer's and the answer
     budget's keys), of the commands seen (bot/once.py: a message's mark, expiring with the
-    dedupe window) and of a chat's title: a raw update may name the chat otherwise, and the
-    room's card then says so (its generation moves with it)."""
+    dedupe window), of whom the bot saw in a group (its members, by user id) and of a chat's
+    title: a raw update may name the chat otherwise, and the room's card then says so (its
+    generation moves with it)."""
     kept = {}
     for key, value in keys.items():
-        if ":pace:" in key or ":answers:" in key or ":seen:" in key or key.endswith(":gen"):
+        bookkeeping = any(part in key for part in (":pace:", ":answers:", ":seen:", ":members:"))
+        if bookkeeping or key.endswith(":gen"):
             continue
         if ":card:" in key and isinstance(value, dict) and "title" in value:
             value = {field: v for field, v in value.items() if field != "title"}
