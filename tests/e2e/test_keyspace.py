@@ -28,6 +28,7 @@ LASTING: dict[str, int | None] = {
     "daily:board:<day>": 3 * 24 * HOUR,  # the day's world board: read until the day is over
     "daily:played:<day>": 3 * 24 * HOUR,
     "daily:built:<day>": 3 * 24 * HOUR,
+    "members:<chat>": 30 * 24 * HOUR,  # whom the bot saw in a group: its daily board's members
 }
 
 
@@ -36,6 +37,7 @@ def shape(key: str, queue: str) -> str:
     rest = key.removeprefix(f"cmx:{{{queue}}}:")
     rest = re.sub(r"^send:(posted|sending|lease):-?\d+$", r"send:\1:<row>", rest)
     rest = re.sub(r"^daily:(\w+):\d{8}$", r"daily:\1:<day>", rest)
+    rest = re.sub(r"^members:-\d+$", "members:<chat>", rest)
     return rest
 
 
