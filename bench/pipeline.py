@@ -87,7 +87,7 @@ async def _admin(sql: str) -> None:
 
 
 async def make_rooms(url: str, rooms: int, players: int, ceiling: int) -> list[RoomSetup]:
-    from codemojex.db import make_engine, make_sessionmaker, store
+    from codemojex.db import make_engine, make_sessionmaker
 
     engine = make_engine(url, pool_size=8)
     sm = make_sessionmaker(engine)
@@ -98,7 +98,7 @@ async def make_rooms(url: str, rooms: int, players: int, ceiling: int) -> list[R
         for i in todo:
             chat_id = -100_000_000_000 - i
             async with sm() as s:
-                room = await store.ensure_room(
+                room = await usecases.ensure_room(
                     s, chat_id, f"Bench {i}", default_ceiling=ceiling, round_timeout_s=3600
                 )
             seats = []
@@ -106,7 +106,9 @@ async def make_rooms(url: str, rooms: int, players: int, ceiling: int) -> list[R
                 uid = 7_000_000 + i * 100 + k
                 name = f"P{i}-{k}"
                 async with sm() as s:
-                    seats.append((uid, (await store.ensure_player(s, room.id, uid, name)).id, name))
+                    seats.append(
+                        (uid, (await usecases.ensure_player(s, room.id, uid, name)).id, name)
+                    )
             async with sm() as s:
                 rnd = await usecases.start_round(s, room.id, random.Random(i))
             out.append(

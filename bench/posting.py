@@ -208,8 +208,9 @@ class Run:
         return ev
 
     async def _commit(self) -> None:
-        from codemojex.db import store
         from codemojex.db.models import utcnow
+        from codemojex.db.store import outbox
+        from codemojex.db.unit import uow
         from codemojex.values.types import Message
 
         while True:
@@ -221,10 +222,9 @@ class Run:
             )
             if self._pending:
                 self._commit_wanted.set()
-            async with self.sm() as s:
-                messages = [Message(chat, marker, "result", None) for chat, marker, _ in batch]
-                await store.write_messages(s, messages, utcnow())
-                await s.commit()
+            messages = [Message(chat, marker, "result", None) for chat, marker, _ in batch]
+            async with self.sm() as s, uow(s):
+                await outbox.write_messages(s, messages, utcnow())
             now = time.monotonic()
             for chat, marker, committed in batch:
                 self.written[marker] = (chat, now)

@@ -11,19 +11,19 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import ids, usecases
-from codemojex.db import DailyResult, Round, store
-from codemojex.db.store.daily_open import PrivateChat
+from codemojex.db import DailyResult, Round
 from codemojex.game.decide import Attempt, Verdict
 from codemojex.locale import EN, Lang
 from codemojex.usecases.daily import DailyView, open_daily
+from codemojex.values.daily import PrivateChat
 from tests.support import wrong_guess
 
 
 async def player_of(sessions: async_sessionmaker[AsyncSession], user: int) -> tuple[str, str]:
     """The user's private chat as a room, and their player in it: (room id, player id)."""
     async with sessions() as session:
-        room = await store.ensure_room(session, user, "", default_ceiling=2, round_timeout_s=600)
-        player = await store.ensure_player(session, room.id, user, f"user {user}")
+        room = await usecases.ensure_room(session, user, "", default_ceiling=2, round_timeout_s=600)
+        player = await usecases.ensure_player(session, room.id, user, f"user {user}")
     return room.id, player.id
 
 

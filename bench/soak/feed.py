@@ -168,7 +168,7 @@ class Feeding(SoakState):
         """Rooms with their ceilings, players and first rounds, written with the store."""
         for sim in self.sims:
             async with sessionmaker() as session:
-                room = await store.ensure_room(
+                room = await usecases.ensure_room(
                     session,
                     sim.chat_id,
                     f"soak {sim.chat_id}",
@@ -177,7 +177,7 @@ class Feeding(SoakState):
                 )
                 sim.room_id = room.id
                 for uid in sim.players:
-                    player = await store.ensure_player(session, room.id, uid, f"P{uid}")
+                    player = await usecases.ensure_player(session, room.id, uid, f"P{uid}")
                     sim.player_ids[uid] = (player.id, player.display_name)
                 await usecases.start_round(session, room.id, self.rng)
             await lanes.limit(room.id, sim.ceiling)

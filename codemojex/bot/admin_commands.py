@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
-from telegram import Update, User
+from telegram import Update
 
-from codemojex import ids, limits, metrics, usecases
+from codemojex import limits, metrics, usecases
 from codemojex.bot.admin import is_admin
 from codemojex.bot.cards import refresh
 from codemojex.bot.context import BotServices, CodemojexContext
@@ -32,7 +32,7 @@ from codemojex.bot.language import room_language, user_language
 from codemojex.bot.members import seen
 from codemojex.bot.replies import answer, answer_as, outbox_written, spend
 from codemojex.bot.rooms import display_name, ensure_room, storable
-from codemojex.db import Room, store
+from codemojex.db import Room, reading, store
 from codemojex.game import texts
 from codemojex.limits import CEILING_MAX, CEILING_MIN, WEIGHT_MAX, WEIGHT_MIN
 from codemojex.locale import Lang
@@ -76,10 +76,10 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
     await seen(services, who.chat, who.user)  # one of the group's members (bot/members.py)
     actor = who.user.id if who.user is not None else who.chat.id
     args = command_text(who.message)
-    async with services.sessionmaker() as session:
-        room = await ensure_room(services, session, who.chat, who.thread_id)
-        if said is Say.ANSWER:  # not the attempt told to slow down: it is past the budget
-            await store.audit(
+    room = await ensure_room(services, who.chat, who.thread_id)
+    if said is Say.ANSWER:  # not the attempt told to slow down: it is past the budget
+        async with services.sessionmaker() as session:
+            await usecases.audit(
                 session,
                 room_id=room.id,
                 actor_tg_id=actor,
@@ -151,7 +151,7 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
     await reply(call, context, texts.limit_set(call.lang, parsed))
 
 
-async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
+async def _target(call: AdminCall, context: CodemojexContext) -> usecases.Member | None:
     """The player an admin command replies to; answers when there is none."""
     # Not the topic's root: in a forum topic every message "replies" to it (its creator).
     replied = replied_to(call.who.message)
@@ -159,25 +159,7 @@ async def _target(call: AdminCall, context: CodemojexContext) -> User | None:
     if replied is None or user is None or user.is_bot or replied.sender_chat is not None:
         await reply(call, context, texts.reply_to_player(call.lang))
         return None
-    return user
-
-
-async def _seat(services: BotServices, room: Room, user: User) -> tuple[str, str | None]:
-    """The user's player in the room as the database has it (created with the id their
-    guesses already use, when they have one: the seat in the room's card), and that seat.
-    The database's id wins: it becomes the seat."""
-    read = await services.cards.read(room.chat_id, room.thread_id, user_id=user.id, room_id=room.id)
-    async with services.sessionmaker() as session:
-        player = await store.ensure_player(
-            session,
-            room.id,
-            user.id,
-            display_name(user),
-            player_id=read.seat or ids.mint(ids.PLAYER),
-        )
-    if player.id != read.seat:
-        await services.cards.seat(room.id, user.id, player.id)
-    return player.id, read.seat
+    return usecases.Member(user.id, display_name(user))
 
 
 @admin_command("weight")
@@ -186,61 +168,57 @@ async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
     if isinstance(parsed, str):
         await reply(call, context, parsed)
         return
-    user = await _target(call, context)
-    if user is None:
+    member = await _target(call, context)
+    if member is None:
         return
     services = context.services
-    player_id, _ = await _seat(services, call.room, user)
-    await services.lanes.weight(player_id, parsed)
-    shown = texts.weight_set(call.lang, display_name(user), parsed)
-    await reply(call, context, shown)
+    await usecases.weight(
+        services.sessionmaker, services.cards, services.lanes, call.room, member, parsed
+    )
+    await reply(call, context, texts.weight_set(call.lang, member.name, parsed))
 
 
 @admin_command("ban")
 async def cmd_ban(call: AdminCall, context: CodemojexContext) -> None:
-    user = await _target(call, context)
-    if user is None:
+    member = await _target(call, context)
+    if member is None:
         return
     services = context.services
-    player_id, held = await _seat(services, call.room, user)
-    async with services.sessionmaker() as session:
-        await store.ban(session, call.room.id, player_id, call.actor_tg_id)
-    # Into the card next (a guess after it is refused), then the lane is emptied.
-    await refresh(services, call.room.id)
-    dropped = 0
-    for lane in {player_id} | ({held} if held else set()):
-        dropped += await services.lanes.purge(lane)
-    await reply(
-        call,
-        context,
-        texts.player_banned(call.lang, display_name(user), dropped),
+    # The ban, then the card (a guess after it is refused), then the lanes emptied.
+    banned = await usecases.ban(
+        services.sessionmaker, services.cards, services.lanes, call.room, member, call.actor_tg_id
     )
+    _keep(services, banned)
+    await reply(call, context, texts.player_banned(call.lang, member.name, banned.dropped))
 
 
 @admin_command("unban")
 async def cmd_unban(call: AdminCall, context: CodemojexContext) -> None:
-    user = await _target(call, context)
-    if user is None:
+    member = await _target(call, context)
+    if member is None:
         return
     services = context.services
-    player_id, _ = await _seat(services, call.room, user)
-    async with services.sessionmaker() as session:
-        await store.unban(session, call.room.id, player_id, call.actor_tg_id)
-    await refresh(services, call.room.id)
-    shown = texts.player_unbanned(call.lang, display_name(user))
-    await reply(call, context, shown)
+    _keep(services, await usecases.unban(services.sessionmaker, services.cards, call.room, member))
+    await reply(call, context, texts.player_unbanned(call.lang, member.name))
+
+
+def _keep(services: BotServices, done: usecases.Moderated) -> None:
+    """This process keeps the room's card as the change left it."""
+    if done.card is not None:
+        services.card_cache.keep(done.card)
 
 
 @admin_command("endround")
 async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
-    async with context.services.sessionmaker() as session:
+    async with reading(context.services.sessionmaker) as session:
         round_ = await store.open_round(session, call.room.id)
-        if round_ is None:
-            await reply(call, context, texts.no_round(call.lang))
-            return
-        # The reveal goes through the outbox, like every game post.
+    if round_ is None:
+        await reply(call, context, texts.no_round(call.lang))
+        return
+    # The reveal goes through the outbox, like every game post.
+    async with context.services.sessionmaker() as session:
         await usecases.close_round(session, round_.id, "endround")
-        metrics.EVENTS.rounds_ended += 1
+    metrics.EVENTS.rounds_ended += 1
     await context.services.cards.close(call.room.id, round_.id)
     await outbox_written(context.services, call.room.chat_id)
 
@@ -287,7 +265,7 @@ async def cmd_queue(call: AdminCall, context: CodemojexContext) -> None:
     if room_view is not None:
         busy = [lane for lane, info in room_view.get("lanes", {}).items() if info["depth"]]
         shown = busy[: QUEUE_LINES_MAX + 1]
-        async with services.sessionmaker() as session:
+        async with reading(services.sessionmaker) as session:
             for lane in shown:
                 player = await store.get_player(session, lane)
                 if player is not None:

@@ -11,7 +11,6 @@ bot processes, or one that missed a change, take and refuse the same guesses.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,15 +19,14 @@ from telegram import Chat, User
 from telegram.constants import ChatType
 
 from codemojex.bot.rooms import ensure_room, room_title
-from codemojex.db import store
+from codemojex.db import reading, store
 from codemojex.limits import CARD_CACHE_ROOMS
 from codemojex.outages import is_outage
 from codemojex.posting.cards import Card, CardBusy, CardRead, reload
+from codemojex.posting.cards import refresh as refresh_card
 
 if TYPE_CHECKING:  # the services hold this module's cache
     from codemojex.bot.context import BotServices
-
-log = logging.getLogger(__name__)
 
 ChatKey = tuple[int, int]  # (chat id, forum topic)
 
@@ -103,14 +101,13 @@ async def _load(services: BotServices, chat: Chat, thread_id: int) -> str | None
     """The room (created on first sight, renamed when its title changed) and its card
     written from the database; the room's id. A private chat's room is made by /daily only
     (a guess there before it changes nothing): None when it has none."""
-    async with services.sessionmaker() as session:
-        if chat.type == ChatType.PRIVATE:
+    if chat.type == ChatType.PRIVATE:
+        async with reading(services.sessionmaker) as session:
             room = await store.room_by_chat(session, chat.id, thread_id)
-            await session.commit()
-            if room is None:
-                return None
-        else:
-            room = await ensure_room(services, session, chat, thread_id)
+        if room is None:
+            return None
+    else:
+        room = await ensure_room(services, chat, thread_id)
     card = await reload(services.cards, services.sessionmaker, room.id)
     if card is not None:
         services.card_cache.keep(card)
@@ -146,19 +143,7 @@ async def refresh(services: BotServices, room_id: str) -> Card | None:
     """After a change of the room was committed: its card read anew from the database (and
     kept by this process). Should that fail, the card is dropped at least, so the room's next
     guess reads it from the database; an outage is said once, by the caller's answer."""
-    try:
-        card = await reload(services.cards, services.sessionmaker, room_id)
-    except Exception as exc:
-        if not (is_outage(exc) or isinstance(exc, CardBusy)):
-            raise
-        log.info("room %s: its card is read again on its next guess (%s)", room_id, exc)
-        try:
-            await services.cards.drop(room_id)
-        except Exception as again:
-            if not is_outage(again):
-                raise
-            # Redis is out too: the card's TTL ends what it holds
-        return None
+    card = await refresh_card(services.cards, services.sessionmaker, room_id)
     if card is not None:
         services.card_cache.keep(card)
     return card

@@ -25,6 +25,7 @@ from telegram import InlineQueryResultArticle, InputTextMessageContent, Update, 
 from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, InlineQueryHandler, filters
 
+from codemojex import usecases
 from codemojex.bot.cards import generation, written
 from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.incoming import Handler, Sender, command_text, guarded, paid_sender, sender_of
@@ -32,8 +33,7 @@ from codemojex.bot.language import chat_language, user_language
 from codemojex.bot.player_commands import cmd_top
 from codemojex.bot.replies import answer, answer_paid, outbox_written, spend_first
 from codemojex.bot.rooms import display_name, room_title
-from codemojex.db import store
-from codemojex.db.store.daily_open import PrivateChat
+from codemojex.db import reading, store
 from codemojex.game import daily, texts
 from codemojex.limits import (
     DAILY_GROUP_ROWS,
@@ -44,7 +44,7 @@ from codemojex.limits import (
 from codemojex.locale import EN, Lang
 from codemojex.outages import outage_of
 from codemojex.posting.board import DailyBoard
-from codemojex.usecases import daily as flows
+from codemojex.values.daily import PrivateChat
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class DailyCommands:
         )
         before = await generation(services, who.chat)
         async with services.sessionmaker() as session:
-            opened = await flows.open_daily(
+            opened = await usecases.open_daily(
                 session, chat=chat, language=lang, rng=services.rng, now=now
             )
         view = opened.view
@@ -142,7 +142,8 @@ class DailyCommands:
         seen = await services.members.of(who.chat.id, now)
         also = seen if asker is None else [*seen, asker]
         async with services.sessionmaker() as session:
-            puzzle = await flows.puzzle_today(session, now, services.rng)
+            puzzle = await usecases.puzzle_today(session, now, services.rng)
+        async with reading(services.sessionmaker) as session:
             members = await store.group_dailies(
                 session, who.chat.id, day, DAILY_GROUP_ROWS, also=also, keep=asker
             )
@@ -187,7 +188,7 @@ class DailyCommands:
         if who.user is None:
             await answer_paid(services, who.message, texts.anonymous_player(lang))
             return
-        async with services.sessionmaker() as session:
+        async with reading(services.sessionmaker) as session:
             stats = await store.global_stats(session, who.user.id)
             record = await store.daily_record(session, who.user.id)
         everywhere = texts.record_everywhere(lang, display_name(who.user), stats)
@@ -213,7 +214,7 @@ class DailyCommands:
         lang = user_language(user)
         now = services.clock()
         async with services.sessionmaker() as session:
-            view = await flows.todays(session, user.id, now, services.rng)
+            view = await usecases.todays(session, user.id, now, services.rng)
         number = view.puzzle.number
         # Telegram keeps an answer for `cache_time` and asks again only after it: a card stays
         # the same until the next code; an invitation may turn into a card at any moment.
@@ -248,14 +249,14 @@ async def world_top(services: BotServices, user: User | None, lang: Lang) -> str
     async with services.sessionmaker() as session:
         if user is None:
             view = None
-            puzzle = await flows.puzzle_today(session, now, services.rng)
+            puzzle = await usecases.puzzle_today(session, now, services.rng)
         else:
-            view = await flows.todays(session, user.id, now, services.rng)
+            view = await usecases.todays(session, user.id, now, services.rng)
             puzzle = view.puzzle
     board = _board(services)
     await board.ensure(day, services.sessionmaker)
     best = await board.top(day, DAILY_TOP_ROWS)
-    async with services.sessionmaker() as session:
+    async with reading(services.sessionmaker) as session:
         names = await store.daily_names(session, day, [uid for uid, _ in best])
     mine = None
     if view is not None and user is not None:
@@ -269,7 +270,7 @@ def _board(services: BotServices) -> DailyBoard:
 
 
 async def _standing(
-    board: DailyBoard, lang: Lang, view: flows.DailyView, user_id: int
+    board: DailyBoard, lang: Lang, view: usecases.DailyView, user_id: int
 ) -> str | None:
     """The asker's line under the world's best."""
     if view.status == "none":

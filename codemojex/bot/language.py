@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from telegram import User
 
 from codemojex.bot.context import BotServices
-from codemojex.db import Room, store
+from codemojex.db import Room, reading, store
 from codemojex.locale import Lang, match, resolve
 from codemojex.outages import outage_of
 from codemojex.posting.cards import Card
@@ -42,7 +42,7 @@ async def chat_language(services: BotServices, who: Sender) -> Lang:
     answer that needs nothing else (/help) still goes out."""
     if who.in_group:
         try:
-            async with services.sessionmaker() as session:
+            async with reading(services.sessionmaker) as session:
                 room = await store.room_by_chat(session, who.chat.id, who.thread_id)
         except Exception as exc:
             if outage_of(exc) != "postgres":

@@ -32,7 +32,7 @@ from codemojex.bot.language import chat_language, room_language, user_language
 from codemojex.bot.members import seen
 from codemojex.bot.replies import answer, answer_paid, outbox_written, spend_first
 from codemojex.bot.rooms import display_name, ensure_room
-from codemojex.db import store
+from codemojex.db import reading, store
 from codemojex.game import texts
 from codemojex.limits import LEADERBOARD_ROWS
 from codemojex.scoring import DEFAULT_LENGTH
@@ -59,8 +59,8 @@ async def cmd_rules(update: Update, context: CodemojexContext) -> None:
     timeout_s = services.settings.round_timeout_s
     lang = user_language(who.user)
     if who.in_group:
-        async with services.sessionmaker() as session:
-            room = await ensure_room(services, session, who.chat, who.thread_id)
+        room = await ensure_room(services, who.chat, who.thread_id)
+        async with reading(services.sessionmaker) as session:
             round_ = await store.open_round(session, room.id)
         length, palette, repeats = room.length, room.palette, room.repeats
         timeout_s = room.round_timeout_s
@@ -115,8 +115,8 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
 
 
 async def _newgame(services: BotServices, who: Sender) -> None:
+    room = await ensure_room(services, who.chat, who.thread_id)
     async with services.sessionmaker() as session:
-        room = await ensure_room(services, session, who.chat, who.thread_id)
         try:
             # The announcement is written to the outbox with the round: the sender posts it,
             # paced with every other game post of the chat. A room's first round takes its
@@ -193,8 +193,8 @@ async def cmd_stats(update: Update, context: CodemojexContext) -> None:
     if who is None or who.user is None:
         return
     services = context.services
-    async with services.sessionmaker() as session:
-        room = await ensure_room(services, session, who.chat, who.thread_id)
+    room = await ensure_room(services, who.chat, who.thread_id)
+    async with reading(services.sessionmaker) as session:
         stats = await store.player_stats(session, room.id, who.user.id)
     lang = room_language(room, who.user)
     await answer_paid(
@@ -211,9 +211,9 @@ async def cmd_top(update: Update, context: CodemojexContext) -> None:
         return
     services = context.services
     which = command_text(who.message).strip().lower()
-    async with services.sessionmaker() as session:
-        room = await ensure_room(services, session, who.chat, who.thread_id)
-        lang = room_language(room, who.user)
+    room = await ensure_room(services, who.chat, who.thread_id)
+    lang = room_language(room, who.user)
+    async with reading(services.sessionmaker) as session:
         if which not in ("", TOP_WEEK):
             board = texts.top_usage(lang)
         elif which == TOP_WEEK:

@@ -6,11 +6,10 @@ import functools
 from typing import TYPE_CHECKING, Final
 
 import regex
-from sqlalchemy.ext.asyncio import AsyncSession
 from telegram import Chat, User
 
-from codemojex import limits
-from codemojex.db import Room, store
+from codemojex import limits, usecases
+from codemojex.db import Room
 
 if TYPE_CHECKING:  # the services (the answers, which name players from here; the card cache,
     # bot/cards.py, which imports this module)
@@ -45,19 +44,18 @@ def display_name(user: User) -> str:
     return name[:NAME_MAX]
 
 
-async def ensure_room(
-    services: BotServices, session: AsyncSession, chat: Chat, thread_id: int = 0
-) -> Room:
+async def ensure_room(services: BotServices, chat: Chat, thread_id: int = 0) -> Room:
     """The room of the chat (of its forum topic `thread_id`), created on first sight (its
     ceiling reaches the lanes with its first guess: `Lanes.admit`)."""
-    return await store.ensure_room(
-        session,
-        chat.id,
-        room_title(chat),
-        default_ceiling=services.settings.default_ceiling,
-        round_timeout_s=services.settings.round_timeout_s,
-        thread_id=thread_id,
-    )
+    async with services.sessionmaker() as session:
+        return await usecases.ensure_room(
+            session,
+            chat.id,
+            room_title(chat),
+            default_ceiling=services.settings.default_ceiling,
+            round_timeout_s=services.settings.round_timeout_s,
+            thread_id=thread_id,
+        )
 
 
 def room_title(chat: Chat) -> str:

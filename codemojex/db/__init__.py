@@ -1,6 +1,8 @@
-"""The store: typed models, engine and session helpers, migrations (use-cases: `.store`)."""
+"""The database: typed models, engine and session helpers, migrations, the store (`.store`), the
+unit of work a use-case writes in (`unit.py`) and the transaction a reader reads in
+(`reading.py`)."""
 
-from codemojex.db.engine import is_sqlite, make_engine, make_sessionmaker, upgrade
+from codemojex.db.engine import make_engine, make_sessionmaker, upgrade
 from codemojex.db.models import (
     AuditLog,
     Ban,
@@ -15,6 +17,7 @@ from codemojex.db.models import (
     Room,
     Round,
 )
+from codemojex.db.reading import reading
 
 __all__ = [
     "AuditLog",
@@ -29,8 +32,8 @@ __all__ = [
     "Player",
     "Room",
     "Round",
-    "is_sqlite",
     "make_engine",
     "make_sessionmaker",
+    "reading",
     "upgrade",
 ]

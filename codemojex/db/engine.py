@@ -1,4 +1,8 @@
-"""Engines, sessions and migrations.
+"""Engines, sessions and migrations, and the one place that asks which database a URL names.
+
+Each engine carries its database's store backend (`store.backend.Backend`: `Postgres` or
+`Sqlite`), picked here once when it is built, as an execution option every connection of it
+inherits: the unit of work (`unit.py`) hands it to the use-cases, and nothing else asks.
 
 SQLite (the embedded demo default) gets the settings that let several connections of one
 process share a file without "database is locked": WAL, a busy timeout, foreign keys on, and
@@ -15,12 +19,16 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
     create_async_engine,
 )
 
+from codemojex.db.store.backend import Backend
+from codemojex.db.store.postgres import Postgres
+from codemojex.db.store.sqlite import Sqlite
 from codemojex.limits import (
     DB_POOL_OVERFLOW,
     DB_POOL_RECYCLE_S,
@@ -32,18 +40,30 @@ from codemojex.limits import (
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
-# An execution option a use-case sets on a transaction that only reads: on SQLite it begins
+# An execution option a read sets on its transaction (`unit.reading`): on SQLite it begins
 # DEFERRED instead of IMMEDIATE (in WAL mode a reader takes no lock, so it neither waits for
-# the writers nor holds them up). Other databases ignore it.
+# the writers nor holds them up). Postgres ignores it.
 READ_ONLY = "codemojex_read_only"
 
+# The execution option that carries an engine's store backend (`backend_of`).
+BACKEND = "codemojex_backend"
 
-def is_sqlite(url: str) -> bool:
-    return make_url(url).get_backend_name() == "sqlite"
+# The databases Codemojex runs on, by the name a URL gives its dialect.
+_BACKENDS: dict[str, type[Backend]] = {"postgresql": Postgres, "sqlite": Sqlite}
+
+
+def backend_of(conn: AsyncConnection) -> Backend:
+    """The store backend of the engine `conn` belongs to (picked by `make_engine`)."""
+    options = conn.sync_connection.get_execution_options() if conn.sync_connection else {}
+    backend = options.get(BACKEND)
+    if not isinstance(backend, Backend):
+        raise RuntimeError("an engine not made by codemojex.db.make_engine has no store backend")
+    return backend
 
 
 def make_engine(url: str, *, pool_size: int | None = None, **kwargs: Any) -> AsyncEngine:
-    """An async engine for `url` (postgresql+asyncpg://… or sqlite+aiosqlite://…).
+    """An async engine for `url` (postgresql+asyncpg://… or sqlite+aiosqlite://…), with its
+    database's store backend.
 
     Statement parameters are hidden from error messages and logs: they include secret codes.
     On Postgres, `pool_size` connections are kept (`limits.DB_POOL_SIZE` by default, not
@@ -55,8 +75,13 @@ def make_engine(url: str, *, pool_size: int | None = None, **kwargs: Any) -> Asy
     pool's connections of before the failure at once. Connections are replaced after
     `limits.DB_POOL_RECYCLE_S`, before an idle timeout on the way can cut them.
     """
+    name = make_url(url).get_backend_name()
+    if name not in _BACKENDS:
+        raise ValueError(f"Codemojex runs on Postgres or SQLite, not {name!r}")
+    backend = _BACKENDS[name]()
     kwargs.setdefault("hide_parameters", True)
-    if not is_sqlite(url):
+    kwargs["execution_options"] = {**kwargs.get("execution_options", {}), BACKEND: backend}
+    if not isinstance(backend, Sqlite):
         kwargs.setdefault("pool_pre_ping", False)
         kwargs.setdefault("pool_recycle", DB_POOL_RECYCLE_S)
         kwargs.setdefault("pool_size", DB_POOL_SIZE if pool_size is None else pool_size)

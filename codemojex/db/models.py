@@ -59,8 +59,9 @@ def utcnow() -> datetime:
 class UTCDateTime(TypeDecorator[datetime]):
     """Aware UTC datetimes in, aware UTC datetimes out, on Postgres and on SQLite.
 
-    SQLite has no time zones: it stores the UTC wall time and we put the zone back on read.
-    Naive datetimes are refused rather than guessed at.
+    SQLite has no time zones: its DATETIME stores the wall time it is given (the zone left
+    out), UTC here, and we put the zone back on read. Naive datetimes are refused rather than
+    guessed at.
     """
 
     impl = DateTime(timezone=True)
@@ -71,8 +72,7 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime: timestamps must carry a time zone")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+        return value.astimezone(UTC)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
@@ -331,8 +331,9 @@ class AuditLog(Base):
 class Outbox(Base):
     """A message to post, written in the transaction that decided it; marked sent after posting.
 
-    `claimed_until`/`claimed_by` is a lease taken by one sender (see `store.claim_outbox`) so two
-    sender processes never post the same row; `sent_at` is only ever set once.
+    `claimed_until`/`claimed_by` is a lease taken by one sender (see
+    `store.outbox.claim_outbox`) so two sender processes never post the same row; `sent_at` is
+    only ever set once.
     """
 
     __tablename__ = "outbox"

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import func, select
 
-from codemojex.db import Guess, Outbox, Player, Room, Round
+from codemojex.db import Guess, Outbox, Player, Room, Round, reading
 from codemojex.demo.people import SimRoom
 from codemojex.runtime import Runtime
 from codemojex.standin import StandIn
@@ -22,7 +22,7 @@ from codemojex.worker.service import WorkerStats
 async def read_books(runtime: Runtime, rooms: Sequence[SimRoom]) -> dict[int, tuple[int, int]]:
     """chat id -> (guesses recorded, rounds won), from the database; and each room's
     sent-to-scored delays (what the lanes decide, before Telegram's posting pace)."""
-    async with runtime.sessionmaker() as session:
+    async with reading(runtime.sessionmaker) as session:
         guesses = await session.execute(
             select(Room.chat_id, func.count(Guess.id))
             .join(Player, Player.room_id == Room.id)
@@ -52,7 +52,7 @@ async def read_books(runtime: Runtime, rooms: Sequence[SimRoom]) -> dict[int, tu
 async def sample_queues(runtime: Runtime, rooms: Sequence[SimRoom]) -> None:
     """Note each room's queue (pending + in flight) from a lanes snapshot, keeping the peak."""
     if any(room.room_id is None for room in rooms):
-        async with runtime.sessionmaker() as session:
+        async with reading(runtime.sessionmaker) as session:
             rows = (await session.execute(select(Room.chat_id, Room.id))).all()
         found = {int(chat_id): room_id for chat_id, room_id in rows}
         for room in rooms:
@@ -74,7 +74,7 @@ async def quiet_results_due(runtime: Runtime, rooms: Sequence[SimRoom]) -> int:
         for room_id, state in snapshot["rooms"].items()
         if room_id in {room.room_id for room in quiet}
     )
-    async with runtime.sessionmaker() as session:
+    async with reading(runtime.sessionmaker) as session:
         unsent = await session.scalar(
             select(func.count(Outbox.id)).where(
                 Outbox.chat_id.in_([room.chat_id for room in quiet]), Outbox.sent_at.is_(None)

@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import limits
+from codemojex.db.reading import reading
 from codemojex.db.store.ops import outbox_backlog
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import QueueStats
@@ -74,7 +75,7 @@ class Shared:
             self.outbox_pending = backlog if isinstance(backlog, int) else None
 
     async def _backlog(self) -> int:
-        async with self.sessionmaker() as session:
+        async with reading(self.sessionmaker) as session:
             return await outbox_backlog(session)
 
 

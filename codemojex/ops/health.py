@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex import limits
 from codemojex.db.engine import alembic_config
+from codemojex.db.reading import reading
 from codemojex.limits import SCHEMA_CHECK_RETRY
 from codemojex.outages import Component, outage_of, retrying
 from codemojex.redistypes import AnyRedis
@@ -76,7 +77,7 @@ def probe_of(
         return redis.ping
 
     async def select_one() -> None:
-        async with sessionmaker() as session:
+        async with reading(sessionmaker) as session:
             await session.execute(text("SELECT 1"))
 
     return select_one

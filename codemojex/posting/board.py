@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import limits
 from codemojex.db import store
+from codemojex.db.reading import reading
 from codemojex.game import daily
 from codemojex.limits import DAILY_BOARD_TTL_S, DAILY_REBUILD_CHUNK
 from codemojex.posting.keys import Keys
@@ -161,7 +162,7 @@ class DailyBoard:
         try:
             after: int | None = None
             while True:
-                async with sessionmaker() as session:
+                async with reading(sessionmaker) as session:
                     page = await store.daily_entries(session, day, after, chunk)
                 if page:
                     await self._add(day, page)

@@ -28,6 +28,7 @@ Why a stale card cannot lose or double a guess, and heals:
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -36,11 +37,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import limits
 from codemojex.db import store
+from codemojex.db.reading import reading
 from codemojex.lanes.admission import Guard
+from codemojex.outages import is_outage
 from codemojex.posting.keys import Keys
 from codemojex.posting.scripts import register
 from codemojex.redistypes import AnyRedis
 from codemojex.scoring import split_emojis
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +275,7 @@ async def reload(
     when it changed under every try."""
     for _ in range(tries):
         gen = (await cards.read(0, 0, room_id=room_id)).gen
-        async with sessionmaker() as session:
+        async with reading(sessionmaker) as session:
             snapshot = await store.room_card(session, room_id)
         if snapshot is None:
             return None
@@ -278,3 +283,24 @@ async def reload(
         if written is not None:
             return written
     raise CardBusy(room_id)
+
+
+async def refresh(
+    cards: RoomCards, sessionmaker: async_sessionmaker[AsyncSession], room_id: str
+) -> Card | None:
+    """After a change of the room was committed: its card read anew from the database and
+    written (`reload`). Should that fail, the card is dropped at least, so the room's next
+    guess reads it from the database (None); an outage is said once, by the caller's answer."""
+    try:
+        return await reload(cards, sessionmaker, room_id)
+    except Exception as exc:
+        if not (is_outage(exc) or isinstance(exc, CardBusy)):
+            raise
+        log.info("room %s: its card is read again on its next guess (%s)", room_id, exc)
+        try:
+            await cards.drop(room_id)
+        except Exception as again:
+            if not is_outage(again):
+                raise
+            # Redis is out too: the card's TTL ends what it holds
+        return None

@@ -1,22 +1,45 @@
-"""The flows that join the store and the game: each loads through `codemojex.db.store`,
-decides through `codemojex.game` and writes through the store, in one transaction it opens.
-The bot and the worker call them; they call neither.
+"""The flows that write: each loads through `codemojex.db.store`, decides through `codemojex.game`
+and writes through the store, in the transactions it opens (`async with uow(session) as tx:`,
+`codemojex/db/unit.py`). The bot, the worker and the ops page call them; they call none of
+those. Whoever only reads does so through the store's reads (`unit.reading`); the outbox
+sender keeps its books itself (`posting/sender/delivery.py`).
 
 `guesses`: recording a batch of guesses (the score worker's); `rounds`: starting a round,
 ending one (timed out, or an admin's /endround); `settings`: a room's settings; `daily`: the
-daily code (opening today's, where a player stands). Callers use the names re-exported here:
+daily code (opening today's, where a player stands); `rooms`: rooms and players on first
+sight; `moderation`: what admins do to players, and the audit log; `retention`: the
+workers' trims. Callers use the names re-exported here:
 `usecases.start_round(...)`.
 """
 
+from codemojex.usecases.daily import DailyView, Opened, open_daily, puzzle_today, todays
 from codemojex.usecases.guesses import LateBudget, record_guesses
+from codemojex.usecases.moderation import Member, Moderated, audit, ban, unban, weight
+from codemojex.usecases.retention import trim_audit, trim_daily
+from codemojex.usecases.rooms import ensure_player, ensure_room
 from codemojex.usecases.rounds import close_round, expire_rounds, start_round
 from codemojex.usecases.settings import update_room_settings
 
 __all__ = [
+    "DailyView",
     "LateBudget",
+    "Member",
+    "Moderated",
+    "Opened",
+    "audit",
+    "ban",
     "close_round",
+    "ensure_player",
+    "ensure_room",
     "expire_rounds",
+    "open_daily",
+    "puzzle_today",
     "record_guesses",
     "start_round",
+    "todays",
+    "trim_audit",
+    "trim_daily",
+    "unban",
     "update_room_settings",
+    "weight",
 ]

@@ -27,11 +27,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex.db.models import DailyResult
 from codemojex.db.store import daily as daily_store
-from codemojex.db.store import daily_open
-from codemojex.db.store.daily_open import PrivateChat
-from codemojex.db.store.rooms import RoomCard
+from codemojex.db.store.backend import NewDaily
+from codemojex.db.store.lookups import RoomCard
+from codemojex.db.unit import uow
 from codemojex.game import daily, taps, texts
 from codemojex.locale import Lang
+from codemojex.values.daily import PrivateChat
 from codemojex.values.types import KIND_ROUND, Message
 
 Status = Literal["none", "opened", "playing", "finished"]
@@ -100,10 +101,10 @@ async def open_daily(
     """Open today's daily for the player of a private chat (its room and player made on first
     sight) and queue its puzzle (with the tap keyboard) in `language`, which the chat speaks
     from now on; or, when they opened it already today, open nothing and say how they stand.
-    ONE transaction (on Postgres two fixed statements: `store.daily_open`): the look, then,
-    unless opened already, the day's puzzle (drawn by `rng` if the day has none yet: the
-    first drawn is stored and everybody plays it), the room, the player, the round, the result
-    row, the outbox row."""
+    ONE transaction (on Postgres two fixed statements: the backend's `look_daily` and
+    `open_daily`): the look, then, unless opened already, the day's puzzle (drawn by `rng` if
+    the day has none yet: the first drawn is stored and everybody plays it), the room, the
+    player, the round, the result row, the outbox row."""
     for attempt in (1, 2):
         try:
             return await _open_once(session, chat, language, rng, now)
@@ -111,47 +112,46 @@ async def open_daily(
             # The same player's /daily, handled at the same moment by another process, opened
             # it first (one open round per room, one result per player and day, one room per
             # chat) and committed: theirs stands, and a second look finds it (with the card).
-            await session.rollback()
             if attempt == 2:
                 break
-        except BaseException:
-            await session.rollback()
-            raise
     return Opened(await todays(session, chat.tg_user_id, now, rng), None)
 
 
 async def _open_once(
     session: AsyncSession, chat: PrivateChat, language: Lang, rng: random.Random, now: datetime
 ) -> Opened:
-    """`open_daily`'s transaction (committed here; rolled back by the caller on a failure)."""
+    """`open_daily`'s transaction."""
     day = daily.day_of(now)
-    conn = await session.connection()
-    store = daily_open.opening(conn)
-    seen = await store.look(conn, chat, day)
-    puzzle = seen.puzzle or await _todays_puzzle(session, day, rng)
-    if seen.result is not None:
-        await session.commit()
-        view = _view(puzzle, daily_store.Today(seen.result, seen.record))
-        return Opened(view, seen.card() if view.status == "playing" else None)
-    text = texts.daily_puzzle(
-        language, puzzle.number, puzzle.palette, puzzle.length, puzzle.max_attempts
-    )
-    if seen.missed is not None:  # its day is over: its code can be told now
-        missed = texts.daily_yesterday(language, seen.missed.number, seen.missed.secret)
-        text = f"{missed}\n\n{text}"
+    async with uow(session) as tx:
+        seen = await tx.backend.look_daily(tx.conn, chat, day)
+        puzzle = seen.puzzle or await _todays_puzzle(session, day, rng)
+        if seen.result is not None:
+            view = _view(puzzle, daily_store.Today(seen.result, seen.record))
+            return Opened(view, seen.card() if view.status == "playing" else None)
+        text = texts.daily_puzzle(
+            language, puzzle.number, puzzle.palette, puzzle.length, puzzle.max_attempts
+        )
+        if seen.missed is not None:  # its day is over: its code can be told now
+            missed = texts.daily_yesterday(language, seen.missed.number, seen.missed.secret)
+            text = f"{missed}\n\n{text}"
 
-    def post(round_id: int) -> Message:
-        markup = taps.keyboard(round_id, puzzle.palette)
-        return Message(chat.chat_id, text, KIND_ROUND, round_id, markup=markup)
+        def post(round_id: int) -> Message:
+            markup = taps.keyboard(round_id, puzzle.palette)
+            return Message(chat.chat_id, text, KIND_ROUND, round_id, markup=markup)
 
-    new = daily_open.NewDaily(chat, language, puzzle, now, daily.next_code_at(now), post)
-    card = await store.open(conn, seen, new)
-    await session.commit()
+        new = NewDaily(chat, language, puzzle, now, daily.next_code_at(now), post)
+        card = await tx.backend.open_daily(tx.conn, seen, new)
     assert card.open_round is not None
     result = DailyResult(
-        day=day, tg_user_id=chat.tg_user_id, round_id=card.open_round.id,
-        display_name=chat.name[:255], started_at=now, finished_at=None, cracked=False, rows="",
-    )  # fmt: skip
+        day=day,
+        tg_user_id=chat.tg_user_id,
+        round_id=card.open_round.id,
+        display_name=chat.name[:255],
+        started_at=now,
+        finished_at=None,
+        cracked=False,
+        rows="",
+    )
     return Opened(_view(puzzle, daily_store.Today(result, seen.record), opened=True), card)
 
 
@@ -176,22 +176,13 @@ async def todays(
     """Where the player stands with today's code (the day's puzzle drawn now if nobody has
     opened it yet: boards and invitations name it by its number)."""
     day = daily.day_of(now)
-    try:
+    async with uow(session):
         puzzle = await _todays_puzzle(session, day, rng)
         mine = await daily_store.today_of(session, day, tg_user_id)
-        await session.commit()
-    except BaseException:
-        await session.rollback()
-        raise
     return _view(puzzle, mine)
 
 
 async def puzzle_today(session: AsyncSession, now: datetime, rng: random.Random) -> daily.Puzzle:
     """Today's puzzle (drawn now if nobody has opened it yet): boards name it by its number."""
-    try:
-        puzzle = await _todays_puzzle(session, daily.day_of(now), rng)
-        await session.commit()
-    except BaseException:
-        await session.rollback()
-        raise
-    return puzzle
+    async with uow(session):
+        return await _todays_puzzle(session, daily.day_of(now), rng)

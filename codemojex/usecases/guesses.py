@@ -1,7 +1,7 @@
 """Recording guesses, many at once (the score worker's batch): load what the game needs under
-the rounds' locks through the store, let `codemojex.game.decide` decide, write the decision
-through the store, in ONE transaction opened here (`db/store/batch.py` says why it is safe, and
-`batch_pg.py` why it is fast).
+the rounds' locks through the store's backend, let `codemojex.game.decide` decide, write the
+decision through the backend, in ONE transaction opened here (`db/store/backend.py` says why it
+is safe, and `db/store/postgres.py` why it is fast).
 
 The "too late" lines of a batch spend their members' answer budgets (`late_budget`, the
 worker's `AnswerBudget.spend_many`: one Redis call for the batch, only when it has such lines)
@@ -17,11 +17,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from codemojex.db.models import utcnow
-from codemojex.db.store.batch import batch_store
 from codemojex.db.store.seats import Seat, by_lane
+from codemojex.db.unit import Db, uow
 from codemojex.game.decide import decide, late_lines, within_budget
 from codemojex.values.batch import Attempt, BatchState, Decision, Verdict
 from codemojex.values.types import Say
@@ -31,7 +30,7 @@ LateBudget = Callable[[Sequence[tuple[int, int]]], Awaitable[Sequence[Say]]]
 
 
 async def record_guesses(
-    db: AsyncSession | AsyncConnection,
+    db: Db,
     attempts: Sequence[Attempt],
     *,
     seats: Sequence[Seat] = (),
@@ -55,26 +54,20 @@ async def record_guesses(
     members = {a.guess_id: lanes[a.player_id].tg_user_id for a in attempts if a.player_id in lanes}
     for attempt in (1, 2):
         try:
-            conn = db if isinstance(db, AsyncConnection) else await db.connection()
-            batch = batch_store(conn)
-            state, mapped = await batch.load(conn, attempts, lanes, now)
-            decision = decide(mapped, state, now, share=share)
-            if late_budget is not None:
-                decision = await _budgeted(decision, state, members, late_budget)
-            await batch.write(conn, decision)
-            await db.commit()
+            async with uow(db) as tx:
+                state, mapped = await tx.backend.load_batch(tx.conn, attempts, lanes, now)
+                decision = decide(mapped, state, now, share=share)
+                if late_budget is not None:
+                    decision = await _budgeted(decision, state, members, late_budget)
+                await tx.backend.write_batch(tx.conn, decision)
             return decision.verdicts
         except IntegrityError:
             # A copy of one of these jobs, delivered twice at once, committed first. At READ
             # COMMITTED the lookup after the round's lock already sees it; a snapshot older
             # than its commit (a database whose default isolation is REPEATABLE READ) does
             # not, and inserts the same guess id. The second go finds it: a duplicate.
-            await db.rollback()
             if attempt == 2:
                 raise
-        except BaseException:
-            await db.rollback()
-            raise
     raise AssertionError("unreachable")
 
 

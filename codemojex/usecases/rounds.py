@@ -14,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex.db.models import Round, utcnow
 from codemojex.db.store import rounds as rounds_store
-from codemojex.db.store.errors import StoreError
 from codemojex.db.store.outbox import write_messages
+from codemojex.db.unit import uow
 from codemojex.game import rounds, taps
 from codemojex.locale import Lang, resolve
 from codemojex.values.types import KIND_ROUND, ROUND_DAILY, TIMEOUT, Message
@@ -37,7 +37,7 @@ async def start_round(
     `language` is the starter's: a room that has none chosen yet adopts it (its first round
     decides); a room with one keeps it."""
     now = now or utcnow()
-    try:
+    async with uow(session):
         room = await rounds_store.room_to_start(session, room_id)
         room_language = resolve(await rounds_store.adopt_language(session, room, language))
         new = rounds.new_round(
@@ -71,14 +71,7 @@ async def start_round(
             markup=taps.keyboard(rnd.id, new.palette),
         )
         await write_messages(session, [announcement], now)
-        await session.commit()
-        return rnd
-    except StoreError:
-        await session.commit()  # nothing was written: end the read transaction
-        raise
-    except BaseException:
-        await session.rollback()
-        raise
+    return rnd
 
 
 async def close_round(
@@ -92,17 +85,12 @@ async def close_round(
     if not reason or len(reason) > 16:
         raise ValueError(f"bad end reason {reason!r}")
     now = now or utcnow()
-    try:
+    async with uow(session):
         rnd = await rounds_store.locked_round(session, round_id)
         if rnd is None or rnd.ended_at is not None:
-            await session.commit()
             return None
         await _end_with_reveal(session, rnd, now, reason)
-        await session.commit()
-        return rnd
-    except BaseException:
-        await session.rollback()
-        raise
+    return rnd
 
 
 async def expire_rounds(
@@ -111,19 +99,15 @@ async def expire_rounds(
     """Close every open round whose time ran out (expires_at, fixed when it started), or
     those of them in `only`, queueing a reveal for each. Idempotent: a closed round is
     skipped."""
-    try:
-        closed: list[Round] = []
+    closed: list[Round] = []
+    async with uow(session):
         for round_id in await rounds_store.due_round_ids(session, now, only):
             rnd = await rounds_store.locked_round(session, round_id)
             if rnd is None or rnd.ended_at is not None or not rounds.is_due(rnd.expires_at, now):
                 continue
             await _end_with_reveal(session, rnd, now, TIMEOUT)
             closed.append(rnd)
-        await session.commit()
-        return closed
-    except BaseException:
-        await session.rollback()
-        raise
+    return closed
 
 
 async def _end_with_reveal(session: AsyncSession, rnd: Round, now: datetime, reason: str) -> None:

@@ -13,6 +13,7 @@ from codemojex import limits, scoring
 from codemojex.db.models import Room
 from codemojex.db.store.errors import SettingOutOfRange, UnknownRoom
 from codemojex.db.store.rooms import SettingsChange, change_settings, lock_room
+from codemojex.db.unit import uow
 
 
 async def update_room_settings(
@@ -38,21 +39,14 @@ async def update_room_settings(
     there is no such room.
     """
     change = _parsed(length, palette, repeats, language, ceiling, round_timeout_s)
-    try:
+    async with uow(session):
         room = await lock_room(session, room_id)
         if room is None:
             raise UnknownRoom(room_id)
         if any(v is not None for v in (change.length, change.palette, change.repeats)):
             _check_drawable(room, change)
         change_settings(room, change)
-        await session.commit()
-        return room
-    except (UnknownRoom, scoring.InvalidSettings):
-        await session.commit()  # nothing was written: end the transaction, free the row
-        raise
-    except BaseException:
-        await session.rollback()
-        raise
+    return room
 
 
 def _parsed(

@@ -1,6 +1,7 @@
 """The daily code's values, as the store loads and writes them and the game decides over them
-(`codemojex.game.daily` holds the rules): the day's puzzle, a player's feedback rows and record,
-a daily round's progress, and how rows and histograms are spelled in their columns."""
+(`codemojex.game.daily` holds the rules): the private chat a daily is opened in, the day's
+puzzle, a player's feedback rows and record, a daily round's progress, and how rows and
+histograms are spelled in their columns."""
 
 from __future__ import annotations
 
@@ -13,6 +14,20 @@ from codemojex import limits
 
 LENGTH: Final = limits.DAILY_LENGTH
 ATTEMPTS: Final = limits.DAILY_ATTEMPTS
+
+
+@dataclass(frozen=True, slots=True)
+class PrivateChat:
+    """The private chat a daily is opened in, and its player (as the bot sees them now)."""
+
+    chat_id: int
+    tg_user_id: int
+    name: str
+    title: str = ""
+    thread_id: int = 0
+    # a room made on first sight gets these (as a group's room does)
+    default_ceiling: int = limits.CEILING_DEFAULT
+    round_timeout_s: int = limits.ROUND_TIMEOUT_S_DEFAULT
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex.db import store
+from codemojex import usecases
 from codemojex.db.models import utcnow
 from codemojex.game.daily import day_of
 from codemojex.limits import AUDIT_TRIM_BATCH, AUDIT_TRIM_EVERY_S, DAILY_TRIM_BATCH
@@ -67,11 +67,11 @@ class AuditTrim(Trim):
         every_s: float = AUDIT_TRIM_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(keep_days, store.trim_audit, batch=batch, every_s=every_s, clock=clock)
+        super().__init__(keep_days, usecases.trim_audit, batch=batch, every_s=every_s, clock=clock)
 
 
 async def _trim_daily(session: AsyncSession, before: datetime, batch: int) -> int:
-    return await store.trim_daily(session, day_of(before), batch)
+    return await usecases.trim_daily(session, day_of(before), batch)
 
 
 class DailyTrim(Trim):

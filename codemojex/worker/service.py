@@ -22,6 +22,7 @@ from telegram import Bot
 from codemojex import usecases
 from codemojex.db import store
 from codemojex.db.models import utcnow
+from codemojex.db.reading import reading
 from codemojex.game import rounds
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
@@ -121,7 +122,7 @@ async def expire_rounds_once(
     Safe with any number of workers: the lanes are asked after the deadline on their own
     clock (a guess taken before it is in the lanes, or scored and acked, by then), and each
     round is closed under its row lock, once."""
-    async with sessionmaker() as session:
+    async with reading(sessionmaker) as session:
         due = await store.due_rounds(session, clock())
     if not due:
         return Expiry(0, 0)
@@ -142,7 +143,7 @@ async def expire_rounds_once(
         for rnd in closed:
             await close_card(cards, rnd.room_id, rnd.id)
     if closed and sender is not None:
-        async with sessionmaker() as session:
+        async with reading(sessionmaker) as session:
             chats = await store.room_chats(session, {r.room_id for r in closed})
         for chat_id in chats:
             sender.poke(chat_id)
@@ -174,7 +175,7 @@ async def _round_timer(
     async def tick() -> float:
         """One pass; how long until the next."""
         wait_s = every_s
-        async with sessionmaker() as session:
+        async with reading(sessionmaker) as session:
             first = await store.next_expiry(session)
         now = clock()
         if first is not None and first <= now:
@@ -223,9 +224,10 @@ async def _wait_outbox_empty(
     deadline = asyncio.get_running_loop().time() + limit_s
     while asyncio.get_running_loop().time() < deadline:
         try:
-            async with sessionmaker() as session:
-                if not await store.pending_outbox(session, 1):
-                    return
+            async with reading(sessionmaker) as session:
+                pending = await store.pending_outbox(session, 1)
+            if not pending:
+                return
         except Exception as exc:
             if OUTAGES.failed(exc, "the worker's last posts") is None:
                 raise

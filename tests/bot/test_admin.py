@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 import regex
 
+from codemojex import usecases
 from codemojex.db import Room, store
 from codemojex.game import texts
 from codemojex.limits import ANSWER_BUDGET_DEFAULT
 from codemojex.locale import EN
+from tests import writes
 from tests.bot.conftest import (
     ADMIN,
     ALICE,
@@ -44,7 +46,7 @@ async def _alice(world: World, room: Room) -> str:
     if read.seat is not None:
         return read.seat
     async with world.sessionmaker() as session:
-        player = await store.ensure_player(session, room.id, ALICE, "Alice")
+        player = await usecases.ensure_player(session, room.id, ALICE, "Alice")
     return player.id
 
 
@@ -96,7 +98,7 @@ async def _pause_first(world: World, room: Room) -> None:
 
 async def _ban_first(world: World, room: Room) -> None:
     async with world.sessionmaker() as session:
-        await store.ban(session, room.id, await _alice(world, room), ADMIN)
+        await writes.ban(session, room.id, await _alice(world, room), ADMIN)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from telegram import Chat
 from telegram.constants import ChatType
 
+from codemojex import usecases
 from codemojex.bot.cards import generation, written
 from codemojex.db import Outbox, Round, store
 from codemojex.game import daily, taps, texts
@@ -25,6 +26,7 @@ from codemojex.posting.keys import Keys
 from codemojex.posting.members import GroupMembers
 from codemojex.scoring import feedback
 from codemojex.values.types import KIND_ROUND
+from tests import writes
 from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round
 from tests.dailies import daily_round, misses, play
 from tests.support import free_port
@@ -130,7 +132,7 @@ async def test_daily_writes_the_chats_card_as_its_transaction_left_it(world: Wor
     before = await generation(services, chat)
     assert before is not None and before.room_id == room.id
     async with world.sessionmaker() as session:
-        await store.ban(session, room.id, stored.seats[ALICE], actor=None)
+        await writes.ban(session, room.id, stored.seats[ALICE], actor=None)
     await services.cards.drop(room.id)
     await written(services, stored, before)
     assert (await services.cards.read(ALICE, 0, user_id=ALICE)).banned
@@ -187,9 +189,11 @@ async def test_a_streak_is_carried_over_midnight_and_the_next_day_is_a_new_puzzl
 async def test_a_groups_board_and_the_world_top(world: World) -> None:
     group = world.new_group()
     async with world.sessionmaker() as session:
-        room = await store.ensure_room(session, group, "G", default_ceiling=2, round_timeout_s=600)
+        room = await usecases.ensure_room(
+            session, group, "G", default_ceiling=2, round_timeout_s=600
+        )
         for user, name in ((ALICE, "Alice"), (BOB, "Bob"), (CAROL, "Carol")):
-            await store.ensure_player(session, room.id, user, name)
+            await usecases.ensure_player(session, room.id, user, name)
     for user in (ALICE, BOB, DAVE):  # Dave plays, but never played in the group
         await ask(world, user, "/daily")
     rnd = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
@@ -245,8 +249,10 @@ async def test_a_groups_members_are_everyone_the_bot_saw_there(world: World) -> 
     world.standin.add_user(EVE, "Eve")
     group = seen_group(world)
     async with world.sessionmaker() as session:
-        room = await store.ensure_room(session, group, "G", default_ceiling=2, round_timeout_s=600)
-        await store.ensure_player(session, room.id, ALICE, "Alice")  # played a round there
+        room = await usecases.ensure_room(
+            session, group, "G", default_ceiling=2, round_timeout_s=600
+        )
+        await usecases.ensure_player(session, room.id, ALICE, "Alice")  # played a round there
     asked = world.standin.send_text(group, BOB, "/rules")  # a command
     await world.settle()
     world.standin.join(group, DAVE)  # a join (the bot administers the group)

@@ -12,7 +12,6 @@ import pytest
 import pytest_asyncio
 
 from codemojex import usecases
-from codemojex.db import store
 from codemojex.game import texts
 from codemojex.locale import EN
 from tests.bot.conftest import (
@@ -63,7 +62,7 @@ async def test_every_room_that_takes_a_guess_has_its_ceiling_again(world: World)
     # Alice plays in the first room with a player row (written by a worker, as after her
     # first scored guess): her lane is that id.
     async with world.sessionmaker() as session:
-        alice = await store.ensure_player(session, rooms[0].id, ALICE, "Alice")
+        alice = await usecases.ensure_player(session, rooms[0].id, ALICE, "Alice")
     world.standin.send_text(chats[0], ALICE, valid_guess(rounds[0], 1))
     await world.settle()
     assert await world.queued() == ROOMS + 1

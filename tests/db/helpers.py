@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import ids, usecases
-from codemojex.db import Room, Round, store
+from codemojex.db import Room, Round
 from codemojex.game.decide import Attempt, Verdict
 from tests.support import wrong_guess
 
@@ -13,7 +13,9 @@ __all__ = ["attempt", "job_id", "new_room", "record_one", "wrong_guess"]
 
 
 async def new_room(session: AsyncSession, chat_id: int = -1001, title: str = "Room") -> Room:
-    return await store.ensure_room(session, chat_id, title, default_ceiling=2, round_timeout_s=600)
+    return await usecases.ensure_room(
+        session, chat_id, title, default_ceiling=2, round_timeout_s=600
+    )
 
 
 def job_id() -> str:

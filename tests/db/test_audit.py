@@ -9,13 +9,14 @@ from datetime import timedelta
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex.db import AuditLog, store
+from codemojex import usecases
+from codemojex.db import AuditLog
 from codemojex.db.models import utcnow
 from codemojex.worker.retention import AuditTrim
 
 
 async def _room(session: AsyncSession, chat_id: int) -> str:
-    room = await store.ensure_room(session, chat_id, "r", default_ceiling=2, round_timeout_s=600)
+    room = await usecases.ensure_room(session, chat_id, "r", default_ceiling=2, round_timeout_s=600)
     return room.id
 
 
@@ -32,7 +33,7 @@ async def test_rows_past_their_keep_time_are_trimmed_in_batches(
     async with sessions() as session:
         room = await _room(session, -3)
         for i in range(25):
-            row = await store.audit(
+            row = await usecases.audit(
                 session, room_id=room, actor_tg_id=i, action="ban", allowed=i % 2 == 0
             )
             # 10 recent rows; 15 from 31 to 45 days ago

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import scoring, usecases
-from codemojex.db import Guess, LeaderboardEntry, Outbox, Round, store
+from codemojex.db import Guess, LeaderboardEntry, Outbox, Round
 from codemojex.game.decide import Attempt, Verdict
 from tests.db.helpers import job_id, new_room, wrong_guess
 
@@ -27,9 +27,9 @@ async def test_a_batch_is_decided_in_order_like_one_guess_at_a_time(
     async with sessions() as s:
         room_a = await new_room(s, chat_id=-1, title="A")
         room_b = await new_room(s, chat_id=-2, title="B")
-        ann = await store.ensure_player(s, room_a.id, 1, "Ann")
-        bob = await store.ensure_player(s, room_a.id, 2, "Bob")
-        cat = await store.ensure_player(s, room_b.id, 3, "Cat")
+        ann = await usecases.ensure_player(s, room_a.id, 1, "Ann")
+        bob = await usecases.ensure_player(s, room_a.id, 2, "Bob")
+        cat = await usecases.ensure_player(s, room_b.id, 3, "Cat")
         round_a = await usecases.start_round(s, room_a.id, rng)
         round_b = await usecases.start_round(s, room_b.id, rng)
     wrong_a = wrong_guess(round_a.secret_emojis, round_a.palette_emojis)
@@ -116,7 +116,9 @@ async def test_overlapping_batches_race_to_one_winner_per_round_without_deadlock
     async with sessions() as s:
         for n in range(6):
             room = await new_room(s, chat_id=-100 - n, title=f"R{n}")
-            players = [await store.ensure_player(s, room.id, 10 * n + k, f"P{k}") for k in range(4)]
+            players = [
+                await usecases.ensure_player(s, room.id, 10 * n + k, f"P{k}") for k in range(4)
+            ]
             rnd = await usecases.start_round(s, room.id, rng)
             rooms.append((rnd, players))
 

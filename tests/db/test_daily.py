@@ -225,9 +225,11 @@ async def test_a_groups_board_is_its_members_dailies(
 ) -> None:
     group = -100777
     async with sessions() as session:
-        room = await store.ensure_room(session, group, "G", default_ceiling=2, round_timeout_s=600)
+        room = await usecases.ensure_room(
+            session, group, "G", default_ceiling=2, round_timeout_s=600
+        )
         for user, name in ((ALICE, "Alice"), (BOB, "Bob"), (CAROL, "Carol")):
-            await store.ensure_player(session, room.id, user, name)
+            await usecases.ensure_player(session, room.id, user, name)
     for user in (ALICE, BOB, CAROL, 9999):  # 9999 never played in the group
         await open_for(sessions, user, NOON)
     rnd = await daily_round(sessions, ALICE, NOON)
@@ -253,8 +255,10 @@ async def test_a_groups_board_takes_the_others_seen_there_and_keeps_the_asker(
     asker's row stays, after the cut."""
     group = -100778
     async with sessions() as session:
-        room = await store.ensure_room(session, group, "G", default_ceiling=2, round_timeout_s=600)
-        await store.ensure_player(session, room.id, ALICE, "Alice here")
+        room = await usecases.ensure_room(
+            session, group, "G", default_ceiling=2, round_timeout_s=600
+        )
+        await usecases.ensure_player(session, room.id, ALICE, "Alice here")
     for user in (ALICE, BOB, CAROL, 9999):
         await open_for(sessions, user, NOON)
     rnd = await daily_round(sessions, ALICE, NOON)
@@ -302,11 +306,11 @@ async def test_old_dailies_are_trimmed_and_records_kept(
             rnd = await daily_round(sessions, user, when)
             await play(sessions, user, [rnd.secret_emojis], when)
     async with sessions() as session:
-        assert await store.trim_daily(session, (NOON - timedelta(days=30)).date(), 1) == 1
+        assert await usecases.trim_daily(session, (NOON - timedelta(days=30)).date(), 1) == 1
     async with sessions() as session:
-        assert await store.trim_daily(session, (NOON - timedelta(days=30)).date(), 10) == 1
+        assert await usecases.trim_daily(session, (NOON - timedelta(days=30)).date(), 10) == 1
     async with sessions() as session:
-        assert await store.trim_daily(session, (NOON - timedelta(days=30)).date(), 10) == 0
+        assert await usecases.trim_daily(session, (NOON - timedelta(days=30)).date(), 10) == 0
     async with sessions() as session:
         days = set((await session.execute(select(DailyResult.day))).scalars())
         await session.commit()
@@ -383,5 +387,5 @@ async def test_the_daily_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSess
     assert (bob.streak, bob.histogram[-1]) == (0, 1)
     assert closed is not None and closed.end_reason == SOLVED
     async with sqlite_sessions() as session:
-        assert await store.trim_daily(session, NOON.date() + timedelta(days=1), 10) == 2
+        assert await usecases.trim_daily(session, NOON.date() + timedelta(days=1), 10) == 2
     assert await count(sqlite_sessions, select(func.count()).select_from(Guess)) == 0

@@ -17,15 +17,16 @@ import pytest
 from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids
+from codemojex import ids, usecases
 from codemojex.db import DailyResult, Outbox, Player, Room, Round, store
-from codemojex.db.store.daily_open import PrivateChat
-from codemojex.db.store.rooms import RoomCard
+from codemojex.db.store.lookups import RoomCard
 from codemojex.game import taps, texts
 from codemojex.locale import EN, Lang
 from codemojex.posting.cards import card_of
 from codemojex.usecases.daily import Opened, open_daily
+from codemojex.values.daily import PrivateChat
 from codemojex.values.types import KIND_ROUND, ROUND_DAILY, TIMEOUT
+from tests import writes
 from tests.dailies import daily_round, misses, play
 
 NOON = datetime(2026, 3, 14, 12, tzinfo=UTC)
@@ -142,8 +143,10 @@ async def test_the_next_day_renames_speaks_closes_yesterdays_and_keeps_seats_and
     # Someone else seated and banned in the private chat's room: the card carries both.
     room = (await stored_card(dbs, ALICE)).room
     async with dbs() as session:
-        other = await store.ensure_player(session, room.id, BOB, "Bob", player_id=ids.mint("PLR"))
-        await store.ban(session, room.id, other.id, actor=None)
+        other = await usecases.ensure_player(
+            session, room.id, BOB, "Bob", player_id=ids.mint("PLR")
+        )
+        await writes.ban(session, room.id, other.id, actor=None)
     tomorrow = NOON + timedelta(days=1)
     opened = await opens(dbs, ALICE, tomorrow, name="Alice B.", language=RU)
     assert opened.view.status == "opened" and opened.view.puzzle.number == 2

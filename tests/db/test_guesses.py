@@ -11,9 +11,10 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import scoring, usecases
-from codemojex.db import Guess, LeaderboardEntry, Outbox, Player, Round, store
+from codemojex.db import Guess, LeaderboardEntry, Outbox, Player, Round
 from codemojex.game.decide import Verdict
 from codemojex.values.types import TIMEOUT
+from tests import writes
 from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess
 
 CHAT = -1001
@@ -21,8 +22,8 @@ CHAT = -1001
 
 async def _setup(session: AsyncSession, rng: random.Random) -> tuple[Round, Player, Player]:
     room = await new_room(session, chat_id=CHAT)
-    alice = await store.ensure_player(session, room.id, 1, "Alice")
-    bob = await store.ensure_player(session, room.id, 2, "Bob")
+    alice = await usecases.ensure_player(session, room.id, 1, "Alice")
+    bob = await usecases.ensure_player(session, room.id, 2, "Bob")
     rnd = await usecases.start_round(session, room.id, rng)
     return rnd, alice, bob
 
@@ -217,7 +218,7 @@ async def test_unknown_round_and_foreign_player_are_refused(
 ) -> None:
     rnd, alice, _ = await _setup(session, rng)
     other_room = await new_room(session, chat_id=-2002)
-    stranger = await store.ensure_player(session, other_room.id, 1, "Alice elsewhere")
+    stranger = await usecases.ensure_player(session, other_room.id, 1, "Alice elsewhere")
     no_round = attempt(rnd, alice.id, rnd.secret_emojis)
     no_round = replace(no_round, round_id=rnd.id + 1000)
     assert (await record_one(session, no_round)).kind == "unknown_round"
@@ -231,7 +232,7 @@ async def test_banned_players_guess_writes_nothing(
     session: AsyncSession, rng: random.Random
 ) -> None:
     rnd, alice, _ = await _setup(session, rng)
-    assert await store.ban(session, rnd.room_id, alice.id, actor=999)
+    assert await writes.ban(session, rnd.room_id, alice.id, actor=999)
     result = await _record(session, rnd, alice, rnd.secret_emojis)
     assert result.banned and not result.won and not result.round_closed
     assert await _count(session, Guess) == 0
@@ -261,7 +262,7 @@ async def test_leaderboard_accumulates_over_rounds(
 async def test_emoji_spelling_is_normalised_to_the_palette(session: AsyncSession) -> None:
     room = await new_room(session, chat_id=CHAT)
     await usecases.update_room_settings(session, room.id, palette="❤️🍎🍌🍇", length=3)
-    alice = await store.ensure_player(session, room.id, 1, "Alice")
+    alice = await usecases.ensure_player(session, room.id, 1, "Alice")
     rnd = await usecases.start_round(session, room.id, random.Random(3))
     # The same emojis typed without U+FE0F still score as the palette's emojis: the bot's
     # parse (the one validation a guess gets) puts them in the palette's spelling.

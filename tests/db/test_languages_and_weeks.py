@@ -73,8 +73,8 @@ async def test_results_wins_and_late_answers_are_in_the_rooms_language(
 ) -> None:
     room = await new_room(session)
     rnd = await usecases.start_round(session, room.id, random.Random(3), language=UK)
-    ann = await store.ensure_player(session, room.id, 1, "Ann")
-    bob = await store.ensure_player(session, room.id, 2, "Bob")
+    ann = await usecases.ensure_player(session, room.id, 1, "Ann")
+    bob = await usecases.ensure_player(session, room.id, 2, "Bob")
     secret, palette = rnd.secret_emojis, rnd.palette_emojis
     miss = wrong_guess(secret, palette)
     await record_one(session, attempt(rnd, ann.id, miss, reply_to=10))
@@ -120,9 +120,9 @@ def test_the_week_starts_on_monday_at_midnight_utc() -> None:
 async def test_this_weeks_board_counts_only_this_weeks_wins(session: AsyncSession) -> None:
     room = await new_room(session)
     other = await new_room(session, chat_id=-2002)
-    ann = await store.ensure_player(session, room.id, 1, "Ann")
-    bob = await store.ensure_player(session, room.id, 2, "Bob")
-    cat = await store.ensure_player(session, other.id, 3, "Cat")
+    ann = await usecases.ensure_player(session, room.id, 1, "Ann")
+    bob = await usecases.ensure_player(session, room.id, 2, "Bob")
+    cat = await usecases.ensure_player(session, other.id, 3, "Cat")
     await _win(session, room, ann.id, MONDAY - timedelta(seconds=1))  # Sunday 23:59:59: last week
     await _win(session, room, ann.id, MONDAY - timedelta(days=3))
     await _win(session, room, bob.id, MONDAY)  # Monday 00:00:00: this week

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db import Outbox, store
 from codemojex.values.types import KIND_RESULT, KIND_WIN, Message
+from tests import writes
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -29,7 +30,7 @@ async def test_pending_is_oldest_first_and_filters_by_chat(session: AsyncSession
     assert [r.id for r in await store.pending_outbox(session, 10)] == ids
     assert [r.id for r in await store.pending_outbox(session, 2)] == ids[:2]
     assert [r.id for r in await store.pending_outbox(session, 10, chat_id=-2)] == ids[1::2]
-    assert await store.mark_sent(session, ids[:3], 900) == 3
+    assert await writes.mark_sent(session, ids[:3], 900) == 3
     assert [r.id for r in await store.pending_outbox(session, 10)] == ids[3:]
 
 
@@ -38,7 +39,7 @@ async def test_written_messages_are_pending_in_order(session: AsyncSession) -> N
         Message(-5, "hello", KIND_RESULT, None, reply_to=9, guess_id="g", player_name="Al"),
         Message(-5, "bye", KIND_WIN, None),
     ]
-    await store.write_messages(session, said, T0)
+    await writes.write_messages(session, said, T0)
     await session.commit()
     first, second = await store.pending_outbox(session, 10)
     assert first.id < second.id
@@ -59,11 +60,11 @@ async def test_written_messages_are_pending_in_order(session: AsyncSession) -> N
 
 async def test_mark_sent_is_once(session: AsyncSession) -> None:
     [a, b] = await _fill(session, 2)
-    assert await store.mark_sent(session, [a], 500, now=T0) == 1
+    assert await writes.mark_sent(session, [a], 500, now=T0) == 1
     # Marking again (a retry, a second sender) changes nothing: first send stands.
-    assert await store.mark_sent(session, [a, b], 501, now=T0 + timedelta(seconds=5)) == 1
-    assert await store.mark_sent(session, [a, b], 502) == 0
-    assert await store.mark_sent(session, [], 503) == 0
+    assert await writes.mark_sent(session, [a, b], 501, now=T0 + timedelta(seconds=5)) == 1
+    assert await writes.mark_sent(session, [a, b], 502) == 0
+    assert await writes.mark_sent(session, [], 503) == 0
     rows = {r.id: r for r in (await session.execute(select(Outbox))).scalars()}
     assert (rows[a].sent_at, rows[a].sent_message_id) == (T0, 500)
     assert (rows[b].sent_at, rows[b].sent_message_id) == (T0 + timedelta(seconds=5), 501)
@@ -71,20 +72,20 @@ async def test_mark_sent_is_once(session: AsyncSession) -> None:
 
 async def test_claim_leases_rows_to_one_owner(session: AsyncSession) -> None:
     ids = await _fill(session, 5)
-    first = await store.claim_outbox(session, 3, 30, "sender-a", now=T0)
+    first = await writes.claim_outbox(session, 3, 30, "sender-a", now=T0)
     assert [r.id for r in first] == ids[:3]
     held = {r.id: r.claimed_by for r in (await session.execute(select(Outbox))).scalars()}
     assert [held[i] for i in ids] == ["sender-a"] * 3 + [None] * 2
-    second = await store.claim_outbox(session, 10, 30, "sender-b", now=T0)
+    second = await writes.claim_outbox(session, 10, 30, "sender-b", now=T0)
     assert [r.id for r in second] == ids[3:]
-    assert await store.claim_outbox(session, 10, 30, "sender-c", now=T0) == []
+    assert await writes.claim_outbox(session, 10, 30, "sender-c", now=T0) == []
     # sender-a dies; after its lease the rows go to someone else.
-    assert await store.claim_outbox(session, 10, 30, "c", now=T0 + timedelta(seconds=29)) == []
-    again = await store.claim_outbox(session, 10, 30, "sender-c", now=T0 + timedelta(seconds=31))
+    assert await writes.claim_outbox(session, 10, 30, "c", now=T0 + timedelta(seconds=29)) == []
+    again = await writes.claim_outbox(session, 10, 30, "sender-c", now=T0 + timedelta(seconds=31))
     assert [r.id for r in again] == ids
     # Sent rows are never handed out again.
-    await store.mark_sent(session, ids[:4], 1)
-    later = await store.claim_outbox(session, 10, 30, "sender-d", now=T0 + timedelta(minutes=5))
+    await writes.mark_sent(session, ids[:4], 1)
+    later = await writes.claim_outbox(session, 10, 30, "sender-d", now=T0 + timedelta(minutes=5))
     assert [r.id for r in later] == ids[4:]
 
 
@@ -92,22 +93,22 @@ async def test_chats_with_unsent_skips_sent_not_claimed(session: AsyncSession) -
     ids = await _fill(session, 6, chats=(-3, -1, -2))
     assert sorted(await store.chats_with_unsent(session)) == [-3, -2, -1]
     # A claimed chat is still listed: whoever holds the claim may die before posting.
-    await store.claim_outbox(session, 10, 30, "a", chat_id=-3, now=T0)
-    await store.mark_sent(session, [ids[1], ids[4]], 7)  # both rows of chat -1
+    await writes.claim_outbox(session, 10, 30, "a", chat_id=-3, now=T0)
+    await writes.mark_sent(session, [ids[1], ids[4]], 7)  # both rows of chat -1
     assert sorted(await store.chats_with_unsent(session)) == [-3, -2]
-    await store.mark_sent(session, ids, 8)
+    await writes.mark_sent(session, ids, 8)
     assert await store.chats_with_unsent(session) == []
 
 
 async def test_claim_by_chat_and_release(session: AsyncSession) -> None:
     ids = await _fill(session, 6)
-    mine = await store.claim_outbox(session, 10, 30, "a", chat_id=-1, now=T0)
+    mine = await writes.claim_outbox(session, 10, 30, "a", chat_id=-1, now=T0)
     assert [r.id for r in mine] == ids[0::2]
     # Released (e.g. after a 429) only by its owner, then claimable at once.
-    assert await store.release_outbox(session, [r.id for r in mine], "someone-else") == 0
-    assert await store.release_outbox(session, [r.id for r in mine], "a") == 3
-    assert await store.release_outbox(session, [], "a") == 0
-    back = await store.claim_outbox(session, 10, 30, "b", chat_id=-1, now=T0)
+    assert await writes.release_outbox(session, [r.id for r in mine], "someone-else") == 0
+    assert await writes.release_outbox(session, [r.id for r in mine], "a") == 3
+    assert await writes.release_outbox(session, [], "a") == 0
+    back = await writes.claim_outbox(session, 10, 30, "b", chat_id=-1, now=T0)
     assert [r.id for r in back] == ids[0::2]
 
 
@@ -121,12 +122,12 @@ async def test_concurrent_claims_never_share_a_row(
         got: list[int] = []
         while True:
             async with sessions() as s:
-                rows = await store.claim_outbox(s, 7, 60, owner)
+                rows = await writes.claim_outbox(s, 7, 60, owner)
                 if not rows:
                     return got
                 claimed = [r.id for r in rows]
                 # Another sender may also try to mark them: the books still say "sent" once.
-                await store.mark_sent(s, claimed, hash(owner) % 1000)
+                await writes.mark_sent(s, claimed, hash(owner) % 1000)
                 got.extend(claimed)
 
     results = await asyncio.gather(*(sender(f"sender-{i}") for i in range(6)))
@@ -143,7 +144,7 @@ async def test_concurrent_mark_sent_marks_once(sessions: async_sessionmaker[Asyn
 
     async def mark(message_id: int) -> int:
         async with sessions() as s:
-            return await store.mark_sent(s, ids, message_id)
+            return await writes.mark_sent(s, ids, message_id)
 
     counts = await asyncio.gather(*(mark(m) for m in range(1, 6)))
     assert sum(counts) == 50

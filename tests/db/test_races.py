@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import scoring, usecases
-from codemojex.db import Guess, LeaderboardEntry, Outbox, Round, store
+from codemojex.db import Guess, LeaderboardEntry, Outbox, Round
 from codemojex.game.decide import Attempt, Verdict
 from tests.db.helpers import job_id, new_room, record_one, wrong_guess
 
@@ -37,7 +37,7 @@ async def test_two_winning_guesses_at_once_make_one_winner(
     rng = random.Random(99)
     async with sessions() as s:
         room = await new_room(s, chat_id=CHAT)
-        players = [await store.ensure_player(s, room.id, uid, f"P{uid}") for uid in (1, 2, 3)]
+        players = [await usecases.ensure_player(s, room.id, uid, f"P{uid}") for uid in (1, 2, 3)]
 
     winners: list[str] = []
     for _ in range(REPEATS):
@@ -93,7 +93,7 @@ async def test_concurrent_duplicate_delivery_records_once(
     rng = random.Random(5)
     async with sessions() as s:
         room = await new_room(s, chat_id=CHAT)
-        alice = await store.ensure_player(s, room.id, 1, "Alice")
+        alice = await usecases.ensure_player(s, room.id, 1, "Alice")
         rnd = await usecases.start_round(s, room.id, rng)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
     for _ in range(REPEATS):
@@ -128,8 +128,8 @@ async def test_duplicate_of_a_winner_racing_a_rival(
     rng = random.Random(11)
     async with sessions() as s:
         room = await new_room(s, chat_id=CHAT)
-        alice = await store.ensure_player(s, room.id, 1, "Alice")
-        bob = await store.ensure_player(s, room.id, 2, "Bob")
+        alice = await usecases.ensure_player(s, room.id, 1, "Alice")
+        bob = await usecases.ensure_player(s, room.id, 2, "Bob")
     for _ in range(10):
         async with sessions() as s:
             rnd = await usecases.start_round(s, room.id, rng)

@@ -113,9 +113,10 @@ async def test_a_round_keeps_the_repeats_it_started_with(
 async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_changes(
     session: AsyncSession,
 ) -> None:
-    room = await new_room(session)
+    # (a refusal rolls its unit back, which expires what the session holds: ids are kept)
+    room_id = (await new_room(session)).id
     # Length 5 over four emojis is fine while emojis may repeat ...
-    await usecases.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒")
+    await usecases.update_room_settings(session, room_id, length=5, palette="🍎🍌🍇🍒")
     # ... but not with repeats off: changing repeats alone is refused,
     attempts: list[tuple[dict[str, object], tuple[int, str | None, bool]]] = [
         ({"repeats": False}, (5, "🍎🍌🍇🍒", True)),
@@ -124,55 +125,55 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_setting_cha
     ]
     for kwargs, before in attempts:
         with pytest.raises(scoring.InvalidSettings) as info:
-            await usecases.update_room_settings(session, room.id, **kwargs)  # type: ignore[arg-type]
+            await usecases.update_room_settings(session, room_id, **kwargs)  # type: ignore[arg-type]
         assert info.value.kind == "repeats_palette"
         assert texts.settings_refused(EN, info.value) == TOO_FEW
-        assert await _settings(session, room.id) == before
-    assert (await store.get_room(session, room.id)).ceiling == 2  # type: ignore[union-attr]
+        assert await _settings(session, room_id) == before
+    assert (await store.get_room(session, room_id)).ceiling == 2  # type: ignore[union-attr]
 
     # With repeats off and four emojis (length 4), a longer code is refused,
-    await usecases.update_room_settings(session, room.id, length=4, repeats=False)
-    assert await _settings(session, room.id) == (4, "🍎🍌🍇🍒", False)
+    await usecases.update_room_settings(session, room_id, length=4, repeats=False)
+    assert await _settings(session, room_id) == (4, "🍎🍌🍇🍒", False)
     with pytest.raises(scoring.InvalidSettings) as info:
-        await usecases.update_room_settings(session, room.id, length=5)
+        await usecases.update_room_settings(session, room_id, length=5)
     assert texts.settings_refused(EN, info.value) == TOO_FEW
-    assert await _settings(session, room.id) == (4, "🍎🍌🍇🍒", False)
+    assert await _settings(session, room_id) == (4, "🍎🍌🍇🍒", False)
     # ... and with a code of 5 over five emojis, a palette of four is refused.
-    await usecases.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒🍋")
+    await usecases.update_room_settings(session, room_id, length=5, palette="🍎🍌🍇🍒🍋")
     with pytest.raises(scoring.InvalidSettings) as info:
-        await usecases.update_room_settings(session, room.id, palette="🍎 🍌 🍇 🍒")
+        await usecases.update_room_settings(session, room_id, palette="🍎 🍌 🍇 🍒")
     assert texts.settings_refused(EN, info.value) == TOO_FEW
     # All three at once, too.
     with pytest.raises(scoring.InvalidSettings) as info:
         await usecases.update_room_settings(
-            session, room.id, length=6, palette="🐶🐱🐭🐰🦊", repeats=False
+            session, room_id, length=6, palette="🐶🐱🐭🐰🦊", repeats=False
         )
     assert info.value.kind == "repeats_palette"
-    assert await _settings(session, room.id) == (5, "🍎🍌🍇🍒🍋", False)
+    assert await _settings(session, room_id) == (5, "🍎🍌🍇🍒🍋", False)
 
     # What can be drawn is accepted: repeats back on, then a short palette; a palette of 6
     # holds a code of 6 without repeats.
-    await usecases.update_room_settings(session, room.id, repeats=True, palette="🍎🍌🍇🍒")
+    await usecases.update_room_settings(session, room_id, repeats=True, palette="🍎🍌🍇🍒")
     fresh = await usecases.update_room_settings(
-        session, room.id, palette="🐶🐱🐭🐰🦊🐻", length=6, repeats=False
+        session, room_id, palette="🐶🐱🐭🐰🦊🐻", length=6, repeats=False
     )
     assert (fresh.length, fresh.palette, fresh.repeats) == (6, "🐶🐱🐭🐰🦊🐻", False)
     # Refusals are values the parser would also refuse.
     with pytest.raises(scoring.InvalidSettings) as info:
-        await usecases.update_room_settings(session, room.id, repeats="maybe")
+        await usecases.update_room_settings(session, room_id, repeats="maybe")
     assert info.value.kind == "repeats_value"
-    assert await _settings(session, room.id) == (6, "🐶🐱🐭🐰🦊🐻", False)
+    assert await _settings(session, room_id) == (6, "🐶🐱🐭🐰🦊🐻", False)
 
 
 async def test_a_refusal_leaves_no_lock_behind(sessions: async_sessionmaker[AsyncSession]) -> None:
     async with sessions() as first, sessions() as second:
-        room = await new_room(first)
-        await usecases.update_room_settings(first, room.id, length=5, palette="🍎🍌🍇🍒")
+        room_id = (await new_room(first)).id
+        await usecases.update_room_settings(first, room_id, length=5, palette="🍎🍌🍇🍒")
         with pytest.raises(scoring.InvalidSettings):
-            await usecases.update_room_settings(first, room.id, repeats=False)
+            await usecases.update_room_settings(first, room_id, repeats=False)
         assert not first.in_transaction()
         # The refused call's row lock is gone: another session changes the room at once.
         changed = await asyncio.wait_for(
-            usecases.update_room_settings(second, room.id, length=4, repeats=False), 5
+            usecases.update_room_settings(second, room_id, length=4, repeats=False), 5
         )
         assert (changed.length, changed.repeats) == (4, False)

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import ids, usecases
 from codemojex.db import store
+from tests import writes
 from tests.db.helpers import new_room
 
 
@@ -20,10 +21,10 @@ async def test_a_rooms_card_says_its_round_players_and_bans(session: AsyncSessio
     assert card.open_round is None and card.seats == {} and card.banned == frozenset()
 
     rnd = await usecases.start_round(session, room.id, random.Random(1))
-    ann = await store.ensure_player(session, room.id, 1, "Ann")
+    ann = await usecases.ensure_player(session, room.id, 1, "Ann")
     # A player the bot gave an id (the lane of their guesses) keeps it in the database.
     bob_id = ids.mint(ids.PLAYER)
-    bob = await store.ensure_player(session, room.id, 2, "Bob", player_id=bob_id)
+    bob = await usecases.ensure_player(session, room.id, 2, "Bob", player_id=bob_id)
     assert bob.id == bob_id
     card = await store.room_card(session, room.id)
     assert card is not None and card.open_round is not None and card.open_round.id == rnd.id
@@ -31,11 +32,11 @@ async def test_a_rooms_card_says_its_round_players_and_bans(session: AsyncSessio
 
     # Banned here; another room's ban does not count.
     other = await new_room(session, chat_id=-78)
-    ann_elsewhere = await store.ensure_player(session, other.id, 1, "Ann")
-    await store.ban(session, other.id, ann_elsewhere.id, actor=None)
+    ann_elsewhere = await usecases.ensure_player(session, other.id, 1, "Ann")
+    await writes.ban(session, other.id, ann_elsewhere.id, actor=None)
     card = await store.room_card(session, room.id)
     assert card is not None and card.banned == frozenset()
-    await store.ban(session, room.id, ann.id, actor=None)
+    await writes.ban(session, room.id, ann.id, actor=None)
     card = await store.room_card(session, room.id)
     assert card is not None and card.banned == {1}
 
@@ -46,6 +47,6 @@ async def test_a_rooms_card_says_its_round_players_and_bans(session: AsyncSessio
 
 async def test_an_existing_player_keeps_its_id(session: AsyncSession) -> None:
     room = await new_room(session, chat_id=-79)
-    ann = await store.ensure_player(session, room.id, 1, "Ann")
-    again = await store.ensure_player(session, room.id, 1, "Ann B.", player_id=ids.mint("PLR"))
+    ann = await usecases.ensure_player(session, room.id, 1, "Ann")
+    again = await usecases.ensure_player(session, room.id, 1, "Ann B.", player_id=ids.mint("PLR"))
     assert again.id == ann.id and again.display_name == "Ann B."

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import scoring, usecases
 from codemojex.db import AuditLog, LeaderboardEntry, Player, Room, store
+from tests import writes
 from tests.db.helpers import attempt, new_room, record_one
 
 
@@ -44,7 +45,7 @@ async def test_concurrent_ensure_room_and_player_make_one_each(
 
     async def player_once() -> str:
         async with sessions() as s:
-            return (await store.ensure_player(s, room_ids[0], 11, "Zed")).id
+            return (await usecases.ensure_player(s, room_ids[0], 11, "Zed")).id
 
     player_ids = await asyncio.gather(*(player_once() for _ in range(6)))
     assert len(set(player_ids)) == 1
@@ -56,14 +57,14 @@ async def test_concurrent_ensure_room_and_player_make_one_each(
 async def test_ensure_player_is_per_room(session: AsyncSession) -> None:
     a = await new_room(session, chat_id=-1)
     b = await new_room(session, chat_id=-2)
-    pa = await store.ensure_player(session, a.id, 5, "Eve")
-    pb = await store.ensure_player(session, b.id, 5, "Eve")
+    pa = await usecases.ensure_player(session, a.id, 5, "Eve")
+    pb = await usecases.ensure_player(session, b.id, 5, "Eve")
     assert pa.id != pb.id and pa.id.startswith("PLR")
-    renamed = await store.ensure_player(session, a.id, 5, "Eve B.")
+    renamed = await usecases.ensure_player(session, a.id, 5, "Eve B.")
     assert renamed.id == pa.id and renamed.display_name == "Eve B."
     assert (await store.get_player(session, pa.id)).display_name == "Eve B."  # type: ignore[union-attr]
     with pytest.raises(store.UnknownRoom):
-        await store.ensure_player(session, "ROM00000000000000000000000000", 5, "Eve")
+        await usecases.ensure_player(session, "ROM00000000000000000000000000", 5, "Eve")
 
 
 async def test_update_room_settings_validates_everything_first(session: AsyncSession) -> None:
@@ -103,33 +104,34 @@ async def test_update_room_settings_validates_everything_first(session: AsyncSes
 
 
 async def test_bans_are_per_room(session: AsyncSession) -> None:
-    a = await new_room(session, chat_id=-1)
-    b = await new_room(session, chat_id=-2)
-    pa = await store.ensure_player(session, a.id, 5, "Eve")
-    pb = await store.ensure_player(session, b.id, 5, "Eve")
-    assert await store.ban(session, a.id, pa.id, actor=1) is True
-    assert await store.ban(session, a.id, pa.id, actor=1) is False
-    assert await store.is_banned(session, a.id, 5)
-    assert not await store.is_banned(session, b.id, 5)  # banned in a, plays in b
-    assert not await store.is_banned(session, a.id, 6)
+    # (a refusal rolls its unit back, which expires what the session holds: ids are kept)
+    a = (await new_room(session, chat_id=-1)).id
+    b = (await new_room(session, chat_id=-2)).id
+    pa = (await usecases.ensure_player(session, a, 5, "Eve")).id
+    pb = (await usecases.ensure_player(session, b, 5, "Eve")).id
+    assert await writes.ban(session, a, pa, actor=1) is True
+    assert await writes.ban(session, a, pa, actor=1) is False
+    assert await store.is_banned(session, a, 5)
+    assert not await store.is_banned(session, b, 5)  # banned in a, plays in b
+    assert not await store.is_banned(session, a, 6)
     with pytest.raises(store.UnknownPlayer):
-        await store.ban(session, a.id, pb.id, actor=1)  # not a player of room a
+        await writes.ban(session, a, pb, actor=1)  # not a player of room a
 
-    rnd = await usecases.start_round(session, b.id, random.Random(1))
-    result = await record_one(session, attempt(rnd, pb.id, rnd.secret_emojis))
+    rnd = await usecases.start_round(session, b, random.Random(1))
+    result = await record_one(session, attempt(rnd, pb, rnd.secret_emojis))
     assert result.won
 
-    assert await store.unban(session, a.id, pa.id, actor=1) is True
-    assert await store.unban(session, a.id, pa.id) is False
-    assert not await store.is_banned(session, a.id, 5)
+    assert await writes.unban(session, a, pa, actor=1) is True
+    assert await writes.unban(session, a, pa) is False
+    assert not await store.is_banned(session, a, 5)
 
 
 async def test_audit_rows(session: AsyncSession) -> None:
     room = await new_room(session)
-    await store.audit(
+    await usecases.audit(
         session, room_id=room.id, actor_tg_id=1, action="limit", args="3", allowed=True
     )
-    await store.audit(
+    await usecases.audit(
         session,
         room_id=room.id,
         actor_tg_id=2,
@@ -137,7 +139,7 @@ async def test_audit_rows(session: AsyncSession) -> None:
         args={"player": "PLR1", "reason": "spam"},
         allowed=False,
     )
-    await store.audit(session, room_id=None, actor_tg_id=None, action="x", allowed=False)
+    await usecases.audit(session, room_id=None, actor_tg_id=None, action="x", allowed=False)
     rows = list((await session.execute(select(AuditLog).order_by(AuditLog.id))).scalars())
     assert [(r.action, r.actor_tg_id, r.allowed) for r in rows] == [
         ("limit", 1, True),
@@ -154,7 +156,7 @@ async def _seed_board(
 ) -> None:
     """(points, wins, guesses) per player, user ids 1..n."""
     for uid, (points, wins, guesses) in enumerate(rows, start=1):
-        player = await store.ensure_player(session, room_id, uid, f"U{uid}")
+        player = await usecases.ensure_player(session, room_id, uid, f"U{uid}")
         session.add(
             LeaderboardEntry(
                 room_id=room_id,
@@ -187,7 +189,7 @@ async def test_leaderboard_orders_by_points_then_wins(session: AsyncSession) -> 
     assert (stats.rank, stats.players, stats.points, stats.wins, stats.guesses) == (3, 4, 100, 1, 5)
     assert stats.best_solve == 9
     assert await store.player_stats(session, room.id, 99) is None
-    newcomer = await store.ensure_player(session, room.id, 50, "New")
+    newcomer = await usecases.ensure_player(session, room.id, 50, "New")
     fresh = await store.player_stats(session, room.id, 50)
     assert fresh is not None and fresh.player_id == newcomer.id
     assert (fresh.rank, fresh.points, fresh.guesses) == (None, 0, 0)
@@ -199,7 +201,7 @@ async def test_global_stats_join_rooms_by_telegram_user(session: AsyncSession) -
     c = await new_room(session, chat_id=-3)
     await _seed_board(session, a.id, [(100, 1, 5)])
     await _seed_board(session, b.id, [(50, 2, 7), (1000, 10, 10)])
-    await store.ensure_player(session, c.id, 1, "U1")  # joined c, never scored
+    await usecases.ensure_player(session, c.id, 1, "U1")  # joined c, never scored
     total = await store.global_stats(session, 1)
     assert (total.rooms, total.points, total.wins, total.guesses, total.best_solve) == (
         2,

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex import scoring, usecases
 from codemojex.db import Outbox, Round, store
 from codemojex.values.types import ENDROUND
+from tests import writes
 from tests.db.helpers import new_room
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -60,20 +61,21 @@ async def test_start_round_uses_room_settings(session: AsyncSession, rng: random
 async def test_second_round_is_refused_while_one_is_open(
     session: AsyncSession, rng: random.Random
 ) -> None:
-    room = await new_room(session)
-    first = await usecases.start_round(session, room.id, rng)
+    room_id = (await new_room(session)).id
+    first = await usecases.start_round(session, room_id, rng)
+    first_id, secret = first.id, first.secret  # (the refusal's rollback expires them)
     with pytest.raises(store.RoundAlreadyOpen) as caught:
-        await usecases.start_round(session, room.id, rng)
-    assert caught.value.round_id == first.id
-    assert first.secret not in str(caught.value)
+        await usecases.start_round(session, room_id, rng)
+    assert caught.value.round_id == first_id
+    assert secret not in str(caught.value)
     # Refused means unchanged: still one round, one announcement.
     assert (await session.execute(select(func.count(Round.id)))).scalar_one() == 1
     assert (await session.execute(select(func.count(Outbox.id)))).scalar_one() == 1
     await session.commit()
     # Once closed, a new one may start.
-    assert await usecases.close_round(session, first.id, ENDROUND) is not None
-    second = await usecases.start_round(session, room.id, rng)
-    assert second.id != first.id
+    assert await usecases.close_round(session, first_id, ENDROUND) is not None
+    second = await usecases.start_round(session, room_id, rng)
+    assert second.id != first_id
 
 
 async def test_two_rooms_each_have_their_round(session: AsyncSession, rng: random.Random) -> None:
@@ -182,7 +184,7 @@ async def test_announcement_sent_becomes_the_round_message(
     room = await new_room(session)
     rnd = await usecases.start_round(session, room.id, rng)
     [row] = await store.pending_outbox(session, 10)
-    assert await store.mark_sent(session, [row.id], 4242) == 1
+    assert await writes.mark_sent(session, [row.id], 4242) == 1
     announced = await session.get(Round, rnd.id, populate_existing=True)
     assert announced is not None and announced.announce_message_id == 4242
 

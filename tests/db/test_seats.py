@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import ids, usecases
-from codemojex.db import Guess, LeaderboardEntry, Player, Round, store
+from codemojex.db import Guess, LeaderboardEntry, Player, Round
 from codemojex.db.store import Seat
 from tests.db.helpers import attempt, new_room, wrong_guess
 
@@ -72,7 +72,7 @@ async def test_a_guess_of_a_player_the_database_knows_under_another_id_is_theirs
     """Redis lost the id the bot had given (its data, say): the database's player wins."""
     rnd = await _round(db, -32)
     async with db() as s:
-        ann = await store.ensure_player(s, rnd.room_id, 12, "Ann")
+        ann = await usecases.ensure_player(s, rnd.room_id, 12, "Ann")
     lane = ids.mint(ids.PLAYER)
     async with db() as s:
         (verdict,) = await usecases.record_guesses(

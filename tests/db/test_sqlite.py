@@ -12,8 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Room, Round, store
+from codemojex.db.reading import reading
 from codemojex.game.decide import Verdict
 from codemojex.values.types import ENDROUND
+from tests import writes
 from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess
 
 CHAT = -9
@@ -22,14 +24,15 @@ CHAT = -9
 async def test_a_round_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSession]) -> None:
     async with sqlite_sessions() as s:
         room = await new_room(s, chat_id=CHAT)
-        alice = await store.ensure_player(s, room.id, 1, "Alice")
-        bob = await store.ensure_player(s, room.id, 2, "Bob")
+        alice = await usecases.ensure_player(s, room.id, 1, "Alice")
+        bob = await usecases.ensure_player(s, room.id, 2, "Bob")
         t0 = datetime.now(UTC)
         rnd = await usecases.start_round(s, room.id, random.Random(2), now=t0)
         assert rnd.started_at == t0  # aware UTC in, aware UTC out
+    async with sqlite_sessions() as s:
         with pytest.raises(store.RoundAlreadyOpen):
             await usecases.start_round(s, room.id, random.Random(3))
-
+    async with sqlite_sessions() as s:
         miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
         gid = job_id()
         first = await record_one(s, attempt(rnd, alice.id, miss, guess_id=gid, reply_to=3))
@@ -61,20 +64,20 @@ async def test_a_round_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSessio
         assert [r.id for r in expired] == [rnd2.id]
         assert await usecases.close_round(s, rnd2.id, ENDROUND) is None
 
-        assert await store.ban(s, room.id, bob.id, actor=1)
+        assert await writes.ban(s, room.id, bob.id, actor=1)
         assert await store.is_banned(s, room.id, 2)
-        await store.audit(s, room_id=room.id, actor_tg_id=1, action="ban", args="", allowed=True)
+        await usecases.audit(s, room_id=room.id, actor_tg_id=1, action="ban", args="", allowed=True)
 
-        claimed = await store.claim_outbox(s, 100, 30, "sender")
+        claimed = await writes.claim_outbox(s, 100, 30, "sender")
         kinds = [r.kind for r in claimed]
         assert kinds.count("round") == 2 and kinds.count("win") == 1 and "reveal" in kinds
-        assert await store.claim_outbox(s, 100, 30, "other") == []
-        assert await store.mark_sent(s, [r.id for r in claimed], 10) == len(claimed)
-        assert await store.mark_sent(s, [r.id for r in claimed], 11) == 0
+        assert await writes.claim_outbox(s, 100, 30, "other") == []
+        assert await writes.mark_sent(s, [r.id for r in claimed], 10) == len(claimed)
+        assert await writes.mark_sent(s, [r.id for r in claimed], 11) == 0
         # The closed rounds' keyboards come off once their announcements are posted.
-        keys_off = await store.claim_outbox(s, 100, 30, "other")
+        keys_off = await writes.claim_outbox(s, 100, 30, "other")
         assert [(r.kind, r.reply_to_message_id) for r in keys_off] == [("keys_off", 10)] * 2
-        assert await store.mark_sent(s, [r.id for r in keys_off], 12) == 2
+        assert await writes.mark_sent(s, [r.id for r in keys_off], 12) == 2
         assert await store.pending_outbox(s, 10) == []
         announced = await s.get(Round, rnd.id, populate_existing=True)
         assert announced is not None and announced.announce_message_id == 10
@@ -106,10 +109,10 @@ async def test_the_card_read_does_not_queue_behind_a_writer(
     commit)."""
     async with sqlite_sessions() as s:
         room = await new_room(s, chat_id=CHAT, title="Before")
-        await store.ensure_player(s, room.id, 1, "Alice")
+        await usecases.ensure_player(s, room.id, 1, "Alice")
     async with sqlite_sessions() as writer:
         await writer.execute(update(Room).where(Room.id == room.id).values(title="During"))
-        async with sqlite_sessions() as reader:
+        async with reading(sqlite_sessions) as reader:
             # a writer's BEGIN IMMEDIATE would wait the busy timeout (30 s) here
             card = await asyncio.wait_for(store.room_card(reader, room.id), 5)
         assert card is not None and card.room.title == "Before" and 1 in card.seats

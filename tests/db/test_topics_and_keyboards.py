@@ -12,6 +12,7 @@ from codemojex import usecases
 from codemojex.db import Outbox, Round, store
 from codemojex.game import taps
 from codemojex.values.types import ENDROUND, KIND_KEYS_OFF, KIND_ROUND
+from tests import writes
 from tests.db.helpers import attempt, new_room, record_one
 
 CHAT = -100_777
@@ -26,10 +27,10 @@ async def _rows(session: AsyncSession) -> list[Outbox]:
 
 async def test_each_topic_of_a_forum_is_a_room_of_its_own(session: AsyncSession) -> None:
     general = await new_room(session, CHAT)
-    puzzles = await store.ensure_room(
+    puzzles = await usecases.ensure_room(
         session, CHAT, "Forum", default_ceiling=2, round_timeout_s=600, thread_id=42
     )
-    again = await store.ensure_room(
+    again = await usecases.ensure_room(
         session, CHAT, "Forum", default_ceiling=2, round_timeout_s=600, thread_id=42
     )
     assert general.thread_id == 0 and puzzles.thread_id == 42
@@ -58,7 +59,7 @@ async def test_each_topic_of_a_forum_is_a_room_of_its_own(session: AsyncSession)
     assert all(len(b["callback_data"].encode()) <= 64 for b in buttons)
 
     # A win in the topic is posted in the topic.
-    player = await store.ensure_player(session, puzzles.id, 5, "Ann")
+    player = await usecases.ensure_player(session, puzzles.id, 5, "Ann")
     verdict = await record_one(session, attempt(second, player.id, second.secret_emojis))
     assert verdict.won
     after = (await _rows(session))[2:]
@@ -75,7 +76,7 @@ async def test_keys_off_points_at_the_announcement_whichever_comes_first(
     # Posted first, then closed: the row is written with the announcement's id.
     rnd = await usecases.start_round(session, room.id, rng)
     (announcement,) = await _rows(session)
-    await store.mark_sent(session, [announcement.id], 501)
+    await writes.mark_sent(session, [announcement.id], 501)
     await usecases.close_round(session, rnd.id, ENDROUND)
     keys_off = [r for r in await _rows(session) if r.kind == KIND_KEYS_OFF]
     assert [(k.round_id, k.reply_to_message_id) for k in keys_off] == [(rnd.id, 501)]
@@ -86,7 +87,7 @@ async def test_keys_off_points_at_the_announcement_whichever_comes_first(
     await usecases.close_round(session, rnd2.id, ENDROUND)
     pending = [r for r in await _rows(session) if r.round_id == rnd2.id]
     assert [(r.kind, r.reply_to_message_id) for r in pending[-1:]] == [(KIND_KEYS_OFF, None)]
-    await store.mark_sent(session, [announcement2.id], 777)
+    await writes.mark_sent(session, [announcement2.id], 777)
     rows = [r for r in await _rows(session) if r.round_id == rnd2.id]
     assert [(r.kind, r.reply_to_message_id) for r in rows if r.kind == KIND_KEYS_OFF] == [
         (KIND_KEYS_OFF, 777)
@@ -107,13 +108,13 @@ async def test_keys_off_waits_for_its_announcement_to_be_posted(session: AsyncSe
     (announcement,) = [r for r in rows if r.kind == KIND_ROUND]
     (keys_off,) = [r for r in rows if r.kind == KIND_KEYS_OFF]
 
-    claimed = await store.claim_outbox(session, 10, 30, "sender-a", chat_id=CHAT)
+    claimed = await writes.claim_outbox(session, 10, 30, "sender-a", chat_id=CHAT)
     assert announcement.id in {r.id for r in claimed}
     assert keys_off.id not in {r.id for r in claimed}
     # sender-a dies holding the announcement: the keys_off row is not anyone's to post yet.
-    assert await store.claim_outbox(session, 10, 30, "sender-b", chat_id=CHAT) == []
-    await store.mark_sent(session, [announcement.id], 901)
-    (later,) = await store.claim_outbox(session, 10, 30, "sender-b", chat_id=CHAT)
+    assert await writes.claim_outbox(session, 10, 30, "sender-b", chat_id=CHAT) == []
+    await writes.mark_sent(session, [announcement.id], 901)
+    (later,) = await writes.claim_outbox(session, 10, 30, "sender-b", chat_id=CHAT)
     assert (later.id, later.reply_to_message_id) == (keys_off.id, 901)
 
 
@@ -128,8 +129,8 @@ async def test_keys_off_of_an_announcement_refused_for_good_is_claimed(
     rows = [r for r in await _rows(session) if r.round_id == rnd.id]
     (announcement,) = [r for r in rows if r.kind == KIND_ROUND]
     (keys_off,) = [r for r in rows if r.kind == KIND_KEYS_OFF]
-    await store.mark_sent(session, [announcement.id], None)
-    claimed = await store.claim_outbox(session, 10, 30, "sender", chat_id=CHAT)
+    await writes.mark_sent(session, [announcement.id], None)
+    claimed = await writes.claim_outbox(session, 10, 30, "sender", chat_id=CHAT)
     assert [(r.id, r.reply_to_message_id) for r in claimed if r.kind == KIND_KEYS_OFF] == [
         (keys_off.id, None)
     ]

@@ -9,8 +9,8 @@ import time
 import redis.asyncio as aioredis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids
-from codemojex.db import make_engine, make_sessionmaker, store
+from codemojex import ids, usecases
+from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
 from codemojex.ops.page.views import RoomsPage, Sort, rooms_page
 from tests.conftest import REDIS_URL
@@ -49,7 +49,7 @@ async def test_rooms_are_paged_by_title_pending_and_activity(
         rooms = {}
         for n in range(10):
             async with sm() as session:
-                room = await store.ensure_room(
+                room = await usecases.ensure_room(
                     session, -1000 - n, f"chat {n:02d}", default_ceiling=2, round_timeout_s=60
                 )
             rooms[room.id] = n
@@ -81,7 +81,7 @@ async def test_a_forum_topics_rooms_are_told_apart_by_their_topic(
     try:
         for thread_id in (0, 40):
             async with sm() as session:
-                room = await store.ensure_room(
+                room = await usecases.ensure_room(
                     session, -2000, "forum", default_ceiling=2, round_timeout_s=60,
                     thread_id=thread_id,
                 )  # fmt: skip

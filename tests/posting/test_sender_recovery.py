@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
-from codemojex.db import Outbox, make_engine, make_sessionmaker, store
+from codemojex.db import Outbox, make_engine, make_sessionmaker
 from codemojex.posting.keys import Keys
 from codemojex.posting.pacer import Wait
 from codemojex.posting.sender import OutboxSender
@@ -26,6 +26,7 @@ from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
+from tests import writes
 from tests.ops.proxy import TcpProxy
 from tests.posting.test_sender import (
     _zero,
@@ -68,7 +69,7 @@ async def test_rows_of_a_dead_sender_are_sorted_out_by_their_markers(
     standin.add_group(chat, "takeover")
     await add_rows(sessionmaker, chat, ["was posted", "was being posted", "not reached"])
     async with sessionmaker() as s:
-        claimed = await store.claim_outbox(s, 3, 0.3, "dead-sender", chat_id=chat)
+        claimed = await writes.claim_outbox(s, 3, 0.3, "dead-sender", chat_id=chat)
     by_text = {r.text: r.id for r in claimed}
     prefix = f"cmx:{{{queue_name}}}:send"
     await redis_rc.set(f"{prefix}:posted:{by_text['was posted']}", 4242)

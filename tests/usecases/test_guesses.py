@@ -1,11 +1,11 @@
-"""usecases.record_guesses through the store's batch interface (`db/store/batch.py`): the
-database's way is picked from the connection, a batch on Postgres is a fixed number of
-statements whatever its size, and load, decide, write happen in the one transaction the
-use-case opens."""
+"""usecases.record_guesses through the store's backend (`db/store/backend.py`): the database's
+backend is picked once, with the engine, a batch on Postgres is a fixed number of statements
+whatever its size, and load, decide, write happen in the one transaction the use-case opens."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,11 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex import usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, make_engine, make_sessionmaker, store
+from codemojex.db.engine import backend_of
 from codemojex.db.models import utcnow
-from codemojex.db.store.batch import batch_store
-from codemojex.db.store.batch_pg import PG
-from codemojex.db.store.batch_portable import PORTABLE
+from codemojex.db.reading import reading
+from codemojex.db.store.postgres import Postgres
 from codemojex.db.store.seats import Seat
+from codemojex.db.store.sqlite import Sqlite
+from codemojex.db.unit import uow
 from codemojex.game import texts
 from codemojex.game.decide import decide
 from codemojex.locale import EN
@@ -48,19 +50,22 @@ async def _rooms_with_rounds(session: AsyncSession, rng: Any, n: int) -> list[An
     out = []
     for i in range(n):
         room = await new_room(session, chat_id=-1000 - i, title=f"Room {i}")
-        player = await store.ensure_player(session, room.id, 500 + i, f"P{i}")
+        player = await usecases.ensure_player(session, room.id, 500 + i, f"P{i}")
         rnd = await usecases.start_round(session, room.id, rng)
         out.append((rnd, player.id))
     return out
 
 
-async def test_the_database_picks_its_batch_store(
+async def test_the_engine_carries_its_database_backend(
     pg_engine: AsyncEngine, sqlite_sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     async with pg_engine.connect() as conn:
-        assert batch_store(conn) is PG
+        backend = backend_of(conn)
+        assert isinstance(backend, Postgres)
+    async with pg_engine.connect() as again:
+        assert backend_of(again) is backend  # picked once, with the engine
     async with sqlite_sessions() as s:
-        assert batch_store(await s.connection()) is PORTABLE
+        assert isinstance(backend_of(await s.connection()), Sqlite)
 
 
 async def test_a_batch_on_postgres_is_the_same_statements_whatever_its_size(
@@ -101,29 +106,33 @@ async def test_a_win_adds_one_statement_and_closes_the_round(
     assert (await store.open_round(session, rnd.room_id)) is None
 
 
+class _Abandoned(Exception):
+    """Raised inside a unit of work: it rolls back."""
+
+
 async def test_load_decide_write_is_one_transaction(
     sessions: async_sessionmaker[AsyncSession], rng: Any
 ) -> None:
-    """The store's parts never commit: a batch loaded and written, then rolled back, leaves
-    nothing; committed, everything at once."""
+    """The backend never commits: a batch loaded and written in a unit that raises leaves
+    nothing; in one that ends, everything at once."""
     async with sessions() as s:
         [(rnd, player)] = await _rooms_with_rounds(s, rng, 1)
         attempts = [attempt(rnd, player, rnd.secret_emojis)]
         round_id, secret = rnd.id, rnd.secret_emojis  # (a rollback expires the round object)
         for commit in (False, True):
-            conn = await s.connection()
-            batch = batch_store(conn)
-            state, mapped = await batch.load(conn, attempts, {}, utcnow())
-            assert state.rounds[round_id].secret == secret
-            await batch.write(conn, decide(mapped, state, utcnow()))
-            await (s.commit() if commit else s.rollback())
-            async with sessions() as other:
+            with contextlib.suppress(_Abandoned):
+                async with uow(s) as tx:
+                    state, mapped = await tx.backend.load_batch(tx.conn, attempts, {}, utcnow())
+                    assert state.rounds[round_id].secret == secret
+                    await tx.backend.write_batch(tx.conn, decide(mapped, state, utcnow()))
+                    if not commit:
+                        raise _Abandoned
+            async with reading(sessions) as other:
                 guesses = await other.scalar(select(func.count()).select_from(Guess))
                 board = await other.scalar(select(func.count()).select_from(LeaderboardEntry))
                 posts = await other.scalar(
                     select(func.count()).select_from(Outbox).where(Outbox.kind == "win")
                 )
-                await other.commit()
             assert (guesses, board, posts) == ((1, 1, 1) if commit else (0, 0, 0))
 
 
@@ -234,8 +243,8 @@ async def test_too_late_lines_spend_their_members_answer_budgets(
     member's line is not crowded out."""
     chat, ann_id, bob_id = -2001, 701, 702
     room = await new_room(session, chat_id=chat)
-    ann = await store.ensure_player(session, room.id, ann_id, "Ann")
-    bob = await store.ensure_player(session, room.id, bob_id, "Bob")
+    ann = await usecases.ensure_player(session, room.id, ann_id, "Ann")
+    bob = await usecases.ensure_player(session, room.id, bob_id, "Bob")
     rnd = await usecases.start_round(session, room.id, rng)
     await usecases.close_round(session, rnd.id, "endround")
     budget = AnswerBudget(real_redis, queue_name, budget=3, window_s=3600)

@@ -29,17 +29,17 @@ async def _outbox(session: AsyncSession) -> list[tuple[str, int | None, str | No
 async def test_a_round_starts_with_its_announcement_and_keyboard(
     session: AsyncSession, rng: random.Random
 ) -> None:
-    room = await new_room(session)
-    rnd = await usecases.start_round(session, room.id, rng)
+    room_id = (await new_room(session)).id
+    rnd = await usecases.start_round(session, room_id, rng)
     assert await _outbox(session) == [
         (KIND_ROUND, rnd.id, taps.keyboard(rnd.id, rnd.palette_emojis))
     ]
     with pytest.raises(store.RoundAlreadyOpen):
-        await usecases.start_round(session, room.id, rng)
+        await usecases.start_round(session, room_id, rng)
     with pytest.raises(store.UnknownRoom):
         await usecases.start_round(session, "ROM00000000000000000000000000", rng)
     assert len(await _outbox(session)) == 1  # the refusals wrote nothing
-    assert (await store.open_round(session, room.id)) is not None
+    assert (await store.open_round(session, room_id)) is not None
 
 
 async def test_ending_a_round_reveals_it_once(session: AsyncSession, rng: random.Random) -> None:
@@ -74,17 +74,17 @@ async def test_only_due_rounds_expire(session: AsyncSession, rng: random.Random)
 
 async def test_settings_are_checked_before_the_room_is_touched(session: AsyncSession) -> None:
     room = await new_room(session)
-    before = (room.length, room.repeats, room.ceiling)
+    room_id, before = room.id, (room.length, room.repeats, room.ceiling)
     with pytest.raises(store.SettingOutOfRange):
-        await usecases.update_room_settings(session, room.id, length=5, ceiling=10_000)
+        await usecases.update_room_settings(session, room_id, length=5, ceiling=10_000)
     with pytest.raises(scoring.InvalidSettings):
         # drawable only with repeats: four emojis for a code of five
         await usecases.update_room_settings(
-            session, room.id, length=5, palette="🍎🍌🍇🍒", repeats=False
+            session, room_id, length=5, palette="🍎🍌🍇🍒", repeats=False
         )
-    fresh = await store.get_room(session, room.id)
+    fresh = await store.get_room(session, room_id)
     assert fresh is not None and (fresh.length, fresh.repeats, fresh.ceiling) == before
-    changed = await usecases.update_room_settings(session, room.id, length=5, ceiling=3)
+    changed = await usecases.update_room_settings(session, room_id, length=5, ceiling=3)
     assert (changed.length, changed.ceiling) == (5, 3)
     # the session's transaction is over: another one may lock the room at once
     assert (await session.scalar(select(func.count()).select_from(Round))) == 0

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex import ids, usecases
-from codemojex.db import make_engine, make_sessionmaker, store, upgrade
+from codemojex.db import make_engine, make_sessionmaker, upgrade
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Lanes
 from codemojex.redistypes import AnyRedis
@@ -199,13 +199,13 @@ async def make_table(
         standin.add_user(uid, names[uid])
     standin.add_group(chat_id, f"Room {chat_id}", admins=user_ids[:1], members=user_ids)
     async with sm() as s:
-        room = await store.ensure_room(
+        room = await usecases.ensure_room(
             s, chat_id, f"Room {chat_id}", default_ceiling=2, round_timeout_s=600
         )
     players: dict[int, str] = {}
     for uid in user_ids:
         async with sm() as s:
-            players[uid] = (await store.ensure_player(s, room.id, uid, names[uid])).id
+            players[uid] = (await usecases.ensure_player(s, room.id, uid, names[uid])).id
     async with sm() as s:
         rnd = await usecases.start_round(s, room.id, random.Random(seed))
     return Table(

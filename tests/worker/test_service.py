@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex import usecases
-from codemojex.db import Guess, Outbox, Round, store
+from codemojex.db import Guess, Outbox, Round
 from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.settings import Settings
@@ -171,7 +171,7 @@ async def test_round_timeout_reveals_the_secret(
     chat = -3003
     standin.add_group(chat, "slow room")
     async with sessionmaker() as s:
-        room = await store.ensure_room(s, chat, "slow", default_ceiling=2, round_timeout_s=60)
+        room = await usecases.ensure_room(s, chat, "slow", default_ceiling=2, round_timeout_s=60)
     async with sessionmaker() as s:
         rnd = await usecases.start_round(
             s, room.id, random.Random(5), now=utcnow() - timedelta(seconds=120)

@@ -1,31 +1,31 @@
 """The store: loads, locks and writes rows; it never calls the game (`codemojex.game` decides,
-`codemojex.usecases` joins the two in one transaction).
+`codemojex.usecases` joins the two in the transactions they open) and never commits (the unit
+of work does, `codemojex/db/unit.py`).
 
-One module per kind of row: `rooms` (rooms, players, a room's settings and card), `rounds` (the
-open round, a new round, a round locked to close, the due ones), `batch` (loading and writing a
-batch of guesses: `batch_pg`, `batch_portable`), `seats` (the batch's players), `outbox` (what
-the sender posts), `stats` (records), `admin` (bans, audit), `daily` (the daily code's puzzles,
-results and records), `daily_open` (opening a daily, in one transaction). Callers use the
-names re-exported here: `store.leaderboard(...)`.
+Two kinds of module:
 
-Two kinds of function: parts of a transaction a use-case holds (in the modules, not re-exported
-here: `rounds.locked_round`, `batch.batch_store`, `daily_open.opening`, …), which never
-commit; and the rest, each committing (or rolling back) its own transaction, readers included:
-on SQLite every
-transaction holds the write lock (BEGIN IMMEDIATE, see `engine.py`), so none may be left open.
-Objects returned stay readable after the commit (the session maker sets
-expire_on_commit=False).
+- reads: `lookups` (rooms, players, a room's card, its open round, the rounds due, the outbox,
+  bans), `stats` (leaderboards and records), `daily_boards` (the daily code's boards and
+  records), `ops` (what operators read). The processes read with these, each read in a
+  transaction of its own that writes nothing (`unit.reading`); they are re-exported here:
+  `store.leaderboard(...)`.
+- writes, parts of a use-case's transaction: `rooms` (rooms and players, a room's settings),
+  `rounds`, `outbox`, `admin` (bans, the audit log), `daily` (the daily code's rows), and what
+  differs by database: `backend` (the abstract backend: recording a batch of guesses, opening a
+  daily), `postgres` and `postgres_sql`, `sqlite`, with `rows` (what the rows read mean, for
+  both). Not re-exported: the bot, the worker and the ops page write through
+  `codemojex.usecases` only (an import-linter contract, `pyproject.toml`, holds them to it).
+
+`seats` is the value a guess job names its player by; `errors` the store's refusals.
 """
 
-from codemojex.db.store.admin import audit, ban, is_banned, trim_audit, unban
-from codemojex.db.store.daily import (
+from codemojex.db.store.daily_boards import (
     DailyEntry,
     MemberDaily,
     daily_entries,
     daily_names,
     daily_record,
     group_dailies,
-    trim_daily,
 )
 from codemojex.db.store.errors import (
     RoundAlreadyOpen,
@@ -34,25 +34,21 @@ from codemojex.db.store.errors import (
     UnknownPlayer,
     UnknownRoom,
 )
-from codemojex.db.store.outbox import (
-    chats_with_unsent,
-    claim_outbox,
-    mark_sent,
-    pending_outbox,
-    release_outbox,
-    write_messages,
-)
-from codemojex.db.store.rooms import (
+from codemojex.db.store.lookups import (
+    DueRound,
     RoomCard,
-    ensure_player,
-    ensure_room,
+    chats_with_unsent,
+    due_rounds,
     get_player,
     get_room,
+    is_banned,
+    next_expiry,
+    open_round,
+    pending_outbox,
     room_by_chat,
     room_card,
     room_chats,
 )
-from codemojex.db.store.rounds import due_rounds, next_expiry, open_round
 from codemojex.db.store.seats import Seat
 from codemojex.db.store.stats import (
     GlobalStats,
@@ -68,6 +64,7 @@ from codemojex.db.store.stats import (
 
 __all__ = [
     "DailyEntry",
+    "DueRound",
     "GlobalStats",
     "LeaderRow",
     "MemberDaily",
@@ -80,35 +77,24 @@ __all__ = [
     "UnknownPlayer",
     "UnknownRoom",
     "WeekRow",
-    "audit",
-    "ban",
     "chats_with_unsent",
-    "claim_outbox",
     "daily_entries",
     "daily_names",
     "daily_record",
     "due_rounds",
-    "ensure_player",
-    "ensure_room",
     "get_player",
     "get_room",
     "global_stats",
     "group_dailies",
     "is_banned",
     "leaderboard",
-    "mark_sent",
     "next_expiry",
     "open_round",
     "pending_outbox",
     "player_stats",
-    "release_outbox",
     "room_by_chat",
     "room_card",
     "room_chats",
-    "trim_audit",
-    "trim_daily",
-    "unban",
     "week_start",
     "weekly_board",
-    "write_messages",
 ]

@@ -1,5 +1,5 @@
-"""Bans (per room) and the audit log of admin actions: written, rate-limited for refused
-attempts, trimmed by age."""
+"""Bans (per room) and the audit log of admin actions: written, trimmed by age. Parts of the
+caller's transaction (`usecases.moderation`, `usecases.retention`): they never commit."""
 
 from __future__ import annotations
 
@@ -22,22 +22,17 @@ async def ban(session: AsyncSession, room_id: str, player_id: str, actor: int | 
     player_room = (
         await session.execute(select(Player.room_id).where(Player.id == player_id))
     ).scalar()
-    exists = await _player_banned(session, room_id, player_id)
-    await session.commit()
     if player_room != room_id:
         raise UnknownPlayer(player_id)
-    if exists:
+    if await _player_banned(session, room_id, player_id):
         return False
     try:
         async with session.begin_nested():
             session.add(Ban(room_id=room_id, player_id=player_id, actor_tg_id=actor))
     except IntegrityError:
-        banned = await _player_banned(session, room_id, player_id)
-        await session.commit()
-        if banned:  # banned concurrently
+        if await _player_banned(session, room_id, player_id):  # banned concurrently
             return False
         raise UnknownPlayer(player_id) from None
-    await session.commit()
     return True
 
 
@@ -48,19 +43,7 @@ async def unban(
     result = await session.execute(
         delete(Ban).where(Ban.room_id == room_id, Ban.player_id == player_id)
     )
-    await session.commit()
     return bool(getattr(result, "rowcount", 0))
-
-
-async def is_banned(session: AsyncSession, room_id: str, tg_user_id: int) -> bool:
-    stmt = (
-        select(Ban.player_id)
-        .join(Player, Player.id == Ban.player_id)
-        .where(Ban.room_id == room_id, Player.tg_user_id == tg_user_id)
-    )
-    banned = (await session.execute(stmt)).first() is not None
-    await session.commit()
-    return banned
 
 
 async def audit(
@@ -75,7 +58,6 @@ async def audit(
     """Write one admin action (allowed or refused) to the audit log."""
     row = _row(room_id, actor_tg_id, action, args, allowed)
     session.add(row)
-    await session.commit()
     return row
 
 
@@ -87,10 +69,8 @@ async def trim_audit(session: AsyncSession, before: datetime, batch: int) -> int
     oldest = select(AuditLog.id).where(AuditLog.at < before).order_by(AuditLog.at).limit(batch)
     doomed = list((await session.execute(oldest)).scalars())
     if not doomed:
-        await session.commit()
         return 0
     result = await session.execute(delete(AuditLog).where(AuditLog.id.in_(doomed)))
-    await session.commit()
     return int(getattr(result, "rowcount", 0) or 0)
 
 

@@ -35,7 +35,6 @@ async def outbox_backlog(session: AsyncSession) -> int:
     """Outbox rows not sent yet (the partial index ix_outbox_pending holds exactly those)."""
     stmt = select(func.count()).select_from(Outbox).where(Outbox.sent_at.is_(None))
     count = int((await session.execute(stmt)).scalar_one())
-    await session.commit()
     return count
 
 
@@ -55,7 +54,6 @@ async def rooms_info(session: AsyncSession, room_ids: Sequence[str]) -> dict[str
         .where(Room.id.in_(room_ids))
     )
     rows = (await session.execute(stmt)).all()
-    await session.commit()
     return {
         r.id: RoomInfo(r.id, r.chat_id, r.title, r.ceiling, int(r.n or 0), r.thread_id)
         for r in rows
@@ -73,5 +71,4 @@ async def rooms_by_title(
         stmt = stmt.where(key < after if descending else key > after)
     order = (Room.title.desc(), Room.id.desc()) if descending else (Room.title, Room.id)
     ids = list((await session.execute(stmt.order_by(*order).limit(limit))).scalars())
-    await session.commit()
     return ids

@@ -3,7 +3,9 @@
 A sender claims rows with a lease (FOR UPDATE SKIP LOCKED on Postgres), so two senders never
 post the same row, posts them, and marks them sent; `sent_at` is only ever set once. What it
 holds are `OutboxRow` values, not ORM objects: the claim, the release and the mark are each
-one prepared statement, which is what a sender's turn costs the worker per post.
+one prepared statement, which is what a sender's turn costs the worker per post. Each is a
+part of the caller's transaction (the sender's books are `usecases.outbox`'s, one transaction
+each); what the outbox holds is looked up in `lookups.py`.
 """
 
 from __future__ import annotations
@@ -82,33 +84,6 @@ async def _point_keys_off(db: AsyncSession | AsyncConnection, round_ids: list[in
         )
         .execution_options(synchronize_session=False)
     )
-
-
-async def pending_outbox(
-    session: AsyncSession, limit: int, chat_id: int | None = None
-) -> list[Outbox]:
-    """Unsent rows, oldest first (claimed or not: this is a view, `claim_outbox` is for senders)."""
-    stmt = select(Outbox).where(Outbox.sent_at.is_(None))
-    if chat_id is not None:
-        stmt = stmt.where(Outbox.chat_id == chat_id)
-    rows = list(
-        (
-            await session.execute(
-                stmt.order_by(Outbox.id).limit(limit).execution_options(populate_existing=True)
-            )
-        ).scalars()
-    )
-    await session.commit()
-    return rows
-
-
-async def chats_with_unsent(session: AsyncSession) -> list[int]:
-    """Every chat with unsent rows, claimed or not. A distinct scan over the pending index,
-    rather than the oldest rows, so that one flooded chat cannot hide the others."""
-    stmt = select(Outbox.chat_id).where(Outbox.sent_at.is_(None)).distinct()
-    chats = [int(c) for c in (await session.execute(stmt)).scalars()]
-    await session.commit()
-    return chats
 
 
 # The statements of the sender's books, built once (a statement built per call costs more CPU
@@ -201,14 +176,8 @@ async def claim_outbox(
     }
     if chat_id is not None:
         params["chat"] = chat_id
-    try:
-        result = await db.execute(_CLAIM_ANY if chat_id is None else _CLAIM_CHAT, params)
-        rows = sorted((OutboxRow(*row) for row in result), key=lambda row: row.id)
-        await db.commit()
-        return rows
-    except BaseException:
-        await db.rollback()
-        raise
+    result = await db.execute(_CLAIM_ANY if chat_id is None else _CLAIM_CHAT, params)
+    return sorted((OutboxRow(*row) for row in result), key=lambda row: row.id)
 
 
 async def release_outbox(db: AsyncSession | AsyncConnection, ids: Iterable[int], owner: str) -> int:
@@ -217,7 +186,6 @@ async def release_outbox(db: AsyncSession | AsyncConnection, ids: Iterable[int],
     if not id_list:
         return 0
     result = await db.execute(_RELEASE, {"ids": id_list, "owner": owner[:64]})
-    await db.commit()
     return int(getattr(result, "rowcount", 0))
 
 
@@ -234,23 +202,15 @@ async def mark_sent(
     id_list = list(ids)
     if not id_list:
         return 0
-    try:
-        marked = (
-            await db.execute(
-                _MARK_SENT, {"ids": id_list, "now": now or utcnow(), "message_id": message_id}
-            )
-        ).all()
-        round_ids = [r.round_id for r in marked if r.kind == KIND_ROUND and r.round_id is not None]
-        if round_ids and message_id is not None:
-            await db.execute(
-                update(Round)
-                .where(Round.id.in_(round_ids), Round.announce_message_id.is_(None))
-                .values(announce_message_id=message_id)
-                .execution_options(synchronize_session=False)
-            )
-            await _point_keys_off(db, round_ids)
-        await db.commit()
-        return len(marked)
-    except BaseException:
-        await db.rollback()
-        raise
+    params = {"ids": id_list, "now": now or utcnow(), "message_id": message_id}
+    marked = (await db.execute(_MARK_SENT, params)).all()
+    round_ids = [r.round_id for r in marked if r.kind == KIND_ROUND and r.round_id is not None]
+    if round_ids and message_id is not None:
+        await db.execute(
+            update(Round)
+            .where(Round.id.in_(round_ids), Round.announce_message_id.is_(None))
+            .values(announce_message_id=message_id)
+            .execution_options(synchronize_session=False)
+        )
+        await _point_keys_off(db, round_ids)
+    return len(marked)

@@ -1,18 +1,17 @@
-"""Rooms and players: get-or-create on first sight, lookups, and a room's settings."""
+"""Rooms and players as a transaction writes them: get-or-create on first sight, and a room's
+settings locked and changed. Parts of the caller's transaction (`codemojex.usecases`): they never
+commit. Looking rooms and players up is `lookups.py`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar
 
-from sqlalchemy import Select, and_, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import limits
-from codemojex.db.engine import READ_ONLY
-from codemojex.db.models import Ban, Player, Room, Round
+from codemojex.db.models import Player, Room
 from codemojex.db.store.errors import UnknownRoom
 
 
@@ -51,11 +50,9 @@ async def ensure_room(
         except IntegrityError:
             # Created concurrently by another process: theirs is the room.
             room = (await session.execute(stmt)).scalar_one()
-        await session.commit()
         return room
     if title and room.title != title[:255]:
         room.title = title[:255]
-    await session.commit()
     return room
 
 
@@ -86,90 +83,13 @@ async def ensure_player(
                 session.add(player)
         except IntegrityError:
             found = (await session.execute(stmt)).scalar_one_or_none()
-            await session.commit()
             if found is None:  # not a race: the room does not exist
                 raise UnknownRoom(room_id) from None
             return found
-        await session.commit()
         return player
     if name and player.display_name != name:
         player.display_name = name
-    await session.commit()
     return player
-
-
-_Row = TypeVar("_Row")
-
-
-async def _fresh_one(session: AsyncSession, stmt: Select[_Row]) -> _Row | None:
-    """One row read anew from the database (not the session's cached copy); the read's
-    transaction ends at once, since on SQLite an open one holds the write lock."""
-    row = (await session.execute(stmt.execution_options(populate_existing=True))).scalar()
-    await session.commit()
-    return row
-
-
-async def get_room(session: AsyncSession, room_id: str) -> Room | None:
-    return await _fresh_one(session, select(Room).where(Room.id == room_id))
-
-
-async def room_by_chat(session: AsyncSession, chat_id: int, thread_id: int = 0) -> Room | None:
-    """The room of a chat, or of one forum topic of it (`thread_id`)."""
-    stmt = select(Room).where(Room.chat_id == chat_id, Room.thread_id == thread_id)
-    return await _fresh_one(session, stmt)
-
-
-async def get_player(session: AsyncSession, player_id: str) -> Player | None:
-    return await _fresh_one(session, select(Player).where(Player.id == player_id))
-
-
-@dataclass(frozen=True, slots=True)
-class RoomCard:
-    """What taking a guess in a room needs, as the database has it: the room, its open
-    round, its players' ids (Telegram user -> player) and its banned users."""
-
-    room: Room
-    open_round: Round | None
-    seats: dict[int, str]
-    banned: frozenset[int]
-
-
-async def room_card(session: AsyncSession, room_id: str) -> RoomCard | None:
-    """The room's card (None: no such room), read in one transaction: the bot keeps it in
-    Redis (codemojex.posting.cards) and reads it from here when Redis has lost it."""
-    if not session.in_transaction():
-        # a read alone: on SQLite it waits for no writer (the worker's group commits)
-        await session.connection(execution_options={READ_ONLY: True})
-    try:
-        row = (
-            await session.execute(
-                select(Room, Round)
-                .outerjoin(Round, and_(Round.room_id == Room.id, Round.ended_at.is_(None)))
-                .where(Room.id == room_id)
-                .execution_options(populate_existing=True)
-            )
-        ).first()
-        seats = await session.execute(
-            select(Player.tg_user_id, Player.id).where(Player.room_id == room_id)
-        )
-        banned = await session.execute(
-            select(Player.tg_user_id)
-            .join(Ban, and_(Ban.player_id == Player.id, Ban.room_id == Player.room_id))
-            .where(Ban.room_id == room_id)
-        )
-        card = None
-        if row is not None:
-            card = RoomCard(
-                room=row[0],
-                open_round=row[1],
-                seats={int(tg): str(pid) for tg, pid in seats},
-                banned=frozenset(int(tg) for tg in banned.scalars()),
-            )
-    except BaseException:
-        await session.rollback()
-        raise
-    await session.commit()
-    return card
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,11 +131,3 @@ def change_settings(room: Room, change: SettingsChange) -> None:
         room.ceiling = change.ceiling
     if change.round_timeout_s is not None:
         room.round_timeout_s = change.round_timeout_s
-
-
-async def room_chats(session: AsyncSession, room_ids: Iterable[str]) -> list[int]:
-    """The chats of these rooms."""
-    stmt = select(Room.chat_id).where(Room.id.in_(list(room_ids)))
-    chats = [int(c) for c in (await session.execute(stmt)).scalars()]
-    await session.commit()
-    return chats

@@ -1,38 +1,27 @@
-"""A round's rows: the room's open round, a new round, a round locked to close it, the rounds
-whose time ran out. `codemojex.usecases.rounds` opens and closes rounds with these (the game's
-`rounds` draws them and writes what is said); winning one is part of recording its guesses.
+"""A round's rows as a transaction writes them: a new round, a round locked to close it, the
+rounds whose time ran out. `codemojex.usecases.rounds` opens and closes rounds with these (the
+game's `rounds` draws them and writes what is said); winning one is part of recording its
+guesses.
 
 One open round per room is a partial unique index: two concurrent starts open exactly one.
 Closing locks the round row, as recording a guess does, so a round is closed once and a guess
 is scored either before the close or as late after it.
 
-`open_round`, `next_expiry` and `due_rounds` are reads that commit their own transaction; the
-others are parts of the caller's.
+All of them are parts of the caller's transaction: they never commit. Looking a room's open
+round up, and the rounds due to close, is `lookups.py`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
-from typing import NamedTuple
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex.db.models import Room, Round
 from codemojex.db.store.errors import RoundAlreadyOpen, UnknownRoom
-
-
-async def open_round(session: AsyncSession, room_id: str) -> Round | None:
-    stmt = (
-        select(Round)
-        .where(Round.room_id == room_id, Round.ended_at.is_(None))
-        .execution_options(populate_existing=True)
-    )
-    rnd = (await session.execute(stmt)).scalar_one_or_none()
-    await session.commit()
-    return rnd
 
 
 async def room_to_start(session: AsyncSession, room_id: str) -> Room:
@@ -126,38 +115,3 @@ async def due_round_ids(
     if only is not None:
         stmt = stmt.where(Round.id.in_(sorted(only)))
     return list((await session.execute(stmt)).scalars())
-
-
-async def next_expiry(session: AsyncSession) -> datetime | None:
-    """When the first open round runs out of time (None: no round is open). One probe of
-    ix_rounds_open_expiry."""
-    stmt = select(func.min(Round.expires_at)).where(Round.ended_at.is_(None))
-    try:
-        return (await session.execute(stmt)).scalar_one()
-    finally:
-        await session.commit()
-
-
-class DueRound(NamedTuple):
-    """An open round whose time ran out."""
-
-    id: int
-    room_id: str
-    expires_at: datetime
-    kind: str  # values.types ROUND_GROUP or ROUND_DAILY
-
-
-async def due_rounds(session: AsyncSession, now: datetime) -> list[DueRound]:
-    """The open rounds whose time ran out, by id."""
-    stmt = (
-        select(Round.id, Round.room_id, Round.expires_at, Round.kind)
-        .where(Round.ended_at.is_(None), Round.expires_at <= now)  # rounds.is_due
-        .order_by(Round.id)
-    )
-    try:
-        return [
-            DueRound(int(i), str(room), at, str(kind))
-            for i, room, at, kind in await session.execute(stmt)
-        ]
-    finally:
-        await session.commit()

@@ -5,20 +5,16 @@ in Redis, first writer wins: posting/cards.py) and names the user in the job (`j
 score worker writes the player's row in the transaction that records the guess: inserted if
 the (room, user) has none, renamed when the job carries a new name. The database's row wins:
 when the (room, user) already has a player (Redis lost the id the bot had given, say), the
-guess is recorded as that player's, whatever its lane is called.
+guess is recorded as that player's, whatever its lane is called. The backends write them
+(`backend.Backend.load_batch`), in the transaction that records the batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
-from sqlalchemy import and_, bindparam, or_, select, text, update
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from codemojex.db.models import Player, UTCDateTime
+from codemojex.values.batch import Attempt
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,71 +54,6 @@ def distinct(seats: Iterable[Seat]) -> list[Seat]:
     return list(out.values())
 
 
-# One statement: the named players already there renamed, the new ones inserted (under the
-# id their lane has). Both work on the statement's snapshot, so no row is written twice; a
-# row another transaction inserts meanwhile is waited for and left alone (DO NOTHING), and
-# the lookup that follows, a statement of its own, sees it.
-_PG_SEAT = text(
-    """
-    WITH s AS (
-        SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:rooms AS text[]),
-                             CAST(:users AS bigint[]), CAST(:names AS text[]),
-                             CAST(:fallbacks AS text[]))
-             AS s(id, room_id, tg_user_id, name, fallback)
-    ), renamed AS (
-        UPDATE players p SET display_name = s.name FROM s
-        WHERE s.name IS NOT NULL AND p.room_id = s.room_id AND p.tg_user_id = s.tg_user_id
-          AND p.display_name <> s.name
-    )
-    INSERT INTO players (id, room_id, tg_user_id, display_name, created)
-    SELECT s.id, s.room_id, s.tg_user_id, coalesce(s.name, s.fallback), :now FROM s
-    ON CONFLICT DO NOTHING
-    """
-).bindparams(bindparam("now", type_=UTCDateTime()))
-
-
-async def seat_pg(conn: AsyncConnection, seats: list[Seat], now: datetime) -> None:
-    if not seats:
-        return
-    await conn.execute(
-        _PG_SEAT,
-        {
-            "ids": [s.lane for s in seats],
-            "rooms": [s.room_id for s in seats],
-            "users": [s.tg_user_id for s in seats],
-            "names": [s.name for s in seats],
-            "fallbacks": [s.fallback_name for s in seats],
-            "now": now,
-        },
-    )
-
-
-async def seat_portable(
-    conn: AsyncConnection, seats: list[Seat], now: datetime
-) -> dict[tuple[str, int], str]:
-    """The same with portable statements (SQLite: its transactions are serialised); the
-    player id of each (room, user)."""
-    if not seats:
-        return {}
-    await conn.execute(
-        sqlite_insert(Player).on_conflict_do_nothing(),
-        [
-            {"id": s.lane, "room_id": s.room_id, "tg_user_id": s.tg_user_id,
-             "display_name": s.name or s.fallback_name, "created": now}
-            for s in seats
-        ],
-    )  # fmt: skip
-    for seat in seats:
-        if seat.name is not None:
-            await conn.execute(
-                update(Player)
-                .where(Player.room_id == seat.room_id, Player.tg_user_id == seat.tg_user_id)
-                .values(display_name=seat.name)
-            )
-    rows = await conn.execute(
-        select(Player.room_id, Player.tg_user_id, Player.id).where(
-            or_(*(and_(Player.room_id == s.room_id, Player.tg_user_id == s.tg_user_id)
-                  for s in seats))
-        )
-    )  # fmt: skip
-    return {(room, int(user)): player for room, user, player in rows}
+def of_batch(attempts: Sequence[Attempt], seats: Mapping[str, Seat]) -> list[Seat]:
+    """The seats a batch's attempts name (`seats` by lane), one per (room, user)."""
+    return distinct(seats[a.player_id] for a in attempts if a.player_id in seats)

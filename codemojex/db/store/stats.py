@@ -67,7 +67,6 @@ async def leaderboard(session: AsyncSession, room_id: str, limit: int = 10) -> l
         .limit(max(0, limit))
     )
     rows = (await session.execute(stmt)).all()
-    await session.commit()
     return [
         LeaderRow(
             rank=i,
@@ -106,7 +105,6 @@ async def player_stats(session: AsyncSession, room_id: str, tg_user_id: int) -> 
         )
     ).scalar()
     if player is None:
-        await session.commit()
         return None
     entry = await session.get(LeaderboardEntry, (room_id, player.id), populate_existing=True)
     total = (
@@ -126,7 +124,6 @@ async def player_stats(session: AsyncSession, room_id: str, tg_user_id: int) -> 
             )
         ).scalar_one()
         rank = int(ahead) + 1
-    await session.commit()
     return PlayerStats(
         player_id=player.id,
         display_name=player.display_name,
@@ -155,7 +152,6 @@ async def global_stats(session: AsyncSession, tg_user_id: int) -> GlobalStats:
             .where(Player.tg_user_id == tg_user_id)
         )
     ).one()
-    await session.commit()
     rooms, points, wins, guesses, best = row
     return GlobalStats(
         tg_user_id=tg_user_id,
@@ -226,7 +222,6 @@ async def weekly_board(
     if ranked:
         stmt = select(Player.id, Player.display_name).where(Player.id.in_(ranked))
         names = {pid: name for pid, name in (await session.execute(stmt)).all()}
-    await session.commit()
     return [
         WeekRow(
             rank=i,

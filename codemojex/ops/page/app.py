@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex import ids, limits, usecases
 from codemojex.db import store
 from codemojex.db.models import utcnow
+from codemojex.db.reading import reading
 from codemojex.game.daily import day_of
 from codemojex.lanes import LaneError, Lanes
 from codemojex.ops.page import auth
@@ -303,10 +304,12 @@ class OpsPage:
                     raise LaneError("that job is not dead (any more)")
         except (LaneError, ValueError) as exc:
             raise web.HTTPBadRequest(text=f"{what} refused: {exc}") from None
+        if room is not None:
+            async with reading(self.sessionmaker) as session:
+                if await store.get_room(session, room) is None:
+                    room = None  # a room the lanes know and the database does not: audit anyway
         async with self.sessionmaker() as session:
-            if room is not None and await store.get_room(session, room) is None:
-                room = None  # a room the lanes know and the database does not: audit anyway
-            await store.audit(
+            await usecases.audit(
                 session, room_id=room, actor_tg_id=None, action=what, args=args, allowed=True
             )
         raise web.HTTPSeeOther(back)

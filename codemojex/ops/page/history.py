@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from codemojex.db.reading import reading
 from codemojex.db.store.ops import outbox_backlog
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import QueueStats
@@ -110,7 +111,7 @@ class History:
 
     async def sample(self) -> Point:
         stats = await self.lanes.stats()
-        async with self.sessionmaker() as session:
+        async with reading(self.sessionmaker) as session:
             outbox = await outbox_backlog(session)
         fleet = await read_fleet(self.redis, self.queue)
         now = time.time()

@@ -13,6 +13,7 @@ from typing import Final, Literal
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import ids
+from codemojex.db.reading import reading
 from codemojex.db.store.ops import rooms_by_title, rooms_info
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import DeadJob
@@ -90,7 +91,7 @@ async def rooms_page(
     prev_cursor: str | None = None
     if sort == "title":
         title, _, last_id = cursor.partition(_SEP)
-        async with sessionmaker() as session:
+        async with reading(sessionmaker) as session:
             ids = await rooms_by_title(
                 session, (title, last_id) if cursor else None, rows + 1, descending=descending
             )
@@ -104,7 +105,7 @@ async def rooms_page(
         more = offset + rows < total
         prev_cursor = str(max(0, offset - rows)) if offset else None
     queue = await lanes.rooms(ids)
-    async with sessionmaker() as session:
+    async with reading(sessionmaker) as session:
         info = await rooms_info(session, ids)
     out = []
     for q in queue:
@@ -133,6 +134,6 @@ async def dead_page(
     lanes: Lanes, sessionmaker: async_sessionmaker[AsyncSession], offset: int, rows: int = 10
 ) -> tuple[int, list[DeadRow]]:
     total, jobs = await lanes.dead(offset, rows)
-    async with sessionmaker() as session:
+    async with reading(sessionmaker) as session:
         info = await rooms_info(session, sorted({job.room for job in jobs if job.room}))
     return total, [DeadRow(job, info[job.room].label if job.room in info else "") for job in jobs]

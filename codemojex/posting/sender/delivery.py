@@ -1,6 +1,6 @@
 """The books of a post: the rows' claim, the delivery markers and the ambiguous-delivery rule.
 
-The rows a turn posts are claimed in the database (`store.claim_outbox`, FOR UPDATE SKIP
+The rows a turn posts are claimed in the database (`store.outbox.claim_outbox`, FOR UPDATE SKIP
 LOCKED with a lease), so even if Redis lost the chat lease two senders take disjoint rows.
 Two Redis markers per row, written in round trips the sender makes anyway, tell a sender that
 takes over a dead one's rows what happened to them:
@@ -31,7 +31,8 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from codemojex.db import store
+from codemojex.db.store import outbox
+from codemojex.db.unit import uow
 from codemojex.limits import MARK_SENT_RETRY, SENDER_MARKER_TTL_S
 from codemojex.outages import OUTAGES, retrying
 from codemojex.posting import scripts
@@ -64,8 +65,9 @@ class Delivery:
         stats: SenderStats,
         stop: asyncio.Event,
     ) -> None:
-        # The books are three fixed statements (store.outbox), run on a pooled connection of
-        # the sessionmaker's engine: a session per call would cost more than the statement.
+        # The books are three fixed statements (store.outbox), each its own transaction on a
+        # pooled connection of the sessionmaker's engine: a session per call would cost more
+        # than the statement.
         engine = sessionmaker.kw.get("bind")
         if not isinstance(engine, AsyncEngine):
             raise TypeError("the sender's sessionmaker must be bound to an engine")
@@ -95,8 +97,8 @@ class Delivery:
     async def claim(self, chat_id: int) -> list[OutboxRow]:
         """This chat's unsent rows, claimed for us, sorted out by their markers (`recover`):
         the rows to post."""
-        async with self._engine.connect() as conn:
-            rows = await store.claim_outbox(
+        async with self._engine.connect() as conn, uow(conn):
+            rows = await outbox.claim_outbox(
                 conn, self.claim_limit, self._claim_lease_s, self.owner, chat_id=chat_id
             )
         return await self.recover(rows)
@@ -105,8 +107,8 @@ class Delivery:
         if not rows:
             return
         try:
-            async with self._engine.connect() as conn:
-                await store.release_outbox(conn, [r.id for r in rows], self.owner)
+            async with self._engine.connect() as conn, uow(conn):
+                await outbox.release_outbox(conn, [r.id for r in rows], self.owner)
         except Exception as exc:  # the claim runs out by itself; the rows are only delayed
             OUTAGES.swallow(exc, WHERE, f"{len(rows)} outbox rows not released")
 
@@ -115,8 +117,8 @@ class Delivery:
         await self.forget_posted(ids)
 
     async def _mark_once(self, ids: Sequence[int], message_id: int | None) -> None:
-        async with self._engine.connect() as conn:
-            await store.mark_sent(conn, ids, message_id)
+        async with self._engine.connect() as conn, uow(conn):
+            await outbox.mark_sent(conn, ids, message_id)
 
     # -- the chat lease and the markers --------------------------------------------------------
 

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex.db import store
+from codemojex.db.reading import reading
 from codemojex.limits import (
     OUTBOX_SCAN_RETRY,
     SENDER_CHAT_LEASE_MS,
@@ -170,7 +171,7 @@ class OutboxSender:
         at start, whatever the last run left). False: the database was out (the loop tries
         again after OUTBOX_SCAN_RETRY's pause, taking turns meanwhile)."""
         try:
-            async with self._sessionmaker() as session:
+            async with reading(self._sessionmaker) as session:
                 chats = await store.chats_with_unsent(session)
             OUTAGES.ok("postgres")
         except Exception as exc:

@@ -1,0 +1,25 @@
+"""What the workers delete so it does not grow forever (`codemojex.worker.retention` paces
+it): a batch of audit rows past their keep time, a batch of players' dailies past theirs. Each
+one transaction opened here."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from codemojex.db.store import admin, daily
+from codemojex.db.unit import uow
+
+
+async def trim_audit(session: AsyncSession, before: datetime, batch: int) -> int:
+    """Up to `batch` audit rows older than `before` deleted, oldest first; how many."""
+    async with uow(session):
+        return await admin.trim_audit(session, before, batch)
+
+
+async def trim_daily(session: AsyncSession, before: date, batch: int) -> int:
+    """Up to `batch` players' dailies of days before `before` deleted (their rounds, results and
+    guesses), oldest first; how many."""
+    async with uow(session):
+        return await daily.trim_daily(session, before, batch)
