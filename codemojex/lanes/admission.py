@@ -146,18 +146,37 @@ def encode(admissions: Sequence[Admission], keys: K.Keys) -> list[bytes]:
         source, field = ("", "") if a.ceiling_from is None else a.ceiling_from
         if source:
             source, field = _own_key(source, keys), _text(field, "ceiling_from's field")
-        parts: list[str | bytes | int] = [a.room, a.lane, job_id, bytes(a.payload),
-                                          a.max_attempts, depth, digest, ceiling, source,
-                                          field, len(a.guards), len(a.notes)]  # fmt: skip
+        # admit.lua's record: the job, the room's ceiling (and where to read it when the
+        # lanes lost it), then its guards and notes, each counted first
+        parts: list[str | bytes | int] = [
+            a.room,
+            a.lane,
+            job_id,
+            bytes(a.payload),
+            a.max_attempts,
+            depth,
+            digest,
+            ceiling,
+            source,
+            field,
+            len(a.guards),
+            len(a.notes),
+        ]
         for guard in a.guards:
             if guard.op not in GUARD_OPS:
                 raise LaneError(f"unknown guard {guard.op!r}")
-            parts += [guard.op, _own_key(guard.key, keys),
-                      _text(guard.field, "a guard's field"),
-                      _text(guard.value, "a guard's value")]  # fmt: skip
+            parts += [
+                guard.op,
+                _own_key(guard.key, keys),
+                _text(guard.field, "a guard's field"),
+                _text(guard.value, "a guard's value"),
+            ]
         for key, note, value in a.notes:
-            parts += [_own_key(key, keys), _text(note, "a note's field"),
-                      _text(value, "a note's value")]  # fmt: skip
+            parts += [
+                _own_key(key, keys),
+                _text(note, "a note's field"),
+                _text(value, "a note's value"),
+            ]
         records.append(b"".join([_netstring(part) for part in parts]))
     return records
 

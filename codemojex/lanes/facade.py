@@ -48,6 +48,13 @@ class Job:
     enqueued_ms: int
 
 
+def _job(room: str, lane: str, fields: Sequence[Any]) -> Job:
+    """A job from its six fields in a script's reply, in their order: id, payload, attempts,
+    max attempts, seq, enqueued at."""
+    job_id, payload, attempts, max_attempts, seq, enqueued_ms = fields
+    return Job(job_id.decode(), room, lane, payload, attempts, max_attempts, seq, enqueued_ms)
+
+
 def _int(value: object, name: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise LaneError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
@@ -158,19 +165,7 @@ class Lanes:
             return []
         room = reply[at].decode()
         lane = reply[at + 1].decode()
-        return [
-            Job(
-                reply[i].decode(),
-                room,
-                lane,
-                reply[i + 1],
-                reply[i + 2],
-                reply[i + 3],
-                reply[i + 4],
-                reply[i + 5],
-            )
-            for i in range(at + 3, len(reply), 6)
-        ]
+        return [_job(room, lane, reply[i : i + 6]) for i in range(at + 3, len(reply), 6)]
 
     @staticmethod
     def _pairs(jobs: list[Job]) -> list[str | int]:
@@ -289,12 +284,8 @@ class Lanes:
             lane = reply[at + 2].decode()
             first = at + 3
             batches.append(
-                [
-                    Job(reply[i].decode(), room, lane, reply[i + 1], reply[i + 2],
-                        reply[i + 3], reply[i + 4], reply[i + 5])
-                    for i in range(first, first + fields, 6)
-                ]
-            )  # fmt: skip
+                [_job(room, lane, reply[i : i + 6]) for i in range(first, first + fields, 6)]
+            )
             at = first + fields
         return acked + reply[0], batches, bool(batches) and reply[1] > 0
 

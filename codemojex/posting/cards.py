@@ -140,14 +140,24 @@ def card_of(snapshot: store.RoomCard) -> Card:
 
 
 def _fields(card: Card) -> list[str]:
-    out = ["room", card.room_id, "chat", str(card.chat_id), "thread", str(card.thread_id),
-           "title", card.title, "lang", card.language or "", "ceiling", str(card.ceiling),
-           "round", str(card.round.id if card.round else 0)]  # fmt: skip
+    """The card's hash, as card_write.lua takes it: field, value, field, value, …"""
+    fields = {
+        "room": card.room_id,
+        "chat": str(card.chat_id),
+        "thread": str(card.thread_id),
+        "title": card.title,
+        "lang": card.language or "",
+        "ceiling": str(card.ceiling),
+        "round": str(card.round.id if card.round else 0),
+    }
     if card.round is not None:
-        expires = str(_ms(card.round.expires_at))
-        out += ["palette", "".join(card.round.palette), "length", str(card.round.length),
-                "repeats", "1" if card.round.repeats else "0", "expires", expires]  # fmt: skip
-    return out
+        fields |= {
+            "palette": "".join(card.round.palette),
+            "length": str(card.round.length),
+            "repeats": "1" if card.round.repeats else "0",
+            "expires": str(_ms(card.round.expires_at)),
+        }
+    return [x for pair in fields.items() for x in pair]
 
 
 class RoomCards:
@@ -193,11 +203,19 @@ class RoomCards:
         room = card.room_id
         fields = _fields(card)
         seats = [str(x) for pair in snapshot.seats.items() for x in pair]
-        args: list[str | int] = [gen, self._ttl_s, room, len(fields) // 2, *fields,
-                                 len(seats) // 2, *seats, *sorted(snapshot.banned)]  # fmt: skip
-        keys = [self.keys.room_of(card.chat_id, card.thread_id), self.keys.card(room),
-                self.keys.card_gen(room), self.keys.seats(room), self.keys.bans(room),
-                self.keys.names(room)]  # fmt: skip
+        # card_write.lua's arguments: the generation read, the time to live, the room; the
+        # card's fields, the seats (each counted first), the banned users
+        args: list[str | int] = [gen, self._ttl_s, room]
+        args += [len(fields) // 2, *fields]
+        args += [len(seats) // 2, *seats, *sorted(snapshot.banned)]
+        keys = [
+            self.keys.room_of(card.chat_id, card.thread_id),
+            self.keys.card(room),
+            self.keys.card_gen(room),
+            self.keys.seats(room),
+            self.keys.bans(room),
+            self.keys.names(room),
+        ]
         return card if await self._write(keys=keys, args=args) else None
 
     async def drop(self, room_id: str) -> None:
