@@ -29,7 +29,6 @@ from typing import IO
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import usecases
-from codemojex.db import store
 from codemojex.lanes import Lanes
 from codemojex.limits import CEILING_DEFAULT, ROUND_TIMEOUT_S_MAX
 from codemojex.scoring import split_emojis
@@ -94,7 +93,7 @@ class Backlog:
         async with sessionmaker() as session:
             for g in range(self.plan.groups):
                 chat = self.plan.chat(g)
-                room = await store.ensure_room(
+                room = await usecases.ensure_room(
                     session,
                     chat,
                     f"backlog {g}",

@@ -1,9 +1,9 @@
-"""Opening a daily in one transaction (`store.daily_open` through `usecases.daily.open_daily`),
-on the real Postgres through the migrations (its two fixed statements) and on SQLite (the
-portable path): a chat seen for the first time gets its room and player with the daily; the
-card handed back is the room's card as the database has it after the commit (what the bot
-writes into Redis without reading it again); opening twice, and opening at once from a chat
-with no room yet, opens one daily."""
+"""Opening a daily in one transaction (the store backend's `look_daily` and `open_daily`,
+through `usecases.daily.open_daily`), on the real Postgres through the migrations (its two
+fixed statements) and on SQLite (the portable path): a chat seen for the first time gets its
+room and player with the daily; the card handed back is the room's card as the database has
+it after the commit (what the bot writes into Redis without reading it again); opening twice,
+and opening at once from a chat with no room yet, opens one daily."""
 
 from __future__ import annotations
 
