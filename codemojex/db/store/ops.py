@@ -1,4 +1,5 @@
-"""What the operators read of the database (the metrics and the ops page): bounded reads only.
+"""What the operators read of the database (the metrics and the ops page): bounded reads only,
+each in the caller's read (`codemojex.db.reading`).
 
 Every list is a page found through an index (a keyset: the rows after the last one shown),
 never a scan of every room; counts are over a partial index.

@@ -35,7 +35,8 @@ from codemojex.values.batch import Attempt, BatchState, Decision, PlayerState, S
 from codemojex.values.daily import PrivateChat, Puzzle
 from codemojex.values.types import ROUND_DAILY
 
-# The batch's rounds with their rooms, as the lock of Postgres reads them.
+# The batch's rounds with their rooms, in id order. No row lock: SQLite's writers take turns
+# (BEGIN IMMEDIATE), so the transaction that reads them is the only writer until it ends.
 _LOCK = (
     select(
         Round.id,

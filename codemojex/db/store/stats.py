@@ -1,5 +1,5 @@
 """Records: a room's leaderboard (all time, and this week's), a player's record in a room, a
-user's over every room."""
+user's over every room. Reads only, in the caller's read (`codemojex.db.reading`)."""
 
 from __future__ import annotations
 
