@@ -382,15 +382,21 @@ async def run_ingest(
         await _admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
 
+# The job hash's field names before they were shortened (a baseline checkout's).
+_LONG_FIELDS = ("payload", "enqueued_ms")
+
+
 async def _enqueued_ms(client: Any, queue: str) -> dict[int, int]:
-    """message id -> enqueued_ms of every guess job (payloads start `<round>:<message>:`)."""
+    """message id -> enqueued_ms of every guess job (payloads start `<round>:<message>:`), in
+    the job hash's layout of either side (a baseline may predate the short field names)."""
     out: dict[int, int] = {}
     keys = [k async for k in client.scan_iter(match=f"emq:{{{queue}}}:job:*", count=5000)]
     for start in range(0, len(keys), 1000):
         pipe = client.pipeline(transaction=False)
         for key in keys[start : start + 1000]:
-            pipe.hmget(key, JOB_FIELDS["payload"], JOB_FIELDS["enqueued_ms"])
-        for payload, enqueued in await pipe.execute():
+            pipe.hmget(key, JOB_FIELDS["payload"], JOB_FIELDS["enqueued_ms"], *_LONG_FIELDS)
+        for payload, enqueued, long_payload, long_enqueued in await pipe.execute():
+            payload, enqueued = payload or long_payload, enqueued or long_enqueued
             out[int(payload.split(b":")[1])] = int(enqueued)
     return out
 
