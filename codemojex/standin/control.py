@@ -3,18 +3,18 @@
 `POST /_standin/<action>` with a JSON object of keyword arguments calls the StandIn method of
 that name (only the ones listed here) and answers {"ok": true, "result": ...}; `GET` works
 for the read-only ones with query arguments. Local testing tool: no authentication.
+
+The server (server.py) adds these routes for itself; this module knows the stand-in only by
+the names in `ACTIONS`, so it imports nothing of it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
-
-if TYPE_CHECKING:
-    from codemojex.standin.server import StandIn
 
 PREFIX = "/_standin/"
 
@@ -84,7 +84,9 @@ def _query_value(raw: str) -> Any:
         return raw
 
 
-def add_routes(app: web.Application, standin: StandIn) -> None:
+def add_routes(app: web.Application, standin: object) -> None:
+    """Route `/_standin/<action>` of `app` to the method `action` of `standin`."""
+
     def refuse(description: str, status: int = 400) -> web.Response:
         return web.json_response({"ok": False, "description": description}, status=status)
 
