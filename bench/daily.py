@@ -154,29 +154,24 @@ async def _tops(queue: str, database_url: str, plan: Plan) -> list[float]:
     """The reads of /top daily for `plan.tops` random players, one after the other (ms)."""
     from telegram import User
 
-    from codemojex.bot.app import make_services
     from codemojex.bot.daily import world_top
     from codemojex.db import make_engine, make_sessionmaker
-    from codemojex.lanes import Lanes
+    from codemojex.db.models import utcnow
     from codemojex.locale import EN
-    from codemojex.settings import Settings
+    from codemojex.posting.board import DailyBoard
 
-    settings = Settings(queue=queue, database_url=database_url, redis_url=redis_url())
     redis = make_client()
     engine = make_engine(database_url)
     try:
-        services = make_services(
-            settings,
-            lanes=Lanes(redis, queue=queue),
-            sessionmaker=make_sessionmaker(engine),
-            redis=redis,
-        )
+        sessionmaker = make_sessionmaker(engine)
+        board = DailyBoard(redis, queue)
+        puzzles = random.SystemRandom()  # the bot's: today's puzzle, should nobody have drawn it
         rng = random.Random(9)
         waits: list[float] = []
         for _ in range(plan.tops):
             user = User(plan.user(rng.randrange(plan.players)), "P", is_bot=False)
             t0 = time.perf_counter()
-            text = await world_top(services, user, EN)
+            text = await world_top(sessionmaker, board, puzzles, utcnow(), user, EN)
             waits.append((time.perf_counter() - t0) * 1000)
             assert "You: place " in text, text
         return sorted(waits)

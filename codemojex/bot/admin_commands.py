@@ -17,7 +17,6 @@ from telegram import Update
 
 from codemojex import limits, metrics, usecases
 from codemojex.bot.admin import is_admin
-from codemojex.bot.cards import refresh
 from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.incoming import (
     Handler,
@@ -29,9 +28,8 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import room_language, user_language
-from codemojex.bot.members import seen
-from codemojex.bot.replies import answer, answer_as, outbox_written, spend
-from codemojex.bot.rooms import display_name, ensure_room, storable
+from codemojex.bot.replies import outbox_written
+from codemojex.bot.rooms import display_name, storable
 from codemojex.db import Room, reading, store
 from codemojex.game import texts
 from codemojex.limits import CEILING_MAX, CEILING_MIN, WEIGHT_MAX, WEIGHT_MIN
@@ -63,20 +61,20 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
     services = context.services
     if not who.in_group:
         lang = user_language(who.user)
-        await answer(services, who.message, texts.group_only(lang), lang=lang)
+        await services.answers.answer(who.message, texts.group_only(lang), lang=lang)
         return None
     allowed = await is_admin(
         context.bot, who.message, services.admins, services.settings.operator_ids
     )
     # Past the budget: neither a row nor an answer, so a spammer fills neither the audit log
     # nor the chat's posting pace.
-    said = Say.ANSWER if allowed else await spend(services, who.message)
+    said = Say.ANSWER if allowed else await services.answers.spend(who.message)
     if said is Say.NOTHING:
         return None
-    await seen(services, who.chat, who.user)  # one of the group's members (bot/members.py)
+    await services.members.seen(who.chat, who.user)  # one of the group's members
     actor = who.user.id if who.user is not None else who.chat.id
     args = command_text(who.message)
-    room = await ensure_room(services, who.chat, who.thread_id)
+    room = await services.cards.ensure_room(who.chat, who.thread_id)
     if said is Say.ANSWER:  # not the attempt told to slow down: it is past the budget
         async with services.sessionmaker() as session:
             await usecases.audit(
@@ -90,13 +88,13 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
     lang = room_language(room, who.user)
     if allowed:
         return AdminCall(who, room, actor, args, lang)
-    await answer_as(services, who.message, said, texts.not_admin(lang), lang=lang)
+    await services.answers.answer_as(who.message, said, texts.not_admin(lang), lang=lang)
     return None
 
 
 async def reply(call: AdminCall, context: CodemojexContext, text: str) -> None:
     """Answer an admin's allowed command (outside the answer budget: see the module's doc)."""
-    await answer_as(context.services, call.who.message, Say.ANSWER, text)
+    await context.services.answers.answer_as(call.who.message, Say.ANSWER, text)
 
 
 def admin_command(
@@ -146,7 +144,7 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
     # they have lost theirs), then the lanes.
     async with services.sessionmaker() as session:
         await usecases.update_room_settings(session, call.room.id, ceiling=parsed)
-    await refresh(services, call.room.id)
+    await services.cards.refresh(call.room.id)
     await services.lanes.limit(call.room.id, parsed)
     await reply(call, context, texts.limit_set(call.lang, parsed))
 
@@ -173,7 +171,7 @@ async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
         return
     services = context.services
     await usecases.weight(
-        services.sessionmaker, services.cards, services.lanes, call.room, member, parsed
+        services.sessionmaker, services.cards.shared, services.lanes, call.room, member, parsed
     )
     await reply(call, context, texts.weight_set(call.lang, member.name, parsed))
 
@@ -186,7 +184,12 @@ async def cmd_ban(call: AdminCall, context: CodemojexContext) -> None:
     services = context.services
     # The ban, then the card (a guess after it is refused), then the lanes emptied.
     banned = await usecases.ban(
-        services.sessionmaker, services.cards, services.lanes, call.room, member, call.actor_tg_id
+        services.sessionmaker,
+        services.cards.shared,
+        services.lanes,
+        call.room,
+        member,
+        call.actor_tg_id,
     )
     _keep(services, banned)
     await reply(call, context, texts.player_banned(call.lang, member.name, banned.dropped))
@@ -198,14 +201,15 @@ async def cmd_unban(call: AdminCall, context: CodemojexContext) -> None:
     if member is None:
         return
     services = context.services
-    _keep(services, await usecases.unban(services.sessionmaker, services.cards, call.room, member))
+    unbanned = await usecases.unban(services.sessionmaker, services.cards.shared, call.room, member)
+    _keep(services, unbanned)
     await reply(call, context, texts.player_unbanned(call.lang, member.name))
 
 
 def _keep(services: BotServices, done: usecases.Moderated) -> None:
     """This process keeps the room's card as the change left it."""
     if done.card is not None:
-        services.card_cache.keep(done.card)
+        services.cards.keep(done.card)
 
 
 @admin_command("endround")
@@ -219,8 +223,8 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
     async with context.services.sessionmaker() as session:
         await usecases.close_round(session, round_.id, "endround")
     metrics.EVENTS.rounds_ended += 1
-    await context.services.cards.close(call.room.id, round_.id)
-    await outbox_written(context.services, call.room.chat_id)
+    await context.services.cards.shared.close(call.room.id, round_.id)
+    await outbox_written(context.services.ring, call.room.chat_id)
 
 
 @admin_command("settings")
@@ -249,7 +253,7 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
         # Answered outside the session: waiting for a posting slot holds no connection.
         await reply(call, context, texts.settings_refused(call.lang, exc))
         return
-    await refresh(context.services, room.id)  # the language is the card's
+    await context.services.cards.refresh(room.id)  # the language is the card's
     # In the chat's language as it is now: a new one answers in itself.
     lang = room_language(room, call.who.user)
     changed = texts.settings_changed(lang, room.length, room.palette, repeats=room.repeats)
@@ -272,7 +276,7 @@ async def cmd_queue(call: AdminCall, context: CodemojexContext) -> None:
                     names[lane] = player.display_name
         # A player whose guesses wait with no score yet has no row: the name the bot sent.
         unnamed = [lane for lane in shown if lane not in names]
-        names |= await services.cards.names(call.room.id, unnamed)
+        names |= await services.cards.shared.names(call.room.id, unnamed)
     await reply(call, context, texts.queue_view(call.lang, room_view, names))
 
 

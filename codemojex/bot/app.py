@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -39,13 +40,15 @@ from telegram.ext import (
 from codemojex import limits
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.admin_commands import ADMIN_COMMANDS
+from codemojex.bot.cards import Cards
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
 from codemojex.bot.daily import DailyCommands
 from codemojex.bot.drafts import Drafts
+from codemojex.bot.guesses import Guesses
 from codemojex.bot.inline import InlineQueries
 from codemojex.bot.intake import Intake
 from codemojex.bot.language import user_language
-from codemojex.bot.members import member_changed
+from codemojex.bot.members import Members
 from codemojex.bot.once import CommandMarks
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
@@ -55,7 +58,8 @@ from codemojex.bot.player_commands import (
 )
 from codemojex.bot.polling import Poller
 from codemojex.bot.processor import PerSenderUpdateProcessor
-from codemojex.bot.replies import answer
+from codemojex.bot.replies import Answers
+from codemojex.bot.rooms import RoomDefaults
 from codemojex.bot.taps import on_tap
 from codemojex.bot.webhook import WebhookServer, webhook_config
 from codemojex.db.models import utcnow
@@ -64,6 +68,7 @@ from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.outages import OUTAGES
+from codemojex.posting.board import DailyBoard
 from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.cards import RoomCards
 from codemojex.posting.flags import FloodNotices
@@ -109,27 +114,46 @@ def make_services(
     clock: Callable[[], datetime] = utcnow,
     parts: BotParts | None = None,
 ) -> BotServices:
+    """Every part the handlers use, each built from the parts it needs."""
     parts = parts or BotParts()
+    queue = lanes.queue
+    answers = Answers(
+        parts.pacer or Pacer(redis, queue, PacePolicy.from_settings(settings, answers=True)),
+        parts.budget or AnswerBudget(redis, queue, budget=settings.answer_budget),
+    )
+    defaults = RoomDefaults(settings.default_ceiling, settings.round_timeout_s)
+    cards = Cards(RoomCards(redis, queue), sessionmaker, defaults)
+    intake = Intake(lanes)
+    board = DailyBoard(redis, settings.queue)
+    guesses = Guesses(
+        cards=cards,
+        intake=intake,
+        answers=answers,
+        flood=FloodNotices(redis, queue),
+        board=board,
+        sessionmaker=sessionmaker,
+        clock=clock,
+        max_depth=settings.max_depth if parts.max_depth is None else parts.max_depth,
+        outcomes=Counter(),
+    )
     return BotServices(
         settings=settings,
         lanes=lanes,
         sessionmaker=sessionmaker,
         redis=redis,
         admins=AdminCache(settings.admin_cache_ttl_s),
-        flood=FloodNotices(redis, lanes.queue),
-        pacer=parts.pacer
-        or Pacer(redis, lanes.queue, PacePolicy.from_settings(settings, answers=True)),
-        budget=parts.budget or AnswerBudget(redis, lanes.queue, budget=settings.answer_budget),
-        ring=PostingRing(redis, lanes.queue),
-        drafts=Drafts(redis, lanes.queue),
-        cards=RoomCards(redis, lanes.queue),
-        intake=Intake(lanes),
-        inline=InlineQueries(redis, lanes.queue),
-        commands=CommandMarks(redis, lanes.queue, settings.dedupe_window_s),
-        members=GroupMembers(redis, lanes.queue),
-        rng=parts.rng or random.SystemRandom(),
-        max_depth=settings.max_depth if parts.max_depth is None else parts.max_depth,
+        answers=answers,
+        cards=cards,
+        guesses=guesses,
+        intake=intake,
+        drafts=Drafts(redis, queue),
+        ring=PostingRing(redis, queue),
+        inline=InlineQueries(redis, queue),
+        commands=CommandMarks(redis, queue, settings.dedupe_window_s),
+        members=Members(GroupMembers(redis, queue), clock),
+        board=board,
         clock=clock,
+        rng=parts.rng or random.SystemRandom(),
     )
 
 
@@ -208,7 +232,7 @@ async def on_member_change(update: Update, context: CodemojexContext) -> None:
     if change is not None:
         context.services.admins.note(change)
     if update.chat_member is not None:
-        await member_changed(context.services, update.chat_member)
+        await context.services.members.changed(update.chat_member)
 
 
 def command_menus(lang: Lang) -> list[tuple[BotCommandScope, list[BotCommand]]]:
@@ -261,7 +285,7 @@ async def on_error(update: object, context: CodemojexContext) -> None:
     if isinstance(update, Update) and update.effective_message is not None:
         try:
             lang = user_language(update.effective_user)
-            await answer(context.services, update.effective_message, texts.went_wrong(lang))
+            await context.services.answers.answer(update.effective_message, texts.went_wrong(lang))
         except Exception:  # the apology is best effort; Telegram may be what failed
             log.warning("update %s: could not tell the user", update_id)
 

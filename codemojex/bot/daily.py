@@ -19,19 +19,29 @@ own to play over midnight.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Awaitable
+from datetime import datetime
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import InlineQueryResultArticle, InputTextMessageContent, Update, User
 from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, InlineQueryHandler, filters
 
 from codemojex import usecases
-from codemojex.bot.cards import generation, written
 from codemojex.bot.context import BotServices, CodemojexContext
-from codemojex.bot.incoming import Handler, Sender, command_text, guarded, paid_sender, sender_of
-from codemojex.bot.language import chat_language, user_language
+from codemojex.bot.incoming import (
+    Handler,
+    Sender,
+    chat_language,
+    command_text,
+    guarded,
+    paid_sender,
+    sender_of,
+)
+from codemojex.bot.language import user_language
 from codemojex.bot.player_commands import cmd_top
-from codemojex.bot.replies import answer, answer_paid, outbox_written, spend_first
+from codemojex.bot.replies import outbox_written
 from codemojex.bot.rooms import display_name, room_title
 from codemojex.db import reading, store
 from codemojex.game import daily, texts
@@ -83,7 +93,7 @@ class DailyCommands:
             return
         # The puzzle is no answer of the budget's: checked first, spent when answered.
         private = who.chat.type == ChatType.PRIVATE and who.user is not None
-        if private and await spend_first(services, who.message, check=True):
+        if private and await services.answers.spend_first(who.message, check=True):
             await self._open(context, who)
 
     async def _open(self, context: CodemojexContext, who: Sender) -> None:
@@ -93,16 +103,16 @@ class DailyCommands:
         assert user is not None
         lang = user_language(user)
         now = services.clock()
-        settings = services.settings
+        defaults = services.cards.defaults
         chat = PrivateChat(
             chat_id=who.chat.id,
             tg_user_id=user.id,
             name=display_name(user),
             title=room_title(who.chat),
-            default_ceiling=settings.default_ceiling,
-            round_timeout_s=settings.round_timeout_s,
+            default_ceiling=defaults.ceiling,
+            round_timeout_s=defaults.round_timeout_s,
         )
-        before = await generation(services, who.chat)
+        before = await services.cards.generation(who.chat)
         async with services.sessionmaker() as session:
             opened = await usecases.open_daily(
                 session, chat=chat, language=lang, rng=services.rng, now=now
@@ -113,10 +123,10 @@ class DailyCommands:
             # The round into the chat's card, so its guesses are taken with no SQL (also when
             # it was open already: a bot that died between the commit and the card's write
             # left the card without it), as the transaction read it.
-            await written(services, opened.card, before)
+            await services.cards.write(opened.card, before)
         if view.status == "opened":
-            await outbox_written(services, who.chat.id)
-            board = _board(services)
+            await outbox_written(services.ring, who.chat.id)
+            board = services.board
             await _best_effort(board.started(day, user.id), "note a player")
             await _best_effort(board.ensure(day, services.sessionmaker), "build the board")
             return
@@ -129,7 +139,7 @@ class DailyCommands:
                 lang, view.card(lang), daily.seconds_to_next(now), share_via=share
             )
             markup = daily.share_markup(lang) if share else None
-        await answer(services, who.message, text, markup=markup)
+        await services.answers.answer(who.message, text, markup=markup)
 
     async def _group_board(self, services: BotServices, who: Sender) -> None:
         """Today's dailies of the group's members (its players, the others the bot saw there
@@ -147,19 +157,20 @@ class DailyCommands:
             members = await store.group_dailies(
                 session, who.chat.id, day, DAILY_GROUP_ROWS, also=also, keep=asker
             )
-        board = _board(services)
+        board = services.board
         await board.ensure(day, services.sessionmaker)
         counts = await board.counts(day)
         text = texts.daily_group_board(
             lang, puzzle.number, members, counts.played, puzzle.max_attempts
         )
-        await answer_paid(services, who.message, text)
+        await services.answers.answer_paid(who.message, text)
 
     async def in_channel(self, update: Update, context: CodemojexContext) -> None:
         """/daily posted in a channel: played in a private chat, said once (nothing read)."""
         post = update.channel_post
         if post is not None:
-            await answer(context.services, post, texts.daily_in_channel(EN, context.bot.username))
+            text = texts.daily_in_channel(EN, context.bot.username)
+            await context.services.answers.answer(post, text)
 
     # -- /top daily ------------------------------------------------------------------------
 
@@ -174,7 +185,10 @@ class DailyCommands:
             return
         services = context.services
         lang = await chat_language(services, who)
-        await answer_paid(services, who.message, await world_top(services, who.user, lang))
+        top = await world_top(
+            services.sessionmaker, services.board, services.rng, services.clock(), who.user, lang
+        )
+        await services.answers.answer_paid(who.message, top)
 
     # -- /me -------------------------------------------------------------------------------
 
@@ -186,7 +200,7 @@ class DailyCommands:
         services = context.services
         lang = await chat_language(services, who)
         if who.user is None:
-            await answer_paid(services, who.message, texts.anonymous_player(lang))
+            await services.answers.answer_paid(who.message, texts.anonymous_player(lang))
             return
         async with reading(services.sessionmaker) as session:
             stats = await store.global_stats(session, who.user.id)
@@ -196,7 +210,7 @@ class DailyCommands:
         dailies = texts.daily_record(
             lang, streak, record.best, record.played, record.cracked, record.histogram
         )
-        await answer_paid(services, who.message, f"{everywhere}\n\n{dailies}")
+        await services.answers.answer_paid(who.message, f"{everywhere}\n\n{dailies}")
 
     # -- the Share button's inline query ---------------------------------------------------
 
@@ -240,33 +254,35 @@ class DailyCommands:
         await query.answer([result], cache_time=cache_s, is_personal=True)
 
 
-async def world_top(services: BotServices, user: User | None, lang: Lang) -> str:
-    """/top daily's answer: today's world top from the board in Redis (O(log n), rebuilt from
-    Postgres when lost), with the names of its rows, and where `user` stands (None: an
-    anonymous admin, no place of their own)."""
-    now = services.clock()
+async def world_top(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    board: DailyBoard,
+    rng: random.Random,
+    now: datetime,
+    user: User | None,
+    lang: Lang,
+) -> str:
+    """/top daily's answer as of `now`: today's world top from the board in Redis (O(log n),
+    rebuilt from Postgres when lost), with the names of its rows, and where `user` stands
+    (None: an anonymous admin, no place of their own). `rng` draws today's puzzle when nobody
+    opened it yet."""
     day = daily.day_of(now)
-    async with services.sessionmaker() as session:
+    async with sessionmaker() as session:
         if user is None:
             view = None
-            puzzle = await usecases.puzzle_today(session, now, services.rng)
+            puzzle = await usecases.puzzle_today(session, now, rng)
         else:
-            view = await usecases.todays(session, user.id, now, services.rng)
+            view = await usecases.todays(session, user.id, now, rng)
             puzzle = view.puzzle
-    board = _board(services)
-    await board.ensure(day, services.sessionmaker)
+    await board.ensure(day, sessionmaker)
     best = await board.top(day, DAILY_TOP_ROWS)
-    async with reading(services.sessionmaker) as session:
+    async with reading(sessionmaker) as session:
         names = await store.daily_names(session, day, [uid for uid, _ in best])
     mine = None
     if view is not None and user is not None:
         mine = await _standing(board, lang, view, user.id)
     rows = [(names.get(uid, "?"), attempts) for uid, attempts in best]
     return texts.daily_world_top(lang, puzzle.number, rows, puzzle.max_attempts, mine)
-
-
-def _board(services: BotServices) -> DailyBoard:
-    return DailyBoard(services.redis, services.settings.queue)
 
 
 async def _standing(

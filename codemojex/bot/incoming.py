@@ -1,4 +1,6 @@
-"""Who sent an update and what they typed, and the guard every handler runs under.
+"""Who sent an update and what they typed, the language to answer them in, and the guard every
+handler runs under: the handlers' own toolkit, the one place besides them that reads the
+services.
 
 Only new messages reach the handlers (edited messages are not guesses and do not re-run
 commands). Messages without a person behind them (no sender, or posted on behalf of a channel)
@@ -17,10 +19,10 @@ from telegram import Chat, Message, Update, User
 from telegram.constants import ChatType
 
 from codemojex.bot.admin import is_anonymous_admin
-from codemojex.bot.context import CodemojexContext
-from codemojex.bot.language import user_language
-from codemojex.bot.members import seen
-from codemojex.bot.replies import answer, spend_first
+from codemojex.bot.context import BotServices, CodemojexContext
+from codemojex.bot.language import room_language, user_language
+from codemojex.bot.rooms import topic_of
+from codemojex.db import reading, store
 from codemojex.game import texts
 from codemojex.locale import Lang
 from codemojex.ops.health import probe_of
@@ -58,7 +60,7 @@ def guarded(handler: Handler, *, outage_text: Callable[[Lang], str] = texts.try_
             lang = user_language(update.effective_user)
             if update.message is not None:
                 # Paced like any answer; unpaced when it is Redis that is down (replies.answer).
-                await answer(context.services, update.message, outage_text(lang))
+                await context.services.answers.answer(update.message, outage_text(lang))
             elif update.callback_query is not None:
                 await update.callback_query.answer(outage_text(lang))
             elif update.inline_query is not None:
@@ -74,14 +76,6 @@ class Sender:
     user: User | None  # None for an anonymous admin
     in_group: bool
     thread_id: int = 0  # the forum topic the message is in (0: none): with the chat, the room
-
-
-def topic_of(message: Message) -> int:
-    """The forum topic a message is in, 0 for none (a chat without topics, a forum's General
-    topic). Outside forums `message_thread_id` names a thread of replies, which is no room."""
-    if message.is_topic_message and message.message_thread_id:
-        return int(message.message_thread_id)
-    return 0
 
 
 def replied_to(message: Message) -> Message | None:
@@ -116,10 +110,29 @@ async def paid_sender(update: Update, context: CodemojexContext) -> Sender | Non
     past the budget, None after one Redis call and no SQL), and, in a group, seen there
     (bot/members.py)."""
     who = sender_of(update)
-    if who is None or not await spend_first(context.services, who.message):
+    services = context.services
+    if who is None or not await services.answers.spend_first(who.message):
         return None
-    await seen(context.services, who.chat, who.user)
+    await services.members.seen(who.chat, who.user)
     return who
+
+
+async def chat_language(services: BotServices, who: Sender) -> Lang:
+    """The language to answer `who` in, where no room was loaded: in a group, its room's
+    (read, never created); in a private chat, the user's. With the database out, the user's:
+    an answer that needs nothing else (/help) still goes out."""
+    if who.in_group:
+        try:
+            async with reading(services.sessionmaker) as session:
+                room = await store.room_by_chat(session, who.chat.id, who.thread_id)
+        except Exception as exc:
+            if outage_of(exc) != "postgres":
+                raise
+            log.info("chat %s: its language is unknown while the database is out", who.chat.id)
+            return user_language(who.user)
+        if room is not None:
+            return room_language(room, who.user)
+    return user_language(who.user)
 
 
 def command_text(message: Message) -> str:

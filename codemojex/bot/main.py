@@ -71,7 +71,7 @@ async def _serve(settings: Settings) -> None:
             engine=engine,
             sessionmaker=sessionmaker,
             lanes=lanes,
-            collectors=[BotCollector(application.bot_data.guess_outcomes)],
+            collectors=[BotCollector(application.bot_data.guesses.outcomes)],
         )
         async with running(application, webhook=bool(settings.webhook_url), stop=stop):
             await ops.start()

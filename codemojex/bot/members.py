@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from telegram import Chat, ChatMember, ChatMemberUpdated, User
 from telegram.constants import ChatMemberStatus, ChatType
 
-from codemojex.bot.context import BotServices
 from codemojex.outages import OUTAGES, is_outage
+from codemojex.posting.members import GroupMembers
 
 GROUPS = frozenset({ChatType.GROUP, ChatType.SUPERGROUP})
 _IN = frozenset({ChatMemberStatus.MEMBER, ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
@@ -29,47 +30,57 @@ def _person_in_group(chat: Chat, user: User | None) -> bool:
     return user is not None and not user.is_bot and chat.type in GROUPS
 
 
-async def seen(services: BotServices, chat: Chat, user: User | None) -> None:
-    """`user` was seen in `chat` now (nothing unless a person in a group)."""
-    if not _person_in_group(chat, user):
-        return
-    assert user is not None
-    try:
-        await services.members.seen(chat.id, user.id, services.clock())
-    except Exception as exc:
-        if not is_outage(exc):
-            raise
-        OUTAGES.swallow(exc, "the bot", f"chat {chat.id}: a member not noted")
-
-
-def tapper_seen(services: BotServices, chat: Chat, user: User) -> Callable[[Any], None] | None:
-    """The note of a tapper in a group, to ride in the tap rate's round trip (None elsewhere)."""
-    if not _person_in_group(chat, user):
-        return None
-    return functools.partial(
-        services.members.add_to, chat_id=chat.id, user_id=user.id, now=services.clock()
-    )
-
-
 def _in(member: ChatMember) -> bool:
     if member.status == ChatMemberStatus.RESTRICTED:  # restricted, in the group or not
         return bool(getattr(member, "is_member", False))
     return member.status in _IN
 
 
-async def member_changed(services: BotServices, change: ChatMemberUpdated) -> None:
-    """A chat_member update: a person who joined a group is one of its members, one who left
-    (or was removed) is no longer."""
-    chat, member = change.chat, change.new_chat_member
-    user = member.user
-    if not _person_in_group(chat, user):
-        return
-    if _in(member):
-        await seen(services, chat, user)
-        return
-    try:
-        await services.members.forget(chat.id, user.id)
-    except Exception as exc:
-        if not is_outage(exc):
-            raise
-        OUTAGES.swallow(exc, "the bot", f"chat {chat.id}: a member who left not forgotten")
+class Members:
+    """The groups' members as the bot notes them, on the bot's clock (the daily's)."""
+
+    def __init__(self, group: GroupMembers, clock: Callable[[], datetime]) -> None:
+        self.group = group  # the sets in Redis
+        self._clock = clock
+
+    async def seen(self, chat: Chat, user: User | None) -> None:
+        """`user` was seen in `chat` now (nothing unless a person in a group)."""
+        if not _person_in_group(chat, user):
+            return
+        assert user is not None
+        try:
+            await self.group.seen(chat.id, user.id, self._clock())
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            OUTAGES.swallow(exc, "the bot", f"chat {chat.id}: a member not noted")
+
+    def tapper(self, chat: Chat, user: User) -> Callable[[Any], None] | None:
+        """The note of a tapper in a group, to ride in the tap rate's round trip (None
+        elsewhere)."""
+        if not _person_in_group(chat, user):
+            return None
+        return functools.partial(
+            self.group.add_to, chat_id=chat.id, user_id=user.id, now=self._clock()
+        )
+
+    async def changed(self, change: ChatMemberUpdated) -> None:
+        """A chat_member update: a person who joined a group is one of its members, one who
+        left (or was removed) is no longer."""
+        chat, member = change.chat, change.new_chat_member
+        user = member.user
+        if not _person_in_group(chat, user):
+            return
+        if _in(member):
+            await self.seen(chat, user)
+            return
+        try:
+            await self.group.forget(chat.id, user.id)
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            OUTAGES.swallow(exc, "the bot", f"chat {chat.id}: a member who left not forgotten")
+
+    async def of(self, chat_id: int, now: datetime) -> list[int]:
+        """The group's members seen lately, as of `now` (the daily's group board)."""
+        return await self.group.of(chat_id, now)

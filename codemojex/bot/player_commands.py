@@ -16,22 +16,21 @@ from telegram import Update
 from telegram.constants import ChatType
 
 from codemojex import usecases
-from codemojex.bot.cards import refresh
 from codemojex.bot.context import BotServices, CodemojexContext
-from codemojex.bot.guesses import Source, submit_guess, tell
+from codemojex.bot.guesses import Source
 from codemojex.bot.incoming import (
     Handler,
     Sender,
+    chat_language,
     command_text,
     guarded,
     paid_sender,
     replied_to,
     sender_of,
 )
-from codemojex.bot.language import chat_language, room_language, user_language
-from codemojex.bot.members import seen
-from codemojex.bot.replies import answer, answer_paid, outbox_written, spend_first
-from codemojex.bot.rooms import display_name, ensure_room
+from codemojex.bot.language import room_language, user_language
+from codemojex.bot.replies import outbox_written
+from codemojex.bot.rooms import display_name
 from codemojex.db import reading, store
 from codemojex.game import texts
 from codemojex.limits import LEADERBOARD_ROWS
@@ -45,7 +44,7 @@ async def cmd_help(update: Update, context: CodemojexContext) -> None:
     who = await paid_sender(update, context)
     if who is not None:
         lang = await chat_language(context.services, who)
-        await answer_paid(context.services, who.message, texts.help_text(lang))
+        await context.services.answers.answer_paid(who.message, texts.help_text(lang))
 
 
 @guarded
@@ -59,7 +58,7 @@ async def cmd_rules(update: Update, context: CodemojexContext) -> None:
     timeout_s = services.settings.round_timeout_s
     lang = user_language(who.user)
     if who.in_group:
-        room = await ensure_room(services, who.chat, who.thread_id)
+        room = await services.cards.ensure_room(who.chat, who.thread_id)
         async with reading(services.sessionmaker) as session:
             round_ = await store.open_round(session, room.id)
         length, palette, repeats = room.length, room.palette, room.repeats
@@ -67,10 +66,8 @@ async def cmd_rules(update: Update, context: CodemojexContext) -> None:
         lang = room_language(room, who.user)
         if round_ is not None:
             length, palette, repeats = round_.length, round_.palette, round_.repeats
-    await answer_paid(
-        context.services,
-        who.message,
-        texts.rules_text(lang, length, palette, timeout_s, repeats=repeats),
+    await services.answers.answer_paid(
+        who.message, texts.rules_text(lang, length, palette, timeout_s, repeats=repeats)
     )
 
 
@@ -83,13 +80,14 @@ async def _group_player(
     who = await paid_sender(update, context) if paid else sender_of(update)
     if who is None:
         return None
-    say = answer_paid if paid else answer
+    answers = context.services.answers
+    say = answers.answer_paid if paid else answers.answer
     if not who.in_group:
-        await say(context.services, who.message, texts.group_only(user_language(who.user)))
+        await say(who.message, texts.group_only(user_language(who.user)))
         return None
     if who.user is None:
         lang = await chat_language(context.services, who)
-        await say(context.services, who.message, texts.anonymous_player(lang))
+        await say(who.message, texts.anonymous_player(lang))
         return None
     return who
 
@@ -99,14 +97,14 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
     """A round, or "one is running". The round is no answer of the budget's: the budget is
     checked first (past it: "slow down" once, or nothing, at the cost of one Redis call), and
     spent only when the answer is that a round is running."""
+    services = context.services
     asked = sender_of(update)
-    if asked is None or not await spend_first(context.services, asked.message, check=True):
+    if asked is None or not await services.answers.spend_first(asked.message, check=True):
         return
     who = await _group_player(update, context, paid=False)
     if who is None:
         return
-    services = context.services
-    await seen(services, who.chat, who.user)
+    await services.members.seen(who.chat, who.user)
     # Once per message (bot/once.py): a /newgame delivered again after its round ended must
     # not open another.
     async with services.commands.once(who.message) as first:
@@ -115,7 +113,7 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
 
 
 async def _newgame(services: BotServices, who: Sender) -> None:
-    room = await ensure_room(services, who.chat, who.thread_id)
+    room = await services.cards.ensure_room(who.chat, who.thread_id)
     async with services.sessionmaker() as session:
         try:
             # The announcement is written to the outbox with the round: the sender posts it,
@@ -128,12 +126,12 @@ async def _newgame(services: BotServices, who: Sender) -> None:
             opened = False
     # The round into the room's card (also when it was open already: a bot that died
     # between its commit and the card's write left the card without it).
-    await refresh(services, room.id)
+    await services.cards.refresh(room.id)
     if opened:
-        await outbox_written(services, who.chat.id)
+        await outbox_written(services.ring, who.chat.id)
         return
     # Outside the session: waiting for a posting slot must not hold a database connection.
-    await answer(services, who.message, texts.round_running(room_language(room, who.user)))
+    await services.answers.answer(who.message, texts.round_running(room_language(room, who.user)))
 
 
 @guarded
@@ -143,10 +141,9 @@ async def cmd_guess(update: Update, context: CodemojexContext) -> None:
         who = await _group_player(update, context, paid=False)  # private: the daily's guess
     if who is None or who.user is None:
         return
-    outcome = await submit_guess(
-        context.services, who.message, who.user, command_text(who.message), Source.COMMAND
-    )
-    await tell(context.services, who.message, outcome)
+    guesses = context.services.guesses
+    outcome = await guesses.submit(who.message, who.user, command_text(who.message), Source.COMMAND)
+    await guesses.tell(who.message, outcome)
 
 
 @guarded
@@ -164,8 +161,9 @@ async def on_group_text(update: Update, context: CodemojexContext) -> None:
         and replied.from_user.id == context.bot.id
     )
     source = Source.REPLY if to_bot else Source.PLAIN
-    outcome = await submit_guess(context.services, message, who.user, message.text or "", source)
-    await tell(context.services, message, outcome)
+    guesses = context.services.guesses
+    outcome = await guesses.submit(message, who.user, message.text or "", source)
+    await guesses.tell(message, outcome)
 
 
 @guarded
@@ -180,11 +178,12 @@ async def on_private_text(update: Update, context: CodemojexContext) -> None:
     author = replied.from_user if replied is not None else None
     to_bot = author is not None and author.id == context.bot.id
     source = Source.REPLY if to_bot else Source.PRIVATE
-    outcome = await submit_guess(context.services, message, who.user, message.text or "", source)
+    services = context.services
+    outcome = await services.guesses.submit(message, who.user, message.text or "", source)
     if outcome.outcome == "ignored":
-        await answer(context.services, message, texts.private_hint(user_language(who.user)))
+        await services.answers.answer(message, texts.private_hint(user_language(who.user)))
         return
-    await tell(context.services, message, outcome)
+    await services.guesses.tell(message, outcome)
 
 
 @guarded
@@ -193,12 +192,12 @@ async def cmd_stats(update: Update, context: CodemojexContext) -> None:
     if who is None or who.user is None:
         return
     services = context.services
-    room = await ensure_room(services, who.chat, who.thread_id)
+    room = await services.cards.ensure_room(who.chat, who.thread_id)
     async with reading(services.sessionmaker) as session:
         stats = await store.player_stats(session, room.id, who.user.id)
     lang = room_language(room, who.user)
-    await answer_paid(
-        context.services, who.message, texts.record_here(lang, display_name(who.user), stats)
+    await services.answers.answer_paid(
+        who.message, texts.record_here(lang, display_name(who.user), stats)
     )
 
 
@@ -211,7 +210,7 @@ async def cmd_top(update: Update, context: CodemojexContext) -> None:
         return
     services = context.services
     which = command_text(who.message).strip().lower()
-    room = await ensure_room(services, who.chat, who.thread_id)
+    room = await services.cards.ensure_room(who.chat, who.thread_id)
     lang = room_language(room, who.user)
     async with reading(services.sessionmaker) as session:
         if which not in ("", TOP_WEEK):
@@ -224,7 +223,7 @@ async def cmd_top(update: Update, context: CodemojexContext) -> None:
         else:
             rows = await store.leaderboard(session, room.id, limit=LEADERBOARD_ROWS)
             board = texts.leaderboard(lang, [(r.display_name, r.points, r.wins) for r in rows])
-    await answer_paid(context.services, who.message, board)
+    await services.answers.answer_paid(who.message, board)
 
 
 @guarded
@@ -238,11 +237,12 @@ async def cmd_unknown(update: Update, context: CodemojexContext) -> None:
     word = text.split(maxsplit=1)[0] if text.strip() else ""
     _, _, addressed = word.partition("@")
     if not who.in_group or (addressed and addressed.lower() == context.bot.username.lower()):
-        if not await spend_first(context.services, who.message):
+        services = context.services
+        if not await services.answers.spend_first(who.message):
             return
-        await seen(context.services, who.chat, who.user)
-        lang = await chat_language(context.services, who)
-        await answer_paid(context.services, who.message, texts.unknown_command(lang))
+        await services.members.seen(who.chat, who.user)
+        lang = await chat_language(services, who)
+        await services.answers.answer_paid(who.message, texts.unknown_command(lang))
 
 
 PLAYER_COMMANDS: Final[dict[str, Handler]] = {

@@ -47,22 +47,20 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from telegram import InlineKeyboardMarkup, Message
 from telegram.error import RetryAfter, TelegramError
 
 from codemojex.bot.rooms import display_name
 from codemojex.game import texts
+from codemojex.limits import REPLY_WAIT_S_DEFAULT
 from codemojex.locale import Lang, resolve
 from codemojex.outages import OUTAGES, is_outage, retry_after_ms
-from codemojex.posting.budget import Say
+from codemojex.posting.budget import AnswerBudget, Say
 from codemojex.posting.fold import OutMessage, fold
 from codemojex.posting.pacer import Grant, Pacer
+from codemojex.posting.ring import PostingRing
 from codemojex.values.types import KIND_CARD
-
-if TYPE_CHECKING:
-    from codemojex.bot.context import BotServices
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +101,17 @@ class _Waiting:
 
 
 class Answers:
-    """The answers of this process waiting for their chat's pace, one queue (and one task)
-    per chat with something waiting."""
+    """The bot's answers: each member's budget spent, the chat's pace taken, and what has to
+    wait for it queued off the update path (one queue, and one task, per chat with something
+    waiting). Built with the pacer and the budget it spends; `reply_wait_s` is how long an
+    answer may wait for a posting slot before it is dropped."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, pacer: Pacer, budget: AnswerBudget, reply_wait_s: float = REPLY_WAIT_S_DEFAULT
+    ) -> None:
+        self.pacer = pacer
+        self.budget = budget
+        self.reply_wait_s = reply_wait_s
         self._waiting: dict[int, list[_Waiting]] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._idle = asyncio.Event()
@@ -114,17 +119,101 @@ class Answers:
         self.dropped = 0
         self.folded = 0
 
+    # -- what a handler says ---------------------------------------------------------------
+
+    async def spend(self, message: Message, *, check: bool = False) -> Say:
+        """Spend one answer of the budget of `message`'s sender in its chat: what to say
+        (`check`: an answer left is found, not spent)."""
+        return await self.budget.spend(message.chat_id, member_of(message), check=check)
+
+    async def answer(
+        self,
+        message: Message,
+        text: str,
+        *,
+        lang: Lang | None = None,
+        on_dropped: OnDropped | None = None,
+        markup: str | None = None,
+    ) -> None:
+        """Answer `message` with `text` (in `lang`; with the inline keyboard `markup`), within
+        its sender's answer budget in the chat (`answer_as` with what `spend` says). Returns
+        without waiting for a posting slot."""
+        said = await self.spend(message)
+        await self.answer_as(message, said, text, lang=lang, on_dropped=on_dropped, markup=markup)
+
+    async def spend_first(self, message: Message, *, check: bool = False) -> bool:
+        """A command's answer paid before its work (its reads, its writes): True when the
+        command is to be done, and answered with `answer_paid`. Otherwise its sender is past
+        their budget in the chat: told once to slow down, or nothing, and the command does no
+        more (one Redis call, no SQL). `check`: the command may post no answer (a round, a
+        puzzle: through the outbox), so an answer left is only found; what it then answers
+        spends (`answer`)."""
+        said = await self.spend(message, check=check)
+        if said is Say.ANSWER:
+            return True
+        await self.answer_as(message, said, "")  # "slow down" in their language, or nothing
+        return False
+
+    async def answer_paid(
+        self, message: Message, text: str, *, lang: Lang | None = None, markup: str | None = None
+    ) -> None:
+        """The answer of a command whose budget `spend_first` spent."""
+        await self.answer_as(message, Say.ANSWER, text, lang=lang, markup=markup)
+
+    async def answer_as(
+        self,
+        message: Message,
+        said: Say,
+        text: str,
+        *,
+        lang: Lang | None = None,
+        on_dropped: OnDropped | None = None,
+        markup: str | None = None,
+    ) -> None:
+        """Answer `message` as the budget said: `text`, or once "slow down" (in `lang`, the
+        language of `text`; by default the sender's own), or nothing. At once when the chat's
+        pace allows, else later from the chat's queue (folded with the other answers waiting
+        there), or never (dropped past `reply_wait_s`). `on_dropped` is called when `text` is
+        not posted."""
+        if said is not Say.ANSWER and on_dropped is not None:
+            # `text` will not be posted: a once-per-episode one is unspent
+            try:
+                await on_dropped()
+            except Exception as exc:  # a notice's flag not given back: at worst unsaid
+                OUTAGES.swallow(exc, "the answers", "a dropped answer's flag not released")
+        if said is Say.NOTHING:
+            return
+        if said is Say.NOTICE:
+            user = message.from_user
+            text = texts.answers_spent(lang or resolve(user.language_code if user else None))
+            on_dropped = functools.partial(self.budget.untell, message.chat_id, member_of(message))
+            markup = None  # "slow down" is no card
+        chat_id = message.chat_id
+        pacer = self.pacer
+        item = _Waiting(message, text, time.monotonic() + self.reply_wait_s, on_dropped, markup)
+        if self.waiting(chat_id):
+            self._queue(item)  # behind the answers already waiting, in order
+            return
+        grant = Grant(chat_id)
+        wait = await pacer.take(chat_id, grant)
+        if wait.ms > 0:
+            if wait.ms / 1000 > self.reply_wait_s:
+                await self.drop([item], "the chat's pace allows no post in time")
+                return
+            self._queue(item)
+            return
+        try:
+            await message.reply_text(text, reply_markup=keyboard(markup, message))
+        except RetryAfter as exc:
+            await pacer.block_chat(chat_id, retry_after_ms(exc))
+            await self.drop([item], "Telegram asked to wait")
+        finally:
+            await pacer.settle(grant)
+
+    # -- the queues ------------------------------------------------------------------------
+
     def waiting(self, chat_id: int) -> int:
         return len(self._waiting.get(chat_id, ()))
-
-    def add(self, pacer: Pacer, item: _Waiting) -> None:
-        chat_id = item.message.chat_id
-        self._waiting.setdefault(chat_id, []).append(item)
-        if chat_id not in self._tasks:
-            self._idle.clear()
-            self._tasks[chat_id] = asyncio.create_task(
-                self._serve(pacer, chat_id), name=f"answers:{chat_id}"
-            )
 
     async def wait_idle(self) -> None:
         """Until no answer waits (tests: "the bot said all it was going to say")."""
@@ -151,6 +240,15 @@ class Answers:
                     await item.on_dropped()
                 except Exception as exc:  # a notice's flag not given back: at worst unsaid
                     OUTAGES.swallow(exc, "the answers", "a dropped answer's flag not released")
+
+    def _queue(self, item: _Waiting) -> None:
+        chat_id = item.message.chat_id
+        self._waiting.setdefault(chat_id, []).append(item)
+        if chat_id not in self._tasks:
+            self._idle.clear()
+            self._tasks[chat_id] = asyncio.create_task(
+                self._serve(self.pacer, chat_id), name=f"answers:{chat_id}"
+            )
 
     async def _serve(self, pacer: Pacer, chat_id: int) -> None:
         queue = self._waiting[chat_id]
@@ -231,109 +329,12 @@ def member_of(message: Message) -> int:
     return message.from_user.id if message.from_user is not None else message.chat_id
 
 
-async def spend(services: BotServices, message: Message, *, check: bool = False) -> Say:
-    """Spend one answer of the budget of `message`'s sender in its chat: what to say (`check`:
-    an answer left is found, not spent)."""
-    return await services.budget.spend(message.chat_id, member_of(message), check=check)
-
-
-async def answer(
-    services: BotServices,
-    message: Message,
-    text: str,
-    *,
-    lang: Lang | None = None,
-    on_dropped: OnDropped | None = None,
-    markup: str | None = None,
-) -> None:
-    """Answer `message` with `text` (in `lang`; with the inline keyboard `markup`), within
-    its sender's answer budget in the chat (`answer_as` with what `spend` says). Returns without
-    waiting for a posting slot."""
-    said = await spend(services, message)
-    await answer_as(services, message, said, text, lang=lang, on_dropped=on_dropped, markup=markup)
-
-
-async def spend_first(services: BotServices, message: Message, *, check: bool = False) -> bool:
-    """A command's answer paid before its work (its reads, its writes): True when the command
-    is to be done, and answered with `answer_paid`. Otherwise its sender is past their budget
-    in the chat: told once to slow down, or nothing, and the command does no more (one Redis
-    call, no SQL). `check`: the command may post no answer (a round, a puzzle: through the
-    outbox), so an answer left is only found; what it then answers spends (`answer`)."""
-    said = await spend(services, message, check=check)
-    if said is Say.ANSWER:
-        return True
-    await answer_as(services, message, said, "")  # "slow down" in their language, or nothing
-    return False
-
-
-async def answer_paid(
-    services: BotServices,
-    message: Message,
-    text: str,
-    *,
-    lang: Lang | None = None,
-    markup: str | None = None,
-) -> None:
-    """The answer of a command whose budget `spend_first` spent."""
-    await answer_as(services, message, Say.ANSWER, text, lang=lang, markup=markup)
-
-
-async def answer_as(
-    services: BotServices,
-    message: Message,
-    said: Say,
-    text: str,
-    *,
-    lang: Lang | None = None,
-    on_dropped: OnDropped | None = None,
-    markup: str | None = None,
-) -> None:
-    """Answer `message` as the budget said: `text`, or once "slow down" (in `lang`, the
-    language of `text`; by default the sender's own), or nothing. At once when the chat's pace
-    allows, else later from the chat's queue (folded with the other answers waiting there),
-    or never (dropped past `reply_wait_s`). `on_dropped` is called when `text` is not posted."""
-    if said is not Say.ANSWER and on_dropped is not None:
-        # `text` will not be posted: a once-per-episode one is unspent
-        try:
-            await on_dropped()
-        except Exception as exc:  # a notice's flag not given back: at worst unsaid
-            OUTAGES.swallow(exc, "the answers", "a dropped answer's flag not released")
-    if said is Say.NOTHING:
-        return
-    if said is Say.NOTICE:
-        user = message.from_user
-        text = texts.answers_spent(lang or resolve(user.language_code if user else None))
-        on_dropped = functools.partial(services.budget.untell, message.chat_id, member_of(message))
-        markup = None  # "slow down" is no card
-    chat_id = message.chat_id
-    pacer = services.pacer
-    item = _Waiting(message, text, time.monotonic() + services.reply_wait_s, on_dropped, markup)
-    if services.answers.waiting(chat_id):
-        services.answers.add(pacer, item)  # behind the answers already waiting, in order
-        return
-    grant = Grant(chat_id)
-    wait = await pacer.take(chat_id, grant)
-    if wait.ms > 0:
-        if wait.ms / 1000 > services.reply_wait_s:
-            await services.answers.drop([item], "the chat's pace allows no post in time")
-            return
-        services.answers.add(pacer, item)
-        return
-    try:
-        await message.reply_text(text, reply_markup=keyboard(markup, message))
-    except RetryAfter as exc:
-        await pacer.block_chat(chat_id, retry_after_ms(exc))
-        await services.answers.drop([item], "Telegram asked to wait")
-    finally:
-        await pacer.settle(grant)
-
-
-async def outbox_written(services: BotServices, chat_id: int) -> None:
+async def outbox_written(ring: PostingRing, chat_id: int) -> None:
     """The bot wrote outbox rows for this chat (a round opened or closed): into the posting
     ring, so that a sender posts them at once. Best effort: a sender's reconciliation scan
     finds them otherwise."""
     try:
-        await services.ring.add([chat_id])
+        await ring.add([chat_id])
     except Exception as exc:
         if not is_outage(exc):
             raise

@@ -1,19 +1,16 @@
-"""Rooms and players as the bot sees them: get-or-create, and how names and titles are shown."""
+"""Rooms and players as the bot shows and finds them, with no I/O: which room a message is in
+(its chat and forum topic), how names and titles are shown, what a room gets on first sight."""
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Final
+from dataclasses import dataclass
+from typing import Final
 
 import regex
-from telegram import Chat, User
+from telegram import Chat, Message, User
 
-from codemojex import limits, usecases
-from codemojex.db import Room
-
-if TYPE_CHECKING:  # the services (the answers, which name players from here; the card cache,
-    # bot/cards.py, which imports this module)
-    from codemojex.bot.context import BotServices
+from codemojex import limits
 
 NAME_MAX: Final = limits.NAME_CHARS_MAX
 SHOWN_CACHE: Final = limits.SHOWN_NAMES_CACHE
@@ -22,6 +19,24 @@ SHOWN_CACHE: Final = limits.SHOWN_NAMES_CACHE
 # U+202A-E, U+2066-9). In a name they would reorder the rest of the line it is shown in:
 # "Eve\u202egnp.exe" shows as "Eveexe.png" and turns the result after it around.
 _BIDI_CONTROLS = regex.compile(r"\p{Bidi_Control}+")
+
+
+@dataclass(frozen=True, slots=True)
+class RoomDefaults:
+    """What a room gets when it is made (the settings' `default_ceiling`, `round_timeout_s`);
+    the ceiling is also what the lanes take for a room whose card has none."""
+
+    ceiling: int
+    round_timeout_s: int
+
+
+def topic_of(message: Message) -> int:
+    """The forum topic a message is in, 0 for none (a chat without topics, a forum's General
+    topic): with the chat, the room. Outside forums `message_thread_id` names a thread of
+    replies, which is no room."""
+    if message.is_topic_message and message.message_thread_id:
+        return int(message.message_thread_id)
+    return 0
 
 
 def storable(text: str) -> str:
@@ -42,20 +57,6 @@ def display_name(user: User) -> str:
     """How a player is named in every text (results, wins, leaderboards, /queue, answers)."""
     name = shown(user.full_name) or shown(user.username or "") or f"player {user.id}"
     return name[:NAME_MAX]
-
-
-async def ensure_room(services: BotServices, chat: Chat, thread_id: int = 0) -> Room:
-    """The room of the chat (of its forum topic `thread_id`), created on first sight (its
-    ceiling reaches the lanes with its first guess: `Lanes.admit`)."""
-    async with services.sessionmaker() as session:
-        return await usecases.ensure_room(
-            session,
-            chat.id,
-            room_title(chat),
-            default_ceiling=services.settings.default_ceiling,
-            round_timeout_s=services.settings.round_timeout_s,
-            thread_id=thread_id,
-        )
 
 
 def room_title(chat: Chat) -> str:

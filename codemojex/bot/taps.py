@@ -20,12 +20,10 @@ import logging
 from telegram import CallbackQuery, Message, Update
 from telegram.error import BadRequest
 
-from codemojex.bot.cards import fresh
 from codemojex.bot.context import BotServices, CodemojexContext
-from codemojex.bot.guesses import take_guess
-from codemojex.bot.incoming import guarded, topic_of
+from codemojex.bot.incoming import guarded
 from codemojex.bot.language import room_language, user_language
-from codemojex.bot.members import tapper_seen
+from codemojex.bot.rooms import topic_of
 from codemojex.game import taps, texts
 
 log = logging.getLogger(__name__)
@@ -65,7 +63,7 @@ async def _handle(
         user.id,
         query.id,
         services.settings.dedupe_window_s,
-        also=tapper_seen(services, message.chat, user),
+        also=services.members.tapper(message.chat, user),
     )
     if not within:
         return texts.tap_too_fast(user_language(user))
@@ -73,7 +71,7 @@ async def _handle(
         return None  # the same query again (a redelivered update): it was answered
     # The card as Redis has it now: every toast is decided on it, never on this process's
     # memory (the next tap may reach another bot process).
-    read = await fresh(services, message.chat, topic_of(message), user)
+    read = await services.cards.for_guess(message.chat, topic_of(message), user)
     card = read.card
     if card is None:  # a private chat without a room: no keyboard of ours is live there
         return texts.tap_round_over(user_language(user))
@@ -93,8 +91,7 @@ async def _handle(
         await drafts.put(round_.id, user.id, step.draft, round_.expires_at)
         return taps.show(step.draft, palette, length)
     guess = taps.emojis_of(step.complete, palette)
-    outcome = await take_guess(
-        services,
+    outcome = await services.guesses.take(
         message.chat,
         topic_of(message),
         user,
@@ -104,7 +101,7 @@ async def _handle(
         origin=f"cb:{query.id}",
         round_id=round_.id,
     )
-    services.guess_outcomes[outcome.outcome] += 1
+    services.guesses.outcomes[outcome.outcome] += 1
     if outcome.outcome == "no_round":
         return texts.tap_round_over(lang)  # it ended between the tap and the enqueue
     if outcome.outcome != "enqueued":

@@ -216,7 +216,7 @@ async def _play(
     backlog = queued_jobs(await runtime.lanes.snapshot())
     faults = await runtime.lanes.check()
     books = await read_books(runtime, rooms)
-    outcomes = application.bot_data.guess_outcomes
+    outcomes = application.bot_data.guesses.outcomes
     report = Report(rooms, books, stats, outcomes, backlog, settings.default_ceiling)
     report.print(console, faults, standin, time.monotonic() - started)
     return 0 if report.total_scored > 0 and not faults and report.unaccounted == 0 else 1

@@ -9,7 +9,7 @@ every half second gets a few answers and one notice a minute, and the chat's pos
 for its results (the pace, pacer.py, caps what all of a chat's answers together may take; the
 budget keeps one member from taking all of that).
 
-The bot spends it before a command does any work (bot/replies.py `spend_first`): a command
+The bot spends it before a command does any work (bot/replies.py `Answers.spend_first`): a command
 past the budget costs this one Redis call and no SQL (a command that may post no answer,
 /newgame opening a round, /daily its puzzle, only checks: `spend(..., check=True)`, and
 spends when it answers). The worker's "too late" lines (a guess

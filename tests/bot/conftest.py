@@ -261,11 +261,11 @@ async def clean_slate(world: World, bot_queue: str) -> AsyncIterator[None]:
 @pytest.fixture
 def budgeted(world: World, bot_queue: str) -> Iterator[World]:
     """The world with the default answer budget (its members' budgets start whole)."""
-    services = world.app.bot_data
-    before = services.budget
-    services.budget = AnswerBudget(world.redis, bot_queue, budget=ANSWER_BUDGET_DEFAULT)
+    answers = world.app.bot_data.answers
+    before = answers.budget
+    answers.budget = AnswerBudget(world.redis, bot_queue, budget=ANSWER_BUDGET_DEFAULT)
     yield world
-    services.budget = before
+    answers.budget = before
 
 
 async def start_round(world: World, chat_id: int, by: int = ALICE) -> Round:

@@ -41,7 +41,7 @@ async def _room_view(world: World, room: Room) -> dict[str, Any]:
 async def _alice(world: World, room: Room) -> str:
     """Alice's lane: her seat in the room's card (her guess took it; no worker runs here to
     write her player row), else her player row."""
-    cards = world.app.bot_data.cards
+    cards = world.app.bot_data.cards.shared
     read = await cards.read(room.chat_id, room.thread_id, user_id=ALICE, room_id=room.id)
     if read.seat is not None:
         return read.seat

@@ -26,11 +26,11 @@ IN_PRIVATE = ["/daily", "/me", "/top daily", "/rules", "/help", "/stats", "/nosu
 def slow_budget(world: World) -> Iterator[World]:
     """The world with a budget of 4 that takes an hour to come back (no answer returns while
     the test runs, however loaded the machine)."""
-    services = world.app.bot_data
-    before = services.budget
-    services.budget = AnswerBudget(world.redis, world.settings.queue, budget=BUDGET, window_s=3600)
+    answers = world.app.bot_data.answers
+    before = answers.budget
+    answers.budget = AnswerBudget(world.redis, world.settings.queue, budget=BUDGET, window_s=3600)
     yield world
-    services.budget = before
+    answers.budget = before
 
 
 async def test_commands_past_the_budget_do_no_sql(slow_budget: World) -> None:

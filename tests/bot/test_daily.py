@@ -16,7 +16,6 @@ from telegram import Chat
 from telegram.constants import ChatType
 
 from codemojex import usecases
-from codemojex.bot.cards import generation, written
 from codemojex.db import Outbox, Round, store
 from codemojex.game import daily, taps, texts
 from codemojex.locale import EN, Lang
@@ -116,9 +115,9 @@ async def test_daily_in_a_private_chat_posts_the_puzzle_once(world: World) -> No
 
 
 async def test_daily_writes_the_chats_card_as_its_transaction_left_it(world: World) -> None:
-    services = world.app.bot_data
+    cards = world.app.bot_data.cards
     await ask(world, ALICE, "/daily")
-    read = await services.cards.read(ALICE, 0, user_id=ALICE)
+    read = await cards.shared.read(ALICE, 0, user_id=ALICE)
     async with world.sessionmaker() as session:
         room = await store.room_by_chat(session, ALICE)
         assert room is not None
@@ -129,18 +128,18 @@ async def test_daily_writes_the_chats_card_as_its_transaction_left_it(world: Wor
     # (here: a ban, with the card dropped as every change drops it) wins over the older read:
     # the card is read anew.
     chat = Chat(ALICE, ChatType.PRIVATE)
-    before = await generation(services, chat)
+    before = await cards.generation(chat)
     assert before is not None and before.room_id == room.id
     async with world.sessionmaker() as session:
         await writes.ban(session, room.id, stored.seats[ALICE], actor=None)
-    await services.cards.drop(room.id)
-    await written(services, stored, before)
-    assert (await services.cards.read(ALICE, 0, user_id=ALICE)).banned
+    await cards.shared.drop(room.id)
+    await cards.write(stored, before)
+    assert (await cards.shared.read(ALICE, 0, user_id=ALICE)).banned
     # Nothing moved since the read: the card is written as handed over.
-    before = await generation(services, chat)
+    before = await cards.generation(chat)
     assert before is not None
-    await written(services, stored, before)
-    assert not (await services.cards.read(ALICE, 0, user_id=ALICE)).banned
+    await cards.write(stored, before)
+    assert not (await cards.shared.read(ALICE, 0, user_id=ALICE)).banned
 
 
 async def test_daily_again_after_the_finish_shows_the_card_and_the_next_code(
@@ -284,9 +283,9 @@ async def test_a_groups_members_are_bounded_and_expire(world: World) -> None:
     """A group keeps its members last seen, at most its bound, each for its TTL, on the bot's
     clock: past the bound the earliest seen is off the board, past the TTL everyone but its
     players and the asker; the set in Redis expires with its last member."""
-    services = world.app.bot_data
-    before = services.members
-    services.members = GroupMembers(world.redis, world.settings.queue, most=2, ttl_s=3600)
+    members = world.app.bot_data.members
+    before = members.group
+    members.group = GroupMembers(world.redis, world.settings.queue, most=2, ttl_s=3600)
     try:
         group = seen_group(world)
         for user in (ALICE, BOB, DAVE, CAROL):
@@ -298,7 +297,7 @@ async def test_a_groups_members_are_bounded_and_expire(world: World) -> None:
             world.standin.send_text(group, user, "/rules")
             await world.settle()
             CLOCK.now += timedelta(minutes=1)
-        assert await services.members.of(group, CLOCK.now) == [DAVE, BOB]  # Alice: the bound
+        assert await members.of(group, CLOCK.now) == [DAVE, BOB]  # Alice: the bound
         # Carol asks: she is seen (Bob goes, the earlier of the two) and is on the board
         assert await board_of(world, group, CAROL) == [
             "📅 Daily #1 in this chat",
@@ -316,7 +315,7 @@ async def test_a_groups_members_are_bounded_and_expire(world: World) -> None:
             "4 players in the world played it today.",
         ]
     finally:
-        services.members = before
+        members.group = before
 
 
 async def test_the_inline_answer_is_the_card_or_an_invitation(world: World) -> None:

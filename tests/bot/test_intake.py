@@ -124,13 +124,13 @@ async def test_the_bots_memory_never_decides_an_answer(world: World) -> None:
     assert await world.queued() == 1
     services = world.app.bot_data
     room = await room_of(world, chat)
-    cached = services.card_cache.card(chat, 0)
+    cached = services.cards.known(chat, 0)
     assert cached is not None and cached.round is not None and cached.round.id == rnd.id
 
     # The round ends elsewhere: the database, then the card (as the worker does on a win).
     async with world.sessionmaker() as session:
         await usecases.close_round(session, rnd.id, "endround")
-    await services.cards.close(room.id, rnd.id)
+    await services.cards.shared.close(room.id, rnd.id)
     typed = world.standin.send_text(chat, ALICE, f"/g {valid_guess(rnd, 1)}")
     plain = world.standin.send_text(chat, BOB, valid_guess(rnd, 2))
     await world.settle()
@@ -140,7 +140,7 @@ async def test_the_bots_memory_never_decides_an_answer(world: World) -> None:
 
     # A new round, and Bob banned in Redis by another process.
     rnd2 = await start_round(world, chat)
-    await world.redis.sadd(services.cards.keys.bans(room.id), str(BOB))
+    await world.redis.sadd(services.cards.shared.keys.bans(room.id), str(BOB))
     refused = world.standin.send_text(chat, BOB, valid_guess(rnd2))
     taken = world.standin.send_text(chat, ALICE, valid_guess(rnd2))
     await world.settle()
@@ -163,7 +163,9 @@ async def test_a_player_keeps_one_lane_and_is_named_once(world: World) -> None:
         world.standin.send_text(chat, ALICE, valid_guess(rnd, i))
     await world.settle()
     room = await room_of(world, chat)
-    seat = (await world.app.bot_data.cards.read(chat, 0, user_id=ALICE, room_id=room.id)).seat
+    seat = (
+        await world.app.bot_data.cards.shared.read(chat, 0, user_id=ALICE, room_id=room.id)
+    ).seat
     jobs = []
     while (job := await world.lanes.claim(10_000)) is not None:
         jobs.append(job)

@@ -32,14 +32,14 @@ pytestmark = E2E
 
 @pytest.fixture
 def paced(world: World) -> Iterator[World]:
-    services = world.app.bot_data
-    before = (services.pacer, services.reply_wait_s)
-    services.pacer = Pacer(world.redis, world.lanes.queue, PacePolicy.from_rates(answers=True))
-    services.reply_wait_s = 1.0
+    answers = world.app.bot_data.answers
+    before = (answers.pacer, answers.reply_wait_s)
+    answers.pacer = Pacer(world.redis, world.lanes.queue, PacePolicy.from_rates(answers=True))
+    answers.reply_wait_s = 1.0
     world.standin.enforce_rate_limits()
     yield world
     world.standin.disable_rate_limits()
-    services.pacer, services.reply_wait_s = before
+    answers.pacer, answers.reply_wait_s = before
 
 
 async def test_answers_keep_the_group_pace_and_late_ones_are_dropped(paced: World) -> None:
@@ -63,9 +63,9 @@ async def test_a_raid_of_answers_holds_no_update_slot(paced: World) -> None:
     handled while their answers still wait for the raided chat's pace (folded, not held),
     so a quiet room's guess sent after them is enqueued meanwhile."""
     world = paced
-    services = world.app.bot_data
-    services.reply_wait_s = 30.0  # no answer is dropped: each waits its turn
-    dropped = services.answers.dropped
+    answers = world.app.bot_data.answers
+    answers.reply_wait_s = 30.0  # no answer is dropped: each waits its turn
+    dropped = answers.dropped
     raided, quiet = world.new_group(), world.new_group()
     _, rnd = await seed_round(world, quiet)
     raiders = range(3001, 3017)
@@ -85,18 +85,18 @@ async def test_a_raid_of_answers_holds_no_update_slot(paced: World) -> None:
     # Every update was handled, the quiet room's guess is in its lane, and the raid's answers
     # are still waiting for the raided chat's next slot (the group allows one a second).
     assert await world.queued() == 1
-    assert services.answers.waiting(raided) > 0
+    assert answers.waiting(raided) > 0
     await world.settle()
     assert world.standin.rate_violations == 0
-    assert services.answers.dropped == dropped
+    assert answers.dropped == dropped
     # 48 answers, one slot a second (three at once for a quiet group): folded, not queued.
     assert len(world.said(raided)) < 10
 
 
 async def test_a_notice_that_could_not_be_sent_is_not_spent(paced: World) -> None:
     world = paced
-    services = world.app.bot_data
-    services.reply_wait_s = 0.3
+    answers = world.app.bot_data.answers
+    answers.reply_wait_s = 0.3
     chat = world.new_group()
     _, rnd = await seed_round(world, chat)
     for i in range(MAX_DEPTH):
@@ -104,12 +104,12 @@ async def test_a_notice_that_could_not_be_sent_is_not_spent(paced: World) -> Non
     await world.settle()
     assert world.said(chat) == []
 
-    await services.pacer.block_chat(chat, 2000)  # as after a RetryAfter: nobody posts there
+    await answers.pacer.block_chat(chat, 2000)  # as after a RetryAfter: nobody posts there
     dropped = world.standin.send_text(chat, ALICE, valid_guess(rnd))
     await world.settle()
     assert world.replies_to(chat, dropped) == []
 
-    await asyncio.sleep((await services.pacer.wait(chat)).ms / 1000)  # the block is over
+    await asyncio.sleep((await answers.pacer.wait(chat)).ms / 1000)  # the block is over
     told = world.standin.send_text(chat, ALICE, valid_guess(rnd))
     again = world.standin.send_text(chat, ALICE, valid_guess(rnd))
     await world.settle()
@@ -122,7 +122,7 @@ async def test_folded_answers_name_members_as_every_text_does(paced: World) -> N
     """Answers folded into one message say whom each line answers with the display name
     everything else uses: a right-to-left override in a name cannot turn the line around."""
     world = paced
-    world.app.bot_data.reply_wait_s = 10.0  # nothing dropped: the folded message goes out
+    world.app.bot_data.answers.reply_wait_s = 10.0  # nothing dropped: the folded message goes out
     eve = 1078
     world.standin.add_user(eve, "Eve\u202egnp.exe", last_name="\u2067\u200f")
     chat = world.new_group()
@@ -151,7 +151,7 @@ async def test_a_429s_retry_after_holds_the_chats_next_answer_for_all_of_it(pace
     waited out in full, whether the refused answer went out at once or from the chat's queue;
     the refused answer is dropped."""
     world = paced
-    world.app.bot_data.reply_wait_s = 10.0
+    world.app.bot_data.answers.reply_wait_s = 10.0
     chat = world.new_group()
     nope = texts.no_round(EN)
     for first, then in ((ALICE, BOB), (DAVE, CAROL)):

@@ -16,7 +16,8 @@ from codemojex.bot import guesses
 from codemojex.bot.admin import AdminCache, is_admin
 from codemojex.bot.app import make_services
 from codemojex.bot.guesses import MAX_PLAIN_EMOJIS, looks_like_guess
-from codemojex.bot.incoming import parse_bounded_int, replied_to, topic_of
+from codemojex.bot.incoming import parse_bounded_int, replied_to
+from codemojex.bot.rooms import topic_of
 from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.game.texts import queue_view as format_queue
 from codemojex.lanes import Lanes
@@ -245,12 +246,13 @@ def test_answers_keep_the_senders_pace() -> None:
     settings = Settings(token=SecretStr("1:x"), pace_group_per_min=10)
     lanes = Lanes(aioredis.Redis(), "cm")
     services = make_services(settings, lanes=lanes, sessionmaker=None, redis=aioredis.Redis())  # type: ignore[arg-type]
-    assert services.pacer.policy == PacePolicy.from_settings(settings, answers=True)
+    pacer = services.answers.pacer
+    assert pacer.policy == PacePolicy.from_settings(settings, answers=True)
     # The answers are held to their share of a group's minute, unspaced; the results spread a
     # minute less the answers' reserve evenly, on the same keys.
-    assert services.pacer.policy.answers
-    assert services.pacer.policy.group_limit == 2
-    assert services.pacer.policy.group_spacing_ms == 0
+    assert pacer.policy.answers
+    assert pacer.policy.group_limit == 2
+    assert pacer.policy.group_spacing_ms == 0
     assert PacePolicy.from_settings(settings).group_limit == 9
 
 
@@ -309,7 +311,6 @@ async def test_an_unsaid_answers_failing_cleanup_is_counted_not_raised(
     """An answer the budget silences gives its once-per-episode flag back (`on_dropped`); when
     that fails, the member's update still ends cleanly, and the failure is counted and logged
     (codemojex_swallowed_total{where="the answers"}), not lost."""
-    from codemojex.bot.replies import answer_as
     from codemojex.outages import OUTAGES
     from codemojex.posting.budget import Say
 
@@ -326,6 +327,7 @@ async def test_an_unsaid_answers_failing_cleanup_is_counted_not_raised(
         raise KeyError("a bug in the cleanup")
 
     before = OUTAGES.swallowed["the answers"]
-    await answer_as(services, message, Say.NOTHING, "unsaid", on_dropped=flag_not_released)
+    answers = services.answers
+    await answers.answer_as(message, Say.NOTHING, "unsaid", on_dropped=flag_not_released)
     assert OUTAGES.swallowed["the answers"] == before + 1
     assert any("going on without it" in r.getMessage() for r in caplog.records)

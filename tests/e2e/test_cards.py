@@ -19,7 +19,7 @@ from tests.support import wrong_guess
 
 
 async def _card_round(stack: Stack, chat: int) -> int:
-    read = await stack.app.bot_data.cards.read(chat, 0)
+    read = await stack.app.bot_data.cards.shared.read(chat, 0)
     assert read.card is not None
     return read.card.round.id if read.card.round is not None else 0
 

@@ -58,7 +58,7 @@ async def test_metrics_move_as_a_round_is_played(ops_database_url: str, queue_na
                 collectors=[collector],
             )
 
-        bot = ops("bot", BotCollector(stack.app.bot_data.guess_outcomes))
+        bot = ops("bot", BotCollector(stack.app.bot_data.guesses.outcomes))
         async with in_process_worker(stack) as stats, serving(bot) as bot_port:
             worker = ops("worker", WorkerCollector(stats))
             async with serving(worker) as worker_port:

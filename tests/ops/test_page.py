@@ -76,7 +76,7 @@ async def test_an_operator_pauses_and_resumes_a_room_in_a_browser(
         publishers = [  # as `codemojex bot` and `codemojex worker` do: the page charts them
             ProcessOps(kind, stack.settings, redis=stack.redis, engine=stack.engine,
                        sessionmaker=stack.sessionmaker, lanes=stack.lanes, collectors=[c])
-            for kind, c in (("bot", BotCollector(stack.app.bot_data.guess_outcomes)),
+            for kind, c in (("bot", BotCollector(stack.app.bot_data.guesses.outcomes)),
                             ("worker", WorkerCollector(stats)))
         ]  # fmt: skip
         for ops in publishers:
