@@ -1,6 +1,5 @@
 """Who sent an update and what they typed, the language to answer them in, and the guard every
-handler runs under: the handlers' own toolkit, the one place besides them that reads the
-services.
+handler runs under: the handlers' toolkit, with them the only code that reads `BotServices`.
 
 Only new messages reach the handlers (edited messages are not guesses and do not re-run
 commands). Messages without a person behind them (no sender, or posted on behalf of a channel)
