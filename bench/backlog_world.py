@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import usecases
 from codemojex.lanes import Lanes
-from codemojex.limits import CEILING_DEFAULT, ROUND_TIMEOUT_S_MAX
+from codemojex.limits import GAME, LANES
 from codemojex.scoring import split_emojis
 from codemojex.standin import StandIn
 
@@ -97,8 +97,8 @@ class Backlog:
                     session,
                     chat,
                     f"backlog {g}",
-                    default_ceiling=CEILING_DEFAULT,
-                    round_timeout_s=ROUND_TIMEOUT_S_MAX,
+                    default_ceiling=LANES.ceiling_default,
+                    round_timeout_s=GAME.round_timeout_s_max,
                 )
                 rnd = await usecases.start_round(session, room.id, rng)
                 self.rooms[chat] = room.id

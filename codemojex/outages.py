@@ -12,9 +12,10 @@ What an operator reads of an outage is `OUTAGES` (an `OutageLog`): one line when
 one when it ends (how long, how many attempts failed), and `codemojex_outages_total` between.
 
 One way to retry: `retrying(component, policy)` wraps a call that is retried through an
-outage with one of the named policies of `limits.py` (RECORD_RETRY, MARK_SENT_RETRY…), and
-gives up at once on anything else. A failure a caller goes on without (best effort: a marker
-not cleared, rows not handed back early) goes through `OUTAGES.swallowed`: a log line and
+outage with one of the named policies of `limits.RETRIES`, and gives up at once on anything
+else; `pause_s(policy, n)` is the one backoff formula, for a loop that waits by itself and a
+job's delay in its lane alike. A failure a caller goes on without (best effort: a marker not
+cleared, rows not handed back early) goes through `OUTAGES.swallow`: a log line and
 `codemojex_swallowed_total`, never a bare `except: pass`.
 """
 
@@ -39,7 +40,7 @@ import redis.exceptions as redis_errors
 from sqlalchemy import exc as sa_exc
 from telegram.error import BadRequest, NetworkError, RetryAfter
 
-from codemojex.limits import BACKOFF_BASE_MS, BACKOFF_CAP_MS, OUTAGE_PROBE_RETRY, RetryPolicy
+from codemojex.limits import RETRIES, RetryPolicy
 
 Component = Literal["redis", "postgres", "telegram"]
 P = ParamSpec("P")
@@ -185,21 +186,10 @@ def is_outage(exc: BaseException) -> bool:
     return outage_of(exc) is not None
 
 
-def backoff_ms(
-    attempts: int,
-    *,
-    base_ms: int = BACKOFF_BASE_MS,
-    cap_ms: int = BACKOFF_CAP_MS,
-    rng: random.Random | None = None,
-) -> int:
-    """Full jitter: uniform in [0, min(cap, base * 2^(attempts-1))], so that many waiters
-    that failed together do not come back together."""
-    ceiling = min(cap_ms, base_ms * 2 ** max(0, attempts - 1))
-    return int((rng or random).uniform(0, ceiling))
-
-
 def pause_s(policy: RetryPolicy, attempts: int, rng: random.Random | None = None) -> float:
-    """The pause after `attempts` failures in a row under `policy` (limits.RetryPolicy)."""
+    """The pause after `attempts` failures in a row under `policy`: min(cap, base *
+    2^(attempts-1)); with the policy's jitter, uniform in [0, that] (full jitter: many waiters
+    that failed together do not come back together); at least the policy's floor."""
     ceiling: float = min(policy.cap_s, policy.base_s * 2.0 ** max(0, attempts - 1))
     if policy.jitter:
         ceiling = (rng or random).uniform(0, ceiling)
@@ -221,7 +211,7 @@ def retrying(
     one when a success ends it) and counted in `OUTAGES.retried[policy.name]`
     (codemojex_retries_total); `on_failure(exc)` lets the caller count it too.
 
-        verdicts = await retrying("postgres", RECORD_RETRY, where="the score worker")(
+        verdicts = await retrying("postgres", RETRIES.record, where="the score worker")(
             self._record)(batch)
     """
 
@@ -374,15 +364,15 @@ class OutageLog:
                 )
 
     async def _probe(self, component: Component, probe: Callable[[], Awaitable[object]]) -> None:
-        """Probe until `component` answers (OUTAGE_PROBE_RETRY); the success ends the outage."""
+        """Probe until `component` answers (RETRIES.loop); the success ends the outage."""
 
         async def once() -> None:
             if self.is_open(component):  # nothing to probe once another caller saw it back
                 await probe()
 
-        await asyncio.sleep(pause_s(OUTAGE_PROBE_RETRY, 1))
+        await asyncio.sleep(pause_s(RETRIES.loop, 1))
         try:
-            await retrying(component, OUTAGE_PROBE_RETRY, where=f"probing {component}")(once)()
+            await retrying(component, RETRIES.loop, where=f"probing {component}")(once)()
         except Exception as exc:
             log.error("probing %s failed", component, exc_info=exc)
 

@@ -18,9 +18,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.typing import EncodableT
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from codemojex import limits
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
+from codemojex.limits import CONNECTIONS
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 
@@ -35,10 +35,10 @@ def settle_process() -> None:
 
 
 def pool_size(settings: Settings) -> int:
-    """Connections a process may use at once (per node on a cluster; limits.REDIS_POOL_*)."""
+    """Connections a process may use at once (per node on a cluster; CONNECTIONS.redis_pool_*)."""
     return max(
-        limits.REDIS_POOL_MIN,
-        limits.REDIS_POOL_PER_CONSUMER * settings.concurrency + limits.REDIS_POOL_SPARE,
+        CONNECTIONS.redis_pool_min,
+        CONNECTIONS.redis_pool_per_consumer * settings.concurrency + CONNECTIONS.redis_pool_spare,
     )
 
 
@@ -56,7 +56,11 @@ class GatedRedisCluster(RedisCluster):
     pipelines take their connections outside the gate, and the margin is for them."""
 
     def __init__(
-        self, *args: Any, max_in_flight: int, wait_s: float = limits.REDIS_POOL_WAIT_S, **kw: Any
+        self,
+        *args: Any,
+        max_in_flight: int,
+        wait_s: float = CONNECTIONS.redis_pool_wait_s,
+        **kw: Any,
     ) -> None:
         kw.setdefault("max_connections", 2 * max_in_flight)
         super().__init__(*args, **kw)
@@ -99,7 +103,7 @@ def redis_client(settings: Settings, fake_server: Any | None = None) -> AnyRedis
         pool = aioredis.BlockingConnectionPool.from_url(
             settings.redis_url,
             max_connections=pool_size(settings),
-            timeout=limits.REDIS_POOL_WAIT_S,
+            timeout=CONNECTIONS.redis_pool_wait_s,
         )
         return aioredis.Redis.from_pool(pool)
     import fakeredis

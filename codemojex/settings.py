@@ -17,7 +17,18 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from codemojex import limits as L
+from codemojex.limits import (
+    ANSWERS,
+    AUDIT,
+    BOT,
+    DAILY,
+    GAME,
+    LANES,
+    OPS,
+    PACE,
+    POOL,
+    TELEGRAM,
+)
 
 
 class Settings(BaseSettings):
@@ -40,46 +51,54 @@ class Settings(BaseSettings):
     database_url: str = "sqlite+aiosqlite:///./codemojex.db"
     queue: str = "cm"
 
-    # Worker: consumers per process (limits.CONCURRENCY_DEFAULT says why 128), a claimed
-    # batch's lease.
-    concurrency: int = Field(default=L.CONCURRENCY_DEFAULT, ge=1, le=L.CONCURRENCY_MAX)
-    lease_ms: int = Field(default=L.LEASE_MS_DEFAULT, ge=1, le=L.LEASE_MS_MAX)
+    # Worker: consumers per process (POOL.concurrency_default says why), a claimed batch's
+    # lease.
+    concurrency: int = Field(default=POOL.concurrency_default, ge=1, le=POOL.concurrency_max)
+    lease_ms: int = Field(default=LANES.lease_ms_default, ge=1, le=LANES.lease_ms_max)
     # A post the sender cannot tell went out (its answer was lost, or a sender died while
     # posting): "repost" (at least once: never lost, rarely twice) or "assume_sent" (at most
     # once: never twice, rarely lost).
     sender_ambiguous: Literal["repost", "assume_sent"] = "repost"
     # Telegram's posting limits, kept by every process together (the pace is in Redis):
     # messages a second per chat, a minute per group, a second for the whole bot.
-    pace_chat_per_s: int = Field(default=L.PACE_CHAT_PER_S, ge=1, le=L.PACE_RATE_MAX)
-    pace_group_per_min: int = Field(default=L.PACE_GROUP_PER_MIN, ge=1, le=L.PACE_RATE_MAX)
-    pace_bot_per_s: int = Field(default=L.PACE_BOT_PER_S, ge=1, le=L.PACE_RATE_MAX)
+    pace_chat_per_s: int = Field(default=TELEGRAM.chat_per_s, ge=1, le=PACE.rate_max)
+    pace_group_per_min: int = Field(default=TELEGRAM.group_per_min, ge=1, le=PACE.rate_max)
+    pace_bot_per_s: int = Field(default=TELEGRAM.bot_per_s, ge=1, le=PACE.rate_max)
 
     # Lanes retention: dead jobs kept (count and age), how long an empty lane is remembered.
-    lanes_dead_max: int = Field(default=L.DEAD_MAX_DEFAULT, ge=0, le=L.DEAD_MAX_MAX)
-    lanes_dead_age_ms: int = Field(default=L.DEAD_AGE_MS_DEFAULT, ge=1, le=L.RETENTION_MS_MAX)
-    lanes_idle_ms: int = Field(default=L.LANE_IDLE_MS_DEFAULT, ge=1, le=L.RETENTION_MS_MAX)
-    # How long an update handled is remembered in Redis (limits.DEDUPE_WINDOW_S_DEFAULT says why
-    # minutes are enough): dedupe keys, callback queries and commands seen.
-    dedupe_window_s: int = Field(default=L.DEDUPE_WINDOW_S_DEFAULT, ge=1, le=L.DEDUPE_WINDOW_S_MAX)
+    lanes_dead_max: int = Field(default=LANES.dead_max_default, ge=0, le=LANES.dead_max_max)
+    lanes_dead_age_ms: int = Field(
+        default=LANES.dead_age_ms_default, ge=1, le=LANES.retention_ms_max
+    )
+    lanes_idle_ms: int = Field(default=LANES.idle_ms_default, ge=1, le=LANES.retention_ms_max)
+    # How long an update handled is remembered in Redis (LANES.dedupe_window_s_default says
+    # why minutes are enough): dedupe keys, callback queries and commands seen.
+    dedupe_window_s: int = Field(
+        default=LANES.dedupe_window_s_default, ge=1, le=LANES.dedupe_window_s_max
+    )
 
     # Game defaults for new rooms
-    default_ceiling: int = Field(default=L.CEILING_DEFAULT, ge=L.CEILING_MIN, le=L.CEILING_MAX)
+    default_ceiling: int = Field(
+        default=LANES.ceiling_default, ge=LANES.ceiling_min, le=LANES.ceiling_max
+    )
     round_timeout_s: int = Field(
-        default=L.ROUND_TIMEOUT_S_DEFAULT, ge=L.ROUND_TIMEOUT_S_MIN, le=L.ROUND_TIMEOUT_S_MAX
+        default=GAME.round_timeout_s_default,
+        ge=GAME.round_timeout_s_min,
+        le=GAME.round_timeout_s_max,
     )
 
     # Bot: guesses a player may have waiting before "slow down"; how long admin lists are cached
-    max_depth: int = Field(default=L.DEPTH_DEFAULT, ge=1, le=L.DEPTH_MAX)
-    # The bot's answers one member gets in one chat per ANSWER_BUDGET_WINDOW_S (a minute)
-    answer_budget: int = Field(default=L.ANSWER_BUDGET_DEFAULT, ge=1, le=L.ANSWER_BUDGET_MAX)
+    max_depth: int = Field(default=LANES.depth_default, ge=1, le=LANES.depth_max)
+    # The bot's answers one member gets in one chat per ANSWERS.budget_window_s
+    answer_budget: int = Field(default=ANSWERS.budget_default, ge=1, le=ANSWERS.budget_max)
     admin_cache_ttl_s: float = Field(
-        default=L.ADMIN_CACHE_TTL_S_DEFAULT, gt=0, le=L.ADMIN_CACHE_TTL_S_MAX
+        default=BOT.admin_cache_ttl_s_default, gt=0, le=BOT.admin_cache_ttl_s_max
     )
     # Updates handled at once (in order per sender); guesses need no database connection
-    bot_concurrency: int = Field(default=L.BOT_CONCURRENCY_DEFAULT, ge=1, le=1024)
+    bot_concurrency: int = Field(default=BOT.concurrency_default, ge=1, le=BOT.concurrency_max)
     # Updates the bot holds unconfirmed at most (polling: its window; webhook: requests in
     # hand, and setWebhook's max_connections); the rest wait at Telegram
-    bot_in_hand: int = Field(default=L.BOT_IN_HAND_DEFAULT, ge=1, le=L.BOT_IN_HAND_MAX)
+    bot_in_hand: int = Field(default=BOT.in_hand_default, ge=1, le=BOT.in_hand_max)
 
     # Operators (codemojex/ops): /metrics, /healthz and /readyz of this process on
     # metrics_host:metrics_port (off without a port; give each process its own); per-room
@@ -88,7 +107,7 @@ class Settings(BaseSettings):
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     metrics_host: str = "127.0.0.1"
     metrics_top_rooms: int = Field(
-        default=L.METRICS_TOP_ROOMS_DEFAULT, ge=0, le=L.METRICS_TOP_ROOMS_MAX
+        default=OPS.metrics_top_rooms_default, ge=0, le=OPS.metrics_top_rooms_max
     )
     ops_port: int = Field(default=8080, ge=1, le=65535)
     ops_host: str = "127.0.0.1"
@@ -105,13 +124,13 @@ class Settings(BaseSettings):
     ops_plain_http_ok: bool = False
 
     # Hardening: how long the audit log of admin commands is kept (the workers trim it)
-    audit_keep_days: int = Field(default=L.AUDIT_KEEP_DAYS_DEFAULT, ge=1, le=L.AUDIT_KEEP_DAYS_MAX)
+    audit_keep_days: int = Field(default=AUDIT.keep_days_default, ge=1, le=AUDIT.keep_days_max)
 
     # The daily code: how long players' daily rows are kept (the workers trim them), and
     # whether inline mode is switched on for the bot (BotFather: /setinline). Only then does
     # a daily card carry a Share button: without inline mode Telegram never sends the bot
     # the query the button starts, so the button would share nothing.
-    daily_keep_days: int = Field(default=L.DAILY_KEEP_DAYS_DEFAULT, ge=1, le=L.DAILY_KEEP_DAYS_MAX)
+    daily_keep_days: int = Field(default=DAILY.keep_days_default, ge=1, le=DAILY.keep_days_max)
     inline_mode: bool = False
 
     @field_validator("bot_api_base_url", "bot_api_base_file_url")

@@ -30,7 +30,7 @@ from codemojex.db import (
 )
 from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull, Lanes
-from codemojex.limits import GUESS_MAX_ATTEMPTS
+from codemojex.limits import LANES
 from codemojex.standin import StandIn
 
 log = logging.getLogger("bench.soak")
@@ -196,7 +196,7 @@ class Feeding(SoakState):
                 sim.room_id,
                 lane,
                 job.encode(),
-                max_attempts=GUESS_MAX_ATTEMPTS,  # as the bot enqueues
+                max_attempts=LANES.guess_max_attempts,  # as the bot enqueues
                 max_depth=self.plan.max_depth,
                 # derived from the message, as the bot derives a guess's job id
                 job_id=ids.derived(ids.JOB, f"m:{sim.chat_id}:{message_id}"),

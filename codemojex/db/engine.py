@@ -29,12 +29,7 @@ from sqlalchemy.ext.asyncio import (
 from codemojex.db.store.backend import Backend
 from codemojex.db.store.postgres import Postgres
 from codemojex.db.store.sqlite import Sqlite
-from codemojex.limits import (
-    DB_POOL_OVERFLOW,
-    DB_POOL_RECYCLE_S,
-    DB_POOL_SIZE,
-    SQLITE_BUSY_TIMEOUT_S,
-)
+from codemojex.limits import CONNECTIONS
 
 # The repository root's migrations/ (the package is installed editable, next to it).
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
@@ -66,14 +61,14 @@ def make_engine(url: str, *, pool_size: int | None = None, **kwargs: Any) -> Asy
     database's store backend.
 
     Statement parameters are hidden from error messages and logs: they include secret codes.
-    On Postgres, `pool_size` connections are kept (`limits.DB_POOL_SIZE` by default, not
+    On Postgres, `pool_size` connections are kept (`CONNECTIONS.db_pool_size` by default, not
     SQLAlchemy's 5: a process that runs N use-cases at once and keeps fewer opens and closes
     connections as it goes) with a few more for a burst, and no connection is pinged before
     each use: that is a round trip per checkout. A connection that was dropped (Postgres
     restarted, a proxy cut it) fails its next statement instead, which `outages` takes for a
     Postgres outage: the caller says "try again" or retries, and SQLAlchemy invalidates the
     pool's connections of before the failure at once. Connections are replaced after
-    `limits.DB_POOL_RECYCLE_S`, before an idle timeout on the way can cut them.
+    `CONNECTIONS.db_pool_recycle_s`, before an idle timeout on the way can cut them.
     """
     name = make_url(url).get_backend_name()
     if name not in _BACKENDS:
@@ -83,12 +78,12 @@ def make_engine(url: str, *, pool_size: int | None = None, **kwargs: Any) -> Asy
     kwargs["execution_options"] = {**kwargs.get("execution_options", {}), BACKEND: backend}
     if not isinstance(backend, Sqlite):
         kwargs.setdefault("pool_pre_ping", False)
-        kwargs.setdefault("pool_recycle", DB_POOL_RECYCLE_S)
-        kwargs.setdefault("pool_size", DB_POOL_SIZE if pool_size is None else pool_size)
-        kwargs.setdefault("max_overflow", DB_POOL_OVERFLOW)
+        kwargs.setdefault("pool_recycle", CONNECTIONS.db_pool_recycle_s)
+        kwargs.setdefault("pool_size", CONNECTIONS.db_pool_size if pool_size is None else pool_size)
+        kwargs.setdefault("max_overflow", CONNECTIONS.db_pool_overflow)
         return create_async_engine(url, **kwargs)
     connect_args = dict(kwargs.pop("connect_args", {}))
-    connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)
+    connect_args.setdefault("timeout", CONNECTIONS.sqlite_busy_timeout_s)
     engine = create_async_engine(url, connect_args=connect_args, **kwargs)
     _sqlite_serialised_writers(engine)
     return engine
@@ -103,7 +98,7 @@ def _sqlite_serialised_writers(engine: AsyncEngine) -> None:
         try:
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+            cursor.execute(f"PRAGMA busy_timeout={int(CONNECTIONS.sqlite_busy_timeout_s * 1000)}")
         finally:
             cursor.close()
 

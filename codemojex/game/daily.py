@@ -30,8 +30,8 @@ from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
-from codemojex import limits
 from codemojex.game import texts
+from codemojex.limits import DAILY
 from codemojex.locale import Lang
 from codemojex.scoring import Feedback, draw_palette, draw_secret
 
@@ -52,7 +52,7 @@ from codemojex.values.daily import encode_histogram as encode_histogram
 from codemojex.values.daily import encode_rows as encode_rows
 from codemojex.values.types import KIND_CARD, Message
 
-PALETTE_SIZE: Final = limits.DAILY_PALETTE_SIZE
+PALETTE_SIZE: Final = DAILY.palette_size
 DAY: Final = timedelta(days=1)
 # What a card's Share button asks Telegram to type after the bot's name in the chosen chat.
 SHARE_QUERY: Final = "daily"

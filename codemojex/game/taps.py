@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from codemojex.limits import TAP_ROW_MAX
+from codemojex.limits import GAME
 
 BACKSPACE: Final = "b"
 CLEAR: Final = "c"
@@ -56,8 +56,8 @@ def parse_tap(data: str | None) -> Tap | None:
 
 def keyboard(round_id: int, palette: Sequence[str]) -> str:
     """The round's keyboard as Telegram's InlineKeyboardMarkup JSON: the palette in rows of at
-    most TAP_ROW_MAX (as even as they can be), then ⌫ and ✖."""
-    rows_needed = -(-len(palette) // TAP_ROW_MAX)
+    most GAME.tap_row_max (as even as they can be), then ⌫ and ✖."""
+    rows_needed = -(-len(palette) // GAME.tap_row_max)
     per_row = -(-len(palette) // rows_needed) if palette else 1
     buttons = [
         {"text": emoji, "callback_data": tap_data(round_id, i)} for i, emoji in enumerate(palette)

@@ -21,7 +21,12 @@ from typing import Final, Literal
 from codemojex import ids
 from codemojex.lanes import keys as K
 from codemojex.lanes.errors import LaneError
-from codemojex.limits import CEILING_MAX, CEILING_MIN, DEPTH_MAX
+from codemojex.limits import LANES
+
+# Read per admitted guess: bound once.
+_DEPTH_MAX: Final = LANES.depth_max
+_CEILING_MIN: Final = LANES.ceiling_min
+_CEILING_MAX: Final = LANES.ceiling_max
 
 GuardOp = Literal["eq", "nx", "out"]
 GUARD_OPS: Final = ("eq", "nx", "out")
@@ -133,7 +138,7 @@ def encode(admissions: Sequence[Admission], keys: K.Keys) -> list[bytes]:
         if not isinstance(a.payload, bytes | bytearray | memoryview):
             raise LaneError(f"payload must be bytes, got {type(a.payload).__name__}")
         _number(a.max_attempts, "max_attempts", 1, 1_000)
-        depth = 0 if a.max_depth is None else _number(a.max_depth, "max_depth", 1, DEPTH_MAX)
+        depth = 0 if a.max_depth is None else _number(a.max_depth, "max_depth", 1, _DEPTH_MAX)
         digest = ""
         if a.dedupe_key is not None:
             if not isinstance(a.dedupe_key, str) or not a.dedupe_key:
@@ -142,7 +147,7 @@ def encode(admissions: Sequence[Admission], keys: K.Keys) -> list[bytes]:
         job_id = ids.mint(ids.JOB) if a.job_id is None else K.check_job(a.job_id)
         ceiling = 0
         if a.ceiling is not None:
-            ceiling = _number(a.ceiling, "ceiling", CEILING_MIN, CEILING_MAX)
+            ceiling = _number(a.ceiling, "ceiling", _CEILING_MIN, _CEILING_MAX)
         source, field = ("", "") if a.ceiling_from is None else a.ceiling_from
         if source:
             source, field = _own_key(source, keys), _text(field, "ceiling_from's field")

@@ -6,8 +6,9 @@ are waiting at that moment as ONE script call (`ack_wclaims`: their finished bat
 a batch claimed for each, N rota steps), so a pool pays one round trip per round, not one
 per consumer; requests made while a call is in flight go in the next one (like a group
 commit). `Retry(delay_ms)` from the handler retries the batch after that delay; any other
-exception retries it with the shared backoff (`outages.backoff_ms`: exponential, full
-jitter); the retry script sends a job whose attempts are spent to `dead`.
+exception retries it after `outages.pause_s` under the pool's backoff policy
+(`RETRIES.job` by default: exponential, full jitter); the retry script sends a job whose
+attempts are spent to `dead`.
 
 With nothing to claim a consumer parks locally; ONE waiter per pool blocks on the wake list
 (BLPOP with a timeout) while any consumer is parked, and a wake token (or the timeout, a
@@ -35,22 +36,16 @@ import random
 import signal
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass
+from typing import Final
 
 from codemojex.lanes.errors import Retry
 from codemojex.lanes.facade import Job, Lanes
-from codemojex.limits import (
-    BACKOFF_BASE_MS,
-    BACKOFF_CAP_MS,
-    CLAIM_ROUND_MAX,
-    CONCURRENCY_DEFAULT,
-    LEASE_MS_DEFAULT,
-    MAINTENANCE_IDLE_FACTOR,
-    MAINTENANCE_INTERVAL_S_DEFAULT,
-    PARK_TIMEOUT_S_DEFAULT,
-)
-from codemojex.outages import OUTAGES, backoff_ms, is_outage
+from codemojex.limits import LANES, POOL, RETRIES, RetryPolicy
+from codemojex.outages import OUTAGES, is_outage, pause_s
 
 log = logging.getLogger("codemojex.lanes.consumer")
+_CLAIM_ROUND_MAX: Final = POOL.claim_round_max
+_IDLE_FACTOR: Final = POOL.maintenance_idle_factor
 
 Handler = Callable[[list[Job]], Awaitable[None]]
 
@@ -108,12 +103,11 @@ class ConsumerPool:
         lanes: Lanes,
         handler: Handler,
         *,
-        concurrency: int = CONCURRENCY_DEFAULT,
-        lease_ms: int = LEASE_MS_DEFAULT,
-        backoff_base_ms: int = BACKOFF_BASE_MS,
-        backoff_cap_ms: int = BACKOFF_CAP_MS,
-        maintenance_interval_s: float = MAINTENANCE_INTERVAL_S_DEFAULT,
-        park_timeout_s: float = PARK_TIMEOUT_S_DEFAULT,
+        concurrency: int = POOL.concurrency_default,
+        lease_ms: int = LANES.lease_ms_default,
+        backoff: RetryPolicy = RETRIES.job,
+        maintenance_interval_s: float = POOL.maintenance_interval_s_default,
+        park_timeout_s: float = POOL.park_timeout_s_default,
         extend_leases: bool = True,
         rng: random.Random | None = None,
     ) -> None:
@@ -123,8 +117,7 @@ class ConsumerPool:
         self.handler = handler
         self.concurrency = concurrency
         self.lease_ms = lease_ms
-        self.backoff_base_ms = backoff_base_ms
-        self.backoff_cap_ms = backoff_cap_ms
+        self.backoff = backoff
         self.maintenance_interval_s = maintenance_interval_s
         self.park_timeout_s = park_timeout_s
         self.extend_leases = extend_leases
@@ -238,7 +231,7 @@ class ConsumerPool:
         while True:
             await self._asked.wait()
             self._asked.clear()
-            asks, self._asks = self._asks[:CLAIM_ROUND_MAX], self._asks[CLAIM_ROUND_MAX:]
+            asks, self._asks = self._asks[:_CLAIM_ROUND_MAX], self._asks[_CLAIM_ROUND_MAX:]
             if self._asks:
                 self._asked.set()  # the rest go in the next round
             if not asks:
@@ -350,9 +343,7 @@ class ConsumerPool:
         return jobs
 
     def _backoff_ms(self, job: Job) -> int:
-        return backoff_ms(
-            job.attempts, base_ms=self.backoff_base_ms, cap_ms=self.backoff_cap_ms, rng=self.rng
-        )
+        return int(pause_s(self.backoff, job.attempts, self.rng) * 1000)
 
     async def _retry(self, jobs: list[Job], delay: Callable[[Job], int], error: str) -> None:
         for job in jobs:
@@ -394,7 +385,7 @@ class ConsumerPool:
 
     async def _maintain(self) -> None:
         """Reap + promote + one batch of retention every `maintenance_interval_s` (that many
-        times MAINTENANCE_IDLE_FACTOR after a tick in which the pool handled nothing), and
+        times POOL.maintenance_idle_factor after a tick in which the pool handled nothing), and
         promote alone whenever a retry this pool scheduled comes due in between. Sleeps
         otherwise: no polling."""
         loop = asyncio.get_running_loop()
@@ -412,7 +403,7 @@ class ConsumerPool:
             if periodic:
                 idle = batches == self.stats.batches and not self._in_hand
                 batches = self.stats.batches
-                factor = MAINTENANCE_IDLE_FACTOR if idle else 1
+                factor = _IDLE_FACTOR if idle else 1
                 tick = loop.time() + self.maintenance_interval_s * factor
             # cleared after the pass: a deadline pushed during it is in the heap read here
             self._earlier_deadline.clear()

@@ -13,25 +13,18 @@ from redis.asyncio.connection import AbstractConnection
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
-from codemojex import ids, limits
+from codemojex import ids
 from codemojex.lanes import admission
 from codemojex.lanes import keys as K
 from codemojex.lanes.admission import Admission, Admitted
 from codemojex.lanes.errors import LaneError, LaneFull
 from codemojex.lanes.scripts import source
 from codemojex.lanes.views import DeadJob, QueueStats, RoomQueue
-from codemojex.limits import (
-    CEILING_MAX,
-    CEILING_MIN,
-    DEPTH_MAX,
-    LEASE_MS_MAX,
-    WEIGHT_MAX,
-    WEIGHT_MIN,
-)
+from codemojex.limits import LANES
 from codemojex.redistypes import AnyRedis
 
-MAX_ERROR_CHARS: Final = limits.JOB_ERROR_CHARS_MAX
-ACK_CHUNK: Final = limits.ACK_CHUNK
+MAX_ERROR_CHARS: Final = LANES.job_error_chars_max
+ACK_CHUNK: Final = LANES.ack_chunk
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +55,7 @@ def _int(value: object, name: str, low: int, high: int) -> int:
 
 
 def _lease(lease_ms: object) -> int:
-    return _int(lease_ms, "lease_ms", 1, LEASE_MS_MAX)
+    return _int(lease_ms, "lease_ms", 1, LANES.lease_ms_max)
 
 
 def _park_cap_s(client: AnyRedis) -> float:
@@ -123,20 +116,20 @@ class Lanes:
         client: AnyRedis,
         queue: str = "cm",
         *,
-        dedupe_window_ms: int = limits.DEDUPE_WINDOW_S_DEFAULT * 1000,
-        batch: int = limits.MAINTENANCE_BATCH_DEFAULT,
-        dead_max: int = limits.DEAD_MAX_DEFAULT,
-        dead_age_ms: int = limits.DEAD_AGE_MS_DEFAULT,
-        lane_idle_ms: int = limits.LANE_IDLE_MS_DEFAULT,
+        dedupe_window_ms: int = LANES.dedupe_window_s_default * 1000,
+        batch: int = LANES.maintenance_batch_default,
+        dead_max: int = LANES.dead_max_default,
+        dead_age_ms: int = LANES.dead_age_ms_default,
+        lane_idle_ms: int = LANES.idle_ms_default,
     ) -> None:
         self.client = client
         self.keys = K.Keys(queue)
         self.queue = queue
         self.dedupe_window_ms = _int(dedupe_window_ms, "dedupe_window_ms", 1, 2**40)
-        self.batch = _int(batch, "batch", 1, limits.MAINTENANCE_BATCH_MAX)
-        self.dead_max = _int(dead_max, "dead_max", 0, limits.DEAD_MAX_MAX)
-        self.dead_age_ms = _int(dead_age_ms, "dead_age_ms", 1, limits.RETENTION_MS_MAX)
-        self.lane_idle_ms = _int(lane_idle_ms, "lane_idle_ms", 1, limits.RETENTION_MS_MAX)
+        self.batch = _int(batch, "batch", 1, LANES.maintenance_batch_max)
+        self.dead_max = _int(dead_max, "dead_max", 0, LANES.dead_max_max)
+        self.dead_age_ms = _int(dead_age_ms, "dead_age_ms", 1, LANES.retention_ms_max)
+        self.lane_idle_ms = _int(lane_idle_ms, "lane_idle_ms", 1, LANES.retention_ms_max)
         # KEYS[1] is the prefix the scripts build every name from; it names no key, so the
         # mint counter is declared too, as KEYS[2] (the scripts reach it by name). Two
         # declared keys, one never present: while the queue's slot is being migrated, Redis
@@ -182,7 +175,7 @@ class Lanes:
         lane: str,
         payload: bytes,
         *,
-        max_attempts: int = limits.JOB_MAX_ATTEMPTS_DEFAULT,
+        max_attempts: int = LANES.job_max_attempts_default,
         max_depth: int | None = None,
         dedupe_key: str | None = None,
         job_id: str | None = None,
@@ -194,7 +187,7 @@ class Lanes:
             raise LaneError(f"payload must be bytes, got {type(payload).__name__}")
         _int(max_attempts, "max_attempts", 1, 1_000)
         if max_depth is not None:
-            _int(max_depth, "max_depth", 1, DEPTH_MAX)
+            _int(max_depth, "max_depth", 1, LANES.depth_max)
         digest = ""
         if dedupe_key is not None:
             if not isinstance(dedupe_key, str) or not dedupe_key:
@@ -221,7 +214,7 @@ class Lanes:
         if not admissions:
             return []
         records = admission.encode(admissions, self.keys)
-        reply = await self._call("admit", self.dedupe_window_ms, CEILING_MAX, *records)
+        reply = await self._call("admit", self.dedupe_window_ms, LANES.ceiling_max, *records)
         return admission.decode(reply)
 
     # -- consumer -------------------------------------------------------------------------
@@ -318,7 +311,7 @@ class Lanes:
             self.dead_max,
             self.dead_age_ms,
             self.lane_idle_ms,
-            limits.LANE_RECHECK_MS,
+            LANES.recheck_ms,
             self.batch,
         )
         return int(dead), int(forgotten)
@@ -339,14 +332,16 @@ class Lanes:
     # -- admin ----------------------------------------------------------------------------
 
     async def limit(self, room: str, n: int) -> None:
-        ceiling = _int(n, "ceiling", CEILING_MIN, CEILING_MAX)
+        ceiling = _int(n, "ceiling", LANES.ceiling_min, LANES.ceiling_max)
         await self._call("limit", K.check_room(room), ceiling)
 
     async def unlimit(self, room: str) -> None:
         await self._call("unlimit", K.check_room(room))
 
     async def weight(self, lane: str, w: int) -> None:
-        await self._call("weight", K.check_lane(lane), _int(w, "weight", WEIGHT_MIN, WEIGHT_MAX))
+        await self._call(
+            "weight", K.check_lane(lane), _int(w, "weight", LANES.weight_min, LANES.weight_max)
+        )
 
     @staticmethod
     def _kind(room_or_lane: str) -> str:

@@ -3,7 +3,7 @@
 They run at scrape time and only read memory: `Shared.refresh()` (awaited by the /metrics
 handler and the fleet publisher before they collect) fetches the queue's numbers with one
 `stats` script call and the outbox backlog with one count, at most once per
-METRICS_CACHE_S however often the process is scraped. Per-room series are for the deepest
+OPS.metrics_cache_s however often the process is scraped. Per-room series are for the deepest
 `top_rooms` rooms only, so a deployment with 100,000 rooms exports top_rooms x 2 of them.
 """
 
@@ -19,12 +19,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import limits
 from codemojex.db.reading import reading
 from codemojex.db.store.ops import outbox_backlog
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import QueueStats
-from codemojex.limits import METRICS_CACHE_S
+from codemojex.limits import OPS
 from codemojex.metrics import EVENTS
 from codemojex.outages import OUTAGES, Component
 
@@ -38,7 +37,7 @@ BOT_OUTCOMES = {
     "no_round": "no_round",
 }
 POST_KINDS = ("result", "folded", "reply", "round", "keys_off")
-READ_TIMEOUT_S = limits.FLEET_READ_TIMEOUT_S
+READ_TIMEOUT_S = OPS.fleet_read_timeout_s
 
 
 class Shared:
@@ -50,7 +49,7 @@ class Shared:
         lanes: Lanes,
         sessionmaker: async_sessionmaker[AsyncSession],
         top_rooms: int,
-        ttl_s: float = METRICS_CACHE_S,
+        ttl_s: float = OPS.metrics_cache_s,
     ) -> None:
         self.lanes = lanes
         self.sessionmaker = sessionmaker
@@ -100,7 +99,7 @@ class SharedCollector(Collector):
         )
         yield _labelled(
             "codemojex_retries",
-            "Failed attempts retried through an outage, by retry policy (limits.py).",
+            "Failed attempts retried through an outage, by retry policy (limits.RETRIES).",
             "policy",
             {k: float(v) for k, v in OUTAGES.retried.items()},
             gauge=False,

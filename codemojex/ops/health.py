@@ -18,15 +18,14 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from codemojex import limits
 from codemojex.db.engine import alembic_config
 from codemojex.db.reading import reading
-from codemojex.limits import SCHEMA_CHECK_RETRY
+from codemojex.limits import OPS, RETRIES
 from codemojex.outages import Component, outage_of, retrying
 from codemojex.redistypes import AnyRedis
 
 NOT_AT_HEAD: Final = "the database is not at the latest schema: run `codemojex migrate`"
-PROBE_TIMEOUT_S: Final = limits.HEALTH_PROBE_TIMEOUT_S
+PROBE_TIMEOUT_S: Final = OPS.health_probe_timeout_s
 
 
 @functools.cache
@@ -61,7 +60,7 @@ async def wait_for_schema(engine: AsyncEngine) -> str | None:
     """At start-up: wait out an outage of the database (one line when it starts, one when it
     ends), then say whether its schema will do (None) or why not."""
     try:
-        return await retrying("postgres", SCHEMA_CHECK_RETRY, where="the start-up schema check")(
+        return await retrying("postgres", RETRIES.loop, where="the start-up schema check")(
             schema_problem
         )(engine)
     except Exception as exc:

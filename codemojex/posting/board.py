@@ -12,7 +12,7 @@ Postgres is the record; this is an index of it, rebuilt when lost. Every write i
 (ZADD of a finisher's one score, PFADD), so a rebuild and the finishes written meanwhile add up
 to the whole day whatever their order. A finish whose ZADD failed is recorded again when its
 guess comes back (the worker hands the batch back; its duplicate carries the finish), so the
-marker never stands for a board with a hole. The keys expire DAILY_BOARD_TTL_S after their
+marker never stands for a board with a hole. The keys expire DAILY.board_ttl_s after their
 last write: yesterday's board stays readable for a while after midnight, then goes by itself.
 """
 
@@ -27,15 +27,14 @@ from typing import Any, Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import limits
 from codemojex.db import store
 from codemojex.db.reading import reading
 from codemojex.game import daily
-from codemojex.limits import DAILY_BOARD_TTL_S, DAILY_REBUILD_CHUNK
+from codemojex.limits import DAILY
 from codemojex.posting.keys import Keys
 from codemojex.redistypes import AnyRedis
 
-REBUILD_LOCK_MS: Final = limits.BOARD_REBUILD_LOCK_MS
+REBUILD_LOCK_MS: Final = DAILY.rebuild_lock_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +62,7 @@ class DailyBoard:
         redis: AnyRedis,
         queue: str,
         *,
-        ttl_s: int = DAILY_BOARD_TTL_S,
+        ttl_s: int = DAILY.board_ttl_s,
         max_attempts: int = daily.ATTEMPTS,
     ) -> None:
         self._redis = redis
@@ -150,7 +149,7 @@ class DailyBoard:
         day: date,
         sessionmaker: async_sessionmaker[AsyncSession],
         *,
-        chunk: int = DAILY_REBUILD_CHUNK,
+        chunk: int = DAILY.rebuild_chunk,
     ) -> bool:
         """Read `day`'s players and finishes from Postgres a page at a time into the board, then
         set the marker. One process at a time (a lock); False when another holds it (its

@@ -2,8 +2,8 @@
 
 Every answer the bot gives (to a command, a refused guess or admin command, a "slow down") is
 spent from its member's budget in that chat when it is given, whether or not the pace then
-lets it out in time: ANSWER_BUDGET_DEFAULT answers (the setting CODEMOJEX_ANSWER_BUDGET),
-refilled evenly over ANSWER_BUDGET_WINDOW_S. Past it the member is told once to slow down,
+lets it out in time: ANSWERS.budget_default answers (the setting CODEMOJEX_ANSWER_BUDGET),
+refilled evenly over ANSWERS.budget_window_s. Past it the member is told once to slow down,
 and then gets no answer at all until the budget is whole again. So a member sending a command
 every half second gets a few answers and one notice a minute, and the chat's posts stay free
 for its results (the pace, pacer.py, caps what all of a chat's answers together may take; the
@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from codemojex.limits import ANSWER_BUDGET_DEFAULT, ANSWER_BUDGET_WINDOW_S
+from codemojex.limits import ANSWERS
 from codemojex.outages import OUTAGES, is_outage
 from codemojex.posting import scripts
 from codemojex.posting.keys import Keys
@@ -41,8 +41,8 @@ class AnswerBudget:
         redis: AnyRedis,
         namespace: str,
         *,
-        budget: int = ANSWER_BUDGET_DEFAULT,
-        window_s: float = ANSWER_BUDGET_WINDOW_S,
+        budget: int = ANSWERS.budget_default,
+        window_s: float = ANSWERS.budget_window_s,
     ) -> None:
         self._redis = redis
         self._keys = Keys(namespace)

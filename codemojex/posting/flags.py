@@ -9,7 +9,7 @@ notice, later ones within the TTL stay silent.
 
 from __future__ import annotations
 
-from codemojex import limits
+from codemojex.limits import ANSWERS
 from codemojex.posting.keys import Keys, Notice
 from codemojex.redistypes import AnyRedis
 
@@ -18,7 +18,7 @@ __all__ = ["FloodNotices", "Notice"]
 
 class FloodNotices:
     def __init__(
-        self, redis: AnyRedis, queue: str, *, ttl_s: int = limits.NOTICE_EPISODE_S
+        self, redis: AnyRedis, queue: str, *, ttl_s: int = ANSWERS.notice_episode_s
     ) -> None:
         self._redis = redis
         self._keys = Keys(queue)

@@ -12,11 +12,11 @@ from typing import Final, Protocol
 
 import regex
 
-from codemojex import limits
+from codemojex.limits import TELEGRAM
 
 # Telegram counts a message's length in UTF-16 code units: an emoji outside the BMP is 2,
 # a family emoji (several code points joined) more.
-MAX_MESSAGE: Final = limits.TELEGRAM_MESSAGE_MAX
+MAX_MESSAGE: Final = TELEGRAM.message_chars_max
 
 # Rows of these kinds always go out on their own: a round announcement is the message
 # players reply to with their guesses, so it must not be buried inside a batch of results;

@@ -10,8 +10,8 @@ guesser is on the board by their player row.
 
 In Redis (`cmx:{q}:members:<chat>`, posting/keys.py): a sorted set of user ids scored by when
 each was last seen (ms, on the caller's clock: the bot's, which the tests move). Bounded: each
-note keeps the `most` last seen (GROUP_MEMBERS_MAX). Expiring: a member not seen for `ttl_s`
-(GROUP_MEMBERS_TTL_S) is no longer read, and the set goes with its last member's time. A note
+note keeps the `most` last seen (DAILY.group_members_max). Expiring: a member not seen for `ttl_s`
+(DAILY.group_members_ttl_s) is no longer read, and the set goes with its last member's time. A note
 is three commands in one MULTI (atomic: the set never exceeds its bound or outlives its TTL),
 and can ride in a pipeline the caller sends anyway (`add_to`).
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from codemojex.limits import GROUP_MEMBERS_MAX, GROUP_MEMBERS_TTL_S
+from codemojex.limits import DAILY
 from codemojex.posting.keys import Keys
 from codemojex.redistypes import AnyRedis
 
@@ -38,8 +38,8 @@ class GroupMembers:
         redis: AnyRedis,
         queue: str,
         *,
-        most: int = GROUP_MEMBERS_MAX,
-        ttl_s: int = GROUP_MEMBERS_TTL_S,
+        most: int = DAILY.group_members_max,
+        ttl_s: int = DAILY.group_members_ttl_s,
     ) -> None:
         if most < 1 or ttl_s < 1:
             raise ValueError("a group keeps at least one member, for at least a second")

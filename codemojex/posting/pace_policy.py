@@ -1,6 +1,7 @@
 """The vocabulary of the posting pace (pacer.py): the limits one kind of post keeps
 (`PacePolicy`: the results' or the bot's answers', from the settings CODEMOJEX_PACE_* and
-limits.PACE_*), a slot taken for one post (`Grant`) and the answer to a take (`Wait`)."""
+limits.py's PACE and ANSWERS), a slot taken for one post (`Grant`) and the answer to a take
+(`Wait`)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from codemojex.limits import (
-    PACE_ANSWER_BOT_PCT,
-    PACE_ANSWER_GAP,
-    PACE_ANSWER_GROUP_PCT,
-    PACE_ANSWER_RESERVE,
-    PACE_BOT_PER_S,
-    PACE_CHAT_PER_S,
-    PACE_FLIGHT_MS,
-    PACE_GROUP_BURST,
-    PACE_GROUP_PER_MIN,
-    PACE_MARGIN_MS,
-)
+from codemojex.limits import ANSWERS, PACE, TELEGRAM
 
 if TYPE_CHECKING:
     from codemojex.settings import Settings
@@ -53,40 +43,40 @@ class PacePolicy:
     request spends on the wire. The bot's second counts a grant in flight as "now" instead
     (for at most `flight_ms`), so it needs no margin."""
 
-    chat_ms: int = 1000 // PACE_CHAT_PER_S
-    group_spacing_ms: int = -(-60_000 // (PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE))
-    group_burst: int = PACE_GROUP_BURST
-    group_limit: int = PACE_GROUP_PER_MIN - PACE_ANSWER_RESERVE
+    chat_ms: int = 1000 // TELEGRAM.chat_per_s
+    group_spacing_ms: int = -(-60_000 // (TELEGRAM.group_per_min - ANSWERS.group_reserve))
+    group_burst: int = PACE.group_burst
+    group_limit: int = TELEGRAM.group_per_min - ANSWERS.group_reserve
     group_window_ms: int = 60_000
-    group_total: int = PACE_GROUP_PER_MIN
-    bot_limit: int = PACE_BOT_PER_S
-    bot_share: int = PACE_BOT_PER_S * PACE_ANSWER_BOT_PCT // 100
+    group_total: int = TELEGRAM.group_per_min
+    bot_limit: int = TELEGRAM.bot_per_s
+    bot_share: int = TELEGRAM.bot_per_s * ANSWERS.bot_share_pct // 100
     bot_window_ms: int = 1000
-    margin_ms: int = PACE_MARGIN_MS
-    flight_ms: int = PACE_FLIGHT_MS
+    margin_ms: int = PACE.margin_ms
+    flight_ms: int = PACE.flight_ms
     # A group's posts a minute a process may make alone, while Redis is away (LocalPace).
-    group_alone: int = PACE_ANSWER_RESERVE
+    group_alone: int = ANSWERS.group_reserve
     # The bot's own answers (else results), the ms between two of them to one chat, and how
     # many a group's minute they may post whatever the results use.
     answers: bool = False
     answer_gap_ms: int = 0
-    answer_reserve: int = PACE_ANSWER_RESERVE
+    answer_reserve: int = ANSWERS.group_reserve
 
     @classmethod
     def from_rates(
         cls,
-        chat_per_s: int = PACE_CHAT_PER_S,
-        group_per_min: int = PACE_GROUP_PER_MIN,
-        bot_per_s: int = PACE_BOT_PER_S,
+        chat_per_s: int = TELEGRAM.chat_per_s,
+        group_per_min: int = TELEGRAM.group_per_min,
+        bot_per_s: int = TELEGRAM.bot_per_s,
         *,
         answers: bool = False,
-        margin_ms: int = PACE_MARGIN_MS,
+        margin_ms: int = PACE.margin_ms,
     ) -> PacePolicy:
         """The pace of the settings CODEMOJEX_PACE_CHAT_PER_S, _GROUP_PER_MIN, _BOT_PER_S: for
-        the results (the sender), a group's minute less PACE_ANSWER_RESERVE spread evenly and
+        the results (the sender), a group's minute less ANSWERS.group_reserve spread evenly and
         the whole bot's second; for the bot's own answers (`answers`), no spacing but their
-        share of the minute (PACE_ANSWER_GROUP_PCT) and of the bot's second
-        (PACE_ANSWER_BOT_PCT), and PACE_ANSWER_GAP chat intervals between two answers to one
+        share of the minute (ANSWERS.group_share_pct) and of the bot's second
+        (ANSWERS.bot_share_pct), and ANSWERS.chat_gap chat intervals between two answers to one
         chat. Both on the same keys: each sees the other's posts."""
         chat_ms = -(-1000 // chat_per_s)
         if answers:
@@ -94,19 +84,19 @@ class PacePolicy:
                 chat_ms=chat_ms,
                 group_spacing_ms=0,
                 group_burst=1,
-                group_limit=_share(group_per_min, PACE_ANSWER_GROUP_PCT),
+                group_limit=_share(group_per_min, ANSWERS.group_share_pct),
                 group_total=group_per_min,
                 bot_limit=bot_per_s,
-                bot_share=_share(bot_per_s, PACE_ANSWER_BOT_PCT),
+                bot_share=_share(bot_per_s, ANSWERS.bot_share_pct),
                 margin_ms=margin_ms,
                 answers=True,
-                answer_gap_ms=PACE_ANSWER_GAP * (chat_ms + margin_ms),
+                answer_gap_ms=ANSWERS.chat_gap * (chat_ms + margin_ms),
             )
-        share = max(1, group_per_min - PACE_ANSWER_RESERVE)
+        share = max(1, group_per_min - ANSWERS.group_reserve)
         return cls(
             chat_ms=chat_ms,
             group_spacing_ms=-(-60_000 // share),
-            group_burst=min(PACE_GROUP_BURST, share),
+            group_burst=min(PACE.group_burst, share),
             group_limit=share,
             group_total=group_per_min,
             bot_limit=bot_per_s,

@@ -1,22 +1,23 @@
 """Posting pace shared by every process that posts for the bot, kept in Redis.
 
 Telegram allows about one message a second per chat, about twenty a minute in a group, and
-about thirty a second for the whole bot (settings CODEMOJEX_PACE_*). Every process asks the
-same Redis before each post, so two worker processes never add up to twice the pace.
+about thirty a second for the whole bot (TELEGRAM's rates, the settings CODEMOJEX_PACE_*).
+Every process asks the same Redis before each post, so two worker processes never add up to
+twice the pace.
 
 The limits, as `lua/pace_take.lua` keeps them, in one atomic call that reads the clock of the
 Redis server (TIME: hosts with skewed clocks still agree) and answers with the wait:
 - a chat's second: a GCRA (leaky bucket) with one post per interval and no burst;
 - a group's minute, spread evenly: its last `limit` grants (a sorted set), the k-th newest
-  at least k spacings of 60 s / limit (3 s) old less a burst credit that shrinks to nothing
-  at the limit-th, which must be a whole minute old (the sliding window): a room that was
-  quiet posts PACE_GROUP_BURST messages at its second's pace, a busy one every 3 s, paying
-  its burst back over the minute, never twenty quick posts and then forty silent seconds
+  at least k spacings of 60 s / limit old less a burst credit that shrinks to nothing at the
+  limit-th, which must be a whole minute old (the sliding window): a room that was quiet
+  posts PACE.group_burst messages at its second's pace, a busy one every spacing, paying its
+  burst back over the minute, never the whole minute's posts at once and then silence
   (a plain GCRA with a burst, checked against the window, falls silent for 9 s a minute
   under a steady flood);
 - the bot's second: a sliding log of the last `limit` grants, a grant counted as "now" while
   its post is in flight and from its answer once answered, so it needs no margin for the wire
-  and sustains 30 posts per (1 s + the time from a grant to its answer);
+  and sustains `limit` posts per (1 s + the time from a grant to its answer);
 - a RetryAfter's block of the chat.
 A post takes a slot in all of them at once or in none. The answer says how long to wait and
 whether it is the chat's own limits or the bot's that bind (the sender hands a chat back to
@@ -25,12 +26,12 @@ the ring in the first case and waits its turn for the bot in the second).
 Two kinds of post share these limits, each with a policy of its own (`PacePolicy`): the
 results (the outbox sender: results, round announcements) and the bot's own answers
 (`PacePolicy.from_settings(..., answers=True)`). Every grant is logged with its kind, so the
-answers get what the results leave, never all of it, whatever a chat's members send
-(limits.PACE_ANSWER_*): at most a quarter of a group's minute, and beyond one a minute only
-while the minute has room for the results' three quarters; at most a fifth of the bot's
-second, and only while the second has room for the results' four fifths; never two of a
-chat's seconds in a row. A member's spam cannot starve a result, nor spammers in many chats
-the results of all.
+answers get what the results leave, never all of it, whatever a chat's members send: at most
+ANSWERS.group_share_pct of a group's minute, and beyond ANSWERS.group_reserve only while the
+minute has room for the results' part; at most ANSWERS.bot_share_pct of the bot's second,
+and only while it has room for the results' part; never two of a chat's seconds in a row
+(ANSWERS.chat_gap). A member's spam cannot starve a result, nor spammers in many chats the
+results of all.
 
 A RetryAfter blocks the chat it answered a post to: Telegram's 429 names no other scope, and
 the pace keeps the bot's second, so nothing here blocks the whole bot.

@@ -6,7 +6,7 @@ many), scored by when its turn comes: when it was added, or when its pace allows
 post after its last turn. A sender takes the chats whose turn has come, oldest first, each
 with a chat lease (`lua/ring_take.lua`), posts one message to each (everything waiting for
 it, folded), and hands it back (`lua/ring_release.lua`) with its next turn after its pace.
-So when the bot's 30 a second bind, the chats with something waiting take turns: none waits
+So when the bot's second binds, the chats with something waiting take turns: none waits
 much more than a turn of the ring, and a flooding chat gets no more posts than a quiet one.
 
 Who adds: the process that wrote the rows, right after its commit (`add`; the worker through

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import emoji as unicode_emoji
 import regex
 
-from codemojex import limits
+from codemojex.limits import GAME
 
 # The emojis rooms' palettes come from. Distinct by `key()`, each a single grapheme
 # cluster in its fully-qualified form. A few are deliberately tricky as graphemes
@@ -66,7 +66,7 @@ _EMOJI_RE = regex.compile(
 )
 _EMOJI_PRESENTATION_RE = regex.compile(r"\p{Emoji_Presentation}")
 
-MAX_CLUSTER_CODEPOINTS = limits.EMOJI_CODEPOINTS_MAX
+MAX_CLUSTER_CODEPOINTS = GAME.emoji_codepoints_max
 
 
 def key(cluster: str) -> str:
@@ -115,7 +115,7 @@ def clusters(text: str) -> Iterator[str]:
             yield match.group()
 
 
-@functools.lru_cache(maxsize=limits.EMOJI_SPLIT_CACHE)
+@functools.lru_cache(maxsize=GAME.emoji_split_cache)
 def split_emojis(text: str) -> tuple[str, ...]:
     """Split a trusted string of emojis (a stored palette or secret) into clusters.
 

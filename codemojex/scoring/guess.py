@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from codemojex import limits
+from codemojex.limits import TELEGRAM
 from codemojex.scoring.emoji import canonical, clusters, is_emoji, key, split_emojis
 from codemojex.scoring.errors import InvalidGuess
 
-MAX_GUESS_CHARS = limits.TELEGRAM_MESSAGE_MAX
+MAX_GUESS_CHARS = TELEGRAM.message_chars_max
 
 
 def _palette_tuple(palette: str | Sequence[str]) -> tuple[str, ...]:

@@ -7,16 +7,17 @@ from dataclasses import dataclass
 
 import regex
 
-from codemojex import limits, locale
+from codemojex import locale
+from codemojex.limits import GAME
 from codemojex.scoring.emoji import clusters, key, rgi
 from codemojex.scoring.errors import InvalidSettings
 
 # The scoring names of limits.py's numbers (many callers use them).
-MIN_LENGTH = limits.LENGTH_MIN
-MAX_LENGTH = limits.LENGTH_MAX
-MIN_PALETTE = limits.PALETTE_MIN
-MAX_PALETTE = limits.PALETTE_MAX
-_MAX_SETTINGS_CHARS = limits.SETTINGS_CHARS_MAX
+MIN_LENGTH = GAME.length_min
+MAX_LENGTH = GAME.length_max
+MIN_PALETTE = GAME.palette_min
+MAX_PALETTE = GAME.palette_max
+_MAX_SETTINGS_CHARS = GAME.settings_chars_max
 
 _KEY_RE = regex.compile(r"(?<!\S)([A-Za-z_]+)[ \t]*=")
 _NAME_RE = regex.compile(r"[a-z_]{1,20}")

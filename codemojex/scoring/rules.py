@@ -7,11 +7,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from codemojex import limits
+from codemojex.limits import GAME
 from codemojex.scoring.emoji import DRAW_POOL, key, split_emojis
 
-DEFAULT_LENGTH = limits.LENGTH_DEFAULT
-DEFAULT_PALETTE_SIZE = limits.PALETTE_SIZE_DEFAULT
+DEFAULT_LENGTH = GAME.length_default
+DEFAULT_PALETTE_SIZE = GAME.palette_size_default
 # The palette the docs use in their examples; rooms start with a drawn one unless
 # the store decides otherwise.
 DEFAULT_PALETTE: tuple[str, ...] = ("🍎", "🍌", "🍇", "🍒", "🍋", "🥝")

@@ -94,7 +94,7 @@ async def weight(
     value: int,
 ) -> str:
     """Give `member`'s lane in `room` the weight `value` (checked by the caller against
-    WEIGHT_MIN..WEIGHT_MAX); the player's id."""
+    LANES.weight_min..LANES.weight_max); the player's id."""
     held = await _held_seat(cards, room, member)
     async with sessions() as session, uow(session):
         player = await _player(session, room, member, held)

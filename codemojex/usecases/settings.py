@@ -9,11 +9,12 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex import limits, scoring
+from codemojex import scoring
 from codemojex.db.models import Room
 from codemojex.db.store.errors import SettingOutOfRange, UnknownRoom
 from codemojex.db.store.rooms import SettingsChange, change_settings, lock_room
 from codemojex.db.unit import uow
+from codemojex.limits import GAME, LANES
 
 
 async def update_room_settings(
@@ -64,16 +65,16 @@ def _parsed(
     if palette is not None:
         text = palette if isinstance(palette, str) else " ".join(palette)
         new_palette = scoring.parse_palette(text)
-    if ceiling is not None and not limits.CEILING_MIN <= ceiling <= limits.CEILING_MAX:
+    if ceiling is not None and not LANES.ceiling_min <= ceiling <= LANES.ceiling_max:
         raise SettingOutOfRange(
-            f"The limit must be from {limits.CEILING_MIN} to {limits.CEILING_MAX}."
+            f"The limit must be from {LANES.ceiling_min} to {LANES.ceiling_max}."
         )
     if round_timeout_s is not None and not (
-        limits.ROUND_TIMEOUT_S_MIN <= round_timeout_s <= limits.ROUND_TIMEOUT_S_MAX
+        GAME.round_timeout_s_min <= round_timeout_s <= GAME.round_timeout_s_max
     ):
         raise SettingOutOfRange(
-            f"The round timeout must be from {limits.ROUND_TIMEOUT_S_MIN} to "
-            f"{limits.ROUND_TIMEOUT_S_MAX} seconds."
+            f"The round timeout must be from {GAME.round_timeout_s_min} to "
+            f"{GAME.round_timeout_s_max} seconds."
         )
     return SettingsChange(
         length=new_length,

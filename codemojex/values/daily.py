@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Final
 
-from codemojex import limits
+from codemojex.limits import DAILY, GAME, LANES
 
-LENGTH: Final = limits.DAILY_LENGTH
-ATTEMPTS: Final = limits.DAILY_ATTEMPTS
+LENGTH: Final = DAILY.length
+ATTEMPTS: Final = DAILY.attempts
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +26,8 @@ class PrivateChat:
     title: str = ""
     thread_id: int = 0
     # a room made on first sight gets these (as a group's room does)
-    default_ceiling: int = limits.CEILING_DEFAULT
-    round_timeout_s: int = limits.ROUND_TIMEOUT_S_DEFAULT
+    default_ceiling: int = LANES.ceiling_default
+    round_timeout_s: int = GAME.round_timeout_s_default
 
 
 @dataclass(frozen=True, slots=True)

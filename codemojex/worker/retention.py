@@ -2,7 +2,7 @@
 players' dailies (their results, rounds and guesses) past theirs.
 
 Run from the round timer (worker/service.py): a bounded batch per tick while there is a
-backlog, otherwise one look (one index probe) every AUDIT_TRIM_EVERY_S per worker.
+backlog, otherwise one look (one index probe) every AUDIT.trim_every_s per worker.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex import usecases
 from codemojex.db.models import utcnow
 from codemojex.game.daily import day_of
-from codemojex.limits import AUDIT_TRIM_BATCH, AUDIT_TRIM_EVERY_S, DAILY_TRIM_BATCH
+from codemojex.limits import AUDIT, DAILY
 
 # Delete up to `batch` rows older than `before`; the number deleted.
 Delete = Callable[[AsyncSession, datetime, int], Awaitable[int]]
@@ -31,7 +31,7 @@ class Trim:
         delete: Delete,
         *,
         batch: int,
-        every_s: float = AUDIT_TRIM_EVERY_S,
+        every_s: float = AUDIT.trim_every_s,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.keep = timedelta(days=keep_days)
@@ -63,8 +63,8 @@ class AuditTrim(Trim):
         self,
         keep_days: int,
         *,
-        batch: int = AUDIT_TRIM_BATCH,
-        every_s: float = AUDIT_TRIM_EVERY_S,
+        batch: int = AUDIT.trim_batch,
+        every_s: float = AUDIT.trim_every_s,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(keep_days, usecases.trim_audit, batch=batch, every_s=every_s, clock=clock)
@@ -82,8 +82,8 @@ class DailyTrim(Trim):
         self,
         keep_days: int,
         *,
-        batch: int = DAILY_TRIM_BATCH,
-        every_s: float = AUDIT_TRIM_EVERY_S,
+        batch: int = DAILY.trim_batch,
+        every_s: float = AUDIT.trim_every_s,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(keep_days, _trim_daily, batch=batch, every_s=every_s, clock=clock)

@@ -30,7 +30,7 @@ closed (won, or a guess "too late"), so that the room's card in Redis stops taki
 for it even if whoever closed it died before saying so (posting/cards.py).
 
 A database that is down (connection refused, timeouts, OperationalError…: `outages`) is
-waited out a little (`outages.retrying` with limits.RECORD_RETRY, up to `hold_s`; the pool's
+waited out a little (`outages.retrying` with RETRIES.record, up to `hold_s`; the pool's
 heartbeat keeps the batch's lease), then `Retry(delay)` hands the batch back to its lane with
 a back-off. Nothing is acked,
 nothing is lost. The secret code and the guess text are never logged.
@@ -55,8 +55,8 @@ from codemojex.game.daily import Finish
 from codemojex.game.decide import Attempt, Verdict
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Job, Retry
-from codemojex.limits import RECORD_RETRY, SCORE_FLUSH_MAX, SCORE_HOLD_S
-from codemojex.outages import OUTAGES, OutageLasted, backoff_ms, is_outage, retrying
+from codemojex.limits import RETRIES, WORKER
+from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +98,8 @@ class ScoreWorker:
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         *,
-        hold_s: float = SCORE_HOLD_S,
-        max_flush: int = SCORE_FLUSH_MAX,
+        hold_s: float = WORKER.hold_s,
+        max_flush: int = WORKER.flush_max,
         stats: ScoreStats | None = None,
         on_recorded: Callable[[int], Awaitable[None]] | None = None,
         on_finished: Callable[[list[Finish]], Awaitable[None]] | None = None,
@@ -121,7 +121,7 @@ class ScoreWorker:
         # One line when an outage starts, one when a flush succeeds again.
         self._record_retrying = retrying(
             "postgres",
-            replace(RECORD_RETRY, give_up_s=hold_s),
+            replace(RETRIES.record, give_up_s=hold_s),
             where="the score worker",
         )(self._record)
         self._max_flush = max_flush
@@ -205,19 +205,18 @@ class ScoreWorker:
             if OUTAGES.failed(exc, "the daily board") is None:
                 raise
             self.stats.retries += 1
-            delay = max(1, backoff_ms(max(job.attempts for job in jobs)))
-            raise Retry(delay, f"the daily board is unavailable: {type(exc).__name__}") from exc
+            reason = f"the daily board is unavailable: {type(exc).__name__}"
+            raise Retry(_back_off_ms(jobs), reason) from exc
 
     async def _record_patiently(self, jobs: Sequence[Job], batch: _Batch) -> list[Verdict]:
-        """Record, waiting out a short database outage (RECORD_RETRY, for up to `hold_s`);
-        when it lasts, the batch goes back to its lane with the shared backoff."""
+        """Record, waiting out a short database outage (RETRIES.record, for up to `hold_s`);
+        when it lasts, the batch goes back to its lane after RETRIES.job's backoff."""
         try:
             return await self._record_retrying(batch)
         except OutageLasted as lasted:
             cause = lasted.__cause__ or lasted
             self.stats.retries += 1
-            # At least 1 ms: a zero delay would be no back-off at all.
-            delay = max(1, backoff_ms(max(job.attempts for job in jobs)))
+            delay = _back_off_ms(jobs)
             log.debug(
                 "database unavailable (%s); batch of %d for lane %s back in %d ms",
                 type(cause).__name__,
@@ -374,3 +373,9 @@ class _Waiting:
 
     batch: _Batch
     future: asyncio.Future[list[Verdict]]
+
+
+def _back_off_ms(jobs: Sequence[Job]) -> int:
+    """A batch's delay in its lane (RETRIES.job, after its most tried job's attempts); at least
+    1 ms: a zero delay would be no back-off at all."""
+    return max(1, int(pause_s(RETRIES.job, max(job.attempts for job in jobs)) * 1000))

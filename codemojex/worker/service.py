@@ -26,17 +26,7 @@ from codemojex.db.reading import reading
 from codemojex.game import rounds
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
-from codemojex.limits import (
-    LATE_BUDGET_WAIT_S,
-    MAINTENANCE_INTERVAL_S_DEFAULT,
-    PARK_TIMEOUT_S_DEFAULT,
-    ROUND_HOLD_RECHECK_S,
-    ROUND_HOLD_S_MAX,
-    ROUND_TIMEOUT_S_MIN,
-    ROUND_TIMER_RETRY,
-    SCORE_HOLD_S,
-    SENDER_RECONCILE_S,
-)
+from codemojex.limits import ANSWERS, GAME, POOL, RETRIES, SENDER, WORKER
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
 from codemojex.posting.board import DailyBoard
 from codemojex.posting.budget import AnswerBudget, Say
@@ -111,7 +101,7 @@ async def expire_rounds_once(
     sender: OutboxSender | None = None,
     cards: RoomCards | None = None,
     *,
-    hold_s: float = ROUND_HOLD_S_MAX,
+    hold_s: float = GAME.round_hold_s_max,
     clock: Callable[[], datetime] = utcnow,
 ) -> Expiry:
     """Close the rounds whose time ran out at `clock()` (their reveal goes to the outbox),
@@ -164,11 +154,11 @@ async def _round_timer(
     clock: Callable[[], datetime],
 ) -> None:
     """Close rounds when their time runs out. It sleeps until the first open round's expiry,
-    or `every_s` at most: a round the bot starts meanwhile runs at least ROUND_TIMEOUT_S_MIN,
+    or `every_s` at most: a round the bot starts meanwhile runs at least GAME.round_timeout_s_min,
     so with `every_s` no longer than that (the default) no round is closed late, and an idle
     deployment costs one index probe per `every_s`, not a scan every few seconds. A round
     held open for guesses taken before its deadline is looked at again every
-    ROUND_HOLD_RECHECK_S. Postgres out: again soon (ROUND_TIMER_RETRY, never later than
+    WORKER.round_hold_recheck_s. Postgres out: again soon (RETRIES.loop, never later than
     `every_s`), so that rounds that expired meanwhile close once it is back. Time is
     `clock()` (the tests move it over a midnight)."""
 
@@ -183,7 +173,7 @@ async def _round_timer(
                 sessionmaker, lanes, sender, cards, hold_s=hold_s, clock=clock
             )
             stats.rounds_expired += expiry.closed
-            wait_s = min(every_s, ROUND_HOLD_RECHECK_S) if expiry.held else 0.0
+            wait_s = min(every_s, WORKER.round_hold_recheck_s) if expiry.held else 0.0
         elif first is not None:
             wait_s = min(every_s, (first - now).total_seconds())
         for trim in (audit, dailies):
@@ -197,9 +187,9 @@ async def _round_timer(
         return wait_s
 
     policy = replace(
-        ROUND_TIMER_RETRY,
-        cap_s=min(ROUND_TIMER_RETRY.cap_s, every_s),
-        floor_s=min(ROUND_TIMER_RETRY.floor_s, every_s),
+        RETRIES.loop,
+        cap_s=min(RETRIES.loop.cap_s, every_s),
+        floor_s=min(RETRIES.loop.floor_s, every_s),
     )
     patient = retrying("postgres", policy, where="the round timer", stop=stop)(tick)
     bugs = 0
@@ -241,18 +231,18 @@ class WorkerTimings:
     or a posted result shows within their run."""
 
     # The round timer's longest sleep (it wakes earlier for the next expiry).
-    timer_s: float = ROUND_TIMEOUT_S_MIN
+    timer_s: float = GAME.round_timeout_s_min
     # The sender's reconcile pass over the outbox (the ring wakes it at once otherwise).
-    sender_poll_s: float = SENDER_RECONCILE_S
+    sender_poll_s: float = SENDER.reconcile_s
     # A database outage waited out by the score worker before its batch goes back.
-    score_hold_s: float = SCORE_HOLD_S
+    score_hold_s: float = WORKER.hold_s
     # How long past its deadline a round is held open for the guesses taken before it.
-    round_hold_s: float = ROUND_HOLD_S_MAX
+    round_hold_s: float = GAME.round_hold_s_max
     # After a stop: the sender's time to post what is left in the outbox (0: none).
     drain_s: float = 0.0
     # The consumer pool's maintenance pass, and its idle waiter's BLPOP.
-    maintenance_interval_s: float = MAINTENANCE_INTERVAL_S_DEFAULT
-    park_timeout_s: float = PARK_TIMEOUT_S_DEFAULT
+    maintenance_interval_s: float = POOL.maintenance_interval_s_default
+    park_timeout_s: float = POOL.park_timeout_s_default
 
 
 async def run_worker(
@@ -306,7 +296,7 @@ async def run_worker(
     budget = AnswerBudget(redis, settings.queue, budget=settings.answer_budget)
 
     async def late_budget(members: Sequence[tuple[int, int]]) -> list[Say]:
-        return await budget.spend_many(members, wait_s=LATE_BUDGET_WAIT_S)
+        return await budget.spend_many(members, wait_s=ANSWERS.late_budget_wait_s)
 
     scorer = ScoreWorker(
         sessionmaker,

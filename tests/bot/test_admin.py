@@ -12,7 +12,7 @@ import regex
 from codemojex import usecases
 from codemojex.db import Room, store
 from codemojex.game import texts
-from codemojex.limits import ANSWER_BUDGET_DEFAULT
+from codemojex.limits import ANSWERS
 from codemojex.locale import EN
 from tests import writes
 from tests.bot.conftest import (
@@ -179,7 +179,7 @@ async def test_a_spammer_is_answered_and_audited_only_within_the_answer_budget(
     answered and audited; then told once to slow down; then neither answered nor audited."""
     world = budgeted
     chat = world.new_group()
-    budget = ANSWER_BUDGET_DEFAULT
+    budget = ANSWERS.budget_default
     spam = [world.standin.send_text(chat, BOB, f"/pause {i}") for i in range(budget + 15)]
     await world.settle()
     answers = [text for mid in spam for text in world.replies_to(chat, mid)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import random
 import signal
@@ -12,7 +13,8 @@ import pytest
 
 from codemojex import ids
 from codemojex.lanes import ConsumerPool, Job, Lanes, Retry
-from codemojex.outages import backoff_ms
+from codemojex.limits import RETRIES, RetryPolicy
+from codemojex.outages import pause_s
 from tests.lanes.conftest import Env
 
 
@@ -142,8 +144,7 @@ async def test_exception_is_retried_with_backoff_then_dead(env: Env) -> None:
         env.lanes,
         handler,
         concurrency=2,
-        backoff_base_ms=20,
-        backoff_cap_ms=40,
+        backoff=RetryPolicy("test", base_s=0.02, cap_s=0.04, jitter=True),
         maintenance_interval_s=0.02,
         rng=random.Random(7),
     )
@@ -161,12 +162,16 @@ async def test_exception_is_retried_with_backoff_then_dead(env: Env) -> None:
 
 
 def test_backoff_is_exponential_with_full_jitter() -> None:
-    """The pool's handler retries wait `outages.backoff_ms` (the shared backoff)."""
+    """The pool's handler retries wait `outages.pause_s` under its policy (`RETRIES.job` by
+    default): exponential, full jitter, no floor."""
     rng = random.Random(1)
-    for attempts, ceiling in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (30, 1000)]:
-        draws = [backoff_ms(attempts, base_ms=100, cap_ms=1_000, rng=rng) for _ in range(200)]
+    policy = RetryPolicy("test", base_s=0.1, cap_s=1.0, jitter=True)
+    for attempts, ceiling in [(1, 0.1), (2, 0.2), (3, 0.4), (4, 0.8), (5, 1.0), (30, 1.0)]:
+        draws = [pause_s(policy, attempts, rng) for _ in range(200)]
         assert min(draws) >= 0 and max(draws) <= ceiling
         assert max(draws) > ceiling * 0.8 and min(draws) < ceiling * 0.2  # spread, not fixed
+    assert inspect.signature(ConsumerPool).parameters["backoff"].default is RETRIES.job
+    assert RETRIES.job.jitter and RETRIES.job.floor_s == 0
 
 
 async def test_parks_when_empty_and_wakes_on_enqueue(env: Env) -> None:
@@ -266,7 +271,7 @@ class CountingLanes(Lanes):
 async def test_a_round_takes_at_most_its_cap_the_rest_go_in_the_next(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("codemojex.lanes.consumer.CLAIM_ROUND_MAX", 2)
+    monkeypatch.setattr("codemojex.lanes.consumer._CLAIM_ROUND_MAX", 2)
     lanes = CountingLanes(env.client, env.queue)
     lanes.calls = {}
     r = ids.mint(ids.ROOM)

@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from codemojex import ids, limits
+from codemojex import ids
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Admission, Guard, Lanes
 from codemojex.lanes import keys as K
+from codemojex.limits import LANES
 from codemojex.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.lanes.conftest import Env
@@ -107,13 +108,13 @@ async def test_a_pending_guess_costs_at_most_300_bytes(
         payload = GuessJob(123_456, 654_321 + n, ("🍎", "🍌", "🍇", "🍒"), user_id=5_123_456_789)
         origin = f"m:-1001234567890:{654_321 + n}:1760000000"
         return Admission(
-            r, a, payload.encode(), max_attempts=limits.GUESS_MAX_ATTEMPTS,
-            max_depth=limits.DEPTH_DEFAULT, job_id=ids.derived(ids.JOB, origin),
+            r, a, payload.encode(), max_attempts=LANES.guess_max_attempts,
+            max_depth=LANES.depth_default, job_id=ids.derived(ids.JOB, origin),
         )  # fmt: skip
 
     await lanes.admit([guess(0)])
     one = await total()
-    n = limits.DEPTH_DEFAULT
+    n = LANES.depth_default
     got = await lanes.admit([guess(i) for i in range(1, n)])
     assert {x.status for x in got} == {"enqueued"}
     per_guess = (await total() - one) / (n - 1)

@@ -47,12 +47,12 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from codemojex import limits
 from codemojex.db.models import DailyResult, Room, Round
 from codemojex.db.store import rows
 from codemojex.db.store.daily import load_rounds
 from codemojex.db.store.lookups import RoomCard
 from codemojex.db.store.seats import Seat
+from codemojex.limits import GAME
 from codemojex.values import daily
 from codemojex.values.batch import Attempt, BatchState, Decision, RoundState
 from codemojex.values.daily import PrivateChat
@@ -163,9 +163,9 @@ class Backend(ABC):
                 chat_id=chat.chat_id,
                 thread_id=chat.thread_id,
                 title=chat.title[:255],
-                length=limits.LENGTH_DEFAULT,
+                length=GAME.length_default,
                 palette=None,
-                palette_size=limits.PALETTE_SIZE_DEFAULT,
+                palette_size=GAME.palette_size_default,
                 repeats=True,
                 language=new.language,
                 ceiling=chat.default_ceiling,

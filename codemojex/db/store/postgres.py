@@ -17,13 +17,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from codemojex import ids, limits
+from codemojex import ids
 from codemojex.db.models import DailyResult, Room, Round
 from codemojex.db.store import daily, postgres_sql, rows
 from codemojex.db.store.backend import Backend, NewDaily, Seen
 from codemojex.db.store.lookups import RoomCard
 from codemojex.db.store.outbox import keys_off_written
 from codemojex.db.store.seats import Seat, of_batch
+from codemojex.limits import GAME
 from codemojex.values.batch import Attempt, BatchState, Decision, PlayerState, StoredGuess
 from codemojex.values.daily import PrivateChat
 from codemojex.values.types import ROUND_DAILY, Message
@@ -244,8 +245,8 @@ def _room_params(seen: Seen, new: NewDaily, room_id: str) -> dict[str, Any]:
         "chat": chat.chat_id,
         "thread": chat.thread_id,
         "title": chat.title[:255],
-        "room_length": limits.LENGTH_DEFAULT,
-        "palette_size": limits.PALETTE_SIZE_DEFAULT,
+        "room_length": GAME.length_default,
+        "palette_size": GAME.palette_size_default,
         "lang": new.language,
         "ceiling": chat.default_ceiling,
         "timeout": chat.round_timeout_s,

@@ -10,9 +10,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex import limits
 from codemojex.db.models import Player, Room
 from codemojex.db.store.errors import UnknownRoom
+from codemojex.limits import GAME
 
 
 async def ensure_room(
@@ -37,9 +37,9 @@ async def ensure_room(
             chat_id=chat_id,
             thread_id=thread_id,
             title=title[:255],
-            length=limits.LENGTH_DEFAULT,
+            length=GAME.length_default,
             palette=None,
-            palette_size=limits.PALETTE_SIZE_DEFAULT,
+            palette_size=GAME.palette_size_default,
             ceiling=default_ceiling,
             round_timeout_s=round_timeout_s,
         )

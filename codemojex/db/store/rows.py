@@ -9,8 +9,8 @@ from dataclasses import replace
 from datetime import date
 from typing import Any, TypeVar
 
-from codemojex import limits
 from codemojex.db.models import Base, split_emojis
+from codemojex.limits import DAILY
 from codemojex.locale import resolve
 from codemojex.values import daily
 from codemojex.values.batch import Attempt, RoundState, deadline_ms
@@ -51,7 +51,7 @@ def as_player(attempt: Attempt, player_id: str | None) -> Attempt:
     return replace(attempt, player_id=player_id)
 
 
-@functools.lru_cache(maxsize=limits.DAILY_PUZZLES_SPLIT)
+@functools.lru_cache(maxsize=DAILY.puzzles_split)
 def puzzle_of(
     day: date, number: int, palette: str, secret: str, length: int, max_attempts: int
 ) -> daily.Puzzle:

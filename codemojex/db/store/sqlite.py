@@ -13,7 +13,7 @@ from sqlalchemy import Executable, and_, case, func, insert, or_, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from codemojex import ids, limits
+from codemojex import ids
 from codemojex.db.models import (
     Ban,
     DailyPuzzle,
@@ -31,6 +31,7 @@ from codemojex.db.store.backend import Backend, NewDaily, Seen
 from codemojex.db.store.lookups import RoomCard
 from codemojex.db.store.outbox import message_rows, write_messages
 from codemojex.db.store.seats import Seat, of_batch
+from codemojex.limits import GAME
 from codemojex.values.batch import Attempt, BatchState, Decision, PlayerState, StoredGuess, Tally
 from codemojex.values.daily import PrivateChat, Puzzle
 from codemojex.values.types import ROUND_DAILY
@@ -328,9 +329,9 @@ async def _room(conn: AsyncConnection, seen: Seen, new: NewDaily) -> str:
         "chat_id": chat.chat_id,
         "thread_id": chat.thread_id,
         "title": chat.title[:255],
-        "length": limits.LENGTH_DEFAULT,
+        "length": GAME.length_default,
         "palette": None,
-        "palette_size": limits.PALETTE_SIZE_DEFAULT,
+        "palette_size": GAME.palette_size_default,
         "repeats": True,
         "language": new.language,
         "ceiling": chat.default_ceiling,

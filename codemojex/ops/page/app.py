@@ -24,12 +24,13 @@ from aiohttp import web
 from multidict import MultiDict, MultiMapping
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids, limits, usecases
+from codemojex import ids, usecases
 from codemojex.db import store
 from codemojex.db.models import utcnow
 from codemojex.db.reading import reading
 from codemojex.game.daily import day_of
 from codemojex.lanes import LaneError, Lanes
+from codemojex.limits import GAME, LANES, OPS_PAGE
 from codemojex.ops.page import auth
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import HSTS, Peer, TrustedProxies
@@ -165,7 +166,7 @@ class OpsPage:
                 error="Too many tries: wait a minute, then log in again.",
                 name="",
             )
-            response.headers["Retry-After"] = str(int(limits.OPS_LOGIN_REFILL_ADDR_S) + 1)
+            response.headers["Retry-After"] = str(int(OPS_PAGE.login_refill_addr_s) + 1)
             return response
         form = await request.post()
         name = auth.clean_name(str(form.get("name", "")))
@@ -211,7 +212,7 @@ class OpsPage:
         if direction not in ("asc", "desc"):
             raise web.HTTPBadRequest(text="dir: asc or desc")
         if not _offset_ok(dead):
-            raise web.HTTPBadRequest(text=f"dead: a whole number up to {limits.OPS_OFFSET_MAX}")
+            raise web.HTTPBadRequest(text=f"dead: a whole number up to {OPS_PAGE.offset_max}")
         problem = check_cursor(sort, cursor)
         if problem is not None:
             raise web.HTTPBadRequest(text=f"cursor: {problem}")
@@ -259,7 +260,7 @@ class OpsPage:
             "csrf": session.csrf,
             "operator": session.operator,
             "now_ms": now_ms,
-            "hold_min": limits.ROUND_HOLD_S_MAX // 60,
+            "hold_min": GAME.round_hold_s_max // 60,
         }
 
     async def index(self, request: web.Request) -> web.Response:
@@ -317,9 +318,9 @@ class OpsPage:
     async def _limit(self, room: str, raw: str) -> int:
         """Set a room's ceiling: the room row first (the record the bot applies again on its
         next first sight of the room), then the lanes, as /limit does."""
-        if not _digits(raw, 4) or not limits.CEILING_MIN <= int(raw) <= limits.CEILING_MAX:
+        if not _digits(raw, 4) or not LANES.ceiling_min <= int(raw) <= LANES.ceiling_max:
             raise ValueError(
-                f"a ceiling is a whole number {limits.CEILING_MIN}..{limits.CEILING_MAX}"
+                f"a ceiling is a whole number {LANES.ceiling_min}..{LANES.ceiling_max}"
             )
         ceiling = int(raw)
         async with self.sessionmaker() as session:
@@ -335,13 +336,13 @@ def _digits(raw: str, most: int) -> bool:
 
 
 def _offset_ok(raw: str) -> bool:
-    return _digits(raw, len(str(limits.OPS_OFFSET_MAX))) and int(raw) <= limits.OPS_OFFSET_MAX
+    return _digits(raw, len(str(OPS_PAGE.offset_max))) and int(raw) <= OPS_PAGE.offset_max
 
 
 def _back(raw: str) -> str:
     """The page's query an action returns to, rebuilt from its checked parts (400 when it is
     not one): nothing else reaches the redirect."""
-    if len(raw) > 4 * limits.OPS_CURSOR_MAX:
+    if len(raw) > 4 * OPS_PAGE.cursor_max:
         raise web.HTTPBadRequest(text="back: too long")
     try:
         pairs = parse_qsl(raw, keep_blank_values=True, strict_parsing=bool(raw))

@@ -1,10 +1,10 @@
 """Who may use the ops page: the holder of CODEMOJEX_OPS_TOKEN, after the login form.
 
-The token must be strong to start at all (`token_problem`): at least OPS_TOKEN_MIN characters
-and no placeholder. The comparison is constant-time over the whole token: a prefix, the token
-with a suffix or the empty string are all wrong.
+The token must be strong to start at all (`token_problem`): at least OPS_PAGE.token_min
+characters and no placeholder. The comparison is constant-time over the whole token: a
+prefix, the token with a suffix or the empty string are all wrong.
 
-Login tries have two budgets (`LoginBudget`, limits.OPS_LOGIN_*), and only one of them refuses:
+Login tries have two budgets (`LoginBudget`, OPS_PAGE.login_*), and only one of them refuses:
 
 - Each client address (an IPv6 client by its /64; behind a trusted proxy the address it
   forwards, ops/page/proxies.py) has a bucket of tries. A try takes from it before the token
@@ -12,8 +12,8 @@ Login tries have two budgets (`LoginBudget`, limits.OPS_LOGIN_*), and only one o
   out their delay; an empty bucket is a 429 without a comparison. A right token gives its try
   back.
 - The whole page has a bucket too, and it never refuses: it slows wrong tries. While it lasts
-  a wrong token is answered after OPS_LOGIN_FAIL_DELAY_S; once a swarm of addresses has
-  emptied it, after OPS_LOGIN_SLOW_DELAY_S. A right token is never held, whatever the page's
+  a wrong token is answered after OPS_PAGE.login_fail_delay_s; once a swarm of addresses has
+  emptied it, after OPS_PAGE.login_slow_delay_s. A right token is never held, whatever the page's
   bucket holds: the token is compared first (cheap, and each address's bucket already bounds
   how many of its tries are compared), and only a wrong one is made to wait.
 
@@ -25,15 +25,15 @@ list of addresses that logged in before would not let in the operator who comes 
 bounded against the same swarm. Slowing wrong answers costs a right token nothing and costs a
 swarm time on every connection. What guards the token is its length (32 random characters are
 out of reach of guessing at any rate a network allows); the budgets keep the guessing, and the
-page's work, down. At most OPS_LOGIN_HELD_MAX wrong answers are held at once (memory stays
-bounded); past that a wrong token is answered at once.
+page's work, down. At most OPS_PAGE.login_held_max wrong answers are held at once (memory
+stays bounded); past that a wrong token is answered at once.
 
 A login makes a server-side session (in memory: a restart logs everyone out) whose id is an
 HttpOnly, SameSite=Strict cookie: `__Host-cmx_ops`, `Secure`, over https (directly or from a
 trusted proxy, ops/page/proxies.py), `cmx_ops` over plain http (loopback). A session ends
-after OPS_SESSION_S, after OPS_SESSION_IDLE_S without a request, or when OPS_SESSIONS_MAX newer
-ones push it out; every action must carry the session's CSRF token. The operator's name,
-given at login, is what the audit log records of each action.
+after OPS_PAGE.session_s, after OPS_PAGE.session_idle_s without a request, or when
+OPS_PAGE.sessions_max newer ones push it out; every action must carry the session's CSRF
+token. The operator's name, given at login, is what the audit log records of each action.
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ from typing import Final
 
 from aiohttp import web
 
-from codemojex import limits
+from codemojex.limits import OPS_PAGE
 from codemojex.secrecy import weakness
 
 COOKIE: Final = "cmx_ops"
 SECURE_COOKIE: Final = "__Host-cmx_ops"  # Secure, path /, no Domain: this host's alone
-NAME_MAX: Final = limits.NAME_CHARS_MAX
+NAME_MAX: Final = OPS_PAGE.operator_name_chars_max
 # Paths anyone may fetch: the login form, its assets.
 OPEN_PATHS: Final = ("/login", "/static/")
 TOKEN_NAME: Final = "CODEMOJEX_OPS_TOKEN"
@@ -65,7 +65,7 @@ def token_problem(token: str | None) -> str | None:
     """Why the page will not start with this token (None: it will)."""
     if not token:
         return f"set {TOKEN_NAME}: the ops page lets whoever has it steer"
-    return weakness(token, TOKEN_NAME, limits.OPS_TOKEN_MIN)
+    return weakness(token, TOKEN_NAME, OPS_PAGE.token_min)
 
 
 @dataclass(slots=True)
@@ -81,10 +81,10 @@ class Sessions:
     def __init__(
         self,
         token: str,
-        lifetime_s: float = limits.OPS_SESSION_S,
+        lifetime_s: float = OPS_PAGE.session_s,
         *,
-        idle_s: float = limits.OPS_SESSION_IDLE_S,
-        most: int = limits.OPS_SESSIONS_MAX,
+        idle_s: float = OPS_PAGE.session_idle_s,
+        most: int = OPS_PAGE.sessions_max,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not token:
@@ -178,14 +178,14 @@ class LoginBudget:
     def __init__(
         self,
         *,
-        burst_addr: int = limits.OPS_LOGIN_BURST_ADDR,
-        refill_addr_s: float = limits.OPS_LOGIN_REFILL_ADDR_S,
-        burst: int = limits.OPS_LOGIN_BURST,
-        refill_s: float = limits.OPS_LOGIN_REFILL_S,
-        addresses: int = limits.OPS_LOGIN_ADDRS_MAX,
-        fail_delay_s: float = limits.OPS_LOGIN_FAIL_DELAY_S,
-        slow_delay_s: float = limits.OPS_LOGIN_SLOW_DELAY_S,
-        held_most: int = limits.OPS_LOGIN_HELD_MAX,
+        burst_addr: int = OPS_PAGE.login_burst_addr,
+        refill_addr_s: float = OPS_PAGE.login_refill_addr_s,
+        burst: int = OPS_PAGE.login_burst,
+        refill_s: float = OPS_PAGE.login_refill_s,
+        addresses: int = OPS_PAGE.login_addrs_max,
+        fail_delay_s: float = OPS_PAGE.login_fail_delay_s,
+        slow_delay_s: float = OPS_PAGE.login_slow_delay_s,
+        held_most: int = OPS_PAGE.login_held_max,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
@@ -225,7 +225,8 @@ class LoginBudget:
 
     async def hold_wrong(self) -> None:
         """Wait before answering a wrong token: the short delay while the page's budget
-        lasts, the long one past it; no wait when OPS_LOGIN_HELD_MAX answers wait already."""
+        lasts, the long one past it; no wait when OPS_PAGE.login_held_max answers wait
+        already."""
         if self.held >= self._held_most:
             return
         if self._all.has(""):

@@ -17,7 +17,7 @@ from codemojex.db.reading import reading
 from codemojex.db.store.ops import rooms_by_title, rooms_info
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import DeadJob
-from codemojex.limits import OPS_CURSOR_MAX, OPS_OFFSET_MAX, OPS_PAGE_ROWS
+from codemojex.limits import OPS_PAGE
 
 Sort = Literal["pending", "activity", "title"]
 SORTS: Final[tuple[Sort, ...]] = ("pending", "activity", "title")
@@ -32,17 +32,17 @@ def check_cursor(sort: Sort, cursor: str) -> str | None:
     if sort == "title":
         title, sep, last_id = cursor.partition(_SEP)
         wrong = "not a cursor of the table by title"
-        if len(cursor) > OPS_CURSOR_MAX or not sep or "\x00" in title:
+        if len(cursor) > OPS_PAGE.cursor_max or not sep or "\x00" in title:
             return wrong
         try:
             title.encode("utf-8")  # no lone surrogate (a %ED%A0%80 in the URL)
         except UnicodeEncodeError:
             return wrong
         return None if ids.is_valid(last_id, ids.ROOM) else wrong
-    digits = len(str(OPS_OFFSET_MAX))
-    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= digits):
-        return f"a whole number up to {OPS_OFFSET_MAX}"
-    return None if int(cursor) <= OPS_OFFSET_MAX else f"a whole number up to {OPS_OFFSET_MAX}"
+    most = OPS_PAGE.offset_max
+    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= len(str(most))):
+        return f"a whole number up to {most}"
+    return None if int(cursor) <= most else f"a whole number up to {most}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,7 @@ async def rooms_page(
     descending: bool,
     cursor: str,
     now_ms: int,
-    rows: int = OPS_PAGE_ROWS,
+    rows: int = OPS_PAGE.page_rows,
 ) -> RoomsPage:
     total: int | None = None
     offset = 0

@@ -10,7 +10,7 @@ takes over a dead one's rows what happened to them:
 - posted, `send:posted:<row>` → message id: set right after Telegram answers, before anything
   else (one script call for all the post's rows, then `mark_sent`).
 
-Both are deleted once `mark_sent` succeeded (they live SENDER_MARKER_TTL_S otherwise). A row
+Both are deleted once `mark_sent` succeeded (they live SENDER.marker_ttl_s otherwise). A row
 with a posted marker is marked sent without posting it again. A row with neither was not being
 posted: it is simply posted. A row with an intent marker and no posted marker is ambiguous:
 its sender died during the post, before or after Telegram took it.
@@ -33,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.db.store import outbox
 from codemojex.db.unit import uow
-from codemojex.limits import MARK_SENT_RETRY, SENDER_MARKER_TTL_S
+from codemojex.limits import RETRIES, SENDER
 from codemojex.outages import OUTAGES, retrying
 from codemojex.posting import scripts
 from codemojex.posting.fold import OutMessage
@@ -86,7 +86,7 @@ class Delivery:
         # mark_sent insists through a database outage (the markers keep the rows from being
         # posted again meanwhile) until the sender stops.
         self._mark_sent = retrying(
-            "postgres", MARK_SENT_RETRY, where=WHERE, stop=stop, on_failure=self._count
+            "postgres", RETRIES.mark_sent, where=WHERE, stop=stop, on_failure=self._count
         )(self._mark_once)
 
     def _count(self, exc: BaseException) -> None:
@@ -131,7 +131,7 @@ class Delivery:
         `row_ids` as about to go out (who and when, for an operator reading the keys)."""
         intent = f"{self.owner}:{time.time():.3f}"
         keys = [key, *(self._keys.sending(i) for i in row_ids)]
-        args: list[str | int] = [token, self._chat_lease_ms, intent, SENDER_MARKER_TTL_S]
+        args: list[str | int] = [token, self._chat_lease_ms, intent, SENDER.marker_ttl_s]
         return bool(await self._fence(keys=keys, args=args))
 
     async def forget_intent(self, ids: Sequence[int]) -> None:
@@ -151,7 +151,7 @@ class Delivery:
             try:
                 await self._posted_mark(
                     keys=[self._keys.posted(i) for i in msg.row_ids],
-                    args=[message_id, SENDER_MARKER_TTL_S],
+                    args=[message_id, SENDER.marker_ttl_s],
                 )
             except Exception as exc:  # mark_sent below is what matters; this narrows a window
                 OUTAGES.swallow(exc, WHERE, "posted rows not recorded in Redis")

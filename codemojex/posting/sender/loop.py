@@ -24,17 +24,7 @@ from telegram import Bot
 
 from codemojex.db import store
 from codemojex.db.reading import reading
-from codemojex.limits import (
-    OUTBOX_SCAN_RETRY,
-    SENDER_CHAT_LEASE_MS,
-    SENDER_CLAIM_LEASE_S,
-    SENDER_CLAIM_LIMIT,
-    SENDER_HOLD_DEFAULT,
-    SENDER_PEEK_S,
-    SENDER_POST_TIMEOUT_S,
-    SENDER_RECONCILE_S,
-    SENDER_TURN_FAILED_PAUSE_S,
-)
+from codemojex.limits import RETRIES, SENDER
 from codemojex.outages import OUTAGES, pause_s
 from codemojex.posting.fold import MAX_MESSAGE
 from codemojex.posting.keys import Keys
@@ -66,16 +56,16 @@ class OutboxSender:
         namespace: str,
         pacer: Pacer | None = None,
         owner: str | None = None,
-        max_chats: int = SENDER_HOLD_DEFAULT,
-        poll_s: float = SENDER_RECONCILE_S,
-        peek_s: float = SENDER_PEEK_S,
-        chat_lease_ms: int = SENDER_CHAT_LEASE_MS,
-        claim_lease_s: float = SENDER_CLAIM_LEASE_S,
-        claim_limit: int = SENDER_CLAIM_LIMIT,
+        max_chats: int = SENDER.hold_default,
+        poll_s: float = SENDER.reconcile_s,
+        peek_s: float = SENDER.peek_s,
+        chat_lease_ms: int = SENDER.chat_lease_ms,
+        claim_lease_s: float = SENDER.claim_lease_s,
+        claim_limit: int = SENDER.claim_limit,
         max_message: int = MAX_MESSAGE,
         stats: SenderStats | None = None,
         ambiguous: Ambiguous = "repost",
-        post_timeout_s: float = SENDER_POST_TIMEOUT_S,
+        post_timeout_s: float = SENDER.post_timeout_s,
     ) -> None:
         """`namespace` scopes the Redis keys (use the queue name). `poll_s` is how often the
         outbox is scanned for chats with unsent rows that nobody added to the ring (a process
@@ -146,7 +136,7 @@ class OutboxSender:
                 if time.monotonic() >= next_scan:
                     failures = 0 if await self._reconcile() else failures + 1
                     # after a failed scan, soon again (backing off), not a whole poll_s later
-                    again_s = pause_s(OUTBOX_SCAN_RETRY, failures) if failures else self._poll_s
+                    again_s = pause_s(RETRIES.loop, failures) if failures else self._poll_s
                     next_scan = time.monotonic() + min(self._poll_s, again_s)
                 next_ms = await self._take_turns()
                 timeout = min(self._peek_s, max(0.0, next_scan - time.monotonic()))
@@ -169,7 +159,7 @@ class OutboxSender:
     async def _reconcile(self) -> bool:
         """Add every chat with unsent rows to the ring (rows a dead process never announced;
         at start, whatever the last run left). False: the database was out (the loop tries
-        again after OUTBOX_SCAN_RETRY's pause, taking turns meanwhile)."""
+        again after RETRIES.loop's pause, taking turns meanwhile)."""
         try:
             async with reading(self._sessionmaker) as session:
                 chats = await store.chats_with_unsent(session)
@@ -178,7 +168,7 @@ class OutboxSender:
             if OUTAGES.failed(exc, WHERE) is None:
                 raise
             self.stats.errors += 1
-            OUTAGES.retried[OUTBOX_SCAN_RETRY.name] += 1
+            OUTAGES.retried[RETRIES.loop.name] += 1
             return False
         self._poked.update(chats)
         return True
@@ -216,7 +206,7 @@ class OutboxSender:
             self.stats.errors += 1
             if OUTAGES.failed(exc, WHERE) is None:
                 log.exception("sender for chat %d failed; it will be retried", chat_id)
-            await asyncio.sleep(SENDER_TURN_FAILED_PAUSE_S)
+            await asyncio.sleep(SENDER.turn_failed_pause_s)
         finally:
             # The chat may already be in its next turn (taken again once handed back).
             if self._active.get(chat_id) is asyncio.current_task():

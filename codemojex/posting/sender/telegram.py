@@ -37,7 +37,7 @@ from telegram.error import (
     TimedOut,
 )
 
-from codemojex.limits import SENDER_FAILED_POST_PAUSE_MS
+from codemojex.limits import SENDER
 from codemojex.outages import OUTAGES, retry_after_ms
 from codemojex.posting.fold import OutMessage
 from codemojex.posting.pacer import Grant, Pacer
@@ -99,7 +99,7 @@ async def post(bot: Bot, chat_id: int, msg: OutMessage) -> int:
 def failed_post_pause_ms() -> int:
     """How long a chat waits after a post that failed (no 429): a second or two, at random,
     so that chats that failed together do not come back together."""
-    return SENDER_FAILED_POST_PAUSE_MS + random.randint(0, SENDER_FAILED_POST_PAUSE_MS)
+    return SENDER.failed_post_pause_ms + random.randint(0, SENDER.failed_post_pause_ms)
 
 
 class Poster:
@@ -115,7 +115,7 @@ class Poster:
         """The grant's post is answered, or will not be made: the pace measures from now."""
         try:
             await self._pacer.settle(grant)
-        except Exception as exc:  # the grant stops counting as in flight after PACE_FLIGHT_MS
+        except Exception as exc:  # the grant stops counting as in flight after PACE.flight_ms
             OUTAGES.swallow(exc, "the outbox sender", "a pace slot not settled")
 
     async def attempt(self, chat_id: int, msg: OutMessage, grant: Grant) -> Answer:
