@@ -48,7 +48,7 @@ T = TypeVar("T")
 
 ALICE, BOB, CAROL, DAVE, OPERATOR = 2001, 2002, 2003, 2004, 2009
 ADMIN = CAROL  # the owner (an administrator) of every test group
-# Barrier users take turns, so that none of them runs out of answers (4 a minute each).
+# Barrier users take turns, so that none of them runs out of answers (ANSWERS.budget_default).
 BARRIERS = range(2900, 3000)
 NAMES = {
     ALICE: "Alice",

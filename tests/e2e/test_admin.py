@@ -41,7 +41,7 @@ async def test_only_admins_anonymous_admins_and_operators_run_admin_commands(
             say(chat, ALICE, "/limit 1"),
             say(chat, ALICE, "/endround"),
             say(chat, ALICE, "/ban", reply_to=bobs),
-            say(chat, DAVE, "/settings length=5"),  # Alice's answers are spent (4 a minute)
+            say(chat, DAVE, "/settings length=5"),  # Alice's answer budget is spent
         ]
         # Each refused (the group's pace allows a post a second: the answers waiting for it
         # are folded into one message).
