@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection
 from telegram import Bot, ChatMemberUpdated, Message
 from telegram.constants import ChatMemberStatus
 
-from codemojex.limits import ADMIN_CACHE_TTL_S_DEFAULT, ADMIN_CACHE_TTL_S_MAX
+from codemojex.limits import BOT
 
 _ADMIN_STATUSES = frozenset({ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
 
@@ -19,17 +19,17 @@ class AdminCache:
     A chat-member update that makes or unmakes an admin or owner calls `forget`, so a
     promotion or demotion counts at once; joins and leaves keep the list (asking again on each
     would cost a getChatAdministrators per join in a big group). The TTL, at most
-    ADMIN_CACHE_TTL_S_MAX, covers the updates Telegram does not send: bots get chat_member
+    BOT.admin_cache_ttl_s_max, covers the updates Telegram does not send: bots get chat_member
     updates only where they are administrators themselves (docs/game.md).
     """
 
     def __init__(
         self,
-        ttl_s: float = ADMIN_CACHE_TTL_S_DEFAULT,
+        ttl_s: float = BOT.admin_cache_ttl_s_default,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not 0 < ttl_s <= ADMIN_CACHE_TTL_S_MAX:
-            raise ValueError(f"the admin cache TTL is 0 < ttl <= {ADMIN_CACHE_TTL_S_MAX} s")
+        if not 0 < ttl_s <= BOT.admin_cache_ttl_s_max:
+            raise ValueError(f"the admin cache TTL is 0 < ttl <= {BOT.admin_cache_ttl_s_max} s")
         self._ttl_s = ttl_s
         self._clock = clock
         self._entries: dict[int, tuple[float, frozenset[int]]] = {}

@@ -15,7 +15,7 @@ from typing import Final
 
 from telegram import Update
 
-from codemojex import limits, metrics, usecases
+from codemojex import metrics, usecases
 from codemojex.bot.admin import is_admin
 from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.incoming import (
@@ -32,14 +32,14 @@ from codemojex.bot.replies import outbox_written
 from codemojex.bot.rooms import display_name, storable
 from codemojex.db import Room, reading, store
 from codemojex.game import texts
-from codemojex.limits import CEILING_MAX, CEILING_MIN, WEIGHT_MAX, WEIGHT_MIN
+from codemojex.limits import AUDIT, LANES
 from codemojex.locale import Lang
 from codemojex.posting.budget import Say
 from codemojex.scoring import InvalidSettings, parse_settings
 
-LIMIT_RANGE: Final = (CEILING_MIN, CEILING_MAX)
-WEIGHT_RANGE: Final = (WEIGHT_MIN, WEIGHT_MAX)
-AUDIT_ARGS_MAX: Final = limits.AUDIT_ARGS_MAX
+LIMIT_RANGE: Final = (LANES.ceiling_min, LANES.ceiling_max)
+WEIGHT_RANGE: Final = (LANES.weight_min, LANES.weight_max)
+AUDIT_ARGS_MAX: Final = AUDIT.args_chars_max
 QUEUE_LINES_MAX: Final = texts.QUEUE_LINES_MAX
 
 

@@ -37,7 +37,6 @@ from telegram.ext import (
     filters,
 )
 
-from codemojex import limits
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.cards import Cards
@@ -66,6 +65,7 @@ from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
+from codemojex.limits import BOT
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.outages import OUTAGES
 from codemojex.posting.board import DailyBoard
@@ -298,8 +298,8 @@ async def running(
     application: CodemojexApp,
     *,
     webhook: bool = False,
-    poll_timeout: float = limits.BOT_POLL_TIMEOUT_S,
-    stop_s: float = limits.BOT_STOP_S,
+    poll_timeout: float = BOT.poll_timeout_s,
+    stop_s: float = BOT.stop_s,
     stop: asyncio.Event | None = None,
 ) -> AsyncIterator[CodemojexApp]:
     """Run the bot inside the caller's event loop: our polling loop (codemojex.bot.polling,

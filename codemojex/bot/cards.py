@@ -24,7 +24,7 @@ from telegram.constants import ChatType
 from codemojex import usecases
 from codemojex.bot.rooms import RoomDefaults, room_title
 from codemojex.db import Room, reading, store
-from codemojex.limits import CARD_CACHE_ROOMS
+from codemojex.limits import CARDS
 from codemojex.outages import is_outage
 from codemojex.posting.cards import Card, CardBusy, CardRead, RoomCards, reload
 from codemojex.posting.cards import refresh as refresh_card
@@ -41,7 +41,7 @@ class SeatSeen:
 class CardCache:
     """Cards by chat and seats by (room, user), the least recently used forgotten first."""
 
-    def __init__(self, size: int = CARD_CACHE_ROOMS) -> None:
+    def __init__(self, size: int = CARDS.cache_rooms) -> None:
         self._size = size
         self._cards: OrderedDict[ChatKey, Card] = OrderedDict()
         self._seats: OrderedDict[tuple[str, int], SeatSeen] = OrderedDict()

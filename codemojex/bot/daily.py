@@ -45,12 +45,7 @@ from codemojex.bot.replies import outbox_written
 from codemojex.bot.rooms import display_name, room_title
 from codemojex.db import reading, store
 from codemojex.game import daily, texts
-from codemojex.limits import (
-    DAILY_GROUP_ROWS,
-    DAILY_INLINE_CACHE_S,
-    DAILY_INLINE_CARD_CACHE_S,
-    DAILY_TOP_ROWS,
-)
+from codemojex.limits import DAILY
 from codemojex.locale import EN, Lang
 from codemojex.outages import outage_of
 from codemojex.posting.board import DailyBoard
@@ -155,7 +150,7 @@ class DailyCommands:
             puzzle = await usecases.puzzle_today(session, now, services.rng)
         async with reading(services.sessionmaker) as session:
             members = await store.group_dailies(
-                session, who.chat.id, day, DAILY_GROUP_ROWS, also=also, keep=asker
+                session, who.chat.id, day, DAILY.group_rows, also=also, keep=asker
             )
         board = services.board
         await board.ensure(day, services.sessionmaker)
@@ -217,7 +212,7 @@ class DailyCommands:
     async def on_inline_query(self, update: Update, context: CodemojexContext) -> None:
         """The asker's card of today, to post in the chat they picked; nothing that tells
         the code to someone who has not finished it (an invitation to play instead). At most
-        INLINE_RATE_MAX a user per window are answered."""
+        DAILY.inline_rate_max a user per window are answered."""
         query = update.inline_query
         if query is None:
             return
@@ -232,9 +227,9 @@ class DailyCommands:
         number = view.puzzle.number
         # Telegram keeps an answer for `cache_time` and asks again only after it: a card stays
         # the same until the next code; an invitation may turn into a card at any moment.
-        cache_s = DAILY_INLINE_CACHE_S
+        cache_s = DAILY.inline_cache_s
         if view.status == "finished":
-            cache_s = max(1, min(DAILY_INLINE_CARD_CACHE_S, daily.seconds_to_next(now)))
+            cache_s = max(1, min(DAILY.inline_card_cache_s, daily.seconds_to_next(now)))
             card = view.card(lang)
             result = InlineQueryResultArticle(
                 id=f"card-{number}",
@@ -275,7 +270,7 @@ async def world_top(
             view = await usecases.todays(session, user.id, now, rng)
             puzzle = view.puzzle
     await board.ensure(day, sessionmaker)
-    best = await board.top(day, DAILY_TOP_ROWS)
+    best = await board.top(day, DAILY.top_rows)
     async with reading(sessionmaker) as session:
         names = await store.daily_names(session, day, [uid for uid, _ in best])
     mine = None

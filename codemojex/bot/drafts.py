@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from codemojex import limits
 from codemojex.game import taps
+from codemojex.limits import BOT, LANES
 from codemojex.posting.keys import Keys
 from codemojex.redistypes import AnyRedis
 
@@ -18,8 +18,8 @@ from codemojex.redistypes import AnyRedis
 class TapRate:
     """At most `most` taps per `window_ms` per user (tests may set their own)."""
 
-    most: int = limits.TAP_RATE_MAX
-    window_ms: int = limits.TAP_RATE_WINDOW_MS
+    most: int = BOT.tap_rate_max
+    window_ms: int = BOT.tap_rate_window_ms
 
 
 class Drafts:
@@ -34,7 +34,7 @@ class Drafts:
         self,
         user_id: int,
         query_id: str,
-        seen_s: int = limits.DEDUPE_WINDOW_S_DEFAULT,
+        seen_s: int = LANES.dedupe_window_s_default,
         *,
         also: Callable[[Any], None] | None = None,
     ) -> tuple[bool, bool]:

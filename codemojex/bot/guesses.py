@@ -43,13 +43,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Literal
+from typing import Final, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Chat, Message, User
 from telegram.constants import ChatType
 
-from codemojex import ids, limits
+from codemojex import ids
 from codemojex.bot.cards import Cards
 from codemojex.bot.intake import Intake
 from codemojex.bot.language import room_language, user_language
@@ -58,6 +58,7 @@ from codemojex.bot.rooms import display_name, room_title, topic_of
 from codemojex.game import daily, texts
 from codemojex.jobs import GuessJob
 from codemojex.lanes import Admission, Admitted, LaneError
+from codemojex.limits import LANES
 from codemojex.locale import Lang
 from codemojex.posting.board import DailyBoard
 from codemojex.posting.cards import SEAT_GUARD, Card, CardBusy, CardRead
@@ -73,6 +74,7 @@ from codemojex.scoring import (
 from codemojex.scoring.emoji import clusters, is_emoji
 
 log = logging.getLogger(__name__)
+_GUESS_ATTEMPTS: Final = LANES.guess_max_attempts  # read per guess
 
 # Fewer emojis than the shortest code in a plain message is a reaction, not a guess; more than
 # the longest code is an emoji wall. The scan stops there, so the work per message is bounded
@@ -311,7 +313,7 @@ class Guesses:
                     room_id,
                     player_id,
                     job.encode(),
-                    max_attempts=limits.GUESS_MAX_ATTEMPTS,
+                    max_attempts=_GUESS_ATTEMPTS,
                     max_depth=self._max_depth,
                     job_id=job_id,
                     guards=shared.guards(room_id, round_id, user.id, player_id),

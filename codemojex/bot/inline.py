@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codemojex import limits
+from codemojex.limits import DAILY
 from codemojex.posting.keys import Keys
 from codemojex.redistypes import AnyRedis
 
@@ -15,8 +15,8 @@ from codemojex.redistypes import AnyRedis
 class InlineRate:
     """At most `most` inline queries per `window_ms` per user (tests may set their own)."""
 
-    most: int = limits.INLINE_RATE_MAX
-    window_ms: int = limits.INLINE_RATE_WINDOW_MS
+    most: int = DAILY.inline_rate_max
+    window_ms: int = DAILY.inline_rate_window_ms
 
 
 class InlineQueries:

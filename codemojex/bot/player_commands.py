@@ -33,7 +33,7 @@ from codemojex.bot.replies import outbox_written
 from codemojex.bot.rooms import display_name
 from codemojex.db import reading, store
 from codemojex.game import texts
-from codemojex.limits import LEADERBOARD_ROWS
+from codemojex.limits import GAME
 from codemojex.scoring import DEFAULT_LENGTH
 
 TOP_WEEK: Final = "week"  # /top week: this week's board
@@ -216,12 +216,12 @@ async def cmd_top(update: Update, context: CodemojexContext) -> None:
         if which not in ("", TOP_WEEK):
             board = texts.top_usage(lang)
         elif which == TOP_WEEK:
-            week = await store.weekly_board(session, room.id, limit=LEADERBOARD_ROWS)
+            week = await store.weekly_board(session, room.id, limit=GAME.leaderboard_rows)
             board = texts.leaderboard(
                 lang, [(r.display_name, r.points, r.wins) for r in week], week=True
             )
         else:
-            rows = await store.leaderboard(session, room.id, limit=LEADERBOARD_ROWS)
+            rows = await store.leaderboard(session, room.id, limit=GAME.leaderboard_rows)
             board = texts.leaderboard(lang, [(r.display_name, r.points, r.wins) for r in rows])
     await services.answers.answer_paid(who.message, board)
 

@@ -25,7 +25,7 @@ Update of them (that costs more than the rest of a guess's way through the bot).
 Telegram had no more than it returned, the loop waits until the window made room for a
 refill more (an empty window long-polls), never a hot loop; so at a trickle an update may
 wait for the slowest one in hand before it is fetched. A failed getUpdates is judged by
-outages.py and asked again after POLL_RETRY's pause; Telegram's RetryAfter is waited out; a
+outages.py and asked again after RETRIES.loop's pause; Telegram's RetryAfter is waited out; a
 rejected token ends the loop (`failure`).
 
 Stopping (SIGTERM): no more fetching; what is in hand finishes within `stop_s`; one last
@@ -48,8 +48,8 @@ from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter
 from telegram.ext import Application
 from telegram.warnings import PTBUserWarning
 
-from codemojex import limits
 from codemojex.bot.processor import handle_update
+from codemojex.limits import BOT, RETRIES
 from codemojex.outages import OUTAGES, pause_s, retry_after_ms
 
 log = logging.getLogger(__name__)
@@ -66,14 +66,14 @@ class Poller:
         self,
         application: AnyApplication,
         *,
-        in_hand: int = limits.BOT_IN_HAND_DEFAULT,
-        timeout: float = limits.BOT_POLL_TIMEOUT_S,
+        in_hand: int = BOT.in_hand_default,
+        timeout: float = BOT.poll_timeout_s,
         allowed_updates: Sequence[str] | None = None,
-        stop_s: float = limits.BOT_STOP_S,
-        concurrency: int = limits.BOT_CONCURRENCY_DEFAULT,
+        stop_s: float = BOT.stop_s,
+        concurrency: int = BOT.concurrency_default,
     ) -> None:
-        if not 1 <= in_hand <= limits.BOT_IN_HAND_MAX:
-            raise ValueError(f"in_hand must be 1 to {limits.BOT_IN_HAND_MAX}")
+        if not 1 <= in_hand <= BOT.in_hand_max:
+            raise ValueError(f"in_hand must be 1 to {BOT.in_hand_max}")
         self._app = application
         self._bot = application.bot
         self.in_hand = in_hand
@@ -156,7 +156,7 @@ class Poller:
                 except Exception as exc:
                     failures += 1
                     self._failed(exc)
-                    await self._pause(pause_s(limits.POLL_RETRY, failures))
+                    await self._pause(pause_s(RETRIES.loop, failures))
                     continue
                 if failures:
                     failures = 0
@@ -185,7 +185,7 @@ class Poller:
                     "timeout": poll_s,
                     "allowed_updates": self._allowed,
                 },
-                read_timeout=poll_s + limits.BOT_POLL_READ_MARGIN_S,
+                read_timeout=poll_s + BOT.poll_read_margin_s,
             )
         if offset is not None:
             self._confirmed = max(self._confirmed, offset)

@@ -17,7 +17,7 @@ from typing import Any
 from telegram import Update
 from telegram.ext import Application, BaseUpdateProcessor
 
-from codemojex import limits
+from codemojex.limits import BOT
 
 SenderKey = tuple[int, int]
 
@@ -50,9 +50,9 @@ class PerSenderUpdateProcessor(BaseUpdateProcessor):
 
     def __init__(
         self,
-        concurrency: int = limits.BOT_CONCURRENCY_DEFAULT,
+        concurrency: int = BOT.concurrency_default,
         *,
-        backlog: int = limits.BOT_UPDATE_BACKLOG,
+        backlog: int = BOT.update_backlog,
     ) -> None:
         super().__init__(backlog)
         self._slots = asyncio.Semaphore(concurrency)

@@ -1,21 +1,22 @@
 """The bot's own answers, budgeted per member, paced with every other post of the bot, never
 holding an update.
 
-Telegram allows about one message a second per chat, twenty a minute in a group and thirty a
-second for the whole bot. The worker's outbox sender and the bot post into the same chats, so
-both take their slots from the same `Pacer` (its state is in Redis, namespace = the queue,
-limits from the settings CODEMOJEX_PACE_*; while Redis is down, each process keeps the pace
-alone). The answers are held to a share of each limit (`PacePolicy.from_settings(...,
-answers=True)`: a quarter of a group's minute, a fifth of the bot's second, never two of a
-chat's seconds in a row), so that the results keep the rest whatever a chat's members send.
+Telegram limits a bot's messages per chat, per group and in all (TELEGRAM's rates). The
+worker's outbox sender and the bot post into the same chats, so both take their slots from the
+same `Pacer` (its state is in Redis, namespace = the queue, limits from the settings
+CODEMOJEX_PACE_*; while Redis is down, each process keeps the pace alone). The answers are held
+to a share of each limit (`PacePolicy.from_settings(..., answers=True)`:
+ANSWERS.group_share_pct of a group's minute, ANSWERS.bot_share_pct of the bot's second, never
+two of a chat's seconds in a row), so that the results keep the rest whatever a chat's members
+send.
 
 Each member's answers in a chat are budgeted first (posting/budget.py, the setting
-CODEMOJEX_ANSWER_BUDGET: 4 a minute): past the budget the member gets one "slow down" instead
-of the answer, then nothing until the budget is whole again, so one member's spam cannot take
-the chat's whole share of answers either. A command spends it before its work (`spend_first`,
-then `answer_paid`), so one past the budget costs one Redis call and no SQL. An admin's allowed
-commands are answered outside the budget (`answer_as(..., Say.ANSWER, ...)`): the pace still
-holds them to the answers' share.
+CODEMOJEX_ANSWER_BUDGET, ANSWERS.budget_default a minute): past the budget the member gets one
+"slow down" instead of the answer, then nothing until the budget is whole again, so one
+member's spam cannot take the chat's whole share of answers either. A command spends it before
+its work (`spend_first`, then `answer_paid`), so one past the budget costs one Redis call and no
+SQL. An admin's allowed commands are answered outside the budget (`answer_as(..., Say.ANSWER,
+...)`): the pace still holds them to the answers' share.
 
 The rule for an answer (a refusal, "slow down", an admin reply):
 - the chat's pace allows a post now: it goes out at once, as a reply to the message it
@@ -26,7 +27,7 @@ The rule for an answer (a refusal, "slow down", an admin reply):
 - the queue posts at the chat's first slot, and every answer waiting for the chat then goes
   into that one message (folded as the sender folds results: one line each, naming whom it
   answers), never mixing forum topics;
-- an answer not posted within `reply_wait_s` (REPLY_WAIT_S_DEFAULT, 3 s) of being asked is
+- an answer not posted within `reply_wait_s` (ANSWERS.wait_s_default) of being asked is
   dropped, and so is one whose chat's pace is known to need longer (said at once: nothing
   sleeps towards a deadline it will miss); a dropped answer is logged and its `on_dropped`
   called (a once-per-episode notice is then not spent);
@@ -53,7 +54,7 @@ from telegram.error import RetryAfter, TelegramError
 
 from codemojex.bot.rooms import display_name
 from codemojex.game import texts
-from codemojex.limits import REPLY_WAIT_S_DEFAULT
+from codemojex.limits import ANSWERS
 from codemojex.locale import Lang, resolve
 from codemojex.outages import OUTAGES, is_outage, retry_after_ms
 from codemojex.posting.budget import AnswerBudget, Say
@@ -107,7 +108,7 @@ class Answers:
     answer may wait for a posting slot before it is dropped."""
 
     def __init__(
-        self, pacer: Pacer, budget: AnswerBudget, reply_wait_s: float = REPLY_WAIT_S_DEFAULT
+        self, pacer: Pacer, budget: AnswerBudget, reply_wait_s: float = ANSWERS.wait_s_default
     ) -> None:
         self.pacer = pacer
         self.budget = budget

@@ -10,10 +10,10 @@ from typing import Final
 import regex
 from telegram import Chat, Message, User
 
-from codemojex import limits
+from codemojex.limits import BOT
 
-NAME_MAX: Final = limits.NAME_CHARS_MAX
-SHOWN_CACHE: Final = limits.SHOWN_NAMES_CACHE
+NAME_MAX: Final = BOT.name_chars_max
+SHOWN_CACHE: Final = BOT.shown_names_cache
 
 # The Unicode bidi controls (embeddings, overrides, isolates, marks: U+061C, U+200E-F,
 # U+202A-E, U+2066-9). In a name they would reorder the rest of the line it is shown in:

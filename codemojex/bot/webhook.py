@@ -11,8 +11,8 @@ again. Each check comes before the work the next one costs:
 2. the secret header (`X-Telegram-Bot-Api-Secret-Token`), compared in constant time: 403,
    with the body unread and the connection closed;
 3. more than `in_hand` requests in hand: 503 with a Retry-After (below), unread;
-4. the declared length over `WEBHOOK_BODY_MAX`: 413, unread; a body sent without a length is
-   read up to the cap and refused past it (aiohttp's `client_max_size`);
+4. the declared length over `BOT.webhook_body_max`: 413, unread; a body sent without a length
+   is read up to the cap and refused past it (aiohttp's `client_max_size`);
 5. JSON into an `Update`: 400 for anything else (Telegram would send it again, to no avail);
 6. the update is handled (bot/processor.py `handle_update`: in order per sender, a bounded
    number at once), then 200, also when a handler raised (its error handler ran).
@@ -51,22 +51,17 @@ from telegram import Update
 from telegram.ext import Application
 
 from codemojex.bot.processor import handle_update
-from codemojex.limits import (
-    BOT_IN_HAND_DEFAULT,
-    BOT_STOP_S,
-    WEBHOOK_BODY_MAX,
-    WEBHOOK_BUSY_RETRY_AFTER_S,
-    WEBHOOK_SECRET_MAX,
-    WEBHOOK_SECRET_MIN,
-)
+from codemojex.limits import BOT, TELEGRAM
 from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 
 SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
-_SECRET_RE: Final = re.compile(rf"[A-Za-z0-9_-]{{{WEBHOOK_SECRET_MIN},{WEBHOOK_SECRET_MAX}}}")
+_SECRET_MIN: Final = BOT.webhook_secret_min
+_SECRET_MAX: Final = TELEGRAM.webhook_secret_max
+_SECRET_RE: Final = re.compile(rf"[A-Za-z0-9_-]{{{_SECRET_MIN},{_SECRET_MAX}}}")
 SECRET_RULE: Final = (
-    f"CODEMOJEX_WEBHOOK_SECRET must be {WEBHOOK_SECRET_MIN} to {WEBHOOK_SECRET_MAX} characters "
+    f"CODEMOJEX_WEBHOOK_SECRET must be {_SECRET_MIN} to {_SECRET_MAX} characters "
     "of A-Z a-z 0-9 _ - (e.g. the output of: python3 -c 'import secrets; "
     "print(secrets.token_urlsafe(32))')"
 )
@@ -83,7 +78,7 @@ class WebhookConfig:
     secret: str = ""
     listen: str = "127.0.0.1"
     port: int = 8443
-    body_max: int = WEBHOOK_BODY_MAX
+    body_max: int = BOT.webhook_body_max
 
     def __repr__(self) -> str:  # never the secret
         return f"WebhookConfig(url={self.url!r}, listen={self.listen!r}, port={self.port!r})"
@@ -114,8 +109,8 @@ class WebhookServer:
         config: WebhookConfig,
         application: Application[Any, Any, Any, Any, Any, Any],
         *,
-        in_hand: int = BOT_IN_HAND_DEFAULT,
-        stop_s: float = BOT_STOP_S,
+        in_hand: int = BOT.in_hand_default,
+        stop_s: float = BOT.stop_s,
     ) -> None:
         self.config = config
         self.in_hand = in_hand
@@ -147,7 +142,7 @@ class WebhookServer:
         if self.holding >= self.in_hand:
             self.busy += 1
             response = _refused(503)
-            response.headers["Retry-After"] = str(WEBHOOK_BUSY_RETRY_AFTER_S)
+            response.headers["Retry-After"] = str(BOT.webhook_busy_retry_after_s)
             return response
         if request.content_length is not None and request.content_length > self.config.body_max:
             return _refused(413)

@@ -36,7 +36,7 @@ from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, 
 from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.lanes import Lanes
-from codemojex.limits import ANSWER_BUDGET_DEFAULT, ANSWER_BUDGET_MAX
+from codemojex.limits import ANSWERS
 from codemojex.locale import EN
 from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.pacer import PacePolicy, Pacer
@@ -221,7 +221,7 @@ async def bot_world(
             # The shared pacer, and an answer budget, with limits no test reaches
             # (test_pacing uses Telegram's limits and the default budget, `budgeted`).
             pacer=Pacer(redis, queue, UNPACED),
-            budget=AnswerBudget(redis, queue, budget=ANSWER_BUDGET_MAX),
+            budget=AnswerBudget(redis, queue, budget=ANSWERS.budget_max),
         ),
     )
     world = World(standin, app, lanes, redis, engine, sessionmaker, settings)
@@ -263,7 +263,7 @@ def budgeted(world: World, bot_queue: str) -> Iterator[World]:
     """The world with the default answer budget (its members' budgets start whole)."""
     answers = world.app.bot_data.answers
     before = answers.budget
-    answers.budget = AnswerBudget(world.redis, bot_queue, budget=ANSWER_BUDGET_DEFAULT)
+    answers.budget = AnswerBudget(world.redis, bot_queue, budget=ANSWERS.budget_default)
     yield world
     answers.budget = before
 
