@@ -80,7 +80,7 @@ _NOT_IN_LIMITS = {
     "a throughput": r"guesses/s|jobs/s",
     "a ratio measured": r"\b\d+(\.\d+)?x\b",
     "a percentage measured": r"\d+(-\d+)? ?%",
-    "an issue number": r"\bissue \d+|\(H\d+[a-z]?\)|#\d+",
+    "a ticket number": r"\bissue \d+|\(H\d+[a-z]?\)|#\d+",
     "history": r"\bwas \d|\bused to\b|\btoday\b|\bnow\b",
 }
 
