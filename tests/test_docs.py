@@ -1,0 +1,307 @@
+"""The docs name only what exists, so a rename or a removal cannot leave them telling a
+newcomer about a file or a function that is gone.
+
+docs/architecture.md, every name in it. The doc is read in rows: a table row, a paragraph or
+list item, a heading, and in the package tree each folder's or file's entry. In a row:
+
+- A path (it has a `/`, or ends in a file's extension): from the repo's root when it starts
+  with one of its folders (`codemojex/`, `bench/`, `tests/`, `deploy/`, `docs/`,
+  `migrations/`), else from `codemojex/` (the doc's way: `bot/polling.py`) or from a folder
+  the row names before it (`lua/budget_take.lua` after `posting/budget.py`). A bare file name
+  (`postgres.py`) is in a folder the row names, searched down (in the tree, the entry's own
+  folder), or at the top of `codemojex/` or of the repo. A link's target is from docs/.
+- A Python name, in backticks (`Lanes.admit`, `OutboxSender`, `uow`, `retrying(...)`,
+  `RECORD_RETRY`). Dotted: its first part is a module (by its last name: `outages`, `store`),
+  a class or a module-level instance of one (`OUTAGES`), or a variable (`tx`) of a class a
+  module of the row defines; every next part is a name of that module or a member of that
+  class (its own, its methods' `self.x`, its bases'). Undotted: when Codemojex defines the
+  name anywhere (a module, a function, a class or a member, a constant, a parameter), a
+  module the row names must define or import it, so a row points at the right home; a
+  row that names no module may name it from anywhere. A word Codemojex defines nowhere as a
+  Python name must be one of its other words: a setting (`bot_in_hand`, or its variable
+  `CODEMOJEX_DEDUPE_WINDOW_S`), a string its code spells (a message kind, a table, a
+  Redis book: `keys_off`, `npending`), a Lua script's name, a word of pyproject.toml's
+  import-linter contracts (`layers`, `acyclic_siblings`), or one of NOT_CODE's, each with
+  why it is no Codemojex name.
+- Not checked: spans with spaces (`make lint`, `codemojex bot`, SQL), bot commands (`/daily`),
+  flags (`-v`), and key or metric shapes (`cmx:{q}:…`, `codemojex_retries_total{policy}`).
+- A layers' picture (a fence of names and `|` alone): its names are the modules of one
+  package (codemojex's layers, the bot's).
+
+Everywhere else (README.md, docs/*.md, the packages' READMEs, the code's docstrings are not
+read): a path from the repo's root in backticks or a link exists, and `tests/x.py::test_y`
+names a test function of that file; `git log -- <path>` names what history holds, not a
+file. And the README stays a README: at most 200 lines, no commit hashes; no issue numbers
+anywhere in the code, the docs, the benchmarks, the tests or deploy/.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.docnames import PACKAGE, CodeIndex, ModuleInfo
+from tests.support import ROOT
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+ROOT_FOLDERS = ("codemojex", "bench", "tests", "deploy", "docs", "migrations", ".ci")
+EXTENSION = re.compile(r"\.(py|lua|md|toml|json|sql|conf|service|ini|ya?ml|png|txt|cfg|example)$")
+PYTHON_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+CALL = re.compile(r"([\w.]+)\(.*\)")
+SPAN = re.compile(r"`([^`\n]+)`")
+LINK = re.compile(r"\]\(([^)\s#]+)[^)]*\)")
+# What a run writes and git ignores: named in the docs, absent from a fresh checkout.
+UNTRACKED = ("bench/out",)
+
+# Words architecture.md writes in backticks that are not Codemojex's names, and why.
+NOT_CODE = {
+    "commit": "SQLAlchemy's session method, which only the unit of work calls",
+    "rollback": "SQLAlchemy's session method, which only the unit of work calls",
+    "ignore_imports": "import-linter's option, named as gone",
+    "editMessageReplyMarkup": "a Bot API method",
+    "chat_member": "a Bot API update's kind",
+}
+
+
+@dataclass
+class Row:
+    text: str
+    line: int
+    folder: Path | None = None  # in the tree: the entry's folder
+    module: Path | None = None  # in the tree: the entry's own module
+
+
+LAYER_LINE = re.compile(r"\w+( \| \w+)*")
+
+
+def rows(doc: str) -> Iterator[Row]:
+    """The doc's rows; the package tree's entries (the fence that opens with `codemojex/`),
+    and each layers' picture (a fence of names and `|` alone) as a row of its own kind."""
+    lines = doc.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+            block = lines[i + 1 : end]
+            if block and block[0].strip() == "codemojex/":
+                yield from _tree(block[1:], i + 2)
+            elif block and all(LAYER_LINE.fullmatch(b.strip()) for b in block):
+                yield Row("LAYERS " + " ".join(block), i + 1)
+            i = end + 1
+            continue
+        if not line.strip():
+            i += 1
+            continue
+        start, text = i, [line]
+        i += 1
+        single = line.startswith(("|", "#"))
+        while not single and i < len(lines) and lines[i].strip():
+            if lines[i].lstrip().startswith(("- ", "|", "#", "```")):
+                break
+            text.append(lines[i])
+            i += 1
+        yield Row(" ".join(text), start + 1)
+
+
+def _tree(block: list[str], first: int) -> Iterator[Row]:
+    entry: Row | None = None
+    for n, line in enumerate(block):
+        m = re.match(r"  (\S+)\s", line + " ")
+        if m:
+            if entry:
+                yield entry
+            name = m.group(1)
+            path = PACKAGE / name.rstrip("/")
+            folder = path if name.endswith("/") else PACKAGE
+            entry = Row(line, first + n, folder, None if name.endswith("/") else path)
+        elif entry:
+            entry.text += " " + line.strip()
+    if entry:
+        yield entry
+
+
+def tree_paths(text: str) -> list[str]:
+    """The paths an entry of the tree writes without backticks (`lua/includes/`, `cli.py`)."""
+    bare = SPAN.sub(" ", text)
+    found = re.findall(r"(?<![\w/.])((?:\.\./)?[\w-]+(?:\.[\w-]+)*(?:/[\w.-]+)*/?)", bare)
+    return [p for p in found if p.endswith("/") or EXTENSION.search(p)]
+
+
+def _importlinter_words() -> set[str]:
+    """import-linter's words pyproject.toml uses (`layers`, `acyclic_siblings`, an id)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    words: set[str] = set()
+    for contract in config.get("contracts", []):
+        for key, value in contract.items():
+            words.add(key)
+            if isinstance(value, str):
+                words.add(value)
+    return words
+
+
+class Checker:
+    def __init__(self) -> None:
+        self.code = CodeIndex()
+        settings = self.code.modules["codemojex.settings"].classes["Settings"]
+        self.settings = settings.members
+        lua = {p.stem for p in PACKAGE.rglob("*.lua")}
+        self.words = self.code.spelled | lua | _importlinter_words()
+
+    def path(self, text: str, folders: list[Path], tree: bool = False) -> Path | None:
+        """Where a path written in the doc is, or None."""
+        text = text.rstrip("/")
+        if text.split("/")[0] in ROOT_FOLDERS:
+            return ROOT / text if (ROOT / text).exists() else None
+        if "/" in text:
+            for base in [PACKAGE, ROOT / "docs", *folders]:
+                if (base / text).exists():
+                    return (base / text).resolve()
+            return None
+        for base in [PACKAGE, ROOT]:
+            if (base / text).exists():
+                return base / text
+        for folder in folders[:1] if tree else folders:
+            found = next(folder.rglob(text), None)
+            if found:
+                return found
+        return None
+
+    def check(self, row: Row) -> list[str]:
+        if row.text.startswith("LAYERS "):
+            return self._layers([w for w in row.text.split()[1:] if w != "|"])
+        problems: list[str] = []
+        folders = [row.folder] if row.folder else []
+        modules: list[ModuleInfo] = []
+        if row.module and (m := self.code.module_at(row.module)):
+            modules.append(m)
+        spans = SPAN.findall(row.text)
+        paths = [s for s in spans if self._is_path(s)] + tree_paths(row.text) * bool(row.folder)
+        # the paths with a folder first: a bare file name is looked for in every folder named
+        for text in sorted(paths, key=lambda p: "/" not in p):
+            found = self.path(text, folders, tree=row.folder is not None)
+            if found is None:
+                problems.append(f"no such path: {text}")
+                continue
+            folders.append(found if found.is_dir() else found.parent)
+            if (m := self.code.module_at(found)) and m not in modules:
+                modules.append(m)
+        for target in LINK.findall(row.text):
+            if not target.startswith("http") and not (ARCHITECTURE.parent / target).exists():
+                problems.append(f"no such link target: {target}")
+        names = [s for s in spans if not self._is_path(s)]
+        # dotted names first: a module they start from is one the row names (`outages.OUTAGES`)
+        for span in sorted(names, key=lambda s: "." not in s):
+            problems += self._name(span, modules)
+        return problems
+
+    def _layers(self, names: list[str]) -> list[str]:
+        """A layers' picture names the modules of one package (codemojex, codemojex.bot…)."""
+        packages = {m.name.rpartition(".")[0] for n in names for m in self.code.by_last.get(n, [])}
+        best = max(
+            packages,
+            key=lambda p: sum(f"{p}.{n}" in self.code.modules for n in names),
+            default="codemojex",
+        )
+        return [
+            f"the layer {n} is no module of {best}"
+            for n in names
+            if f"{best}.{n}" not in self.code.modules
+        ]
+
+    @staticmethod
+    def _is_path(span: str) -> bool:
+        return (
+            " " not in span
+            and ("/" in span or bool(EXTENSION.search(span)))
+            and not span.startswith("/")
+        )
+
+    def _name(self, span: str, row: list[ModuleInfo]) -> list[str]:
+        if call := CALL.fullmatch(span):
+            span = call.group(1)
+        if not PYTHON_NAME.fullmatch(span):
+            return []
+        parts = span.split(".")
+        if len(parts) > 1:
+            if not self.code.resolves(parts, row):
+                return [f"`{span}` resolves to nothing"]
+            row += [m for m in self.code.by_last.get(parts[0], []) if m not in row]
+            return []
+        name = span
+        if name.startswith("CODEMOJEX_"):
+            setting = name.removeprefix("CODEMOJEX_").lower()
+            return [] if setting in self.settings else [f"`{name}` is no setting"]
+        if name in self.settings or name in self.code.by_last or name in self.words:
+            return []
+        if self.code.defined_anywhere(name):
+            if not row or any(m.defines(name) for m in row):
+                return []
+            where = ", ".join(m.name for m in row)
+            return [f"`{name}` is defined, but not in what its row names ({where})"]
+        if name in NOT_CODE:
+            return []
+        return [f"`{name}` names nothing Codemojex has"]
+
+
+@pytest.fixture(scope="module")
+def checker() -> Checker:
+    return Checker()
+
+
+def test_architecture_names_only_what_exists(checker: Checker) -> None:
+    problems = [
+        f"docs/architecture.md:{row.line}: {problem}"
+        for row in rows(ARCHITECTURE.read_text())
+        for problem in checker.check(row)
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def _docs() -> list[Path]:
+    return [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        *sorted(PACKAGE.rglob("README.md")),
+        *sorted((ROOT / "bench").rglob("README.md")),
+    ]
+
+
+def _test_exists(path: Path, name: str) -> bool:
+    tree = ast.parse(path.read_text())
+    return any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+        for node in ast.walk(tree)
+    )
+
+
+def test_every_path_the_docs_write_from_the_root_exists() -> None:
+    problems = []
+    for doc in _docs():
+        text = doc.read_text()
+        for n, line in enumerate(text.splitlines(), 1):
+            spans = [s for s in SPAN.findall(line) if not s.startswith("git ")]
+            links = [
+                os.path.relpath(doc.parent / t, ROOT)
+                for t in LINK.findall(line)
+                if not t.startswith("http")
+            ]
+            for written in [*spans, *links]:
+                path, _, test = written.partition("::")
+                if " " in path or path.split("/")[0] not in ROOT_FOLDERS or "…" in path:
+                    continue
+                if path.startswith(UNTRACKED):
+                    continue
+                where = f"{doc.relative_to(ROOT)}:{n}"
+                if not (ROOT / path).exists():
+                    problems.append(f"{where}: no such path: {path}")
+                elif test and "…" not in test and not _test_exists(ROOT / path, test.split("[")[0]):
+                    problems.append(f"{where}: no test {test} in {path}")
+    assert not problems, "\n".join(problems)
