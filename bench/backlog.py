@@ -48,6 +48,7 @@ from bench.common import (
     make_client,
     print_table,
     redis_url,
+    results_name,
     save_results,
     unique_queue,
 )
@@ -199,8 +200,7 @@ async def main_async(args: argparse.Namespace) -> None:
             for r in runs
         ),
     )  # fmt: skip
-    name = args.out or ("backlog" if args.n >= 100_000 else "backlog-small")
-    save_results(name, "backlog", save=args.save, runs=runs)
+    save_results(args.name, "backlog", save=args.save, runs=runs)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -215,11 +215,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--in-hand", type=int, default=None, help="CODEMOJEX_BOT_IN_HAND (default: the bot's)"
     )
-    parser.add_argument("--out", default=None, help="the results file's NAME.json")
+    parser.add_argument("--out", default=None, help="a run's NAME.json in bench/out/")
     parser.add_argument(
-        "--save", action="store_true", help="write into bench/results/ (what the docs cite)"
+        "--save", action="store_true", help="write bench/results/backlog.json, the run kept"
     )
     args = parser.parse_args(argv)
+    small = None if args.n >= 100_000 else "backlog-small"
+    args.name = results_name("backlog", args.out, save=args.save, scratch=small)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main_async(args))
 

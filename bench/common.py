@@ -2,7 +2,9 @@
 a realistic guess payload, percentiles, and the JSON/table output.
 
 A run's JSON goes to bench/out/ (untracked: a run leaves the checkout as it was) unless the
-run is asked to `--save` it into bench/results/, which holds what the docs cite.
+run is asked to `--save` it: then it is bench/results/<benchmark>.json, the one run of each
+benchmark the repo keeps and the docs cite (bench/results/README.md says what each shows; an
+older run is in git history: `git log -p -- bench/results/<benchmark>.json`).
 
 The benchmarks run on the machine's real Redis next to other people's tests, so they never
 FLUSHALL: each run uses a queue name of its own and deletes exactly its own keys after.
@@ -33,7 +35,7 @@ from rich.table import Table
 from codemojex.jobs import GuessJob
 
 BENCH_DIR = Path(__file__).resolve().parent
-RESULTS_DIR = BENCH_DIR / "results"  # the runs docs/benchmarks.md and the README cite
+RESULTS_DIR = BENCH_DIR / "results"  # the latest saved run of each benchmark, what docs cite
 OUT_DIR = BENCH_DIR / "out"  # every other run's results (gitignored)
 PLOTS_DIR = BENCH_DIR / "plots"
 
@@ -255,10 +257,25 @@ def write_results(name: str, data: Mapping[str, Any], *, save: bool = False) -> 
     return path
 
 
+def results_name(benchmark: str, out: str | None, *, save: bool, scratch: str | None = None) -> str:
+    """The name a run's results go under, settled before the run: `--save` is the benchmark's
+    own name (bench/results/<benchmark>.json, replacing the run kept there), any other run
+    goes to bench/out/ under `--out`, else `scratch` (a quick run's name), else the
+    benchmark's. `--out` with `--save` is refused: the kept file has one name."""
+    if save and out is not None and out != benchmark:
+        raise SystemExit(
+            f"--out names a run in bench/out/; --save writes bench/results/{benchmark}.json"
+        )
+    return benchmark if save else (out or scratch or benchmark)
+
+
 def save_results(name: str, benchmark: str, *, save: bool = False, **fields: Any) -> Path:
     """Write a run's results with what every results file carries (the benchmark, the command
-    that ran it, when, the machine) and say where: bench/out/, or bench/results/ when `save`
-    (the run's `--save`)."""
+    that ran it, when, the machine) and say where: bench/out/`name`.json, or with `save` (the
+    run's `--save`) bench/results/`benchmark`.json, the one kept (`name` is then the
+    benchmark's, as `results_name` gives it)."""
+    if save and name != benchmark:
+        raise ValueError(f"a saved run of {benchmark} is {benchmark}.json, not {name}.json")
     data = {
         "benchmark": benchmark,
         "command": " ".join([Path(sys.executable).name, "-m", f"bench.{benchmark}", *sys.argv[1:]]),

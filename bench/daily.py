@@ -72,6 +72,7 @@ from bench.common import (
     percentile,
     print_table,
     redis_url,
+    results_name,
     save_results,
     server_cost,
     server_counters,
@@ -437,7 +438,7 @@ def main(
     tops: Annotated[int, typer.Option(help="/top daily reads timed")] = 1000,
     board: Annotated[int, typer.Option(help="finishers on the board for /top daily")] = 100_000,
     max_s: Annotated[float, typer.Option(help="give up on a phase after this long")] = 1800.0,
-    save: Annotated[bool, typer.Option(help="write bench/results/daily.json")] = False,
+    save: Annotated[bool, typer.Option(help="write bench/results/daily.json, kept")] = False,
     profile: Annotated[
         Path | None, typer.Option(help="py-spy the bot and the worker; stacks in this folder")
     ] = None,
@@ -448,8 +449,10 @@ def main(
         Path | None, typer.Option(help="another checkout (with its .venv), run first, side by side")
     ] = None,
     open_only: Annotated[bool, typer.Option(help="phase 1 alone (/daily)")] = False,
-    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="a run's NAME.json in bench/out/")] = None,
 ) -> None:  # fmt: skip
+    scratch = "daily-quick" if quick or open_only else None
+    name = results_name("daily", out, save=save, scratch=scratch)
     if quick:
         players, tops = min(players, 300), min(tops, 200)
     if not 1 <= attempts <= 8:
@@ -477,7 +480,6 @@ def main(
                     ("function", "self %", "total %"),
                     rows,
                 )
-    name = out or ("daily" if save or not (quick or open_only) else "daily-quick")
     save_results(name, "daily", save=save, runs=results)
 
 

@@ -45,6 +45,7 @@ from bench.common import (
     percentile,
     print_table,
     redis_url,
+    results_name,
     save_results,
     unique_queue,
 )
@@ -466,9 +467,9 @@ def main(
     queues: Annotated[str, typer.Option(help="subset of lanes,lanes-nocap,fifo")] = ",".join(
         QUEUES
     ),
-    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="a run's NAME.json in bench/out/")] = None,
     save: Annotated[
-        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+        bool, typer.Option(help="write bench/results/fairness.json, the run the repo keeps")
     ] = False,
     private: Annotated[
         bool, typer.Option(help="a throwaway redis-server instead of the shared one")
@@ -488,8 +489,9 @@ def main(
         max_s=max_s if max_s is not None else (12.0 if quick else 90.0),
     )
     wanted = [k.strip() for k in queues.split(",") if k.strip()]
+    name = results_name("fairness", out, save=save, scratch="fairness-quick" if quick else None)
     with maybe_private_redis(private):
-        asyncio.run(_main(p, wanted, out or ("fairness-quick" if quick else "fairness"), save))
+        asyncio.run(_main(p, wanted, name, save))
 
 
 if __name__ == "__main__":

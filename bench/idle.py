@@ -40,6 +40,7 @@ from bench.common import (
     print_table,
     private_redis,
     redis_url,
+    results_name,
     save_results,
     unique_queue,
 )
@@ -202,7 +203,7 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 
 async def _main(quick: bool, seconds: float | None, probes: int | None, baseline: Path | None,
-                out: str | None, save: bool = False) -> None:  # fmt: skip
+                out: str, save: bool = False) -> None:  # fmt: skip
     seconds = seconds or (10.0 if quick else 30.0)
     probes = probes or (40 if quick else 200)
     codes = [Code("baseline", baseline), TODAY] if baseline else [TODAY]
@@ -250,7 +251,7 @@ async def _main(quick: bool, seconds: float | None, probes: int | None, baseline
         ),
     )
     save_results(
-        out or ("idle-quick" if quick else "idle"),
+        out,
         "idle",
         save=save,
         runs=runs,
@@ -266,12 +267,13 @@ def main(
         Path | None,
         typer.Option(help="another checkout (with its .venv): its worker side by side"),
     ] = None,
-    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="a run's NAME.json in bench/out/")] = None,
     save: Annotated[
-        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+        bool, typer.Option(help="write bench/results/idle.json, the run the repo keeps")
     ] = False,
 ) -> None:
-    asyncio.run(_main(quick, seconds, probes, baseline.resolve() if baseline else None, out, save))
+    name = results_name("idle", out, save=save, scratch="idle-quick" if quick else None)
+    asyncio.run(_main(quick, seconds, probes, baseline.resolve() if baseline else None, name, save))
 
 
 if __name__ == "__main__":

@@ -61,6 +61,7 @@ from bench.common import (
     percentile,
     print_table,
     redis_url,
+    results_name,
     save_results,
     server_cost,
     server_counters,
@@ -452,7 +453,7 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 async def _main(
     quick: bool, rooms: int, players: int, per_player: int, modes: str, repeat: int,
-    baseline: Path | None, profile: Path | None, out: str | None, ptb_concurrency: int,
+    baseline: Path | None, profile: Path | None, out: str, ptb_concurrency: int,
     bot_concurrency: int | None, worker_concurrency: int | None, save: bool,
     bot_in_hand: int | None = None,
 ) -> None:  # fmt: skip
@@ -516,7 +517,7 @@ async def _main(
                         ("function", "self %", "total %"),
                         r[key],
                     )
-    save_results(out or ("ingest-quick" if quick else "ingest"), "ingest", save=save, runs=runs)
+    save_results(out, "ingest", save=save, runs=runs)
 
 
 @app.command()
@@ -533,7 +534,7 @@ def main(
     profile: Annotated[
         Path | None, typer.Option(help="py-spy the bot process; stacks in this folder")
     ] = None,
-    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="a run's NAME.json in bench/out/")] = None,
     ptb_concurrency: Annotated[
         int, typer.Option(help="concurrent updates of the PTB-alone ceiling runs")
     ] = 16,
@@ -544,16 +545,17 @@ def main(
         int | None, typer.Option(help="CODEMOJEX_CONCURRENCY (default: the checkout's)")
     ] = None,
     save: Annotated[
-        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+        bool, typer.Option(help="write bench/results/ingest.json, the run the repo keeps")
     ] = False,
     bot_in_hand: Annotated[
         int | None, typer.Option(help="CODEMOJEX_BOT_IN_HAND (default: the checkout's)")
     ] = None,
 ) -> None:
+    name = results_name("ingest", out, save=save, scratch="ingest-quick" if quick else None)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             _main(quick, rooms, players, per_player, modes, repeat,
-                  baseline.resolve() if baseline else None, profile, out, ptb_concurrency,
+                  baseline.resolve() if baseline else None, profile, name, ptb_concurrency,
                   bot_concurrency, worker_concurrency, save, bot_in_hand)
         )  # fmt: skip
 

@@ -54,6 +54,7 @@ from bench.common import (
     maybe_private_redis,
     print_table,
     redis_url,
+    results_name,
     save_results,
     server_cost,
     server_counters,
@@ -801,7 +802,7 @@ async def _main(
     weight: int,
     memory: bool,
     bg_seconds: float | None,
-    out: str | None,
+    out: str,
     repeat: int = 1,
     save: bool = False,
 ) -> None:
@@ -921,9 +922,8 @@ async def _main(
             ("target", "value", "met"),
             ([c["target"], c["value"], "yes" if c["met"] else "NO"] for c in checks),
         )
-    name = out or ("lanes-quick" if quick else "lanes")
     save_results(
-        name,
+        out,
         "lanes",
         save=save,
         params={
@@ -956,19 +956,20 @@ def main(
     weight: Annotated[int, typer.Option(help="lane weight for wclaim")] = 8,
     memory: Annotated[bool, typer.Option(help="measure memory per pending guess")] = True,
     bg_seconds: Annotated[float | None, typer.Option(help="background sample length")] = None,
-    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="a run's NAME.json in bench/out/")] = None,
     save: Annotated[
-        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+        bool, typer.Option(help="write bench/results/lanes.json, the run the repo keeps")
     ] = False,
     repeat: Annotated[int, typer.Option(help="rounds per row; the median is shown")] = 1,
     private: Annotated[
         bool, typer.Option(help="a throwaway redis-server instead of the shared one")
     ] = False,
 ) -> None:
+    name = results_name("lanes", out, save=save, scratch="lanes-quick" if quick else None)
     with maybe_private_redis(private):
         _run_main(
             quick, jobs, configs, rooms, sweep_rooms, sweep_configs, modes, weight, memory,
-            bg_seconds, out, repeat, save,
+            bg_seconds, name, repeat, save,
         )  # fmt: skip
 
 

@@ -31,7 +31,14 @@ from typing import Annotated, Any
 import redis
 import typer
 
-from bench.common import BENCH_DIR, guess_payload, print_table, private_redis, save_results
+from bench.common import (
+    BENCH_DIR,
+    guess_payload,
+    print_table,
+    private_redis,
+    results_name,
+    save_results,
+)
 
 VERBS = ("ack_many", "wclaim", "ack", "enqueue", "weight")
 QUEUE_KEYS = ("emq:{lua}:", "emq:{lua}:seq")
@@ -135,11 +142,12 @@ def main(
     rounds: Annotated[int, typer.Option(help="rounds, the sides taking turns")] = 7,
     calls: Annotated[int, typer.Option(help="calls per idle row and round")] = 20_000,
     lanes: Annotated[int, typer.Option(help="lanes of 8 jobs in the cycle's backlog")] = 1_000,
-    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="a run's NAME.json in bench/out/")] = None,
     save: Annotated[
-        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+        bool, typer.Option(help="write bench/results/lua.json, the run the repo keeps")
     ] = False,
 ) -> None:
+    name = results_name("lua", out, save=save)
     sides = {"today": sources(BENCH_DIR.parent)}
     if baseline is not None:
         sides = {"baseline": sources(baseline.resolve()), **sides}
@@ -149,7 +157,7 @@ def main(
         ("what", "code", "median", "min", "rounds"),
         ([r["what"], r["code"], r["median_usec"], r["min_usec"], r["rounds"]] for r in rows),
     )
-    save_results(out or "lua", "lua", save=save, rows=rows, baseline=str(baseline))
+    save_results(name, "lua", save=save, rows=rows, baseline=str(baseline))
 
 
 if __name__ == "__main__":

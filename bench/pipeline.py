@@ -51,6 +51,7 @@ from bench.common import (
     percentile,
     print_table,
     redis_url,
+    results_name,
     save_results,
     server_cost,
     server_counters,
@@ -403,7 +404,7 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 async def _main(
     quick: bool, rooms: int | None, players: int, guesses: int | None, configs: str | None,
-    ceiling: int, out: str | None, metrics: bool = False, compare_metrics: int = 0,
+    ceiling: int, out: str, metrics: bool = False, compare_metrics: int = 0,
     baseline: Path | None = None, repeat: int = 1, profile: Path | None = None,
     save: bool = False,
 ) -> None:  # fmt: skip
@@ -502,7 +503,7 @@ async def _main(
                 f"median on/off = {on / off:.3f}"
             )
     save_results(
-        out or ("pipeline-quick" if quick else "pipeline"),
+        out,
         "pipeline",
         save=save,
         runs=runs,
@@ -517,9 +518,9 @@ def main(
     guesses: Annotated[int | None, typer.Option(help="backlog (default 10,000)")] = None,
     configs: Annotated[str | None, typer.Option(help="worker processes x consumers")] = None,
     ceiling: Annotated[int, typer.Option(help="every room's ceiling")] = 2,
-    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="a run's NAME.json in bench/out/")] = None,
     save: Annotated[
-        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+        bool, typer.Option(help="write bench/results/pipeline.json, the run the repo keeps")
     ] = False,
     metrics: Annotated[
         bool, typer.Option(help="each worker serves /metrics, scraped every second")
@@ -536,8 +537,9 @@ def main(
         Path | None, typer.Option(help="py-spy every worker process; stacks in this folder")
     ] = None,
 ) -> None:
+    name = results_name("pipeline", out, save=save, scratch="pipeline-quick" if quick else None)
     asyncio.run(
-        _main(quick, rooms, players, guesses, configs, ceiling, out, metrics, compare_metrics,
+        _main(quick, rooms, players, guesses, configs, ceiling, name, metrics, compare_metrics,
               baseline.resolve() if baseline else None, repeat, profile, save)
     )  # fmt: skip
 

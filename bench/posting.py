@@ -74,6 +74,9 @@ PG_ADMIN_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("CODEMOJEX_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 HERE = Path(__file__).resolve().parent.parent
+# --save: the run the repo keeps (bench/results/README.md), its plot beside the others.
+SAVED = HERE / "bench" / "results" / "posting.json"
+SAVED_PLOT = HERE / "bench" / "plots" / "posting_latency.png"
 # Results one group commit writes at most.
 GROUP_COMMIT_MAX = 256
 PATTERNS = ("eager", "human", "room10", "chats40", "many", "raid", "spam1", "spam100")
@@ -615,11 +618,20 @@ def main() -> None:
     parser.add_argument(
         "--spam-every", type=float, default=3.0, help="spam100: s between a spammer's commands"
     )
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--plot", type=Path, help="write the latency plot (PNG) here")
+    parser.add_argument(
+        "--save",
+        action="store_true",
+        help=f"write {SAVED.relative_to(HERE)} and {SAVED_PLOT.relative_to(HERE)}, the run kept",
+    )
     parser.add_argument("--replot", type=Path, help="only plot the results of this JSON")
     parser.add_argument("--child", choices=PATTERNS)
     args = parser.parse_args()
+    if args.save:
+        if args.json or args.plot:
+            parser.error("--save writes the kept run's files; --json and --plot name others")
+        args.json, args.plot = SAVED, SAVED_PLOT
     if args.child:
         _child(args)
         return

@@ -31,6 +31,7 @@ from bench.common import (
     make_client,
     print_table,
     private_redis,
+    results_name,
     save_results,
     unique_queue,
 )
@@ -175,11 +176,12 @@ def main(
     rooms: Annotated[int | None, typer.Option(help="default: jobs / 16")] = None,
     weight: Annotated[int, typer.Option()] = 8,
     private: Annotated[bool, typer.Option(help="run on a throwaway redis-server")] = False,
-    out: Annotated[str | None, typer.Option(help="the results file's NAME.json")] = None,
+    out: Annotated[str | None, typer.Option(help="a run's NAME.json in bench/out/")] = None,
     save: Annotated[
-        bool, typer.Option(help="write into bench/results/ (what the docs cite), not bench/out/")
+        bool, typer.Option(help="write bench/results/verbs.json, the run the repo keeps")
     ] = False,
 ) -> None:
+    name = results_name("verbs", out, save=save, scratch="verbs-quick" if quick else None)
     n = 2_000 if quick else 16_000
     # 16 jobs per lane: every wclaim serves a full batch of `weight` (8) jobs.
     rooms = rooms or n // 16
@@ -213,7 +215,7 @@ def main(
         ),
     )
     save_results(
-        out or ("verbs-quick" if quick else "verbs"),
+        name,
         "verbs",
         save=save,
         private_redis=private,

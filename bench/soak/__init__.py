@@ -37,7 +37,7 @@ assume_sent`). A double post without both is a fault, counted in
 `outbox_posted_twice_unexplained`, and is in the headline. `posts_near_a_kill_share` is the
 share of all posts that have a kill that near: how often the time test alone would pass.
 
-    .venv/bin/python -m bench.soak --guesses 20000 --rooms 200 --json bench/results/soak.json
+    .venv/bin/python -m bench.soak --guesses 20000 --rooms 200 --save   # bench/results/soak.json
 
 The CI-sized run is tests/reliability/test_soak.py.
 """

@@ -16,6 +16,9 @@ from bench.soak.report import headline, print_report
 from bench.soak.run import run_soak
 from bench.soak.world import SoakPlan
 
+ROOT = Path(__file__).resolve().parents[2]
+SAVED = Path("bench/results/soak.json")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(soak_doc or "").split("\n\n", 1)[0])
@@ -57,8 +60,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--keep-dir", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
+    parser.add_argument(
+        "--save", action="store_true", help=f"write the report to {SAVED}, the run kept"
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
+    if args.save:
+        if args.json is not None:
+            parser.error("--save writes the kept run's report; --json names another file")
+        args.json = ROOT / SAVED
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
