@@ -722,7 +722,7 @@ COLUMNS = (
 def _summarise(
     results: list[RunResult], sweep: list[RunResult], memory: list[dict[str, Any]], rooms: int
 ) -> list[dict[str, Any]]:
-    """The issue's targets, each with the figures it was judged on."""
+    """The lanes' targets, each with the figures it was judged on."""
     by = {(r.mode, r.topology, r.rooms): r for r in [*results, *sweep] if r.jobs}
     checks: list[dict[str, Any]] = []
     topologies = sorted({r.topology for r in results}, key=lambda t: Topology.parse(t).total)
@@ -918,7 +918,7 @@ async def _main(
     checks = _summarise(results, sweep_all, mem_rows, rooms)
     if checks:
         print_table(
-            "targets (issue 5)",
+            "targets",
             ("target", "value", "met"),
             ([c["target"], c["value"], "yes" if c["met"] else "NO"] for c in checks),
         )

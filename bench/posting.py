@@ -10,7 +10,7 @@ that commit to the stand-in accepting the message that carries the result is the
 Players react to what was posted, so a slow sender also slows the guesses down, as it would
 in a chat.
 
-Patterns (the issue's):
+Patterns:
 - eager:   one player in a group guessing 0.1 s after each result, 15 guesses;
 - human:   one player in a group, a guess 4 s after each result, 8 guesses;
 - room10:  a room of 10 players each guessing every 2 s (60 s; --long: 3 minutes);
@@ -25,14 +25,14 @@ Patterns (the issue's):
            send one such message, a second apart. The latency is the quiet groups' send ->
            answer posted (inf: none within a minute): an update that waits for an update
            slot shows here.
-- spam1:   issue 22: a player at a person's pace (3-6 s of thought after each result, 75 s:
+- spam1:   a player at a person's pace (3-6 s of thought after each result, 75 s:
            past the answer budget's refill) in a group where another member sends /help,
            /rules or an unknown command (/nope@bot) every 0.5 s through the real bot
            (`codemojex bot`, a process of its own as deployed, polling the stand-in). Target:
            every result within 3.5 s, 0 RetryAfter.
-- spam100: issue 22: 100 groups, each with a player guessing 0.2 s after each result (the
+- spam100: 100 groups, each with a player guessing 0.2 s after each result (the
            bot's 30 a second bind, as in `many`) and a member sending a command every 3 s
-           (the issue's reckoning: at 20 a minute, one /help every ~3 s filled a group's
+           (the reckoning: at 20 a minute, one /help every ~3 s filled a group's
            minute, 90 such groups the bot's second) through the real bot (its own process),
            40 s; then the same run without the spammers (the bot running idle), and one with
            as many messages of chatter the bot ignores (the same load on the bot and the

@@ -195,7 +195,7 @@ def test_times_are_said_in_their_two_largest_units() -> None:
     assert texts.daily_next_code(EN, 5 * 3600 + 1) == "Next code in 5 hours 1 minute."
 
 
-def test_boards_read_as_the_issue_shows_them() -> None:
+def test_the_daily_boards_read_line_by_line() -> None:
     class Row:
         def __init__(self, name: str, attempts: int, cracked: bool, seconds: int | None):
             self.name, self.attempts, self.cracked, self.seconds = name, attempts, cracked, seconds

@@ -129,7 +129,7 @@ async def test_readyz_follows_postgres_and_an_outage_is_two_lines(
 async def test_a_redis_outage_is_two_lines_however_many_consumers_retry(
     ops_database_url: str, queue_name: str, tmp_path: Path
 ) -> None:
-    """Issue 13: 608 WARNING lines in 20 s from one worker; now one at the start, one at
+    """An outage was 608 WARNING lines in 20 s from one worker; now one at the start, one at
     the end (8 consumers, the sender and the maintenance all retry meanwhile)."""
     proxy = TcpProxy(free_port(), "127.0.0.1", make_url(REDIS_URL).port or 6379)
     await proxy.start()
