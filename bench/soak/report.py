@@ -7,7 +7,7 @@ from typing import Any
 
 
 def headline(report: dict[str, Any]) -> dict[str, int]:
-    """The four numbers the README quotes, plus the other must-be-zero counts.
+    """The four numbers docs/benchmarks.md quotes, plus the other must-be-zero counts.
 
     `outbox_posted_twice` is not among them: a worker SIGKILLed after Telegram accepted a post
     and before it wrote down that it did leaves a row that the next sender posts again (the

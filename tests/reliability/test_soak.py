@@ -2,7 +2,7 @@
 (AOF, fsync always) and private Postgres, with every fault of the full run injected once or
 more: workers SIGKILLed and restarted, Redis SHUTDOWN and restarted, Redis SIGKILLed and
 restarted, Postgres stopped for a few seconds, and a backlog drained by a bot process
-SIGKILLed half-way. The full-size figures are in the README."""
+SIGKILLed half-way. The full-size figures are in docs/benchmarks.md, "The soak"."""
 
 from __future__ import annotations
 
