@@ -40,6 +40,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import subprocess
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -282,11 +283,48 @@ def _test_exists(path: Path, name: str) -> bool:
     )
 
 
+RESULTS_FILE = re.compile(r"([\w.-]+\.json)(?:@([0-9a-f]{7,40}))?")
+
+
+def _in_history(commit: str, path: str) -> bool | None:
+    """Whether git history has `path` at `commit`; None when this checkout lacks the commit
+    (a shallow clone)."""
+    git = ["git", "-C", str(ROOT)]
+    if subprocess.run(
+        [*git, "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True
+    ).returncode:
+        return None
+    return not subprocess.run(
+        [*git, "cat-file", "-e", f"{commit}:{path}"], capture_output=True
+    ).returncode
+
+
+def _written_path(doc: Path, written: str) -> str | None:
+    """What is wrong with a path a doc writes, or None."""
+    if results := RESULTS_FILE.fullmatch(written):
+        name, commit = results.groups()
+        path = f"bench/results/{name}"
+        if commit is None:
+            return None if (ROOT / path).exists() else f"no such results file: {path}"
+        return None if _in_history(commit, path) is not False else f"no {path} at {commit}"
+    path, _, test = written.partition("::")
+    if " " in path or path.split("/")[0] not in ROOT_FOLDERS or "…" in path or "<" in path:
+        return None
+    if path.startswith(UNTRACKED):
+        return None
+    if not (ROOT / path).exists():
+        return f"no such path: {path}"
+    if test and "…" not in test and not _test_exists(ROOT / path, test.split("[")[0]):
+        return f"no test {test} in {path}"
+    return None
+
+
 def test_every_path_the_docs_write_from_the_root_exists() -> None:
+    """Paths from the root, `tests/x.py::test_y`, and results files: `name.json` is
+    bench/results/name.json, `name.json@<commit>` that file as git history has it."""
     problems = []
     for doc in _docs():
-        text = doc.read_text()
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in enumerate(doc.read_text().splitlines(), 1):
             spans = [s for s in SPAN.findall(line) if not s.startswith("git ")]
             links = [
                 os.path.relpath(doc.parent / t, ROOT)
@@ -294,14 +332,64 @@ def test_every_path_the_docs_write_from_the_root_exists() -> None:
                 if not t.startswith("http")
             ]
             for written in [*spans, *links]:
-                path, _, test = written.partition("::")
-                if " " in path or path.split("/")[0] not in ROOT_FOLDERS or "…" in path:
-                    continue
-                if path.startswith(UNTRACKED):
-                    continue
-                where = f"{doc.relative_to(ROOT)}:{n}"
-                if not (ROOT / path).exists():
-                    problems.append(f"{where}: no such path: {path}")
-                elif test and "…" not in test and not _test_exists(ROOT / path, test.split("[")[0]):
-                    problems.append(f"{where}: no test {test} in {path}")
+                if problem := _written_path(doc, written):
+                    problems.append(f"{doc.relative_to(ROOT)}:{n}: {problem}")
     assert not problems, "\n".join(problems)
+
+
+def test_bench_results_keep_one_run_per_benchmark_each_in_the_index() -> None:
+    """bench/results/ holds the index and, per benchmark, the latest saved run under the
+    benchmark's name (bench/<name>.py or bench/<name>/); the index has a row for each."""
+    results = ROOT / "bench" / "results"
+    index = (results / "README.md").read_text()
+    problems = []
+    for path in sorted(results.iterdir()):
+        if path.name == "README.md":
+            continue
+        bench = ROOT / "bench" / path.stem
+        if path.suffix != ".json" or not (bench.with_suffix(".py").exists() or bench.is_dir()):
+            problems.append(f"{path.name} is no benchmark's results file (bench/<name>.json)")
+        if f"| `{path.name}` |" not in index:
+            problems.append(f"{path.name} has no row in bench/results/README.md")
+    assert not problems, "\n".join(problems)
+
+
+ISSUE_NUMBER = re.compile(
+    r"\bissues?\s*#?\d+|\bissue-?\d+|\b(?:the|this|that|an?) issue\b|\bissue's\b", re.IGNORECASE
+)
+COMMIT_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+TEXT_SUFFIXES = {".py", ".md", ".lua", ".toml", ".yml", ".yaml", ".conf", ".service", ".sh", ""}
+
+
+def _texts() -> Iterator[Path]:
+    """The repo's own text: the package, docs, benchmarks, tests, deploy/, CI, the build."""
+    for top in ("codemojex", "docs", "bench", "tests", "deploy", ".ci", "migrations"):
+        for path in sorted((ROOT / top).rglob("*")):
+            if "node_modules" in path.parts or "__pycache__" in path.parts or path.is_dir():
+                continue
+            if path.suffix in TEXT_SUFFIXES | {".json", ".example", ".html", ".js", ".css"}:
+                yield path
+    yield from (ROOT / name for name in ("README.md", "Makefile", "pyproject.toml"))
+
+
+def test_no_issue_numbers_in_the_code_or_the_docs() -> None:
+    """Code and docs say what, not which ticket: a ticket's number means nothing to a reader
+    who has the code and not the tracker."""
+    me = Path(__file__).resolve()
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {m.group(0)}"
+        for path in _texts()
+        if path.resolve() != me
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        for m in [ISSUE_NUMBER.search(line)]
+        if m
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_readme_reads_in_one_sitting() -> None:
+    """At most 200 lines, and nothing dated by a commit: history is in git, figures in
+    docs/benchmarks.md."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    assert not COMMIT_HASH.findall(readme)
