@@ -269,6 +269,7 @@ def test_architecture_names_only_what_exists(checker: Checker) -> None:
 def _docs() -> list[Path]:
     return [
         ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
         *sorted((ROOT / "docs").glob("*.md")),
         *sorted(PACKAGE.rglob("README.md")),
         *sorted((ROOT / "bench").rglob("README.md")),
@@ -369,7 +370,7 @@ def _texts() -> Iterator[Path]:
                 continue
             if path.suffix in TEXT_SUFFIXES | {".json", ".example", ".html", ".js", ".css"}:
                 yield path
-    yield from (ROOT / name for name in ("README.md", "Makefile", "pyproject.toml"))
+    yield from (ROOT / name for name in ("README.md", "CHANGELOG.md", "Makefile", "pyproject.toml"))
 
 
 def test_no_issue_numbers_in_the_code_or_the_docs() -> None:
