@@ -20,14 +20,13 @@ import contextlib
 import os
 import random
 import signal
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bench.processes import ROOT, CodemojexProcess
 from codemojex import usecases
 from codemojex.lanes import Lanes
 from codemojex.limits import GAME, LANES
@@ -36,7 +35,6 @@ from codemojex.standin import StandIn
 
 MODES = ("polling", "webhook")
 WEBHOOK_SECRET = "backlog-bench-webhook-secret-0123456789"
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -184,22 +182,13 @@ def bot_env(
     return env
 
 
-class BotProcess:
-    """A `codemojex bot` of this checkout; its output goes to `log_path`."""
+class BotProcess(CodemojexProcess):
+    """A `codemojex bot` of this checkout that keeps its peak RSS (read before a signal that
+    ends it)."""
 
     def __init__(self, env: dict[str, str], log_path: Path) -> None:
-        self.env = env
-        self.log_path = log_path
-        self.proc: asyncio.subprocess.Process | None = None
-        self._log: IO[bytes] | None = None
+        super().__init__("bot", env, log_path)
         self.peak_rss_kb = 0
-
-    async def start(self) -> None:
-        self._log = self.log_path.open("ab")
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "codemojex.cli", "bot", env=self.env, cwd=str(ROOT),
-            stdin=asyncio.subprocess.DEVNULL, stdout=self._log, stderr=asyncio.subprocess.STDOUT,
-        )  # fmt: skip
 
     def note_rss(self) -> int:
         """The process's peak RSS so far (KiB, the kernel's VmHWM), kept in `peak_rss_kb`."""
@@ -211,31 +200,9 @@ class BotProcess:
         return self.peak_rss_kb
 
     def signal(self, sig: signal.Signals) -> None:
-        assert self.proc is not None
         if sig in (signal.SIGKILL, signal.SIGTERM):
             self.note_rss()
-        self.proc.send_signal(sig)
-
-    async def wait(self, timeout_s: float = 30.0) -> int:
-        assert self.proc is not None
-        rc = await asyncio.wait_for(self.proc.wait(), timeout_s)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        return rc
-
-    async def ensure_gone(self) -> None:
-        """Whatever happened, no bot of ours outlives its caller."""
-        if self.proc is not None and self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-            await self.wait()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        super().signal(sig)
 
 
 async def eventually_true(

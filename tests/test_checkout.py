@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.e2e.harness import worker_command
+from tests.e2e.harness import WorkerProcess
 from tests.support import ROOT, checkout_env, codemojex_command
 
 
@@ -25,8 +25,10 @@ def test_codemojex_processes_run_this_checkout(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert b"decoy" not in done.stdout and b"worker" in done.stdout
 
-    # The harness's worker is the same command; its module comes from this checkout.
-    assert worker_command() == codemojex_command("worker")
+    # The harness's worker is the same command, with this checkout first on its path.
+    worker = WorkerProcess({}, tmp_path / "worker.log")
+    assert worker.argv == codemojex_command("worker")
+    assert worker.env["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
     probe = [sys.executable, "-c", "import codemojex.cli as c; print(c.__file__)"]
     found = subprocess.run(probe, env=env, cwd=tmp_path, capture_output=True, timeout=60)
     assert Path(found.stdout.decode().strip()).resolve() == ROOT / "codemojex" / "cli.py"

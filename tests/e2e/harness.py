@@ -17,18 +17,18 @@ import asyncio
 import contextlib
 import os
 import re
-import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from bench.processes import CodemojexProcess
 from codemojex import scoring
 from codemojex.bot import CodemojexApp
 from codemojex.db import Guess, Outbox, Round, make_engine, make_sessionmaker, store
@@ -42,7 +42,7 @@ from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
 from codemojex.worker.service import WorkerStats, WorkerTimings, make_bot, run_worker
 from tests.conftest import REDIS_URL
-from tests.support import checkout_env, codemojex_command
+from tests.support import checkout_env
 
 T = TypeVar("T")
 
@@ -441,52 +441,8 @@ async def in_process_worker(
         await redis.aclose()
 
 
-def worker_command() -> list[str]:
-    """`codemojex worker` of the checkout under test (with `checkout_env`)."""
-    return codemojex_command("worker")
-
-
-class WorkerProcess:
-    """A `codemojex worker` subprocess; its output goes to `log_path`."""
+class WorkerProcess(CodemojexProcess):
+    """A `codemojex worker` of the checkout under test; its output goes to `log_path`."""
 
     def __init__(self, env: dict[str, str], log_path: Path) -> None:
-        self.env = env
-        self.log_path = log_path
-        self.proc: asyncio.subprocess.Process | None = None
-        self._log: IO[bytes] | None = None
-
-    async def start(self) -> None:
-        self._log = self.log_path.open("ab")
-        self.proc = await asyncio.create_subprocess_exec(
-            *worker_command(),
-            env=checkout_env(self.env),
-            cwd=str(ROOT),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-
-    def signal(self, sig: signal.Signals) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-
-    async def wait(self, timeout: float = 30.0) -> int:  # noqa: ASYNC109
-        assert self.proc is not None
-        rc = await asyncio.wait_for(self.proc.wait(), timeout)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        return rc
-
-    async def ensure_gone(self) -> None:
-        """Teardown: whatever happened, no worker of ours outlives the test."""
-        if self.proc is not None and self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-            await self.wait()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        super().__init__("worker", checkout_env(env), log_path)
