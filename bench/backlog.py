@@ -26,7 +26,6 @@ bench/results/. Needs the machine's Postgres (CODEMOJEX_BENCH_PG_ADMIN_URL) and 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import math
@@ -36,8 +35,11 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from bench.backlog_world import MODES, Backlog, BacklogPlan, BotProcess, bot_env
 from bench.common import (
@@ -58,6 +60,17 @@ from codemojex.lanes import Lanes
 from codemojex.standin import StandIn
 
 SAMPLE_S = 0.05  # how often the lanes and the bot's RSS are looked at
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One run's settings (the command's options)."""
+
+    n: int
+    players: int
+    per_player: int
+    kill_at: float
+    in_hand: int | None
 
 
 class Segment:
@@ -98,7 +111,7 @@ async def drain_while(
         await asyncio.sleep(SAMPLE_S)
 
 
-async def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
+async def run_mode(args: Settings, mode: str) -> dict[str, Any]:
     groups = math.ceil(args.n / (args.players * args.per_player))
     plan = BacklogPlan(groups=groups, players=args.players, per_player=args.per_player)
     db = "cmbacklog_" + uuid.uuid4().hex[:10]
@@ -187,8 +200,7 @@ async def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
         await _admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
 
-async def main_async(args: argparse.Namespace) -> None:
-    modes = MODES if args.mode == "both" else (args.mode,)
+async def main_async(args: Settings, modes: tuple[str, ...], name: str, save: bool) -> None:
     runs = [await run_mode(args, mode) for mode in modes]
     print_table(
         f"a backlog of {args.n:,} guesses, the bot SIGKILLed at {args.kill_at:.0%} and restarted",
@@ -200,32 +212,37 @@ async def main_async(args: argparse.Namespace) -> None:
             for r in runs
         ),
     )  # fmt: skip
-    save_results(args.name, "backlog", save=args.save, runs=runs)
+    save_results(name, "backlog", save=save, runs=runs)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n", 1)[0])
-    parser.add_argument("--n", type=int, default=200_000, help="guesses in the backlog")
-    parser.add_argument("--mode", choices=(*MODES, "both"), default="both")
-    parser.add_argument("--players", type=int, default=10, help="players per room")
-    parser.add_argument(
-        "--per-player", type=int, default=20, help="guesses per player (all fit in the lane)"
-    )
-    parser.add_argument("--kill-at", type=float, default=0.5, help="share taken at the kill")
-    parser.add_argument(
-        "--in-hand", type=int, default=None, help="CODEMOJEX_BOT_IN_HAND (default: the bot's)"
-    )
-    parser.add_argument("--out", default=None, help="a run's NAME.json in bench/out/")
-    parser.add_argument(
-        "--save", action="store_true", help="write bench/results/backlog.json, the run kept"
-    )
-    args = parser.parse_args(argv)
-    small = None if args.n >= 100_000 else "backlog-small"
-    args.name = results_name("backlog", args.out, save=args.save, scratch=small)
+app = typer.Typer(add_completion=False, help=(__doc__ or "").split("\n\n", 1)[0])
+
+
+@app.command()
+def main(
+    n: Annotated[int, typer.Option(help="guesses in the backlog")] = 200_000,
+    mode: Annotated[str, typer.Option(help="polling, webhook or both")] = "both",
+    players: Annotated[int, typer.Option(help="players per room")] = 10,
+    per_player: Annotated[int, typer.Option(help="guesses per player (all fit in the lane)")] = 20,
+    kill_at: Annotated[float, typer.Option(help="share taken at the kill")] = 0.5,
+    in_hand: Annotated[
+        int | None, typer.Option(help="CODEMOJEX_BOT_IN_HAND (default: the bot's)")
+    ] = None,
+    out: Annotated[str | None, typer.Option(help="a run's NAME.json in bench/out/")] = None,
+    save: Annotated[bool, typer.Option(help="write bench/results/backlog.json, kept")] = False,
+) -> None:
+    if mode not in (*MODES, "both"):
+        raise typer.BadParameter(f"mode: one of {', '.join((*MODES, 'both'))}")
+    if not 0 < kill_at < 1:
+        raise typer.BadParameter("kill-at: a share between 0 and 1")
+    small = None if n >= 100_000 else "backlog-small"
+    name = results_name("backlog", out, save=save, scratch=small)
+    modes = MODES if mode == "both" else (mode,)
+    settings = Settings(n, players, per_player, kill_at, in_hand)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main_async(args))
+        asyncio.run(main_async(settings, modes, name, save))
 
 
 if __name__ == "__main__":
     exit_cleanly_on_sigterm()
-    main()
+    app()
