@@ -190,6 +190,10 @@ def build_application(
         # Updates come from our polling loop or webhook server (`running`), never PTB's
         # Updater, which confirms them to Telegram before they are handled (bot/polling.py).
         .updater(None)
+        # Two connections for getUpdates: on SIGTERM the loop's long poll is cancelled, and
+        # its connection can stay held while the one last getUpdates that confirms what
+        # finished goes out (with one, that call waited for the pool and failed).
+        .get_updates_connection_pool_size(2)
         .job_queue(None)
         .post_init(register_commands)
         .build()

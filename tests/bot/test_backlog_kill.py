@@ -58,7 +58,15 @@ class Drain:
         async def confirmed() -> bool:
             return self.standin.pending_updates == 0
 
-        await eventually_true(confirmed, timeout_s, "every update confirmed", every_s=0.05)
+        try:
+            await eventually_true(confirmed, timeout_s, "every update confirmed", every_s=0.05)
+        except TimeoutError as exc:
+            # What a stuck drain looked like: the stand-in's side, the lanes', the bot's.
+            raise TimeoutError(
+                f"{exc}; {self.standin.pending_updates} unconfirmed, {await self.taken()} "
+                f"taken, {self.standin.webhook_posts} webhook posts; the bot's output: "
+                f"{self.bots[-1].output()[-2000:]}"
+            ) from exc
         return await self.backlog.tally(self.lanes)
 
 
@@ -133,8 +141,9 @@ async def test_a_bot_stopped_mid_backlog_confirms_exactly_what_it_finished(
     assert taken < PLAN.guesses, "the backlog drained before the stop"
     # Every update it confirmed was handled, and every one it handled was confirmed: the
     # updates still waiting at Telegram are exactly the guesses not in the lanes.
-    assert drain.standin.pending_updates == PLAN.guesses - taken
+    assert drain.standin.pending_updates == PLAN.guesses - taken, first.output()[-3000:]
     assert "updates not finished" not in first.output()
+    assert "not confirmed" not in first.output()
 
     second = await drain.start_bot()
     assert await drain.drained() == Tally(taken=PLAN.guesses, lost=0, twice=0)
