@@ -45,6 +45,7 @@ import functools
 import itertools
 import json
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -117,6 +118,7 @@ class Answers:
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._idle = asyncio.Event()
         self._idle.set()
+        self._caught_up: dict[int, float] = {}  # chat -> when last told "catching up"
         self.dropped = 0
         self.folded = 0
 
@@ -154,6 +156,22 @@ class Answers:
             return True
         await self.answer_as(message, said, "")  # "slow down" in their language, or nothing
         return False
+
+    async def catching_up(self, message: Message) -> None:
+        """Tell `message`'s chat that the bot is catching up (an outage holds its updates):
+        once per chat every `ANSWERS.catching_up_every_s`, outside the budget (a member's
+        budget is no measure of an outage), paced as any answer."""
+        now = time.monotonic()
+        told = self._caught_up
+        if now - told.get(message.chat_id, -math.inf) < ANSWERS.catching_up_every_s:
+            return
+        if len(told) >= ANSWERS.catching_up_chats_max:  # bounded: forget the oldest half
+            for chat_id in sorted(told, key=told.__getitem__)[: len(told) // 2]:
+                del told[chat_id]
+        told[message.chat_id] = now
+        user = message.from_user
+        lang = resolve(user.language_code if user else None)
+        await self.answer_as(message, Say.ANSWER, texts.catching_up(lang))
 
     async def answer_paid(
         self, message: Message, text: str, *, lang: Lang | None = None, markup: str | None = None

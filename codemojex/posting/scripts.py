@@ -27,6 +27,13 @@ Name = Literal[
     "card_write",
     "card_close",
     "command_claim",
+    "inbox_park",
+    "inbox_settle",
+    "inbox_renew",
+    "inbox_take",
+    "inbox_dead",
+    "poller_hold",
+    "poller_release",
 ]
 NAMES: Final[tuple[Name, ...]] = get_args(Name)
 
