@@ -23,12 +23,39 @@ class ConnectionLimits:
     redis_pool_spare: int = 16
     # A command waits this long for a free connection, then fails as an outage.
     redis_pool_wait_s: float = 10.0
+    # A Redis that stops answering fails a call (an outage) instead of hanging it; an idle
+    # pool's BLPOP stays a second under it (lanes/facade.py `park`); the whole-queue scripts of
+    # `codemojex lanes` get the admin one. TCP keepalive (idle, interval, count: a peer gone
+    # without a FIN is found in 25 s), and a connection idle 15 s is PINGed before use.
+    redis_socket_timeout_s: float = 5.0
+    redis_admin_timeout_s: float = 300.0
+    redis_connect_timeout_s: float = 3.0
+    redis_keepalive: tuple[int, int, int] = (10, 5, 3)
+    redis_health_check_s: int = 15
     # Database connections kept, and more for a burst: work queues rather than churning
     # connections. Postgres's max_connections (100) is shared: 2 bots and 3 workers keep 100.
     db_pool_size: int = 16
     db_pool_overflow: int = 4
     # A pooled connection is replaced (none is pinged) before an idle timeout can cut it.
     db_pool_recycle_s: int = 600
+    # Every Postgres session of bot, worker and ops page (db/engine.py): a held lock or a dead
+    # connection costs seconds. The longest hot-path transaction and lock holder, the worker's
+    # record_guesses, took at most 67 ms at full load, its statements 52 ms (docs/benchmarks.md,
+    # "Statement times"): a lock is waited for 3 s (45 times that), a statement runs 5 s (100
+    # times); past them it fails as a Postgres outage and is tried again (outages.py).
+    db_lock_timeout_ms: int = 3_000
+    db_statement_timeout_ms: int = 5_000
+    # A client frozen or gone mid-transaction gives its locks back after this (not the two
+    # hours of TCP keepalive): ours wait on nothing but the database and a bounded Redis call.
+    db_idle_in_transaction_ms: int = 10_000
+    # The server's keepalive on our sockets (idle, interval, count), the connect timeout, and
+    # asyncpg's own bound past the longest statement timeout (a hung server sends none).
+    db_keepalive: tuple[int, int, int] = (10, 5, 3)
+    db_connect_timeout_s: float = 5.0
+    db_command_margin_s: float = 5.0
+    # The retention trims are no hot path: bounds of their own (`SET LOCAL`); migrations none.
+    db_maintenance_statement_timeout_ms: int = 20_000
+    db_maintenance_lock_timeout_ms: int = 10_000
     # SQLite (the embedded demo): a writer waits this long for the write lock.
     sqlite_busy_timeout_s: float = 30.0
 
