@@ -366,6 +366,10 @@ class DailyLimits:
     # 128 keeps the set in Redis's compact encoding: about 2 kB a group.
     group_members_max: int = 128
     group_members_ttl_s: int = 30 * _DAY_S
+    # Members a bot process notes in memory, written together once per `flush_s`: no round
+    # trip per message. At most `pending_max` wait (about 1 MB); past them a new one is dropped.
+    group_members_flush_s: float = 1.0
+    group_members_pending_max: int = 10_000
     # How long Telegram may cache an inline answer: an invitation (it may become a card any
     # moment), and a card (the same until the next code).
     inline_cache_s: int = 5

@@ -101,7 +101,7 @@ async def layouts(env: Env) -> Counter[str]:
     """How many job hashes are of each layout now ("mixed": a hash with names of both)."""
     found: Counter[str] = Counter()
     async for key in env.client.scan_iter(match=env.keys.prefix + "job:*", count=1000):
-        names = {k.decode() for k in await env.client.hkeys(key)}
+        names = {k if isinstance(k, str) else k.decode() for k in await env.client.hkeys(key)}
         found["older" if names <= LONG else "current" if names <= SHORT else "mixed"] += 1
     return found
 
