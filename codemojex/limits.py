@@ -40,8 +40,8 @@ class ConnectionLimits:
     db_pool_recycle_s: int = 600
     # Every Postgres session of bot, worker and ops page (db/engine.py): a held lock or a dead
     # connection costs seconds. The longest hot-path transaction and lock holder, the worker's
-    # record_guesses, took at most 67 ms at full load, its statements 52 ms (docs/benchmarks.md,
-    # "Statement times"): a lock is waited for 3 s (45 times that), a statement runs 5 s (100
+    # record_guesses, took at most 169 ms at full load, its statements 145 ms (docs/benchmarks.md,
+    # "Statement times"): a lock is waited for 3 s (18 times that), a statement runs 5 s (34
     # times); past them it fails as a Postgres outage and is tried again (outages.py).
     db_lock_timeout_ms: int = 3_000
     db_statement_timeout_ms: int = 5_000
