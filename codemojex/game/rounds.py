@@ -26,6 +26,9 @@ from codemojex.values.batch import deadline_ms as deadline_ms
 from codemojex.values.types import KIND_KEYS_OFF, KIND_REVEAL, TIMEOUT, Message, Origin
 
 
+SECOND = timedelta(seconds=1)
+
+
 @dataclass(frozen=True, slots=True)
 class NewRound:
     """A round to open: it keeps the settings it was drawn with, whatever the room changes."""
@@ -113,12 +116,14 @@ def opened_before(
 
     A round opened by a message of the same chat: that message came first (message ids grow
     in a chat; exact, where Telegram's whole-second dates would tie). Otherwise (a round
-    opened before rounds recorded their message, or in the chat the group was before it
-    became a supergroup): it started before the second the command was sent in, which never
-    takes a later round for an earlier one."""
+    opened with no message, or before rounds recorded theirs, or in the chat the group was
+    before it became a supergroup): it started before the end of the second the command was
+    sent in (Telegram dates a message in whole seconds, rounded down), so a round opened a
+    moment before the command counts as before it; one opened a second or more after it does
+    not."""
     if origin_message_id is not None and origin_chat_id == command.chat_id:
         return origin_message_id < command.message_id
-    return started_at < command.sent_at
+    return started_at < command.sent_at + SECOND
 
 
 def is_due(expires_at: datetime, now: datetime) -> bool:
