@@ -98,13 +98,14 @@ async def _admin_gate(
         args=storable(args[:AUDIT_ARGS_MAX]),
         allowed=allowed,
         origin=origin_of(who.message),
+        applies=not run.done,
     )
     if allowed:  # audited by the command, with its effect
         return AdminCall(who, room, actor, args, lang, run, audit)
     if said is Say.ANSWER:  # not the attempt told to slow down: it is past the budget
         async with services.sessionmaker() as session:
             first = await usecases.audit_command(session, audit)
-        await run.commit()
+        await run.took_effect()
         if not first:
             return None
     await services.answers.answer_as(who.message, said, texts.not_admin(lang), lang=lang)
@@ -122,7 +123,7 @@ async def record(call: AdminCall, context: CodemojexContext) -> bool:
     before (answered then: not again)."""
     async with context.services.sessionmaker() as session:
         first = await usecases.audit_command(session, call.audit)
-    await call.run.commit()
+    await call.run.took_effect()
     return first
 
 
@@ -171,7 +172,7 @@ async def _pause(call: AdminCall, context: CodemojexContext, *, paused: bool) ->
         call.room.id,
         paused,
         command=call.audit,
-        committed=call.run.commit,
+        committed=call.run.took_effect,
     )
 
 
@@ -193,7 +194,7 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
             )
         except store.CommandRepeated:
             first = False
-    await call.run.commit()
+    await call.run.took_effect()
     await services.cards.refresh(call.room.id)
     await usecases.derive_ceiling(services.sessionmaker, services.lanes, call.room.id)
     if first:
@@ -232,7 +233,7 @@ async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
         member,
         parsed,
         command=call.audit,
-        committed=call.run.commit,
+        committed=call.run.took_effect,
     )
     if weighted.first:
         await reply(call, context, texts.weight_set(call.lang, member.name, parsed))
@@ -253,7 +254,7 @@ async def cmd_ban(call: AdminCall, context: CodemojexContext) -> None:
         member,
         call.actor_tg_id,
         command=call.audit,
-        committed=call.run.commit,
+        committed=call.run.took_effect,
     )
     _keep(services, banned)
     if banned.first:
@@ -272,7 +273,7 @@ async def cmd_unban(call: AdminCall, context: CodemojexContext) -> None:
         call.room,
         member,
         command=call.audit,
-        committed=call.run.commit,
+        committed=call.run.took_effect,
     )
     _keep(services, unbanned)
     if unbanned.first:
@@ -293,7 +294,7 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
     services = context.services
     async with services.sessionmaker() as session:
         ended = await usecases.end_round(session, call.room.id, call.audit)
-    await call.run.commit()
+    await call.run.took_effect()
     if ended.status == "none":
         await reply(call, context, texts.no_round(call.lang))
         return
@@ -338,7 +339,7 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
         return
     except store.CommandRepeated:
         first = False
-    await call.run.commit()
+    await call.run.took_effect()
     await context.services.cards.refresh(room.id)  # the language is the card's
     if first:
         # In the chat's language as it is now: a new one answers in itself.

@@ -24,7 +24,7 @@ Two guards, the durable one first:
   `BOT.command_lease_s` renewed while it runs (`posting/lua/command_claim.lua`), so that a
   second live process waits for it (up to `BOT.command_wait_s`, then "try again": the
   holder is alive and slow) rather than running it beside it, and a dead holder lets go
-  within the lease; `done` once the effect committed (`Run.commit`), kept for the dedupe
+  within the lease; `done` once the effect committed (`Run.took_effect`), kept for the dedupe
   window (`Settings.dedupe_window_s`) and never taken back, whatever raises after (an
   answer's timeout, a card's write, a cancel); given back only when the command fails
   before its effect committed (`command_release.lua`), so that a delivery again runs it.
@@ -78,22 +78,22 @@ class Run:
     """One handling of a command message, as `CommandMarks.once` yields it.
 
     `done`: the message took effect before: apply nothing, answer nothing, only make Redis
-    what the database says. Otherwise run it, and call `commit` as soon as its effect (or its
-    audit row) committed."""
+    what the database says. Otherwise run it, and call `took_effect` as soon as its effect
+    (or its audit row) committed."""
 
     def __init__(self, marks: CommandMarks | None, key: str) -> None:
         self.done = marks is None
-        self.committed = False
+        self.effective = False  # its effect committed in this handling
         self._marks = marks
         self._key = key
         self._renewing: asyncio.Task[None] | None = None
 
-    async def commit(self) -> None:
+    async def took_effect(self) -> None:
         """The command's effect committed: its mark is `done` from now on, never given back
         (a failure after this is no reason to run it again)."""
-        if self.committed or self._marks is None:
+        if self.effective or self._marks is None:
             return
-        self.committed = True
+        self.effective = True
         await self._stop_renewing()
         await self._marks.mark_done(self._key)
 
@@ -139,7 +139,7 @@ class CommandMarks:
     async def once(self, message: Message) -> AsyncIterator[Run]:
         """The command `message` carries, to run (`Run.done` false: this process holds its
         lease until the block ends) or not (`Run.done`). Its mark is done when the block ends
-        or at `Run.commit`, and given back when the block raises before `Run.commit`."""
+        or at `Run.took_effect`, and given back when the block raises before `Run.took_effect`."""
         key = self._keys.command_seen(message.chat.id, message.message_id)
         if await self._take(key) == DONE:
             yield Run(None, key)
@@ -150,10 +150,10 @@ class CommandMarks:
             yield run
         except BaseException:
             await run._stop_renewing()
-            if not run.committed:
+            if not run.effective:
                 await self._give_back(key)
             raise
-        await run.commit()
+        await run.took_effect()
 
     async def _take(self, key: str) -> Taken:
         """The lease, or `done`; while another holds the lease, wait for it (`CommandBusy`

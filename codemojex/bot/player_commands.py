@@ -136,7 +136,7 @@ async def _newgame(services: BotServices, who: Sender, run: Run) -> None:
             except store.CommandRepeated:
                 repeated = True
         if opened or repeated:
-            await run.commit()
+            await run.took_effect()
     # The round into the room's card (also when it was open already, or opened by this
     # message before: a bot that died between its commit and the card's write left the card
     # without it).

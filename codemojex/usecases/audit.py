@@ -33,7 +33,10 @@ async def not_told() -> None:
 
 @dataclass(frozen=True, slots=True)
 class Audit:
-    """An admin command's audit row, and the message it came in (what it applies once on)."""
+    """An admin command's audit row, and the message it came in (what it applies once on).
+    `applies` False: the message is known to have taken effect before (its mark in Redis says
+    so), so nothing is written whatever the table holds, and only Redis is made what the
+    database says."""
 
     room_id: str | None
     actor_tg_id: int | None
@@ -41,11 +44,15 @@ class Audit:
     args: str
     allowed: bool
     origin: Origin
+    applies: bool = True
 
 
 async def first_time(session: AsyncSession, command: Audit) -> bool:
     """In the caller's transaction: the command's row written, True; or False, written
-    nothing, when its message has a row already (it took effect before)."""
+    nothing, when its message has a row already (it took effect before), or is known to have
+    taken effect (`Audit.applies`)."""
+    if not command.applies:
+        return False
     return await admin.audit_once(
         session,
         room_id=command.room_id,

@@ -77,7 +77,7 @@ async def test_a_failure_after_the_commit_leaves_it_done(
     one = marks(any_redis, queue_name)
     with pytest.raises(raised):
         async with one.once(command()) as run:
-            await run.commit()
+            await run.took_effect()
             assert await mark_of(any_redis, queue_name) == "done"
             raise raised()
     assert await mark_of(any_redis, queue_name) == "done"
@@ -101,7 +101,7 @@ async def test_a_second_process_waits_for_the_first_and_finds_it_done(
             ran.append("first")
             first_holds.set()
             await release.wait()
-            await run.commit()
+            await run.took_effect()
 
     async def second() -> bool:
         await first_holds.wait()
@@ -151,7 +151,7 @@ async def test_the_lease_is_renewed_while_the_command_runs(
         await asyncio.sleep(1.0)  # three leases long: still held
         assert (await mark_of(any_redis, queue_name) or "").startswith("run:")
         assert 0 < await any_redis.pttl(key) <= 300
-        await run.commit()
+        await run.took_effect()
     assert await mark_of(any_redis, queue_name) == "done"
 
 

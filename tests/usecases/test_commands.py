@@ -9,6 +9,7 @@ emptied) is made what the database says, never undoing a later command."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -320,6 +321,27 @@ async def test_a_ban_again_after_an_unban_bans_nobody(
         assert not await store.is_banned(session, room.id, ANN)
     assert (await cards.read(CHAT, 0, user_id=ANN)).banned is False  # the card says so too
     assert await _audits(sessions) == 2
+
+
+async def test_a_command_known_to_have_taken_effect_applies_nothing_without_its_row(
+    real_redis: aioredis.Redis, queue_name: str, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    """Its mark says done, yet its message has no row (a bot of the version before rows were
+    keyed by message handled it): nothing is written; Redis is still made what the database
+    says."""
+    cards, lanes = RoomCards(real_redis, queue_name), Lanes(real_redis, queue_name)
+    room = await _room(sessions)
+    known = dataclasses.replace(command(room, "ban", 120), applies=False)
+    banned = await usecases.ban(
+        sessions, cards, lanes, room, usecases.Member(ANN, "Ann"), ADMIN, command=known
+    )
+    assert not banned.first
+    async with reading(sessions) as session:
+        assert not await store.is_banned(session, room.id, ANN)
+    assert await _audits(sessions) == 0
+    async with sessions() as session:
+        assert await usecases.audit_command(session, known) is False
+    assert await _audits(sessions) == 0
 
 
 async def test_a_weight_again_never_undoes_a_later_weight(
