@@ -25,7 +25,6 @@ from codemojex.scoring import draw_palette, draw_secret
 from codemojex.values.batch import deadline_ms as deadline_ms
 from codemojex.values.types import KIND_KEYS_OFF, KIND_REVEAL, TIMEOUT, Message, Origin
 
-
 SECOND = timedelta(seconds=1)
 
 
