@@ -28,6 +28,7 @@ Name = Literal[
     "card_close",
     "command_claim",
     "tap_done",
+    "command_release",
 ]
 NAMES: Final[tuple[Name, ...]] = get_args(Name)
 
