@@ -177,7 +177,19 @@ async def on_group_text(update: Update, context: CodemojexContext) -> None:
     source = Source.REPLY if to_bot else Source.PLAIN
     guesses = context.services.guesses
     outcome = await guesses.submit(message, who.user, message.text or "", source)
+    if outcome.outcome != "enqueued":
+        # Said something, and no guess taken (the worker writes a guesser's row): one of the
+        # group's members for its daily board, noted in memory (bot/members.py).
+        context.services.members.note(who.chat, who.user)
     await guesses.tell(message, outcome)
+
+
+async def on_group_other(update: Update, context: CodemojexContext) -> None:
+    """Anything else said in a group (a sticker, a photo, a voice message): no guess and no
+    command, but its sender is one of the group's members, noted in memory (no I/O)."""
+    message = update.message
+    if message is not None:
+        context.services.members.note(message.chat, message.from_user)
 
 
 @guarded

@@ -6,6 +6,7 @@ records them; played through the bot and the worker: tests/e2e/test_daily.py."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -18,6 +19,7 @@ from telegram.constants import ChatType
 from codemojex import usecases
 from codemojex.db import Outbox, Round, store
 from codemojex.game import daily, taps, texts
+from codemojex.limits import DAILY
 from codemojex.locale import EN, Lang
 from codemojex.posting.board import DailyBoard
 from codemojex.posting.cards import card_of
@@ -327,6 +329,60 @@ async def test_a_groups_members_are_everyone_the_bot_saw_there(world: World) -> 
     world.standin.leave(group, DAVE)
     await world.settle()
     assert "· Dave: 4/8 · 0 seconds" not in await board_of(world, group, CAROL)
+
+
+async def test_a_member_who_only_chats_in_a_group_is_on_its_board(world: World) -> None:
+    """Plain chatter (the bot gets it as the group's admin, or with privacy mode off) and a
+    sticker make their senders members, noted in memory and written together: many messages
+    cost a flush or two, never a round trip each. A guess taken notes nobody (the worker
+    writes the guesser's row)."""
+    world.standin.add_user(EVE, "Eve")
+    group = seen_group(world)
+    members = world.app.bot_data.members
+    flushes = members.flushes
+    began = time.monotonic()
+    for n in range(12):
+        world.standin.send_text(group, EVE, f"good morning, everyone ({n})")
+    world.standin.send_sticker(group, DAVE)
+    world.standin.send_text(group, BOB, "🍎🍌")  # no round here: not taken, still said
+    await world.settle()
+    for user in (BOB, CAROL, DAVE, EVE):
+        await ask(world, user, "/daily")
+    rnd = await daily_round(world.sessionmaker, BOB, CLOCK.now)
+    for n, user in enumerate((BOB, CAROL, DAVE, EVE)):
+        await finish(world, user, [*misses(rnd, n), rnd.secret_emojis], CLOCK.now)
+    assert await board_of(world, group, CAROL) == [
+        "📅 Daily #1 in this chat",
+        "🥇 Bob: 1/8 · 0 seconds",
+        "🥈 Carol: 2/8 · 0 seconds",
+        "🥉 Dave: 3/8 · 0 seconds",
+        "· Eve: 4/8 · 0 seconds",
+        "4 players in the world played it today.",
+    ]
+    # Fourteen messages and a command: a flush per `flush_s` at most, and the board's own.
+    elapsed = time.monotonic() - began
+    assert members.flushes - flushes <= 2 + elapsed / members.flush_s
+    key = Keys(world.settings.queue).group_members(group)
+    assert 0 < await world.redis.pttl(key) <= DAILY.group_members_ttl_s * 1000
+
+
+async def test_the_notes_waiting_in_memory_are_bounded(world: World) -> None:
+    """At most `pending_max` notes wait for a flush; past them a new member is dropped and
+    counted (one already waiting is noted again at no cost)."""
+    world.standin.add_user(EVE, "Eve")
+    group = seen_group(world)
+    members = world.app.bot_data.members
+    await members.flush()
+    before = (members.flush_s, members.pending_max, members.dropped)
+    members.flush_s, members.pending_max = 60.0, 2  # no flush meanwhile
+    try:
+        for user in (ALICE, BOB, ALICE, EVE):
+            world.standin.send_text(group, user, "hello")
+        await world.settle()
+        assert members.dropped == before[2] + 1
+        assert await members.of(group, CLOCK.now) == [BOB, ALICE]
+    finally:
+        members.flush_s, members.pending_max = before[:2]
 
 
 async def test_a_groups_members_are_bounded_and_expire(world: World) -> None:
