@@ -16,11 +16,11 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(DEMO_STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+$(DEMO_STAMP): pyproject.toml setup.py $(LOCK) | $(BIN)/python
 	$(BIN)/pip install -q -c $(LOCK) -e '.[demo]'
 	touch $@
 
-$(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+$(STAMP): pyproject.toml setup.py $(LOCK) | $(BIN)/python
 	$(BIN)/pip install -q -c $(LOCK) -e '.[dev]'
 	touch $@ $(DEMO_STAMP)
 
