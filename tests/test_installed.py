@@ -111,3 +111,33 @@ def test_the_wheel_installed_elsewhere_migrates_and_plays(
     summary = " ".join(out.split())
     assert "Lanes invariants after the run: all hold." in summary
     assert "Every guess taken was scored" in summary
+
+
+def _readme_steps() -> list[str]:
+    """The README's deploy steps without Docker, up to and including `codemojex migrate`."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("Without: from a checkout") :]
+    start = section.index("```sh\n") + len("```sh\n")
+    lines = section[start : section.index("\n```", start)].splitlines()
+    migrate = next(n for n, line in enumerate(lines) if line.startswith("codemojex migrate"))
+    return lines[: migrate + 1]
+
+
+def test_the_readme_deploy_steps_run_as_written(tmp_path: Path, fresh_database: str) -> None:
+    """Verbatim, but for the two root paths (here under tmp_path) and the env file filled in
+    with this test's database, as its reader does."""
+    steps = _readme_steps()
+    assert any(line.startswith("pip install -c constraints.txt .") for line in steps), steps
+    url = fresh_database.replace("postgresql://", "postgresql+asyncpg://", 1)
+    script: list[str] = []
+    for line in steps:
+        line = line.replace("/opt/codemojex", str(tmp_path / "opt"))
+        script.append(line.replace("/etc/codemojex", str(tmp_path / "etc")))
+        if line.startswith("install -D"):  # "then fill it in"
+            script.append(
+                f"printf 'CODEMOJEX_DATABASE_URL={url}\\n' >> {tmp_path / 'etc' / 'codemojex.env'}"
+            )
+    out = _run(["bash", "-euc", "\n".join(script)], cwd=ROOT, env=_plain_env(), timeout=600)
+    assert "database is at the latest revision" in out
+    heads = ScriptDirectory.from_config(alembic_config()).get_heads()
+    assert asyncio.run(_revisions(fresh_database)) == heads
