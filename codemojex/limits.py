@@ -200,6 +200,13 @@ class BotLimits:
     # demoted admin keeps acting until then (Telegram tells only admin bots of changes).
     admin_cache_ttl_s_default: float = 300.0
     admin_cache_ttl_s_max: float = 600.0
+    # A command's run mark is a lease (bot/once.py), renewed every third of it while the
+    # command runs: a process that died lets go of it within this long. Another process
+    # given the same message waits up to `command_wait_s` (past the lease, so that a dead
+    # holder's has run out) for it to be done or let go, polling every `command_poll_s`.
+    command_lease_s: float = 15.0
+    command_wait_s: float = 20.0
+    command_poll_s: float = 0.2
     # A player's taps allowed per window, in every chat together (a toast past it): a thumb
     # taps four or five times a second; this stops scripted hammering.
     tap_rate_max: int = 8

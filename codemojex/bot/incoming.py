@@ -20,6 +20,7 @@ from telegram.constants import ChatType
 from codemojex.bot.admin import is_anonymous_admin
 from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.language import room_language, user_language
+from codemojex.bot.once import CommandBusy
 from codemojex.bot.rooms import topic_of
 from codemojex.db import reading, store
 from codemojex.game import texts
@@ -37,7 +38,8 @@ def guarded(handler: Handler, *, outage_text: Callable[[Lang], str] = texts.try_
     """Storage outages (Redis, Postgres) become "try again in a moment" (or `outage_text`)
     instead of an error report: nothing was half-written (each lanes verb is one script, each
     store use-case one transaction); so does a room's card that kept changing under a guess
-    (CardBusy). Telegram failing is not one of them: that is reported, and apologised for. An
+    (CardBusy), and a command another process kept running past this one's wait
+    (CommandBusy). Telegram failing is not one of them: that is reported, and apologised for. An
     inline query is answered with nothing (no result to offer)."""
 
     @functools.wraps(handler)
@@ -53,7 +55,7 @@ def guarded(handler: Handler, *, outage_text: Callable[[Lang], str] = texts.try_
                 OUTAGES.failed(
                     exc, "the bot", probe_of(component, services.redis, services.sessionmaker)
                 )
-            elif not isinstance(exc, CardBusy):
+            elif not isinstance(exc, (CardBusy, CommandBusy)):
                 raise  # a bug, or Telegram out (on_error's: an answer would fail too)
             # In the user's language: the room's cannot be read now.
             lang = user_language(update.effective_user)

@@ -27,6 +27,7 @@ Name = Literal[
     "card_write",
     "card_close",
     "command_claim",
+    "command_release",
 ]
 NAMES: Final[tuple[Name, ...]] = get_args(Name)
 

@@ -185,6 +185,56 @@ async def test_a_streak_is_carried_over_midnight_and_the_next_day_is_a_new_puzzl
     assert later.endswith(texts.daily_record(EN, 0, 2, 2, 2, histogram))
 
 
+async def delivered_late(world: World, user: int, message_id: int, late: timedelta) -> list[str]:
+    """The /daily message `message_id` delivered again `late` after it was sent (the bot
+    died before confirming it): the bot's clock moves on by `late`, and the message keeps its
+    date, as Telegram sends it again. What the bot answers."""
+    message = world.standin.message(user, message_id)
+    assert message is not None
+    CLOCK.now += late
+    before = len(world.said(user))
+    world.standin.push_raw_update(
+        {"message": {**message, "date": int(message["date"] - late.total_seconds())}}
+    )
+    await world.settle()
+    return [m.text for m in world.said(user)[before:]]
+
+
+async def test_a_daily_sent_before_midnight_and_delivered_after_it_shows_its_own_day(
+    world: World,
+) -> None:
+    """/daily takes its day from the message's date: delivered again after midnight, it opens
+    nothing of the next day (no second puzzle, no second round), and says a new code is out."""
+    CLOCK.now = DAY1 + timedelta(hours=23, minutes=59)
+    asked = world.standin.send_private(ALICE, "/daily")
+    await world.settle()
+    [puzzle] = await puzzle_rows(world, ALICE)
+
+    said = await delivered_late(world, ALICE, asked, timedelta(minutes=2))
+    assert said == [texts.daily_new_code_out(EN)]
+    assert [p.id for p in await puzzle_rows(world, ALICE)] == [puzzle.id]
+    async with world.sessionmaker() as session:
+        rounds = (await session.execute(select(func.count()).select_from(Round))).scalar()
+        await session.commit()
+    assert rounds == 1
+    # Sent now, it is the new day's.
+    assert await ask(world, ALICE, "/daily") == []
+    assert len(await puzzle_rows(world, ALICE)) == 2
+
+
+async def test_a_finished_daily_delivered_after_midnight_shows_its_card(world: World) -> None:
+    CLOCK.now = DAY1 + timedelta(hours=23, minutes=50)
+    asked = world.standin.send_private(ALICE, "/daily")
+    await world.settle()
+    rnd = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
+    await finish(world, ALICE, [rnd.secret_emojis], CLOCK.now + timedelta(minutes=1))
+    card = daily.card(EN, 1, [(4, 0)], length=4, max_attempts=8, cracked=True, streak=1)
+
+    said = await delivered_late(world, ALICE, asked, timedelta(minutes=15))
+    assert said == [f"{card}\n\n{texts.daily_new_code_out(EN)}"]
+    assert len(await puzzle_rows(world, ALICE)) == 1
+
+
 async def test_a_groups_board_and_the_world_top(world: World) -> None:
     group = world.new_group()
     async with world.sessionmaker() as session:
