@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -53,6 +54,25 @@ def fresh_database() -> Iterator[str]:
         asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+def _checkout_copy(dest: Path) -> Path:
+    """This checkout's files as a fresh clone has them, with what is changed and not yet
+    committed (git's tracked and untracked files, not its ignored ones): building or
+    installing from the copy leaves no build/ or egg-info behind in the checkout."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
+
+
 def _run(argv: list[str | Path], *, cwd: Path, env: dict[str, str], timeout: float) -> str:
     done = subprocess.run(
         [str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
@@ -77,7 +97,8 @@ def test_the_wheel_installed_elsewhere_migrates_and_plays(
     dist, venv, elsewhere = tmp_path / "dist", tmp_path / "venv", tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = _plain_env()
-    build: list[str | Path] = [sys.executable, "-m", "build", "--outdir", dist, ROOT]
+    checkout = _checkout_copy(tmp_path / "checkout")
+    build: list[str | Path] = [sys.executable, "-m", "build", "--outdir", dist, checkout]
     _run(build, cwd=tmp_path, env=env, timeout=300)
     (wheel,) = dist.glob("codemojex-*.whl")
     assert len(list(dist.glob("codemojex-*.tar.gz"))) == 1  # the wheel was built from it
@@ -137,7 +158,8 @@ def test_the_readme_deploy_steps_run_as_written(tmp_path: Path, fresh_database: 
             script.append(
                 f"printf 'CODEMOJEX_DATABASE_URL={url}\\n' >> {tmp_path / 'etc' / 'codemojex.env'}"
             )
-    out = _run(["bash", "-euc", "\n".join(script)], cwd=ROOT, env=_plain_env(), timeout=600)
+    checkout = _checkout_copy(tmp_path / "checkout")
+    out = _run(["bash", "-euc", "\n".join(script)], cwd=checkout, env=_plain_env(), timeout=600)
     assert "database is at the latest revision" in out
     heads = ScriptDirectory.from_config(alembic_config()).get_heads()
     assert asyncio.run(_revisions(fresh_database)) == heads
