@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,14 +17,25 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 from redis.typing import EncodableT
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
-from codemojex.limits import CONNECTIONS
+from codemojex.limits import CONNECTIONS, OPS
+from codemojex.outages import OUTAGES
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# Said once at start-up by the bot and the worker when Redis keeps no append-only file.
+NO_AOF = (
+    "Redis keeps no append-only file (appendonly no): a Redis restart loses every guess the "
+    "bot has confirmed to Telegram and no worker has scored yet, and Telegram will not send "
+    "them again. Set appendonly yes (docs/operations.md: Redis persistence)"
+)
 
 
 def settle_process() -> None:
@@ -146,6 +158,26 @@ def redis_client(
         else fakeredis.FakeAsyncRedis(server=fake_server)
     )
     return client
+
+
+async def warn_without_persistence(redis: AnyRedis) -> None:
+    """One WARNING (`NO_AOF`) when the Redis, or a master of the cluster, has AOF off. Never
+    refuses to start: the demo and the tests run on a Redis that keeps nothing."""
+    try:
+        async with asyncio.timeout(OPS.health_probe_timeout_s):
+            if isinstance(redis, RedisCluster):
+                answers = await redis.info("persistence", target_nodes=RedisCluster.PRIMARIES)
+                found = [dict(node).get("aof_enabled") for node in answers.values()]
+            else:
+                found = [(await redis.info("persistence")).get("aof_enabled")]
+    except ResponseError as exc:  # INFO refused (an ACL, a managed Redis): say what to check
+        log.info("cannot read Redis's persistence (%s): make sure appendonly is yes", exc)
+        return
+    except Exception as exc:
+        OUTAGES.swallow(exc, "start-up", "the check that Redis keeps an append-only file")
+        return
+    if any(str(aof) != "1" for aof in found):
+        log.warning(NO_AOF)
 
 
 def make_lanes(redis: AnyRedis, settings: Settings) -> Lanes:

@@ -24,6 +24,7 @@ own (`SET LOCAL`), and the migrations (`make_migration_engine`) under none.
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,18 @@ from codemojex.db.store.postgres import Postgres
 from codemojex.db.store.sqlite import Sqlite
 from codemojex.limits import CONNECTIONS
 
-# The repository root's migrations/ (the package is installed editable, next to it).
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+def _migrations_dir() -> Path:
+    """The repository root's migrations/, installed inside the package as
+    `codemojex.migrations` (setup.py): in a wheel's install and in an editable one alike. A
+    checkout run from its own path without being installed finds it beside the package."""
+    try:
+        return Path(str(files("codemojex.migrations")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[2] / "migrations"
+
+
+MIGRATIONS_DIR = _migrations_dir()
 
 
 # An execution option a read sets on its transaction (`unit.reading`): on SQLite it begins
@@ -202,8 +213,8 @@ def alembic_config(url: str | None = None) -> Any:
 
     if not (MIGRATIONS_DIR / "env.py").is_file():
         raise FileNotFoundError(
-            f"no Alembic migrations at {MIGRATIONS_DIR}: run from a checkout installed with "
-            "`pip install -e .` (migrations/ lives at the repository root)"
+            f"no Alembic migrations at {MIGRATIONS_DIR}: this install of codemojex is incomplete "
+            "(reinstall it: pip install -c constraints.txt .)"
         )
     ini = MIGRATIONS_DIR.parent / "alembic.ini"
     config = Config(str(ini)) if ini.exists() else Config()
