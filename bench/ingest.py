@@ -28,6 +28,10 @@ the bot is measured against.
 ``--baseline PATH`` runs every configuration with that checkout (its own .venv) too,
 alternating: today's code and the baseline's side by side, same harness, same machine.
 
+``--appendfsync always,everysec`` runs every configuration on a private redis-server keeping
+an append-only file fsynced each way (the deployments' Redis: compose.yaml), taking turns:
+what `appendfsync always` costs the front door against `everysec` (docs/operations.md).
+
 Run: ``.venv/bin/python -m bench.ingest`` (a few minutes) or ``--quick``. The results go to
 bench/out/ (untracked) unless ``--save`` puts them into bench/results/.
 Needs the machine's Postgres (CODEMOJEX_BENCH_PG_ADMIN_URL) and Redis
@@ -58,6 +62,7 @@ from bench.common import (
     delete_matching,
     exit_cleanly_on_sigterm,
     make_client,
+    maybe_private_redis,
     percentile,
     print_table,
     redis_url,
@@ -455,7 +460,7 @@ async def _main(
     quick: bool, rooms: int, players: int, per_player: int, modes: str, repeat: int,
     baseline: Path | None, profile: Path | None, out: str, ptb_concurrency: int,
     bot_concurrency: int | None, worker_concurrency: int | None, save: bool,
-    bot_in_hand: int | None = None,
+    bot_in_hand: int | None = None, appendfsync: str = "",
 ) -> None:  # fmt: skip
     if quick:
         rooms, players, per_player = min(rooms, 40), min(players, 5), min(per_player, 5)
@@ -464,26 +469,32 @@ async def _main(
     for mode in wanted:
         if mode not in MODES:
             raise typer.BadParameter(f"mode {mode!r}: one of {MODES}")
+    # Each a private redis-server keeping an append-only file fsynced so, taking turns.
+    fsyncs: list[str | None] = [f.strip() for f in appendfsync.split(",") if f.strip()] or [None]
     runs: list[dict[str, Any]] = []
     for _ in range(repeat):
-        for ptb_mode in ("noop", "redis"):
-            runs.append(await run_ptb(ptb_mode, Plan(rooms, players, per_player), ptb_concurrency))
+        if fsyncs == [None]:
+            for ptb_mode in ("noop", "redis"):
+                plan = Plan(rooms, players, per_player)
+                runs.append(await run_ptb(ptb_mode, plan, ptb_concurrency))
         for mode in wanted:
             for code in codes:
-                console.print(f"[dim]{code.label}: {mode} ...[/]")
-                plan = Plan(rooms, players, per_player)
-                runs.append(
-                    await run_ingest(
-                        code,
-                        mode,
-                        plan,
-                        profile,
-                        180.0,
-                        bot_concurrency,
-                        worker_concurrency,
-                        bot_in_hand,
-                    )
-                )
+                for fsync in fsyncs:
+                    label = code.label if fsync is None else f"{code.label}, aof {fsync}"
+                    console.print(f"[dim]{label}: {mode} ...[/]")
+                    plan = Plan(rooms, players, per_player)
+                    with maybe_private_redis(fsync is not None, fsync):
+                        run = await run_ingest(
+                            code,
+                            mode,
+                            plan,
+                            profile,
+                            180.0,
+                            bot_concurrency,
+                            worker_concurrency,
+                            bot_in_hand,
+                        )
+                    runs.append({**run, "code": label, "appendfsync": fsync})
     print_table(
         f"the front door: {rooms} rooms x {players} players x {per_player} guesses, the real bot",
         ("code", "mode", "guesses/s", "bot CPU µs/guess", "worker CPU µs/guess",
@@ -496,11 +507,20 @@ async def _main(
             for r in runs
         ),
     )  # fmt: skip
+    if fsyncs != [None]:
+        for mode in wanted:
+            for fsync in fsyncs:
+                rates = sorted(
+                    r["guesses_per_s"]
+                    for r in runs
+                    if r["mode"] == mode and r.get("appendfsync") == fsync
+                )
+                console.print(f"{mode}, appendfsync {fsync}: {rates} guesses/s")
     if baseline:
         for mode in wanted:
             by = {
                 c.label: sorted(r["guesses_per_s"] for r in runs
-                                if r["mode"] == mode and r["code"] == c.label)
+                                if r["mode"] == mode and r["code"].split(",")[0] == c.label)
                 for c in codes
             }  # fmt: skip
             old, new = percentile(by["baseline"], 50), percentile(by["today"], 50)
@@ -550,13 +570,20 @@ def main(
     bot_in_hand: Annotated[
         int | None, typer.Option(help="CODEMOJEX_BOT_IN_HAND (default: the checkout's)")
     ] = None,
+    appendfsync: Annotated[
+        str,
+        typer.Option(
+            help="e.g. always,everysec: each run on a private redis-server with an "
+            "append-only file fsynced so, taking turns (no PTB ceiling runs)"
+        ),
+    ] = "",
 ) -> None:
     name = results_name("ingest", out, save=save, scratch="ingest-quick" if quick else None)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             _main(quick, rooms, players, per_player, modes, repeat,
                   baseline.resolve() if baseline else None, profile, name, ptb_concurrency,
-                  bot_concurrency, worker_concurrency, save, bot_in_hand)
+                  bot_concurrency, worker_concurrency, save, bot_in_hand, appendfsync)
         )  # fmt: skip
 
 

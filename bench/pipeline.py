@@ -18,7 +18,9 @@ time. CPU per guess: the worker processes' and the Postgres backends' utime + st
 runs on the interpreter running this benchmark, so a checkout needs no .venv of its own.
 The results go to bench/out/ (untracked) unless ``--save`` puts them into bench/results/.
 ``--profile DIR`` samples every worker process with py-spy (raw stacks in DIR) and prints
-the top entries of one process per side.
+the top entries of one process per side. ``--sql-times`` times every statement and every
+`record_guesses` transaction the workers make (client side: p50, p99, p99.9 and max by kind):
+what `limits.CONNECTIONS`' statement and lock timeouts are chosen from.
 
 Run: ``.venv/bin/python -m bench.pipeline --quick`` (under a minute) or without ``--quick``.
 Needs the machine's Postgres (CODEMOJEX_BENCH_PG_ADMIN_URL, default
@@ -249,6 +251,7 @@ async def run_pipeline(
     metrics: bool = False,
     code: Code = TODAY,
     profile: Path | None = None,
+    sql_times: bool = False,
 ) -> dict[str, Any]:
     """One timed run; it stops at `max_s` even if the backlog is not drained (guesses/s is
     then recorded / max_s, and `recorded` < `guesses` says so)."""
@@ -274,6 +277,8 @@ async def run_pipeline(
 
         env = dict(os.environ, CODEMOJEX_CONCURRENCY=str(topology.consumers))
         env["PYTHONPATH"] = str(code.root)  # the worker runs the code of the checkout measured
+        if sql_times:
+            env["CODEMOJEX_BENCH_SQL_TIMES"] = "1"
         procs = [
             await asyncio.create_subprocess_exec(
                 code.python,
@@ -387,6 +392,7 @@ async def run_pipeline(
             "redis": round(server.cpu_us_per_job, 1),
         },
         "profile": profiles[0] if profiles else [],
+        **({"sql_ms": _sql_summary(outs)} if sql_times else {}),
         "memory": {
             "keys": keys,
             "bytes_per_guess": round(key_bytes / guesses, 1),
@@ -399,6 +405,26 @@ async def run_pipeline(
     }
 
 
+def _sql_summary(outs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per kind of statement (and the record_guesses transaction): count, p50, p99, p99.9
+    and max in ms, over every worker process of a run."""
+    merged: dict[str, list[float]] = {}
+    for out in outs:
+        for kind, values in out.get("sql_ms", {}).items():
+            merged.setdefault(kind, []).extend(values)
+    summary = {}
+    for kind, values in sorted(merged.items()):
+        values.sort()
+        summary[kind] = {
+            "n": len(values),
+            "p50": percentile(values, 50),
+            "p99": percentile(values, 99),
+            "p99.9": percentile(values, 99.9),
+            "max": values[-1],
+        }
+    return summary
+
+
 app = typer.Typer(add_completion=False, help=__doc__)
 
 
@@ -406,7 +432,7 @@ async def _main(
     quick: bool, rooms: int | None, players: int, guesses: int | None, configs: str | None,
     ceiling: int, out: str, metrics: bool = False, compare_metrics: int = 0,
     baseline: Path | None = None, repeat: int = 1, profile: Path | None = None,
-    save: bool = False,
+    save: bool = False, sql_times: bool = False,
 ) -> None:  # fmt: skip
     rooms = rooms or (200 if quick else 1000)
     guesses = guesses or (2_000 if quick else 10_000)
@@ -427,7 +453,7 @@ async def _main(
                     runs.append(
                         await run_pipeline(
                             topo, rooms, players, guesses, ceiling, bg,
-                            40.0 if quick else 300.0, side, code, profile,
+                            40.0 if quick else 300.0, side, code, profile, sql_times,
                         )
                     )  # fmt: skip
     print_table(
@@ -490,6 +516,13 @@ async def _main(
                 ("function", "self %", "total %"),
                 shown["profile"],
             )
+    for r in runs:
+        if "sql_ms" in r:
+            print_table(
+                f"statement times, ms, client side ({r['code']}, {r['topology']})",
+                ("statement", "n", "p50", "p99", "p99.9", "max"),
+                ([kind, *t.values()] for kind, t in r["sql_ms"].items()),
+            )
     if compare_metrics:
         for label in {r["topology"] for r in runs}:
             rates = {
@@ -536,11 +569,14 @@ def main(
     profile: Annotated[
         Path | None, typer.Option(help="py-spy every worker process; stacks in this folder")
     ] = None,
+    sql_times: Annotated[
+        bool, typer.Option(help="time every statement and record_guesses transaction")
+    ] = False,
 ) -> None:
     name = results_name("pipeline", out, save=save, scratch="pipeline-quick" if quick else None)
     asyncio.run(
         _main(quick, rooms, players, guesses, configs, ceiling, name, metrics, compare_metrics,
-              baseline.resolve() if baseline else None, repeat, profile, save)
+              baseline.resolve() if baseline else None, repeat, profile, save, sql_times)
     )  # fmt: skip
 
 

@@ -8,12 +8,18 @@ real ConsumerPool with the real ScoreWorker; the outbox sender is left out (no B
 
 Protocol on stdin/stdout, one line each: it prints ``ready`` once connected, waits for
 ``go``, scores until ``stop``, then prints its counters as one JSON line.
+
+With ``CODEMOJEX_BENCH_SQL_TIMES=1`` it also times, on the client's clock, every statement the
+worker sends (by kind: its first words and table) and every `record_guesses` transaction (from
+its first statement to its commit answered: how long the rounds' row locks are held), for the
+timeouts of `limits.CONNECTIONS` (docs/benchmarks.md, "Statement times").
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -28,6 +34,7 @@ async def _main(queue: str, database_url: str, redis_url: str, metrics: bool) ->
     settings = Settings(queue=queue, database_url=database_url, redis_url=redis_url)
     loop = asyncio.get_running_loop()
     async with open_runtime(settings) as rt:
+        sql_ms = _time_sql(rt.engine) if os.environ.get("CODEMOJEX_BENCH_SQL_TIMES") else None
         worker = ScoreWorker(rt.sessionmaker)
         claim_ms: list[int] = []  # enqueue (Redis TIME) to the handler's start, per job
 
@@ -81,7 +88,49 @@ async def _main(queue: str, database_url: str, redis_url: str, metrics: bool) ->
             "pool": pool.stats.as_dict(),
             "wait_ms": sorted(worker.stats.wait_ms),
             "claim_ms": claim_ms,
+            **({"sql_ms": sql_ms} if sql_ms is not None else {}),
         }
+
+
+def _time_sql(engine: Any) -> dict[str, list[float]]:
+    """Statement and transaction times (ms), by kind, from now on (see the module's doc)."""
+    import re
+
+    from sqlalchemy import event
+
+    from codemojex import usecases
+
+    times: dict[str, list[float]] = {}
+    table = re.compile(r"\b(?:FROM|INTO|UPDATE)\s+(\w+)", re.I)
+
+    def kind(statement: str) -> str:
+        """Its first word, its first table, and whether it locks rows."""
+        words = statement.split(None, 1)
+        first = table.search(statement)
+        locks = " (locks rows)" if re.search(r"\bFOR (NO KEY )?UPDATE\b", statement, re.I) else ""
+        return f"{words[0].upper() if words else '?'} {first[1] if first else ''}{locks}"
+
+    @event.listens_for(engine.sync_engine, "before_cursor_execute")
+    def _before(conn: Any, _c: Any, _s: str, _p: Any, _x: Any, _m: bool) -> None:
+        conn.info.setdefault("bench_t0", []).append(time.perf_counter())
+
+    @event.listens_for(engine.sync_engine, "after_cursor_execute")
+    def _after(conn: Any, _c: Any, statement: str, _p: Any, _x: Any, _m: bool) -> None:
+        took = (time.perf_counter() - conn.info["bench_t0"].pop()) * 1000
+        times.setdefault(kind(statement), []).append(round(took, 3))
+
+    record = usecases.record_guesses
+
+    async def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await record(*args, **kwargs)
+        finally:
+            took = (time.perf_counter() - t0) * 1000
+            times.setdefault("transaction record_guesses", []).append(round(took, 3))
+
+    usecases.record_guesses = timed  # looked up per call
+    return times
 
 
 async def _scrape_every_second(port: int) -> None:

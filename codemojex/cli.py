@@ -244,7 +244,9 @@ async def _with_lanes(action: str, room: str | None) -> object:
     from codemojex.runtime import make_lanes, redis_client
 
     settings = _settings()
-    redis = redis_client(settings)
+    # These scripts read the whole queue in one call: a large one takes longer than the hot
+    # path's socket timeout allows.
+    redis = redis_client(settings, admin=True)
     try:
         lanes = make_lanes(redis, settings)
         if action == "check":

@@ -23,12 +23,36 @@ class ConnectionLimits:
     redis_pool_spare: int = 16
     # A command waits this long for a free connection, then fails as an outage.
     redis_pool_wait_s: float = 10.0
+    # A Redis that stops answering fails a call (an outage), never hangs it (an idle BLPOP
+    # stays under it: lanes/facade.py `park`; `codemojex lanes` the admin one); keepalive
+    # (idle, interval, count); a connection idle 15 s is PINGed before use.
+    redis_socket_timeout_s: float = 5.0
+    redis_admin_timeout_s: float = 300.0
+    redis_connect_timeout_s: float = 3.0
+    redis_keepalive: tuple[int, int, int] = (10, 5, 3)
+    redis_health_check_s: int = 15
     # Database connections kept, and more for a burst: work queues rather than churning
     # connections. Postgres's max_connections (100) is shared: 2 bots and 3 workers keep 100.
     db_pool_size: int = 16
     db_pool_overflow: int = 4
     # A pooled connection is replaced (none is pinged) before an idle timeout can cut it.
     db_pool_recycle_s: int = 600
+    # Every Postgres session of bot, worker and ops page (db/engine.py). The longest hot-path
+    # transaction and lock holder, record_guesses, took 169 ms at full load, its statements
+    # 145 ms (docs/benchmarks.md, "Statement times"): a lock is waited for 18 times that, a
+    # statement runs 34 times; past them a Postgres outage, tried again (outages.py).
+    db_lock_timeout_ms: int = 3_000
+    db_statement_timeout_ms: int = 5_000
+    # A client frozen or gone mid-transaction gives its locks back after this (not the two
+    # hours of TCP keepalive): ours wait on nothing but the database and a bounded Redis call.
+    db_idle_in_transaction_ms: int = 10_000
+    # Server keepalive (idle, interval, count), connecting, asyncpg's bound past the statement
+    # timeouts (a hung server sends none); the trims' own bounds (`SET LOCAL`; migrations none).
+    db_keepalive: tuple[int, int, int] = (10, 5, 3)
+    db_connect_timeout_s: float = 5.0
+    db_command_margin_s: float = 5.0
+    db_maintenance_statement_timeout_ms: int = 20_000
+    db_maintenance_lock_timeout_ms: int = 10_000
     # SQLite (the embedded demo): a writer waits this long for the write lock.
     sqlite_busy_timeout_s: float = 30.0
 
@@ -233,6 +257,13 @@ class BotLimits:
     # demoted admin keeps acting until then (Telegram tells only admin bots of changes).
     admin_cache_ttl_s_default: float = 300.0
     admin_cache_ttl_s_max: float = 600.0
+    # A command's run mark is a lease (bot/once.py), renewed every third of it while the
+    # command runs: a process that died lets go of it within this long. Another process
+    # given the same message waits up to `command_wait_s` (past the lease, so that a dead
+    # holder's has run out) for it to be done or let go, polling every `command_poll_s`.
+    command_lease_s: float = 15.0
+    command_wait_s: float = 20.0
+    command_poll_s: float = 0.2
     # A player's taps allowed per window, in every chat together (a toast past it): a thumb
     # taps four or five times a second; this stops scripted hammering.
     tap_rate_max: int = 8
@@ -376,6 +407,10 @@ class DailyLimits:
     # 128 keeps the set in Redis's compact encoding: about 2 kB a group.
     group_members_max: int = 128
     group_members_ttl_s: int = 30 * _DAY_S
+    # Members noted in memory, written together once a `flush_s` (no round trip per message);
+    # at most `pending_max` wait (about 1 MB), a new one past them dropped.
+    group_members_flush_s: float = 1.0
+    group_members_pending_max: int = 10_000
     # How long Telegram may cache an inline answer: an invitation (it may become a card any
     # moment), and a card (the same until the next code).
     inline_cache_s: int = 5

@@ -74,7 +74,9 @@ _PG_SQLSTATES: Final = frozenset(
     {
         "40001",  # serialization_failure
         "40P01",  # deadlock_detected
-        "55P03",  # lock_not_available
+        "55P03",  # lock_not_available (our lock_timeout: a row lock held too long)
+        "57014",  # query_canceled (our statement_timeout, or an operator's cancel)
+        "25P03",  # idle_in_transaction_session_timeout (the session was ended)
         "57P01",  # admin_shutdown
         "57P02",  # crash_shutdown
         "57P03",  # cannot_connect_now (starting up)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,14 +17,25 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 from redis.typing import EncodableT
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
-from codemojex.limits import CONNECTIONS
+from codemojex.limits import CONNECTIONS, OPS
+from codemojex.outages import OUTAGES
 from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# Said once at start-up by the bot and the worker when Redis keeps no append-only file.
+NO_AOF = (
+    "Redis keeps no append-only file (appendonly no): a Redis restart loses every guess the "
+    "bot has confirmed to Telegram and no worker has scored yet, and Telegram will not send "
+    "them again. Set appendonly yes (docs/operations.md: Redis persistence)"
+)
 
 
 def settle_process() -> None:
@@ -86,15 +99,45 @@ class GatedRedisCluster(RedisCluster):
             self._gate.release()
 
 
-def redis_client(settings: Settings, fake_server: Any | None = None) -> AnyRedis:
+def redis_timeouts(*, admin: bool = False) -> dict[str, Any]:
+    """What every Redis connection of ours is built with (CONNECTIONS.redis_*): a socket and a
+    connect timeout, TCP keepalive and a health check, so that a Redis that stops answering,
+    or a connection that died without a word, costs seconds: an outage the caller waits out
+    (outages.py), never a call that hangs. `admin`: the whole-queue scripts' longer read
+    timeout (`codemojex lanes ...`). An option in the URL's query wins (redis-py's from_url)."""
+    keepalive: dict[int, int] = {}
+    for name, value in zip(
+        ("TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"), CONNECTIONS.redis_keepalive, strict=True
+    ):
+        option = getattr(socket, name, None)  # Linux's names; elsewhere the system's defaults
+        if option is not None:
+            keepalive[option] = value
+    return {
+        "socket_timeout": (
+            CONNECTIONS.redis_admin_timeout_s if admin else CONNECTIONS.redis_socket_timeout_s
+        ),
+        "socket_connect_timeout": CONNECTIONS.redis_connect_timeout_s,
+        "socket_keepalive": True,
+        "socket_keepalive_options": keepalive,
+        "health_check_interval": CONNECTIONS.redis_health_check_s,
+    }
+
+
+def redis_client(
+    settings: Settings, fake_server: Any | None = None, *, admin: bool = False
+) -> AnyRedis:
     """The real Redis (a Redis Cluster with CODEMOJEX_REDIS_CLUSTER=true) when a URL is
     configured, else an in-process stand-in (one process only; `fake_server`, a
     `fakeredis.FakeServer`, lets several clients of the process, in several threads, share
-    one)."""
+    one). Every connection has the timeouts of `redis_timeouts` (`admin`: the operators'
+    whole-queue scripts)."""
+    timeouts = redis_timeouts(admin=admin)
     if settings.redis_url and settings.redis_cluster:
         # The URL names any node; the client discovers the others and routes each command
         # (and each script, by its first key) to the node owning its slot.
-        return GatedRedisCluster.from_url(settings.redis_url, max_in_flight=pool_size(settings))
+        return GatedRedisCluster.from_url(
+            settings.redis_url, max_in_flight=pool_size(settings), **timeouts
+        )
     if settings.redis_url:
         # Blocking: the sender drains every chat with rows waiting at once, and a pool
         # that raises "Too many connections" when they all speak together fails claims, acks
@@ -104,6 +147,7 @@ def redis_client(settings: Settings, fake_server: Any | None = None) -> AnyRedis
             settings.redis_url,
             max_connections=pool_size(settings),
             timeout=CONNECTIONS.redis_pool_wait_s,
+            **timeouts,
         )
         return aioredis.Redis.from_pool(pool)
     import fakeredis
@@ -114,6 +158,26 @@ def redis_client(settings: Settings, fake_server: Any | None = None) -> AnyRedis
         else fakeredis.FakeAsyncRedis(server=fake_server)
     )
     return client
+
+
+async def warn_without_persistence(redis: AnyRedis) -> None:
+    """One WARNING (`NO_AOF`) when the Redis, or a master of the cluster, has AOF off. Never
+    refuses to start: the demo and the tests run on a Redis that keeps nothing."""
+    try:
+        async with asyncio.timeout(OPS.health_probe_timeout_s):
+            if isinstance(redis, RedisCluster):
+                answers = await redis.info("persistence", target_nodes=RedisCluster.PRIMARIES)
+                found = [dict(node).get("aof_enabled") for node in answers.values()]
+            else:
+                found = [(await redis.info("persistence")).get("aof_enabled")]
+    except ResponseError as exc:  # INFO refused (an ACL, a managed Redis): say what to check
+        log.info("cannot read Redis's persistence (%s): make sure appendonly is yes", exc)
+        return
+    except Exception as exc:
+        OUTAGES.swallow(exc, "start-up", "the check that Redis keeps an append-only file")
+        return
+    if any(str(aof) != "1" for aof in found):
+        log.warning(NO_AOF)
 
 
 def make_lanes(redis: AnyRedis, settings: Settings) -> Lanes:

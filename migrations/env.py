@@ -11,10 +11,9 @@ import asyncio
 import logging.config
 
 from alembic import context
-from sqlalchemy import pool
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import create_async_engine
 
+from codemojex.db.engine import make_migration_engine
 from codemojex.db.models import Base
 
 config = context.config
@@ -57,7 +56,8 @@ def _run_with(connection: Connection) -> None:
 
 
 async def _run_async(url: str) -> None:
-    engine = create_async_engine(url, poolclass=pool.NullPool, hide_parameters=True)
+    # Without the hot path's statement and lock timeouts (codemojex.db.engine says why).
+    engine = make_migration_engine(url)
     try:
         async with engine.connect() as connection:
             await connection.run_sync(_run_with)

@@ -4,7 +4,13 @@ answer budget (the pace still holds the answers to their share of the chat). A r
 spends its sender's answer budget in the chat (posting/budget.py), like any answer: within
 it, audited and answered; past it, told once to slow down, and then neither answered nor
 audited until the budget is whole again, so a spammer fills neither the audit log nor the
-chat's posts."""
+chat's posts.
+
+Each command takes effect once per message (bot/once.py): its audit row is keyed by the
+message and written in the transaction of its effect, the effect only with a new row; what
+Redis holds of it is then made what the database says (`usecases.derived`, the room's card).
+A command answers only when this handling wrote its row: delivered again, it applies nothing,
+says nothing, and only makes Redis good."""
 
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import room_language, user_language
+from codemojex.bot.once import Run, origin_of
 from codemojex.bot.replies import outbox_written
 from codemojex.bot.rooms import display_name, storable
 from codemojex.db import Room, reading, store
@@ -50,22 +57,30 @@ class AdminCall:
     actor_tg_id: int
     args: str
     lang: Lang  # the chat's, to answer in
+    run: Run  # this handling of the message (bot/once.py)
+    audit: usecases.Audit  # its audit row, keyed by the message: written with its effect
 
 
-async def _admin_gate(update: Update, context: CodemojexContext, action: str) -> AdminCall | None:
+async def _admin_gate(
+    update: Update, context: CodemojexContext, action: str, run: Run
+) -> AdminCall | None:
     """Authorise an admin command; the attempt is audited whether allowed or refused (refused
-    ones within their sender's answer budget)."""
+    ones within their sender's answer budget). A message that took effect before (`run.done`)
+    is refused quietly: what was said of it was said then."""
     who = sender_of(update)
     if who is None:
         return None
     services = context.services
     if not who.in_group:
-        lang = user_language(who.user)
-        await services.answers.answer(who.message, texts.group_only(lang), lang=lang)
+        if not run.done:
+            lang = user_language(who.user)
+            await services.answers.answer(who.message, texts.group_only(lang), lang=lang)
         return None
     allowed = await is_admin(
         context.bot, who.message, services.admins, services.settings.operator_ids
     )
+    if not allowed and run.done:
+        return None
     # Past the budget: neither a row nor an answer, so a spammer fills neither the audit log
     # nor the chat's posting pace.
     said = Say.ANSWER if allowed else await services.answers.spend(who.message)
@@ -75,19 +90,24 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
     actor = who.user.id if who.user is not None else who.chat.id
     args = command_text(who.message)
     room = await services.cards.ensure_room(who.chat, who.thread_id)
+    lang = room_language(room, who.user)
+    audit = usecases.Audit(
+        room_id=room.id,
+        actor_tg_id=actor,
+        action=action,
+        args=storable(args[:AUDIT_ARGS_MAX]),
+        allowed=allowed,
+        origin=origin_of(who.message),
+        applies=not run.done,
+    )
+    if allowed:  # audited by the command, with its effect
+        return AdminCall(who, room, actor, args, lang, run, audit)
     if said is Say.ANSWER:  # not the attempt told to slow down: it is past the budget
         async with services.sessionmaker() as session:
-            await usecases.audit(
-                session,
-                room_id=room.id,
-                actor_tg_id=actor,
-                action=action,
-                args=storable(args[:AUDIT_ARGS_MAX]),
-                allowed=allowed,
-            )
-    lang = room_language(room, who.user)
-    if allowed:
-        return AdminCall(who, room, actor, args, lang)
+            first = await usecases.audit_command(session, audit)
+        await run.took_effect()
+        if not first:
+            return None
     await services.answers.answer_as(who.message, said, texts.not_admin(lang), lang=lang)
     return None
 
@@ -95,6 +115,16 @@ async def _admin_gate(update: Update, context: CodemojexContext, action: str) ->
 async def reply(call: AdminCall, context: CodemojexContext, text: str) -> None:
     """Answer an admin's allowed command (outside the answer budget: see the module's doc)."""
     await context.services.answers.answer_as(call.who.message, Say.ANSWER, text)
+
+
+async def record(call: AdminCall, context: CodemojexContext) -> bool:
+    """An allowed command with no effect of its own (a usage error, a read): its audit row
+    alone. True when written now (then it is answered); False when its message took effect
+    before (answered then: not again)."""
+    async with context.services.sessionmaker() as session:
+        first = await usecases.audit_command(session, call.audit)
+    await call.run.took_effect()
+    return first
 
 
 def admin_command(
@@ -107,12 +137,12 @@ def admin_command(
             who = sender_of(update)
             if who is None:
                 return
-            # Run once per message (bot/once.py: a redelivered /endround must not end the next
-            # round, nor a /ban undo a later /unban), gate and audit included.
-            async with context.services.commands.once(who.message) as first:
-                if not first:
-                    return
-                call = await _admin_gate(update, context, action)
+            # Once per message (bot/once.py: a redelivered /endround must not end the next
+            # round, nor a /ban undo a later /unban). Run again when it took effect before
+            # (`run.done`), the body applies nothing, says nothing, and makes Redis what the
+            # database says.
+            async with context.services.commands.once(who.message) as run:
+                call = await _admin_gate(update, context, action, run)
                 if call is not None:
                     await body(call, context)
 
@@ -123,39 +153,63 @@ def admin_command(
 
 @admin_command("pause")
 async def cmd_pause(call: AdminCall, context: CodemojexContext) -> None:
-    await context.services.lanes.pause(call.room.id)
-    await reply(call, context, texts.paused(call.lang))
+    if await _pause(call, context, paused=True):
+        await reply(call, context, texts.paused(call.lang))
 
 
 @admin_command("resume")
 async def cmd_resume(call: AdminCall, context: CodemojexContext) -> None:
-    await context.services.lanes.resume(call.room.id)
-    await reply(call, context, texts.resumed(call.lang))
+    if await _pause(call, context, paused=False):
+        await reply(call, context, texts.resumed(call.lang))
+
+
+async def _pause(call: AdminCall, context: CodemojexContext, *, paused: bool) -> bool:
+    """The room's row, then the lanes as it says; whether this handling applied it."""
+    services = context.services
+    return await usecases.pause_room(
+        services.sessionmaker,
+        services.lanes,
+        call.room.id,
+        paused,
+        command=call.audit,
+        committed=call.run.took_effect,
+    )
 
 
 @admin_command("limit")
 async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
     parsed = parse_bounded_int(call.args, *LIMIT_RANGE, "/limit", call.lang)
     if isinstance(parsed, str):
-        await reply(call, context, parsed)
+        if await record(call, context):
+            await reply(call, context, parsed)
         return
     services = context.services
     # The room row is the record, then the card (where the lanes take a ceiling from when
-    # they have lost theirs), then the lanes.
+    # they have lost theirs), then the lanes, as the row says.
+    first = True
     async with services.sessionmaker() as session:
-        await usecases.update_room_settings(session, call.room.id, ceiling=parsed)
+        try:
+            await usecases.update_room_settings(
+                session, call.room.id, ceiling=parsed, command=call.audit
+            )
+        except store.CommandRepeated:
+            first = False
+    await call.run.took_effect()
     await services.cards.refresh(call.room.id)
-    await services.lanes.limit(call.room.id, parsed)
-    await reply(call, context, texts.limit_set(call.lang, parsed))
+    await usecases.derive_ceiling(services.sessionmaker, services.lanes, call.room.id)
+    if first:
+        await reply(call, context, texts.limit_set(call.lang, parsed))
 
 
 async def _target(call: AdminCall, context: CodemojexContext) -> usecases.Member | None:
-    """The player an admin command replies to; answers when there is none."""
+    """The player an admin command replies to; when there is none, the command is audited
+    and answered so (once)."""
     # Not the topic's root: in a forum topic every message "replies" to it (its creator).
     replied = replied_to(call.who.message)
     user = replied.from_user if replied is not None else None
     if replied is None or user is None or user.is_bot or replied.sender_chat is not None:
-        await reply(call, context, texts.reply_to_player(call.lang))
+        if await record(call, context):
+            await reply(call, context, texts.reply_to_player(call.lang))
         return None
     return usecases.Member(user.id, display_name(user))
 
@@ -164,16 +218,25 @@ async def _target(call: AdminCall, context: CodemojexContext) -> usecases.Member
 async def cmd_weight(call: AdminCall, context: CodemojexContext) -> None:
     parsed = parse_bounded_int(call.args, *WEIGHT_RANGE, "/weight", call.lang)
     if isinstance(parsed, str):
-        await reply(call, context, parsed)
+        if await record(call, context):
+            await reply(call, context, parsed)
         return
     member = await _target(call, context)
     if member is None:
         return
     services = context.services
-    await usecases.weight(
-        services.sessionmaker, services.cards.shared, services.lanes, call.room, member, parsed
+    weighted = await usecases.weight(
+        services.sessionmaker,
+        services.cards.shared,
+        services.lanes,
+        call.room,
+        member,
+        parsed,
+        command=call.audit,
+        committed=call.run.took_effect,
     )
-    await reply(call, context, texts.weight_set(call.lang, member.name, parsed))
+    if weighted.first:
+        await reply(call, context, texts.weight_set(call.lang, member.name, parsed))
 
 
 @admin_command("ban")
@@ -190,9 +253,12 @@ async def cmd_ban(call: AdminCall, context: CodemojexContext) -> None:
         call.room,
         member,
         call.actor_tg_id,
+        command=call.audit,
+        committed=call.run.took_effect,
     )
     _keep(services, banned)
-    await reply(call, context, texts.player_banned(call.lang, member.name, banned.dropped))
+    if banned.first:
+        await reply(call, context, texts.player_banned(call.lang, member.name, banned.dropped))
 
 
 @admin_command("unban")
@@ -201,9 +267,17 @@ async def cmd_unban(call: AdminCall, context: CodemojexContext) -> None:
     if member is None:
         return
     services = context.services
-    unbanned = await usecases.unban(services.sessionmaker, services.cards.shared, call.room, member)
+    unbanned = await usecases.unban(
+        services.sessionmaker,
+        services.cards.shared,
+        call.room,
+        member,
+        command=call.audit,
+        committed=call.run.took_effect,
+    )
     _keep(services, unbanned)
-    await reply(call, context, texts.player_unbanned(call.lang, member.name))
+    if unbanned.first:
+        await reply(call, context, texts.player_unbanned(call.lang, member.name))
 
 
 def _keep(services: BotServices, done: usecases.Moderated) -> None:
@@ -214,17 +288,22 @@ def _keep(services: BotServices, done: usecases.Moderated) -> None:
 
 @admin_command("endround")
 async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
-    async with reading(context.services.sessionmaker) as session:
-        round_ = await store.open_round(session, call.room.id)
-    if round_ is None:
+    """The room's round ends, if it was opened before the command was sent (a /endround
+    delivered late must not end the next round); the reveal goes through the outbox, like
+    every game post."""
+    services = context.services
+    async with services.sessionmaker() as session:
+        ended = await usecases.end_round(session, call.room.id, call.audit)
+    await call.run.took_effect()
+    if ended.status == "none":
         await reply(call, context, texts.no_round(call.lang))
         return
-    # The reveal goes through the outbox, like every game post.
-    async with context.services.sessionmaker() as session:
-        await usecases.close_round(session, round_.id, "endround")
-    metrics.EVENTS.rounds_ended += 1
-    await context.services.cards.shared.close(call.room.id, round_.id)
-    await outbox_written(context.services.ring, call.room.chat_id)
+    if ended.round is not None:
+        metrics.EVENTS.rounds_ended += 1
+        await services.cards.shared.close(call.room.id, ended.round.id)
+    else:  # it took effect before: the card as the database says
+        await services.cards.refresh(call.room.id)
+    await outbox_written(services.ring, call.room.chat_id)
 
 
 @admin_command("settings")
@@ -233,9 +312,11 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
     language at once); `/settings` alone shows what the next round will use."""
     room = call.room
     if not call.args.strip():
-        shown = texts.settings_shown(call.lang, room.length, room.palette, repeats=room.repeats)
-        await reply(call, context, shown)
+        if await record(call, context):
+            shown = texts.settings_shown(call.lang, room.length, room.palette, repeats=room.repeats)
+            await reply(call, context, shown)
         return
+    first = True
     try:
         wanted = parse_settings(call.args)
         async with context.services.sessionmaker() as session:
@@ -248,20 +329,29 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
                 palette="".join(wanted.palette) if wanted.palette is not None else None,
                 repeats=wanted.repeats,
                 language=wanted.language,
+                command=call.audit,
             )
     except InvalidSettings as exc:
-        # Answered outside the session: waiting for a posting slot holds no connection.
-        await reply(call, context, texts.settings_refused(call.lang, exc))
+        # The change and its row rolled back: the row alone. Answered outside the session:
+        # waiting for a posting slot holds no connection.
+        if await record(call, context):
+            await reply(call, context, texts.settings_refused(call.lang, exc))
         return
+    except store.CommandRepeated:
+        first = False
+    await call.run.took_effect()
     await context.services.cards.refresh(room.id)  # the language is the card's
-    # In the chat's language as it is now: a new one answers in itself.
-    lang = room_language(room, call.who.user)
-    changed = texts.settings_changed(lang, room.length, room.palette, repeats=room.repeats)
-    await reply(call, context, changed)
+    if first:
+        # In the chat's language as it is now: a new one answers in itself.
+        lang = room_language(room, call.who.user)
+        changed = texts.settings_changed(lang, room.length, room.palette, repeats=room.repeats)
+        await reply(call, context, changed)
 
 
 @admin_command("queue")
 async def cmd_queue(call: AdminCall, context: CodemojexContext) -> None:
+    if not await record(call, context):
+        return
     services = context.services
     snapshot = await services.lanes.snapshot(call.room.id)
     room_view = snapshot.get("rooms", {}).get(call.room.id)

@@ -54,6 +54,7 @@ from codemojex.bot.once import CommandMarks
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
     cmd_unknown,
+    on_group_other,
     on_group_text,
     on_private_text,
 )
@@ -223,6 +224,14 @@ def add_handlers(application: CodemojexApp, daily: DailyCommands) -> None:
     application.add_handler(MessageHandler(new & filters.COMMAND, cmd_unknown))
     application.add_handler(
         MessageHandler(new & filters.ChatType.PRIVATE & filters.TEXT, on_private_text)
+    )
+    # The rest of what members say in a group (stickers, photos...), not the service
+    # messages (joins, pins, titles): its sender noted for the daily's group board.
+    application.add_handler(
+        MessageHandler(
+            new & filters.ChatType.GROUPS & ~filters.TEXT & ~filters.StatusUpdate.ALL,
+            on_group_other,
+        )
     )
     # Taps on a round's keyboard: the data names the round (codemojex.game.taps).
     application.add_handler(CallbackQueryHandler(on_tap, pattern=TAP_PATTERN))

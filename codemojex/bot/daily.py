@@ -12,8 +12,11 @@ round's announcement, through the outbox. The guesses of a daily are the guess i
 A group's board counts as its members its players (their rows) and whoever else the bot saw
 there (a command, a tap, a join: bot/members.py), and always the asker.
 
-"Now" is the services' clock (UTC): which day's code, when the next comes; tests pass their
-own to play over midnight.
+"Now" is the services' clock (UTC): when the next code comes, whether a day is over; tests
+pass their own to play over midnight. Which day a `/daily` asks about is the day its message
+was sent on (Telegram's `date`), not the day it is handled on: delivered again after midnight
+(the bot died before confirming it), it shows the day it was sent on, never opens the next
+day's puzzle.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from telegram import InlineQueryResultArticle, InputTextMessageContent, Update, User
+from telegram import InlineQueryResultArticle, InputTextMessageContent, Message, Update, User
 from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, InlineQueryHandler, filters
 
@@ -44,6 +47,7 @@ from codemojex.bot.player_commands import cmd_top
 from codemojex.bot.replies import outbox_written
 from codemojex.bot.rooms import display_name, room_title
 from codemojex.db import reading, store
+from codemojex.db.models import utcnow
 from codemojex.game import daily, texts
 from codemojex.limits import DAILY
 from codemojex.locale import EN, Lang
@@ -92,12 +96,17 @@ class DailyCommands:
             await self._open(context, who)
 
     async def _open(self, context: CodemojexContext, who: Sender) -> None:
-        """Today's puzzle in the player's private chat (through the outbox, with the tap
-        keyboard), or, opened already today, how they stand: never a second puzzle."""
+        """The puzzle of the day the message was sent on in the player's private chat (through
+        the outbox, with the tap keyboard), or, opened already, how they stand: never a second
+        puzzle. A day that is over is not opened (`_day_over`)."""
         services, user = context.services, who.user
         assert user is not None
         lang = user_language(user)
         now = services.clock()
+        day = daily.day_of(sent_at(who.message, now))
+        if day < daily.day_of(now):
+            await self._day_over(context, who, day)
+            return
         defaults = services.cards.defaults
         chat = PrivateChat(
             chat_id=who.chat.id,
@@ -110,7 +119,7 @@ class DailyCommands:
         before = await services.cards.generation(who.chat)
         async with services.sessionmaker() as session:
             opened = await usecases.open_daily(
-                session, chat=chat, language=lang, rng=services.rng, now=now
+                session, chat=chat, language=lang, rng=services.rng, now=now, day=day
             )
         view = opened.view
         day = view.puzzle.day
@@ -136,18 +145,33 @@ class DailyCommands:
             markup = daily.share_markup(lang) if share else None
         await services.answers.answer(who.message, text, markup=markup)
 
+    async def _day_over(self, context: CodemojexContext, who: Sender, day: date) -> None:
+        """A /daily sent on a day that is over by now (delivered late): that day's card if
+        the player finished it, and that a new code is out; nothing is opened."""
+        services, user = context.services, who.user
+        assert user is not None
+        lang = user_language(user)
+        async with services.sessionmaker() as session:
+            view = await usecases.daily_on(session, user.id, day)
+        text = texts.daily_new_code_out(lang)
+        if view is not None and view.status == "finished":
+            text = f"{view.card(lang)}\n\n{text}"
+        await services.answers.answer(who.message, text)
+
     async def _group_board(self, services: BotServices, who: Sender) -> None:
         """Today's dailies of the group's members (its players, the others the bot saw there
         lately, and the asker), and how many played in the world. Nothing starts in the
         group."""
         lang = await chat_language(services, who)
         now = services.clock()
-        day = daily.day_of(now)
+        # The day the /daily was sent on (delivered late, it shows that day's board).
+        sent = sent_at(who.message, now)
+        day = daily.day_of(sent)
         asker = who.user.id if who.user is not None else None
         seen = await services.members.of(who.chat.id, now)
         also = seen if asker is None else [*seen, asker]
         async with services.sessionmaker() as session:
-            puzzle = await usecases.puzzle_today(session, now, services.rng)
+            puzzle = await usecases.puzzle_today(session, sent, services.rng)
         async with reading(services.sessionmaker) as session:
             members = await store.group_dailies(
                 session, who.chat.id, day, DAILY.group_rows, also=also, keep=asker
@@ -247,6 +271,14 @@ class DailyCommands:
             )
         # Personal: each asker has a card of their own.
         await query.answer([result], cache_time=cache_s, is_personal=True)
+
+
+def sent_at(message: Message, now: datetime) -> datetime:
+    """When `message` was sent, on the clock that says `now` (the services'): its age by the
+    wall clock (Telegram's `date` is on it, in whole seconds) taken from `now`, and never
+    after `now` (a Telegram clock ahead of ours). With the services' clock the wall clock,
+    that is the message's date."""
+    return now - max(timedelta(0), utcnow() - message.date)
 
 
 async def world_top(

@@ -1,5 +1,12 @@
 """A player's tapped drafts, the tap rate and the callback queries seen, in Redis: the state of
-tap to guess (codemojex.bot.taps) that every bot process shares. Key names: posting/keys.py."""
+tap to guess (codemojex.bot.taps) that every bot process shares. Key names: posting/keys.py.
+
+A callback query is marked seen only with its effect (`done`: the draft kept, or cleared once
+the guess it completed was admitted), in one script call: a process that dies, or a handler
+that fails, between the tap's arrival and its effect leaves nothing that would turn the tap's
+delivery again into a silent no-op. The guess a tap completes is deduplicated by its job id,
+derived from the query (`cb:<query id>`), so a tap delivered again after its guess was
+admitted but before its mark is one guess still."""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ from typing import Any
 from codemojex.game import taps
 from codemojex.limits import BOT, LANES
 from codemojex.posting.keys import Keys
+from codemojex.posting.scripts import register
 from codemojex.redistypes import AnyRedis
 
 
@@ -29,44 +37,52 @@ class Drafts:
         self._redis = redis
         self._keys = Keys(queue)
         self.rate = rate or TapRate()
+        self._done = register(redis, "tap_done")
 
     async def admit(
         self,
         user_id: int,
         query_id: str,
-        seen_s: int = LANES.dedupe_window_s_default,
         *,
         also: Callable[[Any], None] | None = None,
     ) -> tuple[bool, bool]:
-        """(within the rate, first sight of this callback query). A refused tap counts
-        against the rate too, so hammering stays refused, and leaves nothing else behind:
-        only a tap within the rate is marked seen (a second round trip, for it alone), for
-        `seen_s` (the dedupe window: Telegram sends an unconfirmed update again within
-        minutes, a bot restarting or a webhook retried). `also(pipe)` queues more commands in
-        the rate's round trip (the tapper seen in the group: bot/members.py)."""
+        """(within the rate, not yet done), in one round trip: the rate counted and the query's
+        mark read, not written (`done` writes it with the tap's effect). A refused tap counts
+        against the rate too, so hammering stays refused. `also(pipe)` queues more commands in
+        the same round trip (the tapper seen in the group: bot/members.py)."""
         rate_key = self._keys.tap_rate(user_id)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.set(rate_key, 0, nx=True, px=self.rate.window_ms)
             pipe.incr(rate_key)
+            pipe.exists(self._keys.tap_seen(query_id))
             if also is not None:
                 also(pipe)
-            _, count, *_ = await pipe.execute()
+            _, count, seen, *_ = await pipe.execute()
         if int(count) > self.rate.most:
             return False, False
-        first = await self._redis.set(self._keys.tap_seen(query_id), 1, nx=True, ex=seen_s)
-        return True, bool(first)
+        return True, not seen
+
+    async def done(
+        self,
+        query_id: str,
+        round_id: int,
+        user_id: int,
+        draft: tuple[int, ...],
+        expires_at: datetime,
+        seen_s: int = LANES.dedupe_window_s_default,
+    ) -> bool:
+        """The tap's effect and its mark together: the draft written (deleted when empty: the
+        guess it completed was admitted) and the query marked seen for `seen_s` (the dedupe
+        window: Telegram sends an unconfirmed update again within minutes). False, writing
+        nothing, when another delivery of the query did it first."""
+        # A draft goes with its round: one closed early is left to time out, refused meanwhile.
+        expiry_ms = int(expires_at.timestamp() * 1000)
+        done = await self._done(
+            keys=[self._keys.tap_seen(query_id), self._keys.tap_draft(round_id, user_id)],
+            args=[seen_s, taps.draft_text(draft) if draft else "", expiry_ms],
+        )
+        return bool(done)
 
     async def get(self, round_id: int, user_id: int) -> bytes | None:
         value = await self._redis.get(self._keys.tap_draft(round_id, user_id))
         return value if isinstance(value, bytes | None) else str(value).encode()
-
-    async def put(
-        self, round_id: int, user_id: int, draft: tuple[int, ...], expires_at: datetime
-    ) -> None:
-        key = self._keys.tap_draft(round_id, user_id)
-        if not draft:
-            await self._redis.delete(key)
-            return
-        # Gone with the round: a round closed early leaves it to time out, refused meanwhile.
-        expiry_ms = int(expires_at.timestamp() * 1000)
-        await self._redis.set(key, taps.draft_text(draft), pxat=expiry_ms)

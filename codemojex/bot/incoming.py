@@ -20,6 +20,7 @@ from telegram.constants import ChatType
 from codemojex.bot.admin import is_anonymous_admin
 from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.language import room_language, user_language
+from codemojex.bot.once import CommandBusy
 from codemojex.bot.processor import DoorHooks
 from codemojex.bot.rooms import topic_of
 from codemojex.db import reading, store
@@ -41,7 +42,8 @@ def guarded(handler: Handler) -> Handler:
     half-written (each lanes verb is one script, each use-case one transaction, each command
     idempotent on its message). An inline query is answered with nothing instead (it is not
     worth waiting for: Telegram forgets it in seconds). A room's card that kept changing under
-    a guess (CardBusy) becomes "try again in a moment"."""
+    a guess (CardBusy), and a command another process kept running past this one's wait
+    (CommandBusy), become "try again in a moment"."""
 
     @functools.wraps(handler)
     async def wrapper(update: Update, context: CodemojexContext) -> None:
@@ -58,7 +60,7 @@ def guarded(handler: Handler) -> Handler:
                     raise
                 await update.inline_query.answer([], cache_time=0, is_personal=True)
                 return
-            if not isinstance(exc, CardBusy):
+            if not isinstance(exc, CardBusy | CommandBusy):
                 raise  # a bug, or Telegram out (on_error's: an answer would fail too)
             lang = user_language(update.effective_user)
             if update.message is not None:

@@ -13,7 +13,7 @@ from codemojex.db import make_engine, make_sessionmaker
 from codemojex.limits import CONNECTIONS
 from codemojex.ops.collect import BotCollector
 from codemojex.ops.server import ProcessOps
-from codemojex.runtime import make_lanes, redis_client, settle_process
+from codemojex.runtime import make_lanes, redis_client, settle_process, warn_without_persistence
 from codemojex.settings import Settings
 
 TOKEN_REJECTED = (
@@ -56,6 +56,7 @@ async def _serve(settings: Settings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     redis = redis_client(settings)
+    await warn_without_persistence(redis)
     # As many connections as updates handled at once (up to CONNECTIONS.db_pool_size: a guess
     # needs none), so that none is opened per update.
     engine = make_engine(
@@ -88,6 +89,8 @@ async def _serve(settings: Settings) -> None:
                 await stop.wait()
             finally:
                 await ops.stop()
+        # The group members noted in the last moments, written before Redis is let go.
+        await application.bot_data.members.close()
     finally:
         await engine.dispose()
         await redis.aclose()

@@ -29,6 +29,7 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import room_language, user_language
+from codemojex.bot.once import Run, origin_of
 from codemojex.bot.replies import outbox_written
 from codemojex.bot.rooms import display_name
 from codemojex.db import reading, store
@@ -107,27 +108,40 @@ async def cmd_newgame(update: Update, context: CodemojexContext) -> None:
     await services.members.seen(who.chat, who.user)
     # Once per message (bot/once.py): a /newgame delivered again after its round ended must
     # not open another.
-    async with services.commands.once(who.message) as first:
-        if first:
-            await _newgame(services, who)
+    async with services.commands.once(who.message) as run:
+        await _newgame(services, who, run)
 
 
-async def _newgame(services: BotServices, who: Sender) -> None:
+async def _newgame(services: BotServices, who: Sender, run: Run) -> None:
     room = await services.cards.ensure_room(who.chat, who.thread_id)
-    async with services.sessionmaker() as session:
-        try:
-            # The announcement is written to the outbox with the round: the sender posts it,
-            # paced with every other game post of the chat. A room's first round takes its
-            # starter's language.
-            starter = user_language(who.user)
-            await usecases.start_round(session, room.id, services.rng, language=starter)
-            opened = True
-        except store.RoundAlreadyOpen:
-            opened = False
-    # The round into the room's card (also when it was open already: a bot that died
-    # between its commit and the card's write left the card without it).
+    opened = repeated = False
+    if not run.done:
+        async with services.sessionmaker() as session:
+            try:
+                # The announcement is written to the outbox with the round: the sender posts
+                # it, paced with every other game post of the chat. A room's first round
+                # takes its starter's language. The round records this message: delivered
+                # again, however late, it opens nothing.
+                starter = user_language(who.user)
+                await usecases.start_round(
+                    session,
+                    room.id,
+                    services.rng,
+                    language=starter,
+                    origin=origin_of(who.message),
+                )
+                opened = True
+            except store.RoundAlreadyOpen:
+                pass
+            except store.CommandRepeated:
+                repeated = True
+        if opened or repeated:
+            await run.took_effect()
+    # The round into the room's card (also when it was open already, or opened by this
+    # message before: a bot that died between its commit and the card's write left the card
+    # without it).
     await services.cards.refresh(room.id)
-    if opened:
+    if opened or repeated or run.done:
         await outbox_written(services.ring, who.chat.id)
         return
     # Outside the session: waiting for a posting slot must not hold a database connection.
@@ -163,7 +177,19 @@ async def on_group_text(update: Update, context: CodemojexContext) -> None:
     source = Source.REPLY if to_bot else Source.PLAIN
     guesses = context.services.guesses
     outcome = await guesses.submit(message, who.user, message.text or "", source)
+    if outcome.outcome != "enqueued":
+        # Said something, and no guess taken (the worker writes a guesser's row): one of the
+        # group's members for its daily board, noted in memory (bot/members.py).
+        context.services.members.note(who.chat, who.user)
     await guesses.tell(message, outcome)
+
+
+async def on_group_other(update: Update, context: CodemojexContext) -> None:
+    """Anything else said in a group (a sticker, a photo, a voice message): no guess and no
+    command, but its sender is one of the group's members, noted in memory (no I/O)."""
+    message = update.message
+    if message is not None:
+        context.services.members.note(message.chat, message.from_user)
 
 
 @guarded

@@ -4,7 +4,9 @@ Each tap is answered with a toast only the tapper sees (answerCallbackQuery); no
 to the chat per tap. A player's draft of a round lives in Redis (posting/keys.py names it) and
 expires when the round would time out. The tap that completes the code hands it to the guess
 intake exactly as a typed guess (codemojex.bot.guesses: validation, the player's lane, the
-room's ceiling, "slow down"), its job id derived from the callback query's id.
+room's ceiling, "slow down"), its job id derived from the callback query's id. A tap is
+marked seen only with its effect (bot/drafts.py `Drafts.done`): one whose handling failed or
+whose process died half-way takes effect when Telegram delivers it again.
 
 Refused with a toast, changing nothing: a tap faster than the player's tap rate
 (limits.TAP_RATE_*), on the keyboard of a round that is not the chat's open round (an old
@@ -60,15 +62,12 @@ async def _handle(
     user = query.from_user
     drafts = services.drafts
     within, first = await drafts.admit(
-        user.id,
-        query.id,
-        services.settings.dedupe_window_s,
-        also=services.members.tapper(message.chat, user),
+        user.id, query.id, also=services.members.tapper(message.chat, user)
     )
     if not within:
         return texts.tap_too_fast(user_language(user))
     if not first:
-        return None  # the same query again (a redelivered update): it was answered
+        return None  # the same query again (a redelivered update): it took effect
     # The card as Redis has it now: every toast is decided on it, never on this process's
     # memory (the next tap may reach another bot process).
     read = await services.cards.for_guess(message.chat, topic_of(message), user)
@@ -87,8 +86,12 @@ async def _handle(
     length = round_.length
     draft = taps.parse_draft(await drafts.get(round_.id, user.id), len(palette), length)
     step = taps.step(draft, tap.action, length)
+    seen_s = services.settings.dedupe_window_s
     if step.complete is None:
-        await drafts.put(round_.id, user.id, step.draft, round_.expires_at)
+        if not await drafts.done(
+            query.id, round_.id, user.id, step.draft, round_.expires_at, seen_s
+        ):
+            return None  # another delivery of this query took effect meanwhile
         return taps.show(step.draft, palette, length)
     guess = taps.emojis_of(step.complete, palette)
     outcome = await services.guesses.take(
@@ -108,6 +111,8 @@ async def _handle(
         # "Slow down" (or nothing, later in the flood episode): the draft stays complete but
         # for the last tap, which the player repeats when the lane has room.
         return outcome.reply or texts.slow_down(lang)
-    await drafts.put(round_.id, user.id, (), round_.expires_at)
+    # The draft cleared and the query marked seen only now that the guess is in its lane (a
+    # delivery again before this admits it again: a duplicate of its job id, one guess).
+    await drafts.done(query.id, round_.id, user.id, (), round_.expires_at, seen_s)
     sent = texts.tap_sent(lang, guess)
     return f"{sent}\n{outcome.reply}" if outcome.reply else sent

@@ -8,11 +8,23 @@ SQLite (the embedded demo default) gets the settings that let several connection
 process share a file without "database is locked": WAL, a busy timeout, foreign keys on, and
 every transaction begun with BEGIN IMMEDIATE so writers queue up instead of deadlocking when a
 reader upgrades to a writer; a transaction marked READ_ONLY (it never writes) begins
-DEFERRED and so never queues behind the writers. Postgres needs nothing special.
+DEFERRED and so never queues behind the writers.
+
+Postgres gets bounds, so that a held lock or a dead connection costs seconds, never hours
+(`CONNECTIONS.db_*`, measured in docs/benchmarks.md, "Statement times"): every session of the
+bot, the worker and the ops page has a `lock_timeout`, a `statement_timeout` and an
+`idle_in_transaction_session_timeout` (a client that stopped mid-transaction, its process
+frozen or its host gone, gives its row locks back), TCP keepalives on the server's side of
+the socket, a connect timeout, and asyncpg's own `command_timeout` a margin past the
+statement's (a server that stopped answering sends no timeout of its own). A statement cut by
+one of them is a Postgres outage to `outages.py`: the caller waits and tries again, as for any
+other. The retention trims mark their transactions MAINTENANCE: they run under bounds of their
+own (`SET LOCAL`), and the migrations (`make_migration_engine`) under none.
 """
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +37,25 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+from sqlalchemy.pool import NullPool
 
 from codemojex.db.store.backend import Backend
 from codemojex.db.store.postgres import Postgres
 from codemojex.db.store.sqlite import Sqlite
 from codemojex.limits import CONNECTIONS
 
-# The repository root's migrations/ (the package is installed editable, next to it).
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+def _migrations_dir() -> Path:
+    """The repository root's migrations/, installed inside the package as
+    `codemojex.migrations` (setup.py): in a wheel's install and in an editable one alike. A
+    checkout run from its own path without being installed finds it beside the package."""
+    try:
+        return Path(str(files("codemojex.migrations")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[2] / "migrations"
+
+
+MIGRATIONS_DIR = _migrations_dir()
 
 
 # An execution option a read sets on its transaction (`unit.reading`): on SQLite it begins
@@ -42,6 +65,11 @@ READ_ONLY = "codemojex_read_only"
 
 # The execution option that carries an engine's store backend (`backend_of`).
 BACKEND = "codemojex_backend"
+
+# An execution option a maintenance transaction sets (`unit.uow(..., maintenance=True)`: the
+# retention trims): on Postgres it runs under the maintenance bounds, not the hot path's.
+# SQLite ignores it.
+MAINTENANCE = "codemojex_maintenance"
 
 # The databases Codemojex runs on, by the name a URL gives its dialect.
 _BACKENDS: dict[str, type[Backend]] = {"postgresql": Postgres, "sqlite": Sqlite}
@@ -54,6 +82,35 @@ def backend_of(conn: AsyncConnection) -> Backend:
     if not isinstance(backend, Backend):
         raise RuntimeError("an engine not made by codemojex.db.make_engine has no store backend")
     return backend
+
+
+def postgres_session(
+    *,
+    lock_timeout_ms: int = CONNECTIONS.db_lock_timeout_ms,
+    statement_timeout_ms: int = CONNECTIONS.db_statement_timeout_ms,
+    idle_in_transaction_ms: int = CONNECTIONS.db_idle_in_transaction_ms,
+) -> dict[str, Any]:
+    """asyncpg's connect arguments for a session of ours (the module's doc says why each): 0
+    turns a timeout off."""
+    command_timeout = (
+        max(statement_timeout_ms, CONNECTIONS.db_maintenance_statement_timeout_ms) / 1000
+        + CONNECTIONS.db_command_margin_s
+    )
+    return {
+        "timeout": CONNECTIONS.db_connect_timeout_s,
+        "command_timeout": command_timeout if statement_timeout_ms else None,
+        "server_settings": {
+            "lock_timeout": str(lock_timeout_ms),
+            "statement_timeout": str(statement_timeout_ms),
+            "idle_in_transaction_session_timeout": str(idle_in_transaction_ms),
+            **{
+                f"tcp_keepalives_{name}": str(value)
+                for name, value in zip(
+                    ("idle", "interval", "count"), CONNECTIONS.db_keepalive, strict=True
+                )
+            },
+        },
+    }
 
 
 def make_engine(url: str, *, pool_size: int | None = None, **kwargs: Any) -> AsyncEngine:
@@ -81,12 +138,49 @@ def make_engine(url: str, *, pool_size: int | None = None, **kwargs: Any) -> Asy
         kwargs.setdefault("pool_recycle", CONNECTIONS.db_pool_recycle_s)
         kwargs.setdefault("pool_size", CONNECTIONS.db_pool_size if pool_size is None else pool_size)
         kwargs.setdefault("max_overflow", CONNECTIONS.db_pool_overflow)
-        return create_async_engine(url, **kwargs)
+        given = kwargs.get("connect_args", {})
+        session = postgres_session()
+        kwargs["connect_args"] = {
+            **session,
+            **given,
+            "server_settings": {**session["server_settings"], **given.get("server_settings", {})},
+        }
+        engine = create_async_engine(url, **kwargs)
+        _postgres_maintenance(engine)
+        return engine
     connect_args = dict(kwargs.pop("connect_args", {}))
     connect_args.setdefault("timeout", CONNECTIONS.sqlite_busy_timeout_s)
     engine = create_async_engine(url, connect_args=connect_args, **kwargs)
     _sqlite_serialised_writers(engine)
     return engine
+
+
+def _postgres_maintenance(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        if conn.get_execution_options().get(MAINTENANCE, False):
+            # Transaction-local: the connection goes back to the pool with the hot path's.
+            conn.exec_driver_sql(
+                "SELECT set_config('statement_timeout', $1, true),"
+                " set_config('lock_timeout', $2, true)",
+                (
+                    str(CONNECTIONS.db_maintenance_statement_timeout_ms),
+                    str(CONNECTIONS.db_maintenance_lock_timeout_ms),
+                ),
+            )
+
+
+def make_migration_engine(url: str) -> AsyncEngine:
+    """The engine the migrations run on (migrations/env.py): one connection, no pool, and on
+    Postgres none of the hot path's statement, lock or idle timeouts (a migration rewriting a
+    large table must not be cut half-way; it runs with the bot and workers stopped or
+    waiting, as operations.md says); a connect timeout all the same."""
+    kwargs: dict[str, Any] = {"poolclass": NullPool, "hide_parameters": True}
+    if make_url(url).get_backend_name() == "postgresql":
+        kwargs["connect_args"] = postgres_session(
+            lock_timeout_ms=0, statement_timeout_ms=0, idle_in_transaction_ms=0
+        )
+    return create_async_engine(url, **kwargs)
 
 
 def _sqlite_serialised_writers(engine: AsyncEngine) -> None:
@@ -119,8 +213,8 @@ def alembic_config(url: str | None = None) -> Any:
 
     if not (MIGRATIONS_DIR / "env.py").is_file():
         raise FileNotFoundError(
-            f"no Alembic migrations at {MIGRATIONS_DIR}: run from a checkout installed with "
-            "`pip install -e .` (migrations/ lives at the repository root)"
+            f"no Alembic migrations at {MIGRATIONS_DIR}: this install of codemojex is incomplete "
+            "(reinstall it: pip install -c constraints.txt .)"
         )
     ini = MIGRATIONS_DIR.parent / "alembic.ini"
     config = Config(str(ini)) if ini.exists() else Config()

@@ -24,6 +24,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     text,
     true,
 )
@@ -124,6 +125,9 @@ class Room(Base):
     language: Mapped[str | None] = mapped_column(String(16), default=None)
     ceiling: Mapped[int] = mapped_column(Integer)
     round_timeout_s: Mapped[int] = mapped_column(Integer)
+    # Scoring paused (/pause, /resume, the ops page): the record the lanes' pause is derived
+    # from, so that a command delivered again cannot undo a later one (bot/once.py).
+    paused: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property
@@ -144,6 +148,9 @@ class Player(Base):
     room_id: Mapped[str] = mapped_column(ForeignKey("rooms.id", ondelete="CASCADE"))
     tg_user_id: Mapped[int] = mapped_column(BigInteger, index=True)
     display_name: Mapped[str] = mapped_column(String(255), default="")
+    # The weight an admin gave the player's lane (/weight); None: never set (the lanes'
+    # default). The record the lanes' weight is derived from (bot/once.py).
+    weight: Mapped[int | None] = mapped_column(Integer, default=None)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     def __repr__(self) -> str:
@@ -193,6 +200,16 @@ class Round(_Code, Base):
             postgresql_where=text("winning_guess_id IS NOT NULL"),
             sqlite_where=text("winning_guess_id IS NOT NULL"),
         ),
+        # One round per command message: a /newgame delivered again, however late, finds the
+        # round it opened and opens nothing.
+        Index(
+            "uq_rounds_origin",
+            "origin_chat_id",
+            "origin_message_id",
+            unique=True,
+            postgresql_where=text("origin_message_id IS NOT NULL"),
+            sqlite_where=text("origin_message_id IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -219,6 +236,11 @@ class Round(_Code, Base):
     kind: Mapped[str] = mapped_column(String(8), default="group", server_default="group")
     # A player's scored guesses in the round at most (the daily's 8); None: no cap.
     max_attempts: Mapped[int | None] = mapped_column(Integer, default=None)
+    # The message that opened the round (/newgame): its chat and id. None for a daily's, and
+    # for rounds opened before they were recorded. A command ends only a round opened before
+    # it was sent (game.rounds.opened_before).
+    origin_chat_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    origin_message_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
     @property
     def is_open(self) -> bool:
@@ -312,6 +334,16 @@ class AuditLog(Base):
             postgresql_where=text("NOT allowed"),
             sqlite_where=text("NOT allowed"),
         ),
+        # One row per command message: an admin command applies once, in the transaction that
+        # writes its row (INSERT … ON CONFLICT DO NOTHING, store.admin.audit_once).
+        Index(
+            "uq_audit_log_message",
+            "chat_id",
+            "message_id",
+            unique=True,
+            postgresql_where=text("message_id IS NOT NULL"),
+            sqlite_where=text("message_id IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -323,6 +355,9 @@ class AuditLog(Base):
     args: Mapped[str] = mapped_column(Text, default="")
     allowed: Mapped[bool] = mapped_column(Boolean)
     at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The command message (chat, message id) the action came in; None for the ops page's.
+    chat_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    message_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
     def __repr__(self) -> str:
         return f"AuditLog(id={self.id!r}, action={self.action!r}, allowed={self.allowed!r})"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from codemojex.db.engine import backend_of
+from codemojex.db.engine import MAINTENANCE, backend_of
 from codemojex.db.store.backend import Backend
 
 # What a use-case is given to work on: a session (the ORM's flows) or a connection (the score
@@ -38,11 +38,18 @@ class Unit:
 
 
 @asynccontextmanager
-async def uow(db: Db) -> AsyncIterator[Unit]:
+async def uow(db: Db, *, maintenance: bool = False) -> AsyncIterator[Unit]:
     """One transaction on `db`, committed when the block ends and rolled back when it raises
     (the commit's own failure included). It is the transaction `db` is in: begun here, or by a
-    read made on the same session just before (the tests read and write on one session)."""
-    conn = await db.connection() if isinstance(db, AsyncSession) else db
+    read made on the same session just before (the tests read and write on one session).
+    `maintenance`: a transaction of no hot path (the retention trims), begun here, which runs
+    under the maintenance bounds instead of the hot path's statement and lock timeouts
+    (`engine.MAINTENANCE`)."""
+    options = {MAINTENANCE: True} if maintenance else {}
+    if isinstance(db, AsyncSession):
+        conn = await db.connection(execution_options=options or None)
+    else:
+        conn = await db.execution_options(**options) if options else db
     try:
         yield Unit(conn, backend_of(conn))
         await db.commit()

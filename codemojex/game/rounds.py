@@ -23,7 +23,9 @@ from codemojex.game import texts
 from codemojex.locale import Lang
 from codemojex.scoring import draw_palette, draw_secret
 from codemojex.values.batch import deadline_ms as deadline_ms
-from codemojex.values.types import KIND_KEYS_OFF, KIND_REVEAL, TIMEOUT, Message
+from codemojex.values.types import KIND_KEYS_OFF, KIND_REVEAL, TIMEOUT, Message, Origin
+
+SECOND = timedelta(seconds=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,28 @@ def keys_off(*, round_id: int, chat_id: int, announce_message_id: int | None) ->
         round_id=round_id,
         reply_to=announce_message_id,
     )
+
+
+def opened_before(
+    command: Origin,
+    *,
+    origin_chat_id: int | None,
+    origin_message_id: int | None,
+    started_at: datetime,
+) -> bool:
+    """Whether a round was opened before `command` was sent, so that the command may end it:
+    an /endround delivered late (after a new round opened) must not end the new round.
+
+    A round opened by a message of the same chat: that message came first (message ids grow
+    in a chat; exact, where Telegram's whole-second dates would tie). Otherwise (a round
+    opened with no message, or before rounds recorded theirs, or in the chat the group was
+    before it became a supergroup): it started before the end of the second the command was
+    sent in (Telegram dates a message in whole seconds, rounded down), so a round opened a
+    moment before the command counts as before it; one opened a second or more after it does
+    not."""
+    if origin_message_id is not None and origin_chat_id == command.chat_id:
+        return origin_message_id < command.message_id
+    return started_at < command.sent_at + SECOND
 
 
 def is_due(expires_at: datetime, now: datetime) -> bool:

@@ -69,8 +69,8 @@ _DIGEST: Final = re.compile(r"[0-9a-f]{32}\Z")
 # The job hash's fields (docs/lanes.md, "The job hash"): what Python calls each -> its name in
 # Redis. One letter each: a guess is stored once per pending job, and the names are a fifth of
 # its hash. `attempts` is written by the first lease (absent: 0), `last_error` by a retry or a
-# death. The scripts spell the short names (and lua/includes/upgrade_job.lua the older, long
-# ones: these keys), tests/lanes/test_cost.py checks they agree.
+# death. The scripts spell the short names (and lua/includes/job_long.lua and upgrade_job.lua
+# the older, long ones: these keys), tests/lanes/test_cost.py checks they agree.
 JOB_FIELDS: Final = {
     "payload": "p",
     "room": "r",

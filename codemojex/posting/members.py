@@ -1,23 +1,24 @@
 """A group's members as the bot saw them: whom `/daily` in a group counts as its members.
 
 A group's players are known from their rows (the worker writes one with a player's first
-guess). This keeps the others the bot has seen there: whoever ran a command (noted once the
-command's answer budget was spent: an answer past the budget notes nobody, so a spammer costs
-one Redis call a command), tapped a round's keyboard (noted in the tap rate's own round trip),
-or joined (a chat_member update, which Telegram sends a bot that administers the group; a
-leave forgets). Plain chatter and guesses note nothing: they cost no storage round trip, and a
-guesser is on the board by their player row.
+guess). This keeps the others the bot has seen there: whoever said anything there (a message
+that is no guess taken, a sticker, a command), tapped a round's keyboard, or joined (a
+chat_member update, which Telegram sends a bot that administers the group; a leave forgets).
+The bot notes them in memory and writes them here together (bot/members.py), a tapper in the
+tap rate's own round trip. A guesser is on the board by their player row.
 
 In Redis (`cmx:{q}:members:<chat>`, posting/keys.py): a sorted set of user ids scored by when
 each was last seen (ms, on the caller's clock: the bot's, which the tests move). Bounded: each
 note keeps the `most` last seen (DAILY.group_members_max). Expiring: a member not seen for `ttl_s`
-(DAILY.group_members_ttl_s) is no longer read, and the set goes with its last member's time. A note
-is three commands in one MULTI (atomic: the set never exceeds its bound or outlives its TTL),
-and can ride in a pipeline the caller sends anyway (`add_to`).
+(DAILY.group_members_ttl_s) is no longer read, and the set goes with its last member's time.
+The notes of a group are three commands in one MULTI (atomic: the set never exceeds its bound
+or outlives its TTL), and ride in a pipeline the caller sends anyway (`add_to`) or in one of
+their own for many groups at once (`seen_many`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -51,15 +52,29 @@ class GroupMembers:
     def add_to(self, pipe: Any, chat_id: int, user_id: int, now: datetime) -> None:
         """Queue the note "`user_id` seen in `chat_id` at `now`" on `pipe` (a MULTI pipeline
         of the caller's: the note costs no round trip of its own)."""
+        self._add_group(pipe, chat_id, {user_id: now})
+
+    def _add_group(self, pipe: Any, chat_id: int, seen: Mapping[int, datetime]) -> None:
         key = self._keys.group_members(chat_id)
-        pipe.zadd(key, {str(int(user_id)): _ms(now)})
+        pipe.zadd(key, {str(int(user_id)): _ms(when) for user_id, when in seen.items()})
         pipe.zremrangebyrank(key, 0, -self.most - 1)  # all but the `most` last seen
         pipe.pexpire(key, self.ttl_ms)
 
     async def seen(self, chat_id: int, user_id: int, now: datetime) -> None:
         """`user_id` was seen in the group `chat_id` at `now`."""
+        await self.seen_many({(chat_id, user_id): now})
+
+    async def seen_many(self, seen: Mapping[tuple[int, int], datetime]) -> None:
+        """Each (group, user) seen at its moment: one round trip for them all (three commands
+        per group, in one MULTI)."""
+        by_chat: dict[int, dict[int, datetime]] = {}
+        for (chat_id, user_id), when in seen.items():
+            by_chat.setdefault(chat_id, {})[user_id] = when
+        if not by_chat:
+            return
         async with self._redis.pipeline(transaction=True) as pipe:
-            self.add_to(pipe, chat_id, user_id, now)
+            for chat_id, users in by_chat.items():
+                self._add_group(pipe, chat_id, users)
             await pipe.execute()
 
     async def forget(self, chat_id: int, user_id: int) -> None:

@@ -27,6 +27,8 @@ Name = Literal[
     "card_write",
     "card_close",
     "command_claim",
+    "tap_done",
+    "command_release",
     "inbox_park",
     "inbox_settle",
     "inbox_renew",

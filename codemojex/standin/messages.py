@@ -72,6 +72,30 @@ class Messages(Chats, Limits):
         message = self._user_message(chat, text, reply_to, sender=user, thread_id=thread_id)
         return int(message["message_id"])
 
+    def send_sticker(self, chat_id: int, user_id: int, emoji: str = "👍") -> int:
+        """The user sends a sticker (a message with no text) in the chat; its message_id.
+        Delivered as Telegram would: in a group, only with privacy mode off or the bot an
+        admin (a sticker is no command and no reply to the bot)."""
+        chat = self._chat(chat_id)
+        user = self._user(user_id)
+        if chat.type != "private":
+            chat.members.add(user_id)
+        message = self._new_message(chat, "", sender=user)
+        del message["text"]
+        message["sticker"] = {
+            "file_id": f"sticker-{message['message_id']}",
+            "file_unique_id": f"s{message['message_id']}",
+            "type": "regular",
+            "width": 512,
+            "height": 512,
+            "is_animated": False,
+            "is_video": False,
+            "emoji": emoji,
+        }
+        if self._delivers(chat, message):
+            self._enqueue({"message": chat.with_reply(message)})
+        return int(message["message_id"])
+
     def send_as_anonymous_admin(self, chat_id: int, text: str, reply_to: int | None = None) -> int:
         """An anonymous admin speaks: from = GroupAnonymousBot, sender_chat = the group."""
         chat = self._group(chat_id)

@@ -13,6 +13,10 @@ attempts) shows that code above the new puzzle: it is never shown while its day 
 The day before's round may still be open in the chat when the next day's is opened (the round
 timer has not closed it yet): the open closes it, and the guesses the bot took before its
 midnight still count for it when scored after (`codemojex.game.decide`).
+
+Which day a `/daily` opens is the day its message was sent on (`day`), not the day it is
+handled on: delivered again after midnight, it opens nothing of the next day; the bot shows
+the day it was sent on instead (`daily_on`).
 """
 
 from __future__ import annotations
@@ -97,31 +101,44 @@ async def open_daily(
     language: Lang,
     rng: random.Random,
     now: datetime,
+    day: date | None = None,
 ) -> Opened:
-    """Open today's daily for the player of a private chat (its room and player made on first
-    sight) and queue its puzzle (with the tap keyboard) in `language`, which the chat speaks
-    from now on; or, when they opened it already today, open nothing and say how they stand.
+    """Open the daily of `day` (the day the /daily was sent on; by default, today's as of
+    `now`; never a day that is over) for the player of a private chat (its room and player
+    made on first sight) and queue its puzzle (with the tap keyboard) in `language`, which the
+    chat speaks from now on; or, when they opened it already, open nothing and say how they
+    stand.
     ONE transaction (on Postgres two fixed statements: the backend's `look_daily` and
     `open_daily`): the look, then, unless opened already, the day's puzzle (drawn by `rng` if
     the day has none yet: the first drawn is stored and everybody plays it), the room, the
     player, the round, the result row, the outbox row."""
+    day = day or daily.day_of(now)
+    if day < daily.day_of(now):
+        raise ValueError(f"the daily of {day} is over: it is not opened")
     for attempt in (1, 2):
         try:
-            return await _open_once(session, chat, language, rng, now)
+            return await _open_once(session, chat, language, rng, now, day)
         except IntegrityError:
             # The same player's /daily, handled at the same moment by another process, opened
             # it first (one open round per room, one result per player and day, one room per
             # chat) and committed: theirs stands, and a second look finds it (with the card).
             if attempt == 2:
                 break
-    return Opened(await todays(session, chat.tg_user_id, now, rng), None)
+    view = await daily_on(session, chat.tg_user_id, day)
+    if view is None:  # pragma: no cover - the day's puzzle is stored before anything else
+        raise RuntimeError(f"the daily puzzle of {day} is gone")
+    return Opened(view, None)
 
 
 async def _open_once(
-    session: AsyncSession, chat: PrivateChat, language: Lang, rng: random.Random, now: datetime
+    session: AsyncSession,
+    chat: PrivateChat,
+    language: Lang,
+    rng: random.Random,
+    now: datetime,
+    day: date,
 ) -> Opened:
     """`open_daily`'s transaction."""
-    day = daily.day_of(now)
     async with uow(session) as tx:
         seen = await tx.backend.look_daily(tx.conn, chat, day)
         puzzle = seen.puzzle or await _todays_puzzle(session, day, rng)
@@ -139,7 +156,7 @@ async def _open_once(
             markup = taps.keyboard(round_id, puzzle.palette)
             return Message(chat.chat_id, text, KIND_ROUND, round_id, markup=markup)
 
-        new = NewDaily(chat, language, puzzle, now, daily.next_code_at(now), post)
+        new = NewDaily(chat, language, puzzle, now, daily.day_start(day + daily.DAY), post)
         card = await tx.backend.open_daily(tx.conn, seen, new)
     assert card.open_round is not None
     result = DailyResult(
@@ -178,6 +195,17 @@ async def todays(
     day = daily.day_of(now)
     async with uow(session):
         puzzle = await _todays_puzzle(session, day, rng)
+        mine = await daily_store.today_of(session, day, tg_user_id)
+    return _view(puzzle, mine)
+
+
+async def daily_on(session: AsyncSession, tg_user_id: int, day: date) -> DailyView | None:
+    """Where the player stands with the code of `day` (None: nobody opened that day's code,
+    and a day's code is never drawn here)."""
+    async with uow(session):
+        puzzle = await daily_store.get_puzzle(session, day)
+        if puzzle is None:
+            return None
         mine = await daily_store.today_of(session, day, tg_user_id)
     return _view(puzzle, mine)
 

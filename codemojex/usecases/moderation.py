@@ -1,5 +1,4 @@
-"""What admins do to a room's players (/ban, /unban, /weight), and the audit log of every admin
-action, allowed or refused (the bot's admin commands, the operators' page).
+"""What admins do to a room's players (/ban, /unban, /weight).
 
 A player is named by a Telegram user (the one an admin's command replied to). Each flow first
 finds the user's player in the room as the database has it: made on first sight with the id
@@ -7,30 +6,36 @@ their guesses already use (the seat in the room's card, when they have one), and
 database's id, should it differ, becomes the seat. Then:
 
 - ban: the ban row, in the same transaction as the player; then the room's card written anew
-  from the database (a guess after it is refused at once); then the player's lanes emptied
-  (the seat's, and the one the card held before, when they differ): what waited is dropped;
+  from the database (a guess after it is refused at once); then, while the database says the
+  player is banned, the player's lanes emptied (the seat's, and the one the card held before,
+  when they differ): what waited is dropped;
 - unban: the ban row deleted, the card written anew;
-- weight: the player's lane gets its weight in the lanes (no row: the lanes keep it).
+- weight: the player's row gets the weight, then their lane, as the row says
+  (`derived.weight`).
 
-The database is the record and goes first; Redis follows it after the commit. A card left
-stale by a failure after the commit is dropped, so the room's next guess reads it anew
-(`posting.cards.refresh`).
+The database is the record and goes first; Redis follows it after the commit, from what the
+database holds then. Given the admin command's audit row (`command`), the change is written
+only with that row, once per message (`audit.first_time`); a message delivered again writes
+nothing and only makes Redis what the database says (a process may have died between the two),
+which never undoes a later command. A card left stale by a failure after the commit is
+dropped, so the room's next guess reads it anew (`posting.cards.refresh`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import ids
-from codemojex.db.models import AuditLog, Player, Room
+from codemojex.db import reading, store
+from codemojex.db.models import Player, Room
 from codemojex.db.store import admin, rooms
 from codemojex.db.unit import uow
 from codemojex.lanes import Lanes
 from codemojex.posting.cards import Card, RoomCards, refresh
+from codemojex.usecases import derived
+from codemojex.usecases.audit import Audit, Committed, first_time, not_told
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +49,24 @@ class Member:
 @dataclass(frozen=True, slots=True)
 class Moderated:
     """What a ban or an unban did: the player, the room's card as written after it (None:
-    dropped, read anew on the room's next guess), the guesses dropped from their lanes."""
+    dropped, read anew on the room's next guess), the guesses dropped from their lanes, and
+    whether this call applied the command (False: its message had taken effect before, and
+    only Redis was made what the database says)."""
 
     player_id: str
     card: Card | None
     dropped: int = 0
+    first: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Weighted:
+    """What a weight did: the player, their lane's weight as the database has it now, and
+    whether this call applied the command (as for `Moderated`)."""
+
+    player_id: str
+    weight: int | None
+    first: bool = True
 
 
 async def ban(
@@ -58,31 +76,49 @@ async def ban(
     room: Room,
     member: Member,
     actor: int | None,
+    *,
+    command: Audit | None = None,
+    committed: Committed = not_told,
 ) -> Moderated:
     """Ban `member` in `room` (only that room: the same user plays on elsewhere); banning a
-    banned player changes nothing but empties their lanes again."""
+    banned player changes nothing but empties their lanes again. With `command`, once per
+    its message (see the module's doc)."""
     held = await _held_seat(cards, room, member)
     async with sessions() as session, uow(session):
         player = await _player(session, room, member, held)
-        await admin.ban(session, room.id, player.id, actor)
+        first = command is None or await first_time(session, command)
+        if first:
+            await admin.ban(session, room.id, player.id, actor)
+    await committed()
     await _seat(cards, room, member, held, player.id)
     card = await refresh(cards, sessions, room.id)
     dropped = 0
-    for lane in {player.id} | ({held} if held else set()):
-        dropped += await lanes.purge(lane)
-    return Moderated(player.id, card, dropped)
+    if await _banned(sessions, room, member):
+        for lane in {player.id} | ({held} if held else set()):
+            dropped += await lanes.purge(lane)
+    return Moderated(player.id, card, dropped, first)
 
 
 async def unban(
-    sessions: async_sessionmaker[AsyncSession], cards: RoomCards, room: Room, member: Member
+    sessions: async_sessionmaker[AsyncSession],
+    cards: RoomCards,
+    room: Room,
+    member: Member,
+    *,
+    command: Audit | None = None,
+    committed: Committed = not_told,
 ) -> Moderated:
-    """Lift `member`'s ban in `room` (none: nothing changes)."""
+    """Lift `member`'s ban in `room` (none: nothing changes). With `command`, once per its
+    message (see the module's doc)."""
     held = await _held_seat(cards, room, member)
     async with sessions() as session, uow(session):
         player = await _player(session, room, member, held)
-        await admin.unban(session, room.id, player.id)
+        first = command is None or await first_time(session, command)
+        if first:
+            await admin.unban(session, room.id, player.id)
+    await committed()
     await _seat(cards, room, member, held, player.id)
-    return Moderated(player.id, await refresh(cards, sessions, room.id))
+    return Moderated(player.id, await refresh(cards, sessions, room.id), first=first)
 
 
 async def weight(
@@ -92,15 +128,29 @@ async def weight(
     room: Room,
     member: Member,
     value: int,
-) -> str:
+    *,
+    command: Audit | None = None,
+    committed: Committed = not_told,
+) -> Weighted:
     """Give `member`'s lane in `room` the weight `value` (checked by the caller against
-    LANES.weight_min..LANES.weight_max); the player's id."""
+    LANES.weight_min..LANES.weight_max): their row, then their lane as the row says. With
+    `command`, once per its message (see the module's doc)."""
     held = await _held_seat(cards, room, member)
     async with sessions() as session, uow(session):
         player = await _player(session, room, member, held)
+        first = command is None or await first_time(session, command)
+        if first:
+            rooms.set_weight(player, value)
+    await committed()
     await _seat(cards, room, member, held, player.id)
-    await lanes.weight(player.id, value)
-    return player.id
+    return Weighted(player.id, await derived.weight(sessions, lanes, player.id), first)
+
+
+async def _banned(sessions: async_sessionmaker[AsyncSession], room: Room, member: Member) -> bool:
+    """Whether the database says `member` is banned in `room` now (a later /unban wins over
+    a /ban delivered again)."""
+    async with reading(sessions) as session:
+        return await store.is_banned(session, room.id, member.user_id)
 
 
 async def _held_seat(cards: RoomCards, room: Room, member: Member) -> str | None:
@@ -122,24 +172,3 @@ async def _seat(
     """The database's id wins: it becomes the member's seat in the card."""
     if player_id != held:
         await cards.seat(room.id, member.user_id, player_id)
-
-
-async def audit(
-    session: AsyncSession,
-    *,
-    room_id: str | None,
-    actor_tg_id: int | None,
-    action: str,
-    args: str | Mapping[str, Any] = "",
-    allowed: bool,
-) -> AuditLog:
-    """Write one admin action (allowed or refused) to the audit log."""
-    async with uow(session):
-        return await admin.audit(
-            session,
-            room_id=room_id,
-            actor_tg_id=actor_tg_id,
-            action=action,
-            args=args,
-            allowed=allowed,
-        )

@@ -1,6 +1,6 @@
 """What the workers delete so it does not grow forever (`codemojex.worker.retention` paces
 it): a batch of audit rows past their keep time, a batch of players' dailies past theirs. Each
-one transaction opened here."""
+one transaction opened here, under the maintenance bounds (no hot path's timeouts: `uow`)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from codemojex.db.unit import uow
 
 async def trim_audit(session: AsyncSession, before: datetime, batch: int) -> int:
     """Up to `batch` audit rows older than `before` deleted, oldest first; how many."""
-    async with uow(session):
+    async with uow(session, maintenance=True):
         return await admin.trim_audit(session, before, batch)
 
 
 async def trim_daily(session: AsyncSession, before: date, batch: int) -> int:
     """Up to `batch` players' dailies of days before `before` deleted (their rounds, results and
     guesses), oldest first; how many."""
-    async with uow(session):
+    async with uow(session, maintenance=True):
         return await daily.trim_daily(session, before, batch)

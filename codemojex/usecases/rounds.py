@@ -2,23 +2,33 @@
 store loads and locks the rows (`db/store/rounds.py`), the game draws the round and writes what
 is said (`codemojex.game.rounds`, the tap keyboard `codemojex.game.taps`), the store writes it
 with its outbox rows, in one transaction opened here.
+
+A command does it once per message, however often and however late the message comes: a
+round opened by /newgame records that message (a second round of the same message is refused
+by a unique index), and an admin's /endround writes its audit row with the close
+(`audit.first_time`), and ends only a round opened before it was sent
+(`game.rounds.opened_before`): delivered again after a new round opened, it ends nothing.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex.db.models import Round, utcnow
 from codemojex.db.store import rounds as rounds_store
+from codemojex.db.store.errors import CommandRepeated, RoundAlreadyOpen
 from codemojex.db.store.outbox import write_messages
 from codemojex.db.unit import uow
 from codemojex.game import rounds, taps
 from codemojex.locale import Lang, resolve
-from codemojex.values.types import KIND_ROUND, ROUND_DAILY, TIMEOUT, Message
+from codemojex.usecases.audit import Audit, first_time
+from codemojex.values.types import ENDROUND, KIND_ROUND, ROUND_DAILY, TIMEOUT, Message, Origin
 
 
 async def start_round(
@@ -28,6 +38,7 @@ async def start_round(
     *,
     now: datetime | None = None,
     language: Lang | None = None,
+    origin: Origin | None = None,
 ) -> Round:
     """Open a round drawn by `rng` under the room's settings (length, palette, repeats: the
     round keeps them), and queue its announcement in the room's language. Raises
@@ -35,9 +46,32 @@ async def start_round(
     concurrent calls open exactly one round; `UnknownRoom` when there is no such room.
 
     `language` is the starter's: a room that has none chosen yet adopts it (its first round
-    decides); a room with one keeps it."""
+    decides); a room with one keeps it. `origin`: the command message asking for it, which
+    the round records; `CommandRepeated` when that message opened a round already (open or
+    ended since)."""
     now = now or utcnow()
+    try:
+        return await _start(session, room_id, rng, now, language, origin)
+    except RoundAlreadyOpen:
+        # The same message may have opened it meanwhile (another process that had it too).
+        if origin is not None:
+            async with uow(session):
+                if await rounds_store.round_of_origin(session, origin) is not None:
+                    raise CommandRepeated(origin.chat_id, origin.message_id) from None
+        raise
+
+
+async def _start(
+    session: AsyncSession,
+    room_id: str,
+    rng: random.Random,
+    now: datetime,
+    language: Lang | None,
+    origin: Origin | None,
+) -> Round:
     async with uow(session):
+        if origin is not None and await rounds_store.round_of_origin(session, origin) is not None:
+            raise CommandRepeated(origin.chat_id, origin.message_id)
         room = await rounds_store.room_to_start(session, room_id)
         room_language = resolve(await rounds_store.adopt_language(session, room, language))
         new = rounds.new_round(
@@ -60,6 +94,8 @@ async def start_round(
                 repeats=new.repeats,
                 started_at=new.started_at,
                 expires_at=new.expires_at,
+                origin_chat_id=None if origin is None else origin.chat_id,
+                origin_message_id=None if origin is None else origin.message_id,
             ),
         )
         announcement = Message(
@@ -91,6 +127,38 @@ async def close_round(
             return None
         await _end_with_reveal(session, rnd, now, reason)
     return rnd
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """What an admin's /endround came to: the round it `ended`, `none` open that it may end
+    (none at all, or one opened after the command was sent), or `repeated` (its message took
+    effect before: nothing this time)."""
+
+    status: Literal["ended", "none", "repeated"]
+    round: Round | None = None
+
+
+async def end_round(
+    session: AsyncSession, room_id: str, command: Audit, *, now: datetime | None = None
+) -> Ended:
+    """An admin's /endround (`command`: its audit row, written in the same transaction as the
+    close): the room's open round ends, its secret revealed through the outbox, when it was
+    opened before the command was sent; once per message."""
+    now = now or utcnow()
+    async with uow(session):
+        if not await first_time(session, command):
+            return Ended("repeated")
+        rnd = await rounds_store.locked_open_round(session, room_id)
+        if rnd is None or not rounds.opened_before(
+            command.origin,
+            origin_chat_id=rnd.origin_chat_id,
+            origin_message_id=rnd.origin_message_id,
+            started_at=rnd.started_at,
+        ):
+            return Ended("none")
+        await _end_with_reveal(session, rnd, now, ENDROUND)
+    return Ended("ended", rnd)
 
 
 async def expire_rounds(

@@ -1,20 +1,28 @@
 """A room's settings, changed for its next rounds (the open round keeps its own): the rules
 (`codemojex.scoring`, `codemojex.limits`) validate, the store locks the room and writes, in one
-transaction opened here.
+transaction opened here; and whether its scoring is paused (`pause_room`: the row, then the
+lanes as the row says, `derived.pause`).
+
+Given the admin command's audit row (`command`), a change is written only with that row, once
+per message (`audit.first_time`): the same message delivered again after a later change
+changes nothing (`CommandRepeated`, or False from `pause_room`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import scoring
 from codemojex.db.models import Room
-from codemojex.db.store.errors import SettingOutOfRange, UnknownRoom
-from codemojex.db.store.rooms import SettingsChange, change_settings, lock_room
+from codemojex.db.store.errors import CommandRepeated, SettingOutOfRange, UnknownRoom
+from codemojex.db.store.rooms import SettingsChange, change_settings, lock_room, set_paused
 from codemojex.db.unit import uow
+from codemojex.lanes import Lanes
 from codemojex.limits import GAME, LANES
+from codemojex.usecases import derived
+from codemojex.usecases.audit import Audit, Committed, first_time, not_told
 
 
 async def update_room_settings(
@@ -27,8 +35,10 @@ async def update_room_settings(
     language: str | None = None,
     ceiling: int | None = None,
     round_timeout_s: int | None = None,
+    command: Audit | None = None,
 ) -> Room:
-    """Change a room's settings for its next rounds.
+    """Change a room's settings for its next rounds (with `command`, once per its message:
+    `CommandRepeated` when it took effect before, and nothing is checked or written).
 
     Everything is validated before anything is written: length, palette (distinct emojis),
     repeats (a bool, or on/off as typed) and language (a shipped one, as typed: "ru", "pt-br")
@@ -41,6 +51,8 @@ async def update_room_settings(
     """
     change = _parsed(length, palette, repeats, language, ceiling, round_timeout_s)
     async with uow(session):
+        if command is not None and not await first_time(session, command):
+            raise CommandRepeated(command.origin.chat_id, command.origin.message_id)
         room = await lock_room(session, room_id)
         if room is None:
             raise UnknownRoom(room_id)
@@ -48,6 +60,37 @@ async def update_room_settings(
             _check_drawable(room, change)
         change_settings(room, change)
     return room
+
+
+async def pause_room(
+    sessions: async_sessionmaker[AsyncSession],
+    lanes: Lanes,
+    room_id: str,
+    paused: bool,
+    *,
+    command: Audit | None = None,
+    committed: Committed = not_told,
+) -> bool:
+    """Pause (or resume) the scoring of a room: its row, then the lanes as the row says. With
+    `command`, once per its message: False when it took effect before (the lanes are still
+    made what the row says). `committed` is awaited once the row committed, before the lanes
+    (as in `moderation`). A room the database does not know (the operators' page may name one
+    the lanes know) is paused in the lanes alone."""
+    first, known = True, True
+    async with sessions() as session, uow(session):
+        if command is not None:
+            first = await first_time(session, command)
+        if first:
+            try:
+                await set_paused(session, room_id, paused)
+            except UnknownRoom:
+                known = False
+    await committed()
+    if not known:
+        await (lanes.pause(room_id) if paused else lanes.resume(room_id))
+        return first
+    await derived.pause(sessions, lanes, room_id)
+    return first
 
 
 def _parsed(

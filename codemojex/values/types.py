@@ -46,6 +46,17 @@ OUT_OF_ATTEMPTS: Final = "attempts"  # a daily's last attempt was used without c
 
 
 @dataclass(frozen=True, slots=True)
+class Origin:
+    """The Telegram message a command came in: what its effect is made idempotent on (a
+    round records the message that opened it, an audit row the message it came in), and when
+    it was sent (Telegram's `date`, whole seconds): a command delivered late acts as of then."""
+
+    chat_id: int
+    message_id: int
+    sent_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """A message to post, decided with the change it tells about (the store writes both in one
     transaction; the sender posts it later). `player_name`: who a result line is about, so that

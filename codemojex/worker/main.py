@@ -8,7 +8,7 @@ import signal
 
 from codemojex.ops.collect import WorkerCollector
 from codemojex.ops.server import ProcessOps
-from codemojex.runtime import open_runtime
+from codemojex.runtime import open_runtime, warn_without_persistence
 from codemojex.settings import Settings
 from codemojex.worker.service import WorkerStats, make_bot, run_worker, settle_process
 
@@ -27,6 +27,7 @@ async def main(settings: Settings) -> WorkerStats:
     bot = make_bot(settings)
     try:
         async with open_runtime(settings) as rt:
+            await warn_without_persistence(rt.redis)
             log.info(
                 "worker up: queue %s, concurrency %d, lease %d ms",
                 settings.queue,

@@ -6,8 +6,10 @@ records them; played through the bot and the worker: tests/e2e/test_daily.py."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
@@ -18,16 +20,18 @@ from telegram.constants import ChatType
 from codemojex import usecases
 from codemojex.db import Outbox, Round, store
 from codemojex.game import daily, taps, texts
+from codemojex.limits import DAILY
 from codemojex.locale import EN, Lang
 from codemojex.posting.board import DailyBoard
 from codemojex.posting.cards import card_of
 from codemojex.posting.keys import Keys
 from codemojex.posting.members import GroupMembers
 from codemojex.scoring import feedback
-from codemojex.values.types import KIND_ROUND
+from codemojex.values.types import KIND_ROUND, ROUND_DAILY
 from tests import writes
 from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round
 from tests.dailies import daily_round, misses, play
+from tests.ops.proxy import TcpProxy
 from tests.support import free_port
 
 pytestmark = E2E
@@ -185,6 +189,56 @@ async def test_a_streak_is_carried_over_midnight_and_the_next_day_is_a_new_puzzl
     assert later.endswith(texts.daily_record(EN, 0, 2, 2, 2, histogram))
 
 
+async def delivered_late(world: World, user: int, message_id: int, late: timedelta) -> list[str]:
+    """The /daily message `message_id` delivered again `late` after it was sent (the bot
+    died before confirming it): the bot's clock moves on by `late`, and the message keeps its
+    date, as Telegram sends it again. What the bot answers."""
+    message = world.standin.message(user, message_id)
+    assert message is not None
+    CLOCK.now += late
+    before = len(world.said(user))
+    world.standin.push_raw_update(
+        {"message": {**message, "date": int(message["date"] - late.total_seconds())}}
+    )
+    await world.settle()
+    return [m.text for m in world.said(user)[before:]]
+
+
+async def test_a_daily_sent_before_midnight_and_delivered_after_it_shows_its_own_day(
+    world: World,
+) -> None:
+    """/daily takes its day from the message's date: delivered again after midnight, it opens
+    nothing of the next day (no second puzzle, no second round), and says a new code is out."""
+    CLOCK.now = DAY1 + timedelta(hours=23, minutes=59)
+    asked = world.standin.send_private(ALICE, "/daily")
+    await world.settle()
+    [puzzle] = await puzzle_rows(world, ALICE)
+
+    said = await delivered_late(world, ALICE, asked, timedelta(minutes=2))
+    assert said == [texts.daily_new_code_out(EN)]
+    assert [p.id for p in await puzzle_rows(world, ALICE)] == [puzzle.id]
+    async with world.sessionmaker() as session:
+        rounds = (await session.execute(select(func.count()).select_from(Round))).scalar()
+        await session.commit()
+    assert rounds == 1
+    # Sent now, it is the new day's.
+    assert await ask(world, ALICE, "/daily") == []
+    assert len(await puzzle_rows(world, ALICE)) == 2
+
+
+async def test_a_finished_daily_delivered_after_midnight_shows_its_card(world: World) -> None:
+    CLOCK.now = DAY1 + timedelta(hours=23, minutes=50)
+    asked = world.standin.send_private(ALICE, "/daily")
+    await world.settle()
+    rnd = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
+    await finish(world, ALICE, [rnd.secret_emojis], CLOCK.now + timedelta(minutes=1))
+    card = daily.card(EN, 1, [(4, 0)], length=4, max_attempts=8, cracked=True, streak=1)
+
+    said = await delivered_late(world, ALICE, asked, timedelta(minutes=15))
+    assert said == [f"{card}\n\n{texts.daily_new_code_out(EN)}"]
+    assert len(await puzzle_rows(world, ALICE)) == 1
+
+
 async def test_a_groups_board_and_the_world_top(world: World) -> None:
     group = world.new_group()
     async with world.sessionmaker() as session:
@@ -279,6 +333,60 @@ async def test_a_groups_members_are_everyone_the_bot_saw_there(world: World) -> 
     assert "· Dave: 4/8 · 0 seconds" not in await board_of(world, group, CAROL)
 
 
+async def test_a_member_who_only_chats_in_a_group_is_on_its_board(world: World) -> None:
+    """Plain chatter (the bot gets it as the group's admin, or with privacy mode off) and a
+    sticker make their senders members, noted in memory and written together: many messages
+    cost a flush or two, never a round trip each. A guess taken notes nobody (the worker
+    writes the guesser's row)."""
+    world.standin.add_user(EVE, "Eve")
+    group = seen_group(world)
+    members = world.app.bot_data.members
+    flushes = members.flushes
+    began = time.monotonic()
+    for n in range(12):
+        world.standin.send_text(group, EVE, f"good morning, everyone ({n})")
+    world.standin.send_sticker(group, DAVE)
+    world.standin.send_text(group, BOB, "🍎🍌")  # no round here: not taken, still said
+    await world.settle()
+    for user in (BOB, CAROL, DAVE, EVE):
+        await ask(world, user, "/daily")
+    rnd = await daily_round(world.sessionmaker, BOB, CLOCK.now)
+    for n, user in enumerate((BOB, CAROL, DAVE, EVE)):
+        await finish(world, user, [*misses(rnd, n), rnd.secret_emojis], CLOCK.now)
+    assert await board_of(world, group, CAROL) == [
+        "📅 Daily #1 in this chat",
+        "🥇 Bob: 1/8 · 0 seconds",
+        "🥈 Carol: 2/8 · 0 seconds",
+        "🥉 Dave: 3/8 · 0 seconds",
+        "· Eve: 4/8 · 0 seconds",
+        "4 players in the world played it today.",
+    ]
+    # Fourteen messages and a command: a flush per `flush_s` at most, and the board's own.
+    elapsed = time.monotonic() - began
+    assert members.flushes - flushes <= 2 + elapsed / members.flush_s
+    key = Keys(world.settings.queue).group_members(group)
+    assert 0 < await world.redis.pttl(key) <= DAILY.group_members_ttl_s * 1000
+
+
+async def test_the_notes_waiting_in_memory_are_bounded(world: World) -> None:
+    """At most `pending_max` notes wait for a flush; past them a new member is dropped and
+    counted (one already waiting is noted again at no cost)."""
+    world.standin.add_user(EVE, "Eve")
+    group = seen_group(world)
+    members = world.app.bot_data.members
+    await members.flush()
+    before = (members.flush_s, members.pending_max, members.dropped)
+    members.flush_s, members.pending_max = 60.0, 2  # no flush meanwhile
+    try:
+        for user in (ALICE, BOB, ALICE, EVE):
+            world.standin.send_text(group, user, "hello")
+        await world.settle()
+        assert members.dropped == before[2] + 1
+        assert await members.of(group, CLOCK.now) == [BOB, ALICE]
+    finally:
+        members.flush_s, members.pending_max = before[:2]
+
+
 async def test_a_groups_members_are_bounded_and_expire(world: World) -> None:
     """A group keeps its members last seen, at most its bound, each for its TTL, on the bot's
     clock: past the bound the earliest seen is off the board, past the TTL everyone but its
@@ -358,15 +466,45 @@ async def test_daily_in_a_channel_says_where_it_is_played(world: World) -> None:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world_without_postgres(bot_queue: str) -> AsyncIterator[World]:
-    url = f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/nothing"
+async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
+    """The bot's way to Postgres, which a test cuts (the machine's Postgres is shared)."""
+    target = urlsplit(bot_database_url)
+    assert target.hostname is not None and target.port is not None
+    proxy = TcpProxy(free_port(), target.hostname, target.port)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world_behind_proxy(
+    bot_database_url: str, bot_queue: str, proxy: TcpProxy
+) -> AsyncIterator[World]:
+    target = urlsplit(bot_database_url)
+    url = bot_database_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
     async with bot_world(url, bot_queue + "p", clock=CLOCK) as world:
         yield world
 
 
-async def test_daily_while_the_database_is_away_says_so_once(
-    world_without_postgres: World,
+async def test_daily_while_the_database_is_away_waits_for_it(
+    world_behind_proxy: World, proxy: TcpProxy
 ) -> None:
-    world = world_without_postgres
-    assert await ask(world, ALICE, "/daily") == [texts.daily_unavailable(EN)]
+    """Told once that the game is catching up; opened once the database is back."""
+    world = world_behind_proxy
+    before = len(world.said(ALICE))
+    await proxy.stop()
+    try:
+        world.standin.send_private(ALICE, "/daily")
+        await world.standin.wait_for_sent(
+            lambda m: m.text == texts.catching_up(EN), 20, chat_id=ALICE
+        )
+    finally:
+        await proxy.start()
+    await world.settle()
+    assert [m.text for m in world.said(ALICE)[before:]].count(texts.catching_up(EN)) == 1
+    async with world.sessionmaker() as session:
+        stmt = select(func.count()).select_from(Round).where(Round.kind == ROUND_DAILY)
+        assert (await session.execute(stmt)).scalar() == 1
     assert world.errors == []

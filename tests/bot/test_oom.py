@@ -45,7 +45,9 @@ async def world(bot_database_url: str, bot_queue: str, small_redis: str) -> Asyn
         yield world
 
 
-async def test_a_full_redis_holds_new_guesses_until_it_has_room_and_keeps_queued_ones(world: World) -> None:
+async def test_a_full_redis_holds_new_guesses_until_it_has_room_and_keeps_queued_ones(
+    world: World,
+) -> None:
     chat = world.new_group()
     _, rnd = await seed_round(world, chat)
     kept = [world.standin.send_text(chat, ALICE, valid_guess(rnd, i)) for i in range(2)]

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -178,3 +179,67 @@ def test_stored_names_lose_their_bidi_controls_on_sqlite(tmp_path: Path) -> None
         ("PLR03", "Ann B C"),
         ("PLR04", "plain"),
     ]
+
+
+# --- 0012: command origins ----------------------------------------------------------------------
+
+_AUDIT_0011 = (
+    "INSERT INTO audit_log (room_id, actor_tg_id, action, args, allowed, at) "
+    "VALUES ('ROM01', 7, 'ban', '', true, :t)"
+)
+_PLAYER_0011 = (
+    "INSERT INTO players (id, room_id, tg_user_id, display_name, created) "
+    "VALUES ('PLR01', 'ROM01', 7, 'Ann', :t)"
+)
+
+
+def _origins_migration_keeps_existing_rows(url: str) -> None:
+    """Rows from before get none of the new values (no origin, not paused, no weight), the
+    unique indexes refuse a second row of one message and let any number without one be."""
+    from alembic import command
+
+    upgrade(url, "0011_outbox_round")
+    asyncio.run(_sql(url, _ROOM_0001, _ROUND_0001, _PLAYER_0011, _AUDIT_0011))
+    upgrade(url)
+    rows = asyncio.run(
+        _sql(
+            url,
+            "SELECT r.paused, n.origin_chat_id, n.origin_message_id, p.weight, a.message_id "
+            "FROM rooms r JOIN rounds n ON n.room_id = r.id JOIN players p ON p.room_id = r.id "
+            "JOIN audit_log a ON a.room_id = r.id",
+        )
+    )
+    assert [(bool(row[0]), *row[1:]) for row in rows] == [(False, None, None, None, None)]
+    with_message = _AUDIT_0011.replace("at)", "at, chat_id, message_id)").replace(
+        ":t)", ":t, -5, 9)"
+    )
+    asyncio.run(_sql(url, _AUDIT_0011, with_message))  # a second row with no message: fine
+    with pytest.raises(sa.exc.IntegrityError):
+        asyncio.run(_sql(url, with_message))
+    # A second round (ended: one open round per room) opened by the same message: refused.
+    ended = (
+        "INSERT INTO rounds (id, room_id, secret, palette, length, started_at, expires_at, "
+        "ended_at, origin_chat_id, origin_message_id) VALUES (2, 'ROM01', '🍎🍎🍌🍇', "
+        "'🍎🍌🍇🍒🍋🥝', 4, :t, :t, :t, -5, {message})"
+    )
+    asyncio.run(_sql(url, ended.format(message=9)))
+    with pytest.raises(sa.exc.IntegrityError):
+        asyncio.run(_sql(url, "UPDATE rounds SET origin_chat_id = -5, origin_message_id = 9"))
+    command.downgrade(alembic_config(url), "0011_outbox_round")
+    rows = asyncio.run(_sql(url, "SELECT count(*) FROM audit_log"))
+    assert [tuple(row) for row in rows] == [(3,)]  # the data outlives the round trip
+    upgrade(url)
+
+
+def test_origins_migration_on_sqlite(tmp_path: Path) -> None:
+    _origins_migration_keeps_existing_rows(f"sqlite+aiosqlite:///{tmp_path / 'old.db'}")
+
+
+def test_origins_migration_on_postgres(pg_database_url: str) -> None:
+    """On a database of its own (created and dropped here): the session's is at head."""
+    name = "cmtest_mig_" + uuid.uuid4().hex[:10]
+    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    try:
+        _origins_migration_keeps_existing_rows(f"{pg_database_url.rsplit('/', 1)[0]}/{name}")
+    finally:
+        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

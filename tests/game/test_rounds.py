@@ -6,10 +6,10 @@ import random
 from datetime import UTC, datetime, timedelta
 
 from codemojex.game import texts
-from codemojex.game.rounds import is_due, new_round, reveal
+from codemojex.game.rounds import is_due, new_round, opened_before, reveal
 from codemojex.locale import EN, Lang
 from codemojex.scoring import draw_palette, draw_secret
-from codemojex.values.types import ENDROUND, KIND_REVEAL, TIMEOUT
+from codemojex.values.types import ENDROUND, KIND_REVEAL, TIMEOUT, Origin
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -64,3 +64,28 @@ def test_a_round_is_due_when_its_time_is_up() -> None:
     assert not is_due(T0, T0 - timedelta(seconds=1))
     assert is_due(T0, T0)
     assert is_due(T0, T0 + timedelta(seconds=1))
+
+
+def test_a_command_ends_only_a_round_opened_before_it_was_sent() -> None:
+    """By message ids in the chat when the round records its message (exact, whenever it
+    started); else by when it started, against the whole second the command was sent in."""
+    endround = Origin(chat_id=-5, message_id=100, sent_at=T0)
+    later = T0 + timedelta(hours=1)
+    for opener, before in ((99, True), (101, False)):
+        assert (
+            opened_before(endround, origin_chat_id=-5, origin_message_id=opener, started_at=later)
+            is before
+        )
+    # No message of this chat (none recorded, or the group's chat before it was migrated).
+    for chat in (None, -6):
+        for started, before in (
+            (T0 - timedelta(days=1), True),
+            (T0 + timedelta(milliseconds=900), True),  # the command's second: before it
+            (T0 + timedelta(seconds=1), False),
+        ):
+            assert (
+                opened_before(
+                    endround, origin_chat_id=chat, origin_message_id=None, started_at=started
+                )
+                is before
+            )

@@ -127,25 +127,36 @@ def test_every_include_is_used_and_each_file_holds_the_function_it_is_named_afte
 
 def test_the_hot_path_carries_a_handful_of_functions() -> None:
     """The reason for includes: wclaim and ack_many define only what they run (before, every
-    script carried the 29 functions of one shared prelude). `job_get` reads a job hash, and
-    `upgrade_job` (called only for a job of the older layout) rewrites one under the short
-    field names."""
+    script carried the 29 functions of one shared prelude). `job_get` reads a job hash in its
+    layout, `job_set` writes it in that layout, `job_long` names a field of the older one;
+    none rewrites a hash (`upgrade_job`: repair's alone)."""
     assert set(FUNCTION.findall(code("wclaim"))) == {
         "now_ms", "pending_changed", "head_changed", "serve", "job_key", "pending_key",
-        "lane_ring_key", "job_get", "upgrade_job",
+        "lane_ring_key", "job_get", "job_set", "job_long",
     }  # fmt: skip
     assert set(FUNCTION.findall(code("ack_many"))) == {
         "ack_pairs", "holder", "permit_freed", "is_paused", "ring_room", "wake", "job_key",
-        "lane_ring_key", "job_get", "upgrade_job",
+        "lane_ring_key", "job_get", "job_long",
     }  # fmt: skip
 
 
+def test_only_repair_rewrites_a_job_hash_into_the_current_layout() -> None:
+    """Readers never rewrite a job hash: an older worker serving the same queue during a
+    rolling deploy reads the long names, and would drop a job it found rewritten."""
+    for verb in VERBS:
+        uses = "upgrade_job" in FUNCTION.findall(code(verb))
+        assert uses == (verb == "repair"), verb
+
+
 def test_the_scripts_spell_the_job_fields_of_keys_py() -> None:
-    """upgrade_job maps the older layout's names onto keys.JOB_FIELDS, in one order."""
+    """upgrade_job and job_long map the older layout's names onto keys.JOB_FIELDS."""
     text = read_lua("codemojex.lanes", "includes/upgrade_job")
     long, short = re.findall(r"local (?:long|short) = \{(.*?)\}", text, flags=re.S)
     assert re.findall(r"'(\w+)'", long) == list(K.JOB_FIELDS)
     assert re.findall(r"'(\w+)'", short) == list(K.JOB_FIELDS.values())
+    text = read_lua("codemojex.lanes", "includes/job_long")
+    pairs = re.findall(r"(\w) = '(\w+)'", text)
+    assert {long: short for short, long in pairs} == K.JOB_FIELDS
 
 
 # -- the include mechanism ---------------------------------------------------------------------

@@ -7,8 +7,10 @@ and read in its older layout too.
 - A pending guess costs at most 300 bytes of Redis in all (MEMORY USAGE: its job hash and its
   member of the lane's pending set; no dedupe key), on the real Redis.
 - A job written by an older version (long field names, `attempts` 0 written at enqueue) is
-  served, retried, reaped, dead-lettered and requeued by the current scripts, upgraded in
-  place where it is read, and `check()` stays clean.
+  served, retried, reaped, dead-lettered, reassigned, purged and requeued by the current
+  scripts, read and written in its own layout, never rewritten (an older worker may still
+  read it: tests/lanes/test_rolling_deploy.py), and `check()` stays clean; `repair()` alone
+  upgrades it.
 """
 
 from __future__ import annotations
@@ -135,7 +137,7 @@ async def as_older_version_wrote_it(env: Env, job_id: str) -> None:
     await env.client.hset(key, mapping=fields)
 
 
-async def test_jobs_of_the_older_layout_are_served_and_upgraded(env: Env) -> None:
+async def test_jobs_of_the_older_layout_are_served_in_it_never_rewritten(env: Env) -> None:
     r, a = room(), lane()
     first = await env.lanes.enqueue(r, a, b"one", max_attempts=2)
     second = await env.lanes.enqueue(r, a, b"two", max_attempts=1)
@@ -144,21 +146,26 @@ async def test_jobs_of_the_older_layout_are_served_and_upgraded(env: Env) -> Non
     assert await env.lanes.check() == []  # check reads either layout
     stats = await env.lanes.stats()
     assert stats.pending == 2 and stats.oldest_ms is not None and stats.oldest_ms > 0
+    assert (await env.lanes.waiting_before({r: 10**13}))[1] == {r}
+    enqueued = (await env.dump())[f"job:{first}"]["enqueued_ms"]
 
     job = await env.lanes.claim(30_000)
     assert job is not None and (job.id, job.payload, job.attempts) == (first, b"one", 1)
     assert (await env.dump())[f"job:{first}"] == {
-        "p": "one", "r": r, "l": a, "s": "1", "a": "1", "m": "2", "t": "active",
-        "e": str(job.enqueued_ms),
+        "payload": "one", "room": r, "lane": a, "seq": "1", "attempts": "1",
+        "max_attempts": "2", "state": "active", "enqueued_ms": enqueued,
     }  # fmt: skip
+    assert await env.lanes.extend(job, 30_000)
     assert await env.lanes.retry(job, 0, "later") == "delayed"
+    assert (await env.dump())[f"job:{first}"]["last_error"] == "later"
     assert await env.lanes.promote() == 1
     job = await env.lanes.claim(30_000)
     assert job is not None and (job.id, job.attempts) == (first, 2)
     assert await env.lanes.ack(job)
 
     # The second, still in the older layout: leased, its lease runs out, it dies (1 attempt);
-    # an operator reads it among the dead and requeues it.
+    # an operator reads it among the dead and requeues it, then moves it to another lane and
+    # purges that lane (a ban).
     job = await env.lanes.claim(30_000)
     assert job is not None and (job.id, job.payload) == (second, b"two")
     await env.expire(second)
@@ -166,11 +173,30 @@ async def test_jobs_of_the_older_layout_are_served_and_upgraded(env: Env) -> Non
     total, dead = await env.lanes.dead()
     assert total == 1 and (dead[0].id, dead[0].last_error) == (second, "lease expired")
     assert await env.lanes.requeue(second)
+    other = lane()
+    assert await env.lanes.reassign(second, other)
+    assert await env.lanes.purge(other) == 1
+    fields = (await env.dump())[f"job:{second}"]
+    assert set(fields) == set(K.JOB_FIELDS)  # every write in the older layout, none short
+    assert (fields["state"], fields["lane"], fields["last_error"]) == ("dead", other, "purged")
+    assert await env.lanes.requeue(second)
     assert await env.lanes.check() == []
     job = await env.lanes.claim(30_000)
     assert job is not None and job.id == second and await env.lanes.ack(job)
     assert await env.lanes.check() == []
     assert not [k for k in await env.dump() if k.startswith("job:")]
+
+
+async def test_repair_upgrades_every_older_job(env: Env) -> None:
+    r, a = room(), lane()
+    pending = await env.lanes.enqueue(r, a, b"pending")
+    current = await env.lanes.enqueue(r, a, b"current")
+    await as_older_version_wrote_it(env, pending)
+    assert await env.lanes.repair() == [f"upgraded job {pending} to the short field names"]
+    assert await env.lanes.repair() == []
+    dumped = await env.dump()
+    assert set(dumped[f"job:{pending}"]) == {"p", "r", "l", "s", "a", "m", "t", "e"}
+    assert dumped[f"job:{pending}"]["a"] == "0" and "a" not in dumped[f"job:{current}"]
 
 
 async def test_an_older_job_left_misplaced_is_repaired_in_the_current_layout(env: Env) -> None:

@@ -79,8 +79,8 @@ async def test_the_databases_player_wins_over_the_cards_seat(
     await reload(cards, sessions, room.id)
     await cards.seat(room.id, BOB, ids.mint(ids.PLAYER))  # a seat the database never knew
 
-    player_id = await usecases.weight(sessions, cards, lanes, room, usecases.Member(BOB, "Bob"), 5)
+    weighted = await usecases.weight(sessions, cards, lanes, room, usecases.Member(BOB, "Bob"), 5)
 
-    assert player_id == bob.id
+    assert (weighted.player_id, weighted.weight) == (bob.id, 5)
     assert (await cards.read(CHAT, 0, user_id=BOB)).seat == bob.id
     assert await real_redis.hget(lanes.keys.gweight, bob.id) == b"5"

@@ -1,11 +1,17 @@
 """The Redis client a process builds (codemojex.runtime.redis_client): one server, or a
 Redis Cluster with CODEMOJEX_REDIS_CLUSTER=true, whose commands queue for a free slot
-instead of failing, and whose first burst of commands is routed by the slot map."""
+instead of failing, and whose first burst of commands is routed by the slot map; either with
+a socket and a connect timeout, TCP keepalive and a health check, so that a Redis that stops
+answering fails a call within seconds (an outage), never hangs it."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
+import subprocess
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,11 +20,14 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import SlotNotCoveredError
 
+from codemojex.lanes import Lanes
+from codemojex.limits import CONNECTIONS
 from codemojex.outages import outage_of
+from codemojex.redistypes import AnyRedis
 from codemojex.runtime import GatedRedisCluster, pool_size, redis_client
 from codemojex.settings import Settings
 from tests.conftest import REDIS_URL
-from tests.support import drop_keys
+from tests.support import drop_keys, free_port
 
 
 def test_the_cluster_flag_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,3 +123,96 @@ async def test_a_slot_without_a_master_is_an_outage_not_a_bug(
     finally:
         monkeypatch.undo()
         await client.aclose()
+
+
+# --- timeouts: a Redis that stops answering costs seconds ----------------------------------
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[subprocess.Popen[bytes]]:
+    """A redis-server of the test's own (no persistence) on a free loopback port, stopped by
+    its PID: the shared one is never stopped."""
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    server.port = port  # type: ignore[attr-defined]
+    try:
+        yield server
+    finally:
+        server.send_signal(signal.SIGCONT)
+        server.terminate()
+        server.wait(10)
+
+
+async def answering(client: AnyRedis) -> None:
+    for _ in range(100):
+        with contextlib.suppress(RedisConnectionError, OSError):
+            if await client.ping():
+                return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the redis-server did not start")
+
+
+async def test_a_redis_that_stops_answering_fails_a_call_within_the_socket_timeout() -> None:
+    """SIGSTOP: the server's sockets stay open and say nothing, as a Redis that hangs (or a
+    host gone without a FIN) does. A call fails as a Redis outage within the socket timeout,
+    instead of waiting for ever; once it answers again, the same client goes on."""
+    with redis_server() as server:
+        client = redis_client(Settings(redis_url=f"redis://127.0.0.1:{server.port}/0"))  # type: ignore[attr-defined]
+        lanes = Lanes(client, queue="timeouts")
+        try:
+            await answering(client)
+            assert (await lanes.stats()).pending == 0  # a script call, answered
+            server.send_signal(signal.SIGSTOP)
+            for call in (client.get("k"), lanes.stats()):
+                began = time.monotonic()
+                with pytest.raises(Exception) as failed:
+                    await asyncio.wait_for(call, CONNECTIONS.redis_socket_timeout_s * 4)
+                took = time.monotonic() - began
+                assert outage_of(failed.value) == "redis", repr(failed.value)
+                assert not isinstance(failed.value, TimeoutError | asyncio.TimeoutError)
+                assert CONNECTIONS.redis_socket_timeout_s - 0.5 <= took
+                assert took <= CONNECTIONS.redis_socket_timeout_s + 2.0, took
+            server.send_signal(signal.SIGCONT)
+            assert await client.set("k", b"v") and await client.get("k") == b"v"
+        finally:
+            await client.aclose()
+
+
+async def test_every_client_a_process_builds_has_the_timeouts(redis_cluster_url: str) -> None:
+    """The single-node pool, the cluster client (each node's connections) and the operators'
+    client: a socket and a connect timeout, TCP keepalive and a health check."""
+    single = redis_client(Settings(redis_url=REDIS_URL, concurrency=8))
+    admin = redis_client(Settings(redis_url=REDIS_URL, concurrency=8), admin=True)
+    cluster = redis_client(Settings(redis_url=redis_cluster_url, redis_cluster=True, concurrency=8))
+    try:
+        assert isinstance(single, aioredis.Redis) and isinstance(admin, aioredis.Redis)
+        assert isinstance(cluster, RedisCluster)
+        await cluster.initialize()
+        nodes = cluster.get_nodes()
+        assert nodes
+        for kwargs in (
+            single.connection_pool.connection_kwargs,
+            cluster.connection_kwargs,
+            *(node.connection_kwargs for node in nodes),
+        ):
+            assert kwargs["socket_timeout"] == CONNECTIONS.redis_socket_timeout_s
+            assert kwargs["socket_connect_timeout"] == CONNECTIONS.redis_connect_timeout_s
+            assert kwargs["socket_keepalive"] is True and kwargs["socket_keepalive_options"]
+            assert kwargs["health_check_interval"] == CONNECTIONS.redis_health_check_s
+        kwargs = admin.connection_pool.connection_kwargs
+        assert kwargs["socket_timeout"] == CONNECTIONS.redis_admin_timeout_s
+        # The connections themselves (what redis-py opens from those).
+        await single.ping()
+        conn = await single.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+        try:
+            assert conn.socket_timeout == CONNECTIONS.redis_socket_timeout_s
+            assert conn.health_check_interval == CONNECTIONS.redis_health_check_s
+        finally:
+            await single.connection_pool.release(conn)
+    finally:
+        for client in (single, admin, cluster):
+            await client.aclose()

@@ -28,6 +28,7 @@ from codemojex.db.store.daily_boards import (
     group_dailies,
 )
 from codemojex.db.store.errors import (
+    CommandRepeated,
     RoundAlreadyOpen,
     SettingOutOfRange,
     StoreError,
@@ -63,6 +64,7 @@ from codemojex.db.store.stats import (
 )
 
 __all__ = [
+    "CommandRepeated",
     "DailyEntry",
     "DueRound",
     "GlobalStats",

@@ -8,12 +8,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex.db.models import AuditLog, Ban, Player
+from codemojex.db.models import AuditLog, Ban, Player, UTCDateTime, utcnow
 from codemojex.db.store.errors import UnknownPlayer
+from codemojex.values.types import Origin
 
 
 async def ban(session: AsyncSession, room_id: str, player_id: str, actor: int | None) -> bool:
@@ -59,6 +60,50 @@ async def audit(
     row = _row(room_id, actor_tg_id, action, args, allowed)
     session.add(row)
     return row
+
+
+# One statement text for both databases (both spell INSERT … ON CONFLICT and RETURNING alike):
+# the row, unless the message has one already. On Postgres an insert racing another of the
+# same message waits for it to commit, then does nothing.
+_AUDIT_ONCE = text(
+    """
+    INSERT INTO audit_log (room_id, actor_tg_id, action, args, allowed, at, chat_id, message_id)
+    VALUES (:room_id, :actor_tg_id, :action, :args, :allowed, :at, :chat_id, :message_id)
+    ON CONFLICT (chat_id, message_id) WHERE message_id IS NOT NULL DO NOTHING
+    RETURNING id
+    """
+).bindparams(bindparam("at", type_=UTCDateTime()))
+
+
+async def audit_once(
+    session: AsyncSession,
+    *,
+    room_id: str | None,
+    actor_tg_id: int | None,
+    action: str,
+    args: str,
+    allowed: bool,
+    origin: Origin,
+) -> bool:
+    """Write the audit row of the admin command that came in `origin`, unless that message
+    has one already: True when written now. A command's effect is written in the same
+    transaction only when this is True, so it applies once per message, however often and
+    however late the message is delivered."""
+    row = _row(room_id, actor_tg_id, action, args, allowed)
+    written = await session.execute(
+        _AUDIT_ONCE,
+        {
+            "room_id": row.room_id,
+            "actor_tg_id": row.actor_tg_id,
+            "action": row.action,
+            "args": row.args,
+            "allowed": row.allowed,
+            "at": utcnow(),
+            "chat_id": origin.chat_id,
+            "message_id": origin.message_id,
+        },
+    )
+    return written.first() is not None
 
 
 async def trim_audit(session: AsyncSession, before: datetime, batch: int) -> int:

@@ -25,3 +25,12 @@ class RoundAlreadyOpen(StoreError):
         super().__init__(f"room {room_id} already has an open round ({round_id})")
         self.room_id = room_id
         self.round_id = round_id
+
+
+class CommandRepeated(StoreError):
+    """The command's message took effect before (it was delivered again): nothing written."""
+
+    def __init__(self, chat_id: int, message_id: int) -> None:
+        super().__init__(f"message {message_id} of chat {chat_id} took effect before")
+        self.chat_id = chat_id
+        self.message_id = message_id

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -131,3 +131,16 @@ def change_settings(room: Room, change: SettingsChange) -> None:
         room.ceiling = change.ceiling
     if change.round_timeout_s is not None:
         room.round_timeout_s = change.round_timeout_s
+
+
+async def set_paused(session: AsyncSession, room_id: str, paused: bool) -> None:
+    """Record whether the room's scoring is paused (`UnknownRoom` when there is no such
+    room)."""
+    result = await session.execute(update(Room).where(Room.id == room_id).values(paused=paused))
+    if not getattr(result, "rowcount", 0):
+        raise UnknownRoom(room_id)
+
+
+def set_weight(player: Player, weight: int) -> None:
+    """The player's lane weight, written into the loaded player (with the caller's commit)."""
+    player.weight = weight

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex.db.models import Room, Round
 from codemojex.db.store.errors import RoundAlreadyOpen, UnknownRoom
+from codemojex.values.types import Origin
 
 
 async def room_to_start(session: AsyncSession, room_id: str) -> Room:
@@ -70,6 +71,24 @@ async def add_round(session: AsyncSession, rnd: Round) -> Round:
 async def _open_round_id(session: AsyncSession, room_id: str) -> int | None:
     stmt = select(Round.id).where(Round.room_id == room_id, Round.ended_at.is_(None))
     return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def round_of_origin(session: AsyncSession, origin: Origin) -> int | None:
+    """The round the command message `origin` opened, if any (open or ended)."""
+    stmt = select(Round.id).where(
+        Round.origin_chat_id == origin.chat_id, Round.origin_message_id == origin.message_id
+    )
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def locked_open_round(session: AsyncSession, room_id: str) -> Round | None:
+    """The room's open round, locked as `locked_round` locks it (None: none open, or it
+    closed between the look and the lock)."""
+    round_id = await _open_round_id(session, room_id)
+    if round_id is None:
+        return None
+    rnd = await locked_round(session, round_id)
+    return rnd if rnd is not None and rnd.ended_at is None else None
 
 
 async def locked_round(session: AsyncSession, round_id: int) -> Round | None:

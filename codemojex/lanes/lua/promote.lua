@@ -14,10 +14,10 @@ local n = 0
 for _, id in ipairs(ids) do
   redis.call('ZREM', DELAYED, id)
   local jk = job_key(id)
-  local f = job_get(jk, 'r', 'l', 's')
+  local f, old = job_get(jk, 'r', 'l', 's')
   if f[1] then
     delayed_removed(f[2])
-    put_back(id, jk, f[1], f[2], f[3])
+    put_back(id, jk, f[1], f[2], f[3], old)
     n = n + 1
   end
 end

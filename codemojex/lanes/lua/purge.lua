@@ -9,6 +9,7 @@
 --- @include "now_ms"
 --- @include "pending_changed"
 --- @include "job_get"
+--- @include "job_set"
 local lane = ARGV[1]
 local pk = pending_key(lane)
 local ids = redis.call('ZRANGE', pk, 0, -1)
@@ -18,8 +19,9 @@ local now = now_ms()
 local n = 0
 for _, id in ipairs(ids) do
   local jk = job_key(id)
-  if job_get(jk, 't')[1] then
-    redis.call('HSET', jk, 't', 'dead', 'x', 'purged')
+  local f, old = job_get(jk, 't')
+  if f[1] then
+    job_set(jk, old, 't', 'dead', 'x', 'purged')
     redis.call('ZADD', DEAD, now, id)
     n = n + 1
   end

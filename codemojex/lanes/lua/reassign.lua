@@ -13,9 +13,10 @@
 --- @include "pend"
 --- @include "pending_changed"
 --- @include "job_get"
+--- @include "job_set"
 local id, target = ARGV[1], ARGV[2]
 local jk = job_key(id)
-local f = job_get(jk, 't', 'r', 'l', 's')
+local f, old = job_get(jk, 't', 'r', 'l', 's')
 if not f[1] then return 0 end
 local room, lane = f[2], f[3]
 local bound = redis.call('HGET', LROOM, target)
@@ -31,6 +32,6 @@ local pk = pending_key(lane)
 redis.call('ZREM', pk, id)
 pending_changed(room, -1)
 if not head_changed(lane) then lane_emptied(room, lane) end
-redis.call('HSET', jk, 'l', target)
+job_set(jk, old, 'l', target)
 pend(room, target, id, f[4])
 return 1

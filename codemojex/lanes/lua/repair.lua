@@ -4,7 +4,9 @@
 -- and every lane's ldelayed from `delayed`, rebuilds both rings from the lanes (keeps the
 -- order, drops duplicates and what is not serviceable, appends what is missing) and the
 -- rooms' held sets, puts every bound lane (only those) in lseen, and rewrites the operators'
--- books (npending, rdepth, lhead) from the pending zsets. No job is lost. Admin
+-- books (npending, rdepth, lhead) from the pending zsets. No job is lost. And it upgrades
+-- every job hash of the older layout to the short field names (upgrade_job), the one step
+-- that does: run it once no worker of an older version serves the queue (operations.md). Admin
 -- verb: it reads the whole queue, atomically.
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
@@ -19,6 +21,7 @@
 --- @include "now_ms"
 --- @include "sorted_keys"
 --- @include "survey"
+--- @include "upgrade_job"
 --- @include "wake"
 --- @include "zset_table"
 local S = survey(true)
@@ -52,7 +55,10 @@ for _, id in ipairs(sorted_keys(S.place)) do
     end
     local p = places[1]
     local jk = job_key(id)
-    if job.old then upgrade_job(jk) end
+    if job.old then
+      upgrade_job(jk)
+      did('upgraded job ' .. id .. ' to the short field names')
+    end
     if job.state ~= p.where then
       redis.call('HSET', jk, 't', p.where)
       did('set the state of job ' .. id .. ' to ' .. p.where .. ' (was ' ..
@@ -72,7 +78,11 @@ for _, id in ipairs(sorted_keys(S.place)) do
 end
 for _, id in ipairs(S.orphans) do
   local jk = job_key(id)
-  local f = job_get(jk, 't', 'l', 's')
+  local f, old = job_get(jk, 't', 'l', 's')
+  if old then
+    upgrade_job(jk)
+    did('upgraded job ' .. id .. ' to the short field names')
+  end
   if f[1] == 'dead' then
     redis.call('ZADD', DEAD, now, id)
     did('put job ' .. id .. ' back in dead')

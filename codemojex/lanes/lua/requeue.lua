@@ -12,10 +12,11 @@
 --- @include "now_ms"
 --- @include "pend"
 --- @include "job_get"
+--- @include "job_set"
 local id = ARGV[1]
 if not redis.call('ZSCORE', DEAD, id) then return 0 end
 local jk = job_key(id)
-local f = job_get(jk, 'r', 'l', 's', 'a', 'm')
+local f, old = job_get(jk, 'r', 'l', 's', 'a', 'm')
 if not (f[1] and f[2] and f[3]) then return 0 end
 local room, lane = f[1], f[2]
 local bound = redis.call('HGET', LROOM, lane)
@@ -26,7 +27,6 @@ end
 redis.call('ZREM', DEAD, id)
 if not bound then bind(room, lane) end
 redis.call('ZADD', LSEEN, now_ms(), lane)
-redis.call('HSET', jk, 't', 'pending', 'm',
-  tonumber(f[4] or '0') + tonumber(f[5] or '0'))
+job_set(jk, old, 't', 'pending', 'm', tonumber(f[4] or '0') + tonumber(f[5] or '0'))
 pend(room, lane, id, f[3])
 return 1

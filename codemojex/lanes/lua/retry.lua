@@ -8,23 +8,25 @@
 -- Returns  'delayed', 'dead' or 'stale'
 --- @include "delayed_added"
 --- @include "holder"
+--- @include "job_get"
+--- @include "job_set"
 --- @include "now_ms"
 --- @include "permit_freed"
 local id = ARGV[1]
-local jk, room = holder(id, ARGV[2])
+local jk, room, old = holder(id, ARGV[2])
 if not jk then return 'stale' end
 redis.call('ZREM', ACTIVE, id)
-local f = redis.call('HMGET', jk, 'a', 'm', 'l')  -- of the current layout: holder read it
+local f = job_get(jk, 'l', 'a', 'm')
 local now = now_ms()
 local outcome
-if tonumber(f[1]) >= tonumber(f[2]) then
+if tonumber(f[2]) >= tonumber(f[3]) then
   redis.call('ZADD', DEAD, now, id)
   outcome = 'dead'
 else
   redis.call('ZADD', DELAYED, now + tonumber(ARGV[3]), id)
-  delayed_added(f[3])
+  delayed_added(f[1])
   outcome = 'delayed'
 end
-redis.call('HSET', jk, 't', outcome, 'x', ARGV[4])
+job_set(jk, old, 't', outcome, 'x', ARGV[4])
 permit_freed(room, 1)
 return outcome

@@ -287,10 +287,12 @@ class OpsPage:
         try:
             if what in ("pause", "resume", "limit") and room is None:
                 raise LaneError("which room?")
-            if what == "pause":
-                await self.lanes.pause(str(room))
-            elif what == "resume":
-                await self.lanes.resume(str(room))
+            if what in ("pause", "resume"):
+                # The room's row first (what the lanes' pause is derived from: a /pause or
+                # /resume delivered again then cannot undo this), then the lanes.
+                await usecases.pause_room(
+                    self.sessionmaker, self.lanes, str(room), paused=what == "pause"
+                )
             elif what == "limit":
                 args["ceiling"] = await self._limit(str(room), str(form.get("ceiling", "")))
             elif what == "pause_queue":

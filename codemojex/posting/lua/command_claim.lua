@@ -1,17 +1,20 @@
--- command_claim: claim a command message for this process before running it, so that a
--- delivery of the same message again runs it at most once more than needed: never while it
--- runs or after it finished, again only when the process that was running it died.
+-- command_claim: take the run lease of a command message before running it, so that two
+-- live processes given the same message never run it at once, and none runs it once it took
+-- effect.
 --
--- KEYS[1]  the message's mark (`cmx:{q}:seen:<chat>:<message>`): absent, 'run:<owner>' while
---          process <owner> runs it, or 'done' once it finished
--- ARGV[1]  this process's owner token   ARGV[2] how long the mark lives, ms (the dedupe window)
--- Returns  1 claimed (absent, or left 'run' by another owner: that process died, since a
---          message is delivered again only when nobody confirmed it), 0 not to run (done, or
---          running here now)
+-- KEYS[1]  the message's mark (`cmx:{q}:seen:<chat>:<message>`): absent, 'run:<owner>'
+--          while process <owner> runs it (a lease, renewed while it runs: it runs out when
+--          that process died), or 'done' once its effect committed (never taken back)
+-- ARGV[1]  this process's lease value, 'run:<owner>'
+-- ARGV[2]  the lease's time to live, ms
+-- Returns  'run' taken (it was absent), 'done' (took effect: not to run), 'busy' (a lease
+--          holds it, this process's own included: wait for it to be done or let go)
 local mark = redis.call('GET', KEYS[1])
-local mine = 'run:' .. ARGV[1]
-if mark == 'done' or mark == mine then
-  return 0
+if mark == 'done' then
+  return 'done'
 end
-redis.call('SET', KEYS[1], mine, 'PX', ARGV[2])
-return 1
+if mark then
+  return 'busy'
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 'run'

@@ -6,6 +6,7 @@
 --- @include "pending_changed"
 --- @include "head_changed"
 --- @include "job_get"
+--- @include "job_set"
 local function serve(lease_ms, weighted)
   if redis.call('EXISTS', QPAUSED) == 1 then return {} end
   local room = redis.call('LMOVE', RING, RING, 'LEFT', 'RIGHT')
@@ -38,10 +39,10 @@ local function serve(lease_ms, weighted)
   for i = 1, #popped, 2 do
     local id = popped[i]
     local jk = job_key(id)
-    local f = job_get(jk, 'p', 'a', 'm', 'e')
+    local f, old = job_get(jk, 'p', 'a', 'm', 'e')
     if f[1] then
       local att = tonumber(f[2] or '0') + 1
-      redis.call('HSET', jk, 'a', att, 't', 'active')
+      job_set(jk, old, 'a', att, 't', 'active')
       leased[#leased + 1] = deadline
       leased[#leased + 1] = id
       out[#out + 1] = id

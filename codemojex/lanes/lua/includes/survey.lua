@@ -71,7 +71,7 @@ local function survey(deep)
     for _, id in ipairs(redis.call('ZRANGE', where[2], 0, -1)) do put(id, where[1]) end
   end
   for id in pairs(S.place) do
-    -- either layout (upgrade_job): check only reads; repair upgrades a job before writing it
+    -- either layout (job_get): check only reads; repair upgrades every job of the older one
     local f = redis.call('HMGET', job_key(id), 't', 'r', 'l', 's',
       'state', 'room', 'lane', 'seq')
     local old = not (f[1] or f[2] or f[3] or f[4])

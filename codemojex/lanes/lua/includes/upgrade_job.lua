@@ -1,8 +1,9 @@
 -- A job hash written by an older version (its fields under their long names: payload, room,
 -- lane, seq, attempts, max_attempts, state, enqueued_ms, last_error) rewritten under the
--- short names every script reads (lanes.md, "The job hash"), so that jobs left pending across
--- an upgrade are served. A field already under its short name wins (a newer write). Returns
--- whether `jk` was such a hash (false for a missing key or one of the current layout).
+-- short names (lanes.md, "The job hash"). Only `repair` calls it, with no older worker left:
+-- an older worker reads the long names, and one that found a job rewritten would drop it.
+-- A field already under its short name wins (a newer write). Returns whether `jk` was such a
+-- hash (false for a missing key or one of the current layout).
 local function upgrade_job(jk)
   local long = {'payload', 'room', 'lane', 'seq', 'attempts', 'max_attempts', 'state',
     'enqueued_ms', 'last_error'}

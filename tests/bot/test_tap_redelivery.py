@@ -1,0 +1,164 @@
+"""A tap is marked seen only with its effect (bot/drafts.py `Drafts.done`): a tap whose handler
+failed half-way (here: its room's card gone from Redis and Postgres unreachable, so the card
+cannot be read after the tap was counted) takes effect when Telegram delivers it again,
+instead of being taken for one already handled. The tap that completes a code is one guess
+however often it is delivered: its job id is derived from the callback query.
+
+The bot reaches Postgres through a proxy this test cuts (the machine's Postgres is never
+touched), as tests/bot/test_postgres_away.py does."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import pytest_asyncio
+from telegram import InlineKeyboardMarkup
+
+from codemojex import ids
+from codemojex.bot.drafts import TapRate
+from codemojex.db import Round
+from codemojex.game import taps, texts
+from codemojex.locale import EN
+from codemojex.posting.keys import Keys
+from tests.bot.conftest import ALICE, World, bot_world, room_of, start_round
+from tests.e2e.harness import eventually
+from tests.ops.proxy import TcpProxy
+from tests.support import drop_keys, free_port, wipe_tables
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
+    target = urlsplit(bot_database_url)
+    assert target.hostname is not None and target.port is not None
+    proxy = TcpProxy(free_port(), target.hostname, target.port)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(bot_database_url: str, bot_queue: str, proxy: TcpProxy) -> AsyncIterator[World]:
+    target = urlsplit(bot_database_url)
+    url = bot_database_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
+    async with bot_world(url, bot_queue) as world:
+        # Taps as fast as a test sends them, never "too fast".
+        world.app.bot_data.drafts.rate = TapRate(most=1000, window_ms=1000)
+        await wipe_tables(world.engine, restart_ids=False)
+        await drop_keys(world.redis, bot_queue)
+        yield world
+
+
+async def tap(
+    world: World, chat: int, message_id: int, data: str, query_id: str | None = None
+) -> tuple[str, str | None]:
+    """Alice taps a button under the bot's message: (the query's id, the toast she got)."""
+    before = len(world.standin.callback_answers)
+    qid = world.standin.press_button(chat, message_id, ALICE, data, query_id=query_id)
+
+    async def answered() -> dict[str, Any] | None:
+        answers = world.standin.callback_answers[before:]
+        return next((a for a in answers if a["callback_query_id"] == qid), None)
+
+    found = await eventually(answered, timeout=15, what=f"the answer to tap {data}")
+    assert found is not None
+    return qid, found["text"]
+
+
+async def failing_tap(world: World, proxy: TcpProxy, chat: int, message_id: int, data: str) -> str:
+    """A tap handled while its room's card is gone from Redis and Postgres is away: counted
+    against the tap rate, then failed reading the card ("try again"). Its query's id."""
+    room = await room_of(world, chat)
+    await world.app.bot_data.cards.shared.drop(room.id)
+    await proxy.stop()
+    try:
+        qid, toast = await tap(world, chat, message_id, data)
+        assert toast == texts.try_again(EN)
+    finally:
+        await proxy.start()
+    return qid
+
+
+async def announcement(world: World, chat: int, rnd: Round) -> tuple[int, list[tuple[str, str]]]:
+    """The round's keyboard posted under a message of the bot's, as the worker's sender posts
+    the announcement (this world runs no worker): its message id and its buttons."""
+    markup = taps.keyboard(rnd.id, rnd.palette_emojis)
+    sent = await world.app.bot.send_message(
+        chat, "🎯", reply_markup=InlineKeyboardMarkup.de_json(json.loads(markup), None)
+    )
+    rows = json.loads(markup)["inline_keyboard"]
+    return sent.message_id, [(b["text"], b["callback_data"]) for row in rows for b in row]
+
+
+def data_of(buttons: list[tuple[str, str]], text: str) -> str:
+    return next(data for label, data in buttons if label == text)
+
+
+async def test_a_tap_whose_handler_failed_takes_effect_when_delivered_again(
+    world: World, proxy: TcpProxy
+) -> None:
+    chat = world.new_group()
+    rnd = await start_round(world, chat)
+    palette = rnd.palette_emojis
+    key = Keys(world.settings.queue).tap_draft(rnd.id, ALICE)
+    ann, buttons = await announcement(world, chat, rnd)
+
+    # A draft step that failed: nothing kept, and the same query again is a step, not a no-op.
+    qid = await failing_tap(world, proxy, chat, ann, data_of(buttons, palette[0]))
+    assert await world.redis.exists(key) == 0
+    again, toast = await tap(world, chat, ann, data_of(buttons, palette[0]), query_id=qid)
+    assert again == qid and toast == palette[0] + "···"
+    # Taken now: delivered once more, it changes nothing.
+    assert (await tap(world, chat, ann, data_of(buttons, palette[0]), query_id=qid))[1] is None
+    guess = palette[: rnd.length]
+    for emoji in guess[1:-1]:
+        await tap(world, chat, ann, data_of(buttons, emoji))
+
+    # The tap that completes the code, failed: no guess; delivered again, the guess.
+    before = await world.queued()
+    last = await failing_tap(world, proxy, chat, ann, data_of(buttons, guess[-1]))
+    assert await world.queued() == before
+    _, toast = await tap(world, chat, ann, data_of(buttons, guess[-1]), query_id=last)
+    assert toast == texts.tap_sent(EN, list(guess))
+    assert await world.queued() == before + 1
+    job = ids.derived(ids.JOB, f"cb:{last}")
+    assert await world.redis.exists(world.lanes.keys.job(job)) == 1
+    assert await world.redis.exists(key) == 0
+    assert world.errors == []
+
+
+async def test_a_completing_tap_delivered_again_before_its_mark_is_one_guess(
+    world: World,
+) -> None:
+    """A process that died after the guess was admitted but before the tap's mark (and the
+    draft's clearing): the tap delivered again is admitted again, a duplicate of its derived
+    job id, so the lane holds one guess."""
+    chat = world.new_group()
+    rnd = await start_round(world, chat)
+    palette = rnd.palette_emojis
+    keys = Keys(world.settings.queue)
+    ann, buttons = await announcement(world, chat, rnd)
+    guess = palette[: rnd.length]
+    for emoji in guess[:-1]:
+        await tap(world, chat, ann, data_of(buttons, emoji))
+    before = await world.queued()
+    qid, toast = await tap(world, chat, ann, data_of(buttons, guess[-1]))
+    assert toast == texts.tap_sent(EN, list(guess))
+    assert await world.queued() == before + 1
+    # As the process that died left it: the draft complete but for the last tap, no mark.
+    await world.redis.delete(keys.tap_seen(qid))
+    draft = taps.draft_text(range(rnd.length - 1))
+    await world.redis.set(keys.tap_draft(rnd.id, ALICE), draft, ex=600)
+    _, toast = await tap(world, chat, ann, data_of(buttons, guess[-1]), query_id=qid)
+    assert toast == texts.tap_sent(EN, list(guess))
+    assert await world.queued() == before + 1  # the same job: one guess
+    assert await world.redis.exists(keys.tap_draft(rnd.id, ALICE)) == 0
+    assert await world.redis.exists(keys.tap_seen(qid)) == 1
+    assert world.errors == []

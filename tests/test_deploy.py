@@ -1,0 +1,180 @@
+"""What the deployments we hand out promise, read from their files so that an edit cannot
+quietly break it: one image (the Dockerfile's) for every process, run as a user other than
+root, no secret written in any file, Redis keeping an append-only file, the migrations run
+once before the processes, one polling bot at a time. `make image-check` builds and runs the
+image itself; `make lint` runs hadolint on the Dockerfile."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from tests.support import ROOT
+
+COMPOSE = ROOT / "compose.yaml"
+COMPOSE_ENV = ROOT / "deploy" / "compose.env.example"
+KUBERNETES = ROOT / "deploy" / "kubernetes" / "codemojex.yaml"
+DOCKERFILE = ROOT / "Dockerfile"
+SECRET_SETTINGS = ("CODEMOJEX_TOKEN", "CODEMOJEX_OPS_TOKEN", "POSTGRES_PASSWORD")
+CODEMOJEX = ("migrate", "bot", "worker", "ops")
+
+
+def _compose() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+    return data
+
+
+def _redis_aof(args: list[str]) -> tuple[str, str]:
+    return args[args.index("--appendonly") + 1], args[args.index("--appendfsync") + 1]
+
+
+def test_compose_runs_every_process_after_the_migrations_on_a_persistent_redis() -> None:
+    services = _compose()["services"]
+    assert set(services) == {"postgres", "redis", *CODEMOJEX}
+    for name in ("postgres", "redis"):
+        assert services[name]["volumes"] and services[name]["healthcheck"]["test"], name
+    assert _redis_aof(services["redis"]["command"]) == ("yes", "everysec")
+    assert services["migrate"]["command"] == ["migrate"]
+    assert services["migrate"]["restart"] == "no"
+    assert services["migrate"]["depends_on"]["postgres"] == {"condition": "service_healthy"}
+    for name in ("bot", "worker", "ops"):
+        service = services[name]
+        assert service["command"] == [name]
+        assert service["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
+        assert service["depends_on"]["redis"] == {"condition": "service_healthy"}
+    for name in CODEMOJEX:
+        assert services[name]["image"] == "codemojex:latest"
+        assert services[name]["build"] == "."  # the Dockerfile's image
+    # `--scale worker=N`: nothing that only one container may hold.
+    assert not {"container_name", "ports", "hostname"} & set(services["worker"])
+    # The ops page reaches only this machine's loopback.
+    assert all(p.startswith("127.0.0.1:") for p in services["ops"]["ports"])
+
+
+def test_compose_writes_no_secret_and_its_env_example_names_every_variable() -> None:
+    services = _compose()["services"]
+    for name, service in services.items():
+        for key, value in service.get("environment", {}).items():
+            if key in SECRET_SETTINGS:
+                assert re.fullmatch(r"\$\{\w+:\?[^}]+\}", value), (name, key, value)
+        for key in ("CODEMOJEX_DATABASE_URL",):
+            value = service.get("environment", {}).get(key)
+            assert value is None or ":${POSTGRES_PASSWORD:?" in value, (name, value)
+    used = set(re.findall(r"\$\{(\w+)", COMPOSE.read_text()))
+    example = {
+        line.split("=", 1)[0]
+        for line in COMPOSE_ENV.read_text().splitlines()
+        if line and not line.startswith("#")
+    }
+    assert used == example
+    # Empty in the example: compose refuses to start until they are filled in.
+    assert all(line.endswith("=") for line in COMPOSE_ENV.read_text().splitlines() if "=" in line)
+    # Codemojex reads a .env of its working directory: none of compose's names is its own.
+    assert not any(name.startswith("CODEMOJEX_") for name in example)
+
+
+def _kubernetes() -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(KUBERNETES.read_text()) if doc]
+
+
+def _workload(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (found,) = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    return found
+
+
+def test_kubernetes_runs_the_image_as_a_user_with_measured_requests() -> None:
+    docs = _kubernetes()
+    pods = [
+        d["spec"]["template"]["spec"]
+        for d in docs
+        if d["kind"] in ("Deployment", "Job")
+        and d["spec"]["template"]["metadata"]["labels"]["app"] == "codemojex"
+    ]
+    commands = set()
+    for pod in pods:
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["runAsUser"] != 0
+        (container,) = pod["containers"]
+        assert container["image"] == "registry.example.org/codemojex:0.1.0"
+        assert "command" not in container  # the image's entrypoint, `codemojex`
+        commands.add(container["args"][0])
+        assert container["securityContext"]["allowPrivilegeEscalation"] is False
+        requests = container["resources"]["requests"]
+        assert set(requests) == {"cpu", "memory"}, container["name"]
+        assert "memory" in container["resources"]["limits"]
+    assert commands == set(CODEMOJEX)
+
+    job = _workload(docs, "Job", "codemojex-migrate-0-1-0")
+    assert job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
+    # One poller per token: the old bot stops before the new one starts.
+    bot = _workload(docs, "Deployment", "codemojex-bot")
+    assert bot["spec"]["replicas"] == 1
+    assert bot["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_kubernetes_redis_keeps_an_append_only_file_on_a_volume() -> None:
+    redis = _workload(_kubernetes(), "StatefulSet", "redis")
+    (container,) = redis["spec"]["template"]["spec"]["containers"]
+    assert _redis_aof(container["args"]) == ("yes", "everysec")
+    assert container["args"][container["args"].index("--maxmemory-policy") + 1] == "noeviction"
+    (claim,) = redis["spec"]["volumeClaimTemplates"]
+    assert container["volumeMounts"] == [{"name": claim["metadata"]["name"], "mountPath": "/data"}]
+
+
+def _instructions() -> list[tuple[str, str]]:
+    """The Dockerfile's instructions (continuation lines joined, comments dropped)."""
+    text = re.sub(r"\\\n\s*", " ", DOCKERFILE.read_text())
+    found = []
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            word, _, rest = line.strip().partition(" ")
+            found.append((word.upper(), rest.strip()))
+    return found
+
+
+def test_the_dockerfile_builds_one_image_that_runs_as_a_user_with_a_healthcheck() -> None:
+    steps = _instructions()
+    assert steps[0] == ("ARG", "BASE=python:3.11-slim-bookworm")  # the official slim Python
+    froms = [n for n, (word, _) in enumerate(steps) if word == "FROM"]
+    assert len(froms) == 2 and all(steps[n][1].startswith("${BASE}") for n in froms)
+    final = steps[froms[-1] :]
+    words = [word for word, _ in final]
+    user = dict(final)["USER"]
+    assert re.fullmatch(r"\d+:\d+", user) and not user.startswith("0:"), user
+    # The build stage's environment only: no compiler, no package manager run here.
+    runs = " ".join(rest for word, rest in final if word == "RUN")
+    assert not re.search(r"apt-get|pip |gcc|build-essential", runs), runs
+    copies = [rest for word, rest in final if word == "COPY"]
+    assert copies == ["--from=build /opt/codemojex /opt/codemojex"]
+    assert dict(final)["ENTRYPOINT"] == '["codemojex"]'  # the exec form: PID 1 gets SIGTERM
+    assert "/healthz" in dict(final)["HEALTHCHECK"]
+    labels = " ".join(rest for word, rest in final if word == "LABEL")
+    for label in ("title", "description", "version", "revision", "licenses"):
+        assert f"org.opencontainers.image.{label}=" in labels
+    assert words.index("USER") < words.index("ENTRYPOINT")
+    # No secret: no setting of ours is given a value in the image but the metrics port.
+    env = " ".join(rest for word, rest in steps if word in ("ENV", "ARG"))
+    assert set(re.findall(r"(CODEMOJEX_\w+)=", env)) == {"CODEMOJEX_METRICS_PORT"}
+    assert not re.search(r"TOKEN|SECRET|PASSWORD", env)
+
+
+def test_the_build_context_leaves_secrets_and_the_checkouts_state_out() -> None:
+    patterns = [
+        line
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert patterns[0] == "*"  # nothing but what is let in again
+    allowed = {p.removeprefix("!").rstrip("/") for p in patterns if p.startswith("!")}
+    assert allowed == {
+        "pyproject.toml",
+        "setup.py",
+        "MANIFEST.in",
+        "constraints.txt",
+        "README.md",
+        "codemojex",
+        "migrations",
+        "wheelhouse",
+    }
