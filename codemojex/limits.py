@@ -201,49 +201,19 @@ class BotLimits:
     # With cores of its own a bot may take more; beside a worker, more takes the worker's CPU.
     concurrency_default: int = 50
     concurrency_max: int = 1024
-    # Updates held unconfirmed (confirmed once handled): a backlog waits at Telegram. Polling
-    # confirms in order, so this window must stay wider than `concurrency_default`, or a slow
-    # update at its front idles the slots: the most Telegram allows.
+    # Updates held unsettled (confirmed once finished or parked): a backlog waits at Telegram.
+    # Polling confirms in order, so this window must stay wider than `concurrency_default`, or
+    # a slow update at its front idles the slots: the most Telegram allows.
     in_hand_default: int = TELEGRAM.updates_max
     in_hand_max: int = TELEGRAM.updates_max
-    # python-telegram-bot's own bound: out of the way, as what the bot holds is bounded before.
-    update_backlog: int = 100_000
     # A polling bot's long poll, and the read timeout it allows on top for the answer.
     poll_timeout_s: int = 10
     poll_read_margin_s: float = 5.0
-    # While updates are in hand, fetch again at least this often that the window has room:
-    # at a trickle, a new update never waits for the slowest one in hand.
-    refetch_s: float = 0.1
     # An update not finished this long after it was taken is parked in Redis (and confirmed),
     # so that it holds neither the window nor its webhook request: long enough for every
     # handler on a busy host, short enough that a stuck one costs the others only this.
     update_deadline_s_default: float = 1.0
     update_deadline_s_max: float = 30.0
-    # One try of an update's handlers at most: past it the try is cancelled and counts as
-    # failed (every call under it has a timeout of its own well within this).
-    attempt_s: float = 30.0
-    # Tries of an update whose handler fails with a bug before it becomes a dead letter.
-    update_tries: int = 3
-    # Updates of one sender (or one chat's admin commands) waiting behind each other: past
-    # it the sender is told to slow down (a full lane's answer), so one flood stays bounded.
-    waiting_max: int = 100
-    # Updates the bot holds at most, parked ones it works on included: past it, polling
-    # fetches nothing and the webhook answers 503, whatever is stuck.
-    held_max: int = 2_000
-    # The door's clock: parking and forgetting every `tick_s`, a dead process's parked
-    # updates taken over every `sweep_s`, at most `take_max` a sweep.
-    tick_s: float = 0.1
-    sweep_s: float = 5.0
-    take_max: int = 500
-    # A parked update's lease, and the poller's (one poller per bot): renewed every third;
-    # a process that died is taken over this long after. The poller's is no shorter than a
-    # parked update's, so that a new poller finds a dead one's parked updates free.
-    lease_ms: int = 15_000
-    # The dead letters kept for the operator (the newest), and how long after the last.
-    dead_letters_max: int = 1_000
-    dead_letters_ttl_s: int = 14 * 24 * 3600
-    # An unreadable body is kept up to this many characters (an update is a few kB).
-    dead_letter_text_max: int = 16_384
     # SIGTERM: the updates in hand are finished and confirmed within this long, under the 20 s
     # that deploy/'s systemd and Kubernetes give the process.
     stop_s: float = 12.0
@@ -337,10 +307,6 @@ class AnswerLimits:
     late_budget_wait_s: float = 0.5
     # A "slow down" or "scoring is paused" notice is given once per this long per player.
     notice_episode_s: int = 60
-    # "Catching up" (an outage holds a chat's updates) is said once per chat this long, in a
-    # process that remembers at most so many chats told.
-    catching_up_every_s: float = 60.0
-    catching_up_chats_max: int = 10_000
 
 
 ANSWERS: Final = AnswerLimits()

@@ -397,9 +397,7 @@ async def running(
     if config is not None:
         server = WebhookServer(config, door, in_hand=settings.bot_in_hand, stop_s=stop_s)
     else:
-        lease = PollerLease(
-            application.bot_data.redis, settings.queue, application.bot.id, lease_ms=BOT.lease_ms
-        )
+        lease = PollerLease(application.bot_data.redis, settings.queue, application.bot.id)
         poller = Poller(
             application,
             door,
@@ -439,6 +437,8 @@ async def running(
                 relay.cancel()
             await application.stop()
             await application.bot_data.answers.close()
+            # The group members noted in the last moments, written before Redis is let go.
+            await application.bot_data.members.close()
         if poller is not None and poller.failure is not None:
             raise poller.failure
     finally:

@@ -89,8 +89,6 @@ async def _serve(settings: Settings) -> None:
                 await stop.wait()
             finally:
                 await ops.stop()
-        # The group members noted in the last moments, written before Redis is let go.
-        await application.bot_data.members.close()
     finally:
         await engine.dispose()
         await redis.aclose()

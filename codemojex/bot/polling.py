@@ -50,13 +50,13 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from telegram import Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter
 from telegram.warnings import PTBUserWarning
 
-from codemojex.bot.processor import AnyApplication, Door
+from codemojex.bot.processor import HELD_MAX, TICK_S, AnyApplication, Door
 from codemojex.limits import BOT, RETRIES
 from codemojex.outages import OUTAGES, pause_s, retry_after_ms
 from codemojex.posting.inbox import PollerLease
@@ -64,6 +64,9 @@ from codemojex.posting.inbox import PollerLease
 log = logging.getLogger(__name__)
 
 WHERE = "the bot's getUpdates"
+# While updates are in hand, fetch again at least this often that the window has room: at a
+# trickle, a new update never waits for the slowest one in hand.
+REFETCH_S: Final = 0.1
 _OWN_METHOD = r"Please use 'Bot\.getUpdates'"
 
 
@@ -81,8 +84,8 @@ class Poller:
         allowed_updates: Sequence[str] | None = None,
         stop_s: float = BOT.stop_s,
         concurrency: int = BOT.concurrency_default,
-        held_max: int = BOT.held_max,
-        refetch_s: float = BOT.refetch_s,
+        held_max: int = HELD_MAX,
+        refetch_s: float = REFETCH_S,
     ) -> None:
         if not 1 <= in_hand <= BOT.in_hand_max:
             raise ValueError(f"in_hand must be 1 to {BOT.in_hand_max}")
@@ -342,7 +345,7 @@ class Poller:
             self._moved.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
-                    self._moved.wait(), max(0.0, deadline - time.monotonic()) or BOT.tick_s
+                    self._moved.wait(), max(0.0, deadline - time.monotonic()) or TICK_S
                 )
 
     async def _pause(self, seconds: float) -> None:

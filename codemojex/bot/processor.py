@@ -52,7 +52,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from telegram import Update
 from telegram.ext import Application
@@ -62,6 +62,24 @@ from codemojex.outages import OUTAGES, Component, outage_of, pause_s
 from codemojex.posting.inbox import Inbox, Parked, record
 
 log = logging.getLogger(__name__)
+
+# One try of an update's handlers at most: past it the try is cancelled and counts as failed
+# (every call under it has a timeout of its own well within this).
+ATTEMPT_S: Final = 30.0
+# Tries of an update whose handler fails with a bug before it becomes a dead letter.
+TRIES: Final = 3
+# Updates of one key waiting behind each other: past it the sender is told to slow down (a
+# full lane's answer), so one flood stays bounded.
+WAITING_MAX: Final = 100
+# Updates a bot holds at most, parked ones it works on included: past it, polling fetches
+# nothing and the webhook answers 503, whatever is stuck.
+HELD_MAX: Final = 2_000
+# The door's clock: parking and forgetting every TICK_S; a dead process's parked updates
+# taken over every SWEEP_S.
+TICK_S: Final = 0.1
+SWEEP_S: Final = 5.0
+# An unreadable body is kept up to this many characters (an update is a few kB).
+DEAD_TEXT_MAX: Final = 16_384
 
 AnyApplication = Application[Any, Any, Any, Any, Any, Any]
 Settlement = Literal["done", "parked", "dead", "shed", "given_back"]
@@ -160,9 +178,9 @@ class Door:
         key_of: Callable[[Update], Hashable],
         concurrency: int = BOT.concurrency_default,
         deadline_s: float = BOT.update_deadline_s_default,
-        attempt_s: float = BOT.attempt_s,
-        tries: int = BOT.update_tries,
-        waiting_max: int = BOT.waiting_max,
+        attempt_s: float = ATTEMPT_S,
+        tries: int = TRIES,
+        waiting_max: int = WAITING_MAX,
         give_back: bool = False,
     ) -> None:
         if deadline_s <= 0 or attempt_s <= 0 or tries < 1 or waiting_max < 1 or concurrency < 1:
@@ -359,8 +377,8 @@ class Door:
     async def _keep_dead(self, update_id: int, letter: dict[str, Any], raw: Any) -> None:
         """Into the dead letters, waiting out an outage (until then it is not confirmed)."""
         body = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        if isinstance(body, str) and len(body) > BOT.dead_letter_text_max:
-            body = body[: BOT.dead_letter_text_max] + "…"  # an unreadable body kept in part
+        if isinstance(body, str) and len(body) > DEAD_TEXT_MAX:
+            body = body[:DEAD_TEXT_MAX] + "…"  # an unreadable body kept in part
         failures = 0
         while True:
             try:
@@ -376,7 +394,7 @@ class Door:
 
     async def tick(self) -> None:
         """Park what passed its deadline, forget what finished parked: one Redis call each,
-        for every update concerned (the front door calls this every `BOT.tick_s`)."""
+        for every update concerned (the front door calls this every `TICK_S`)."""
         now = time.monotonic()
         due = []
         for ticket in self._unsettled.values():
@@ -425,13 +443,13 @@ class Door:
         return self.take_parked(await self.inbox.take())
 
     async def keep(self, may_take_over: Callable[[], bool]) -> None:
-        """The door's clock, until cancelled: `tick` every `BOT.tick_s`, the parked updates'
+        """The door's clock, until cancelled: `tick` every `TICK_S`, the parked updates'
         leases renewed every third of their life, and, while `may_take_over()`, the parked
-        updates of dead processes taken over every `BOT.sweep_s`."""
+        updates of dead processes taken over every `SWEEP_S`."""
         renew_every = self.inbox.lease_ms / 3000
         next_renewal = next_sweep = time.monotonic()
         while True:
-            await asyncio.sleep(BOT.tick_s)
+            await asyncio.sleep(TICK_S)
             try:
                 await self.tick()
                 now = time.monotonic()
@@ -439,7 +457,7 @@ class Door:
                     next_renewal = now + renew_every
                     await self.inbox.renew(list(self._parked))
                 if now >= next_sweep and may_take_over():
-                    next_sweep = now + BOT.sweep_s
+                    next_sweep = now + SWEEP_S
                     await self.take_over()
             except Exception as exc:
                 # Parking waits it out by itself; a lease not renewed costs an update handled

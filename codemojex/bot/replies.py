@@ -49,6 +49,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 from telegram import InlineKeyboardMarkup, Message
 from telegram.error import RetryAfter, TelegramError
@@ -67,6 +68,10 @@ from codemojex.values.types import KIND_CARD
 log = logging.getLogger(__name__)
 
 OnDropped = Callable[[], Awaitable[None]]
+# "Catching up" (an outage holds a chat's updates) is said once per chat this long, by a
+# process that remembers at most so many chats told.
+CATCHING_UP_EVERY_S: Final = 60.0
+CATCHING_UP_CHATS_MAX: Final = 10_000
 _ids = itertools.count(1)
 
 
@@ -159,13 +164,13 @@ class Answers:
 
     async def catching_up(self, message: Message) -> None:
         """Tell `message`'s chat that the bot is catching up (an outage holds its updates):
-        once per chat every `ANSWERS.catching_up_every_s`, outside the budget (a member's
+        once per chat every `CATCHING_UP_EVERY_S`, outside the budget (a member's
         budget is no measure of an outage), paced as any answer."""
         now = time.monotonic()
         told = self._caught_up
-        if now - told.get(message.chat_id, -math.inf) < ANSWERS.catching_up_every_s:
+        if now - told.get(message.chat_id, -math.inf) < CATCHING_UP_EVERY_S:
             return
-        if len(told) >= ANSWERS.catching_up_chats_max:  # bounded: forget the oldest half
+        if len(told) >= CATCHING_UP_CHATS_MAX:  # bounded: forget the oldest half
             for chat_id in sorted(told, key=told.__getitem__)[: len(told) // 2]:
                 del told[chat_id]
         told[message.chat_id] = now

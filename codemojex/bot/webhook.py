@@ -60,7 +60,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from telegram import Update
 
-from codemojex.bot.processor import Door
+from codemojex.bot.processor import HELD_MAX, Door
 from codemojex.limits import BOT, TELEGRAM
 from codemojex.settings import Settings
 
@@ -120,7 +120,7 @@ class WebhookServer:
         door: Door,
         *,
         in_hand: int = BOT.in_hand_default,
-        held_max: int = BOT.held_max,
+        held_max: int = HELD_MAX,
         stop_s: float = BOT.stop_s,
     ) -> None:
         self.config = config

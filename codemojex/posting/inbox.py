@@ -31,12 +31,21 @@ import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from codemojex.limits import BOT
 from codemojex.posting.keys import Keys
 from codemojex.posting.scripts import register
 from codemojex.redistypes import AnyRedis
+
+# A parked update's lease, and the poller's: renewed every third; a process that died is
+# taken over this long after. The poller's is no shorter than a parked update's, so that a new
+# poller finds a dead one's parked updates free.
+LEASE_MS: Final = 15_000
+# Parked updates taken over at most at once.
+TAKE_MAX: Final = 500
+# The dead letters kept for the operator (the newest), and how long after the last.
+DEAD_MAX: Final = 1_000
+DEAD_TTL_S: Final = 14 * 24 * 3600
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +98,9 @@ class Inbox:
         redis: AnyRedis,
         queue: str,
         *,
-        lease_ms: int = BOT.lease_ms,
-        dead_max: int = BOT.dead_letters_max,
-        dead_ttl_s: int = BOT.dead_letters_ttl_s,
+        lease_ms: int = LEASE_MS,
+        dead_max: int = DEAD_MAX,
+        dead_ttl_s: int = DEAD_TTL_S,
     ) -> None:
         if lease_ms < 1000 or dead_max < 1 or dead_ttl_s < 1:
             raise ValueError("a lease lasts a second at least; one dead letter is kept at least")
@@ -135,7 +144,7 @@ class Inbox:
         )
         return int(renewed)
 
-    async def take(self, most: int = BOT.take_max) -> list[Parked]:
+    async def take(self, most: int = TAKE_MAX) -> list[Parked]:
         """Parked updates whose lease ran out, leased anew to the caller, oldest first."""
         flat = await self._take(
             keys=[self._keys.inbox_parked, self._keys.inbox_lease], args=[self.lease_ms, most]
@@ -155,7 +164,7 @@ class Inbox:
             args=[int(update_id), json.dumps(body), self.dead_max, self.dead_ttl_s],
         )
 
-    async def dead_letters(self, most: int = BOT.dead_letters_max) -> list[DeadLetter]:
+    async def dead_letters(self, most: int = DEAD_MAX) -> list[DeadLetter]:
         """The dead letters, newest first (what the ops page lists)."""
         raw = await self._redis.lrange(self._keys.inbox_dead, 0, most - 1)
         return [DeadLetter.of(item) for item in raw]
@@ -172,7 +181,9 @@ class PollerLease:
     docstring). `hold()` takes or renews it: the fence number while held, 0 while another
     process holds it."""
 
-    def __init__(self, redis: AnyRedis, queue: str, bot_id: int, *, lease_ms: int) -> None:
+    def __init__(
+        self, redis: AnyRedis, queue: str, bot_id: int, *, lease_ms: int = LEASE_MS
+    ) -> None:
         keys = Keys(queue)
         self._keys = [keys.poller(bot_id), keys.poller_fence(bot_id)]
         self.lease_ms = lease_ms

@@ -257,7 +257,7 @@ async def test_an_unreadable_update_is_a_dead_letter_and_holds_nothing(world: Wo
 
 
 async def test_a_handler_that_fails_every_try_is_a_dead_letter(world: World) -> None:
-    """A bug: tried `BOT.update_tries` times, then a dead letter and one apology; the
+    """A bug: tried `processor.TRIES` times, then a dead letter and one apology; the
     sender's next update is handled."""
 
     async def boom(update: Update, context: CallbackContext[Any, Any, Any, Any]) -> None:
