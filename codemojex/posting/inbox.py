@@ -41,6 +41,9 @@ from codemojex.redistypes import AnyRedis
 # taken over this long after. The poller's is no shorter than a parked update's, so that a new
 # poller finds a dead one's parked updates free.
 LEASE_MS: Final = 15_000
+# The poller's fence lives this long after its last holder took the lease (a counter that
+# only orders holders: a month without any poller may start it again).
+FENCE_TTL_S: Final = 30 * 24 * 3600
 # Parked updates taken over at most at once.
 TAKE_MAX: Final = 500
 # The dead letters kept for the operator (the newest), and how long after the last.
@@ -192,7 +195,8 @@ class PollerLease:
         self._release = register(redis, "poller_release")
 
     async def hold(self) -> int:
-        return int(await self._hold(keys=self._keys, args=[self.token, self.lease_ms]))
+        held = await self._hold(keys=self._keys, args=[self.token, self.lease_ms, FENCE_TTL_S])
+        return int(held)
 
     async def release(self) -> None:
         await self._release(keys=self._keys[:1], args=[self.token])

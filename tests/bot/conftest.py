@@ -239,21 +239,9 @@ async def bot_world(
             world.errors.append(context.error)
 
     app.add_error_handler(record_error)
-    import threading, sys, traceback
-    loop = asyncio.get_running_loop()
-    def _dump() -> None:
-        print("=== HANG DUMP", file=sys.stderr)
-        for t in asyncio.all_tasks(loop):
-            print("--", t.get_name(), file=sys.stderr)
-            t.print_stack(file=sys.stderr)
     try:
         async with running(app, poll_timeout=1, webhook=webhook) as world.front:
-            try:
-                yield world
-            finally:
-                timer = threading.Timer(25, lambda: loop.call_soon_threadsafe(_dump))
-                timer.daemon = True
-                timer.start()
+            yield world
     finally:
         await standin.stop()
         with contextlib.suppress(RedisError):
