@@ -426,6 +426,10 @@ class Door:
                     self._unsettled.pop(ticket.update_id, None)
                     self.counts["given_back"] += 1
                     ticket.settled.set_result("given_back")
+                    if ticket.outages and not ticket.told:
+                        # It comes again, maybe to another process: its sender hears why now.
+                        ticket.told = True
+                        self._spawn(self._hooks.delayed(ticket.update), "delayed")
             return
         if self._park_failures:
             self._park_failures = 0

@@ -13,6 +13,7 @@ import subprocess
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -73,10 +74,26 @@ def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnRedis]:
         server.stop()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(bot_database_url: str, bot_queue: str, own_redis: OwnRedis) -> AsyncIterator[World]:
+SECRET = "s3cret-Token_for-the-outage-test-0123456789"
+
+
+@pytest_asyncio.fixture(loop_scope="module", params=["polling", "webhook"])
+async def world(
+    request: pytest.FixtureRequest, bot_database_url: str, queue_name: str, own_redis: OwnRedis
+) -> AsyncIterator[World]:
+    """Polling (the window holds while Redis cannot keep anything) and webhook (503 with a
+    Retry-After: the stand-in sends it again, as Telegram does)."""
+    webhook: dict[str, Any] = {}
+    if request.param == "webhook":
+        port = free_port()
+        webhook = {
+            "webhook": True,
+            "webhook_url": f"http://127.0.0.1:{port}/hook",
+            "webhook_secret": SECRET,
+            "webhook_port": port,
+        }
     client = await ready_client(own_redis.url)
-    async with bot_world(bot_database_url, bot_queue, redis=client) as world:
+    async with bot_world(bot_database_url, queue_name, redis=client, **webhook) as world:
         yield world
 
 
@@ -95,6 +112,7 @@ async def test_guesses_sent_while_redis_is_away_are_all_taken_once_it_is_back(
     for chat in chats:
         for player in (ALICE, BOB):
             guess(chat, player, 0)
+    await world.standin.wait_until_delivered(timeout=20)
     await world.settle()
     assert await world.queued() == 6
 
@@ -113,8 +131,8 @@ async def test_guesses_sent_while_redis_is_away_are_all_taken_once_it_is_back(
     assert world.standin.pending_updates > 0
     own_redis.start()
 
+    await world.standin.wait_until_delivered(timeout=30)
     await world.settle()
-    await world.standin.wait_until_delivered(timeout=20)
     taken: dict[tuple[int, int], list[int]] = {}
     while (job := await world.lanes.claim(10_000)) is not None:
         payload = GuessJob.decode(job.payload)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import asyncpg
 import pytest
@@ -43,7 +44,7 @@ HELD_S = LOCK_S + 3.0  # past the lock timeout, so that the command fails once a
 async def world(
     request: pytest.FixtureRequest, bot_database_url: str, queue_name: str
 ) -> AsyncIterator[World]:
-    webhook: dict[str, object] = {}
+    webhook: dict[str, Any] = {}
     if request.param == "webhook":
         port = free_port()
         webhook = {
