@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from telegram import Update
+from telegram.constants import ChatType
 from telegram.ext import Application
 
 from codemojex.limits import BOT, RETRIES
@@ -144,26 +145,33 @@ def failed(error: BaseException) -> None:
 
 def order_key(update: Update, chat_ordered: frozenset[str]) -> Hashable:
     """The key whose updates run one at a time, in order (module docstring): per chat for a
-    command named in `chat_ordered` and a member's change; per chat and sender otherwise."""
-    if update.chat_member is not None or update.my_chat_member is not None:
-        change = update.chat_member or update.my_chat_member
-        assert change is not None
+    command named in `chat_ordered` in a group and a member's change; per chat and sender
+    otherwise (in a private chat, everything its one person sends)."""
+    change = update.chat_member or update.my_chat_member
+    if change is not None:
         return ("chat", change.chat.id)
-    message = update.message
-    if message is not None and message.text and message.text.startswith("/"):
-        name = (
-            message.text[1:].split(maxsplit=1)[0].split("@", 1)[0].lower()
-            if message.text[1:]
-            else ""
-        )
-        if name in chat_ordered:
-            return ("chat", message.chat.id)
     chat, user = update.effective_chat, update.effective_user
+    message = update.message
+    if (
+        message is not None
+        and chat is not None
+        and chat.type != ChatType.PRIVATE
+        and message.text
+        and message.text.startswith("/")
+        and _command(message.text) in chat_ordered
+    ):
+        return ("chat", chat.id)
     if chat is not None:
         return ("sender", chat.id, user.id if user is not None else 0)
     if user is not None:
         return ("user", user.id)
     return ("update", update.update_id)
+
+
+def _command(text: str) -> str:
+    """The command a message starts with ("/Ban@our_bot x" -> "ban")."""
+    word = text[1:].split(maxsplit=1)
+    return word[0].split("@", 1)[0].lower() if word else ""
 
 
 class Door:

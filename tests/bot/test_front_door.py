@@ -162,7 +162,13 @@ async def test_a_stop_that_times_out_confirms_only_what_was_settled(queue_name: 
         async with StandIn() as standin:
             for user in (ALICE, BOB, CAROL):
                 standin.add_user(user, "U")
-            app = ApplicationBuilder().token(standin.token).base_url(standin.base_url).build()
+            app = (
+                ApplicationBuilder()
+                .token(standin.token)
+                .base_url(standin.base_url)
+                .get_updates_connection_pool_size(2)  # as the bot's: the last confirm's own
+                .build()
+            )
             hold = Hold()
             app.add_handler(TypeHandler(Update, hold))
             async with app:

@@ -2,7 +2,7 @@
 --
 -- KEYS[1]  the parked updates (`cmx:{q}:inbox:parked`)
 -- KEYS[2]  their leases (`cmx:{q}:inbox:lease`)
--- ARGV     the update ids
+-- ARGV[1]  an update id, and so on: the update ids
 -- Returns  how many were still parked
 local gone = 0
 for i = 1, #ARGV do
