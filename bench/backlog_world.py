@@ -20,7 +20,7 @@ import contextlib
 import os
 import random
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,12 +103,11 @@ class Backlog:
                 self.round_ids[chat] = rnd.id
                 self._rounds[chat] = (split_emojis(rnd.palette), split_emojis(rnd.secret))
 
-    def type_guesses(self) -> int:
-        """Every player's guesses, round-robin over the rooms: a wrong guess each, never the
-        secret (no round is won)."""
+    def guesses(self) -> Iterator[tuple[int, int, str]]:
+        """Every player's guesses, round-robin over the rooms, as (chat, user, text): a wrong
+        guess each, never the secret (no round is won)."""
         plan = self.plan
         rng = random.Random(plan.seed)
-        typed = 0
         for _ in range(plan.per_player):
             for p in range(plan.players):
                 for g in range(plan.groups):
@@ -116,8 +115,14 @@ class Backlog:
                     code = secret
                     while code == secret:
                         code = tuple(rng.choice(palette) for _ in secret)
-                    self.standin.send_text(plan.chat(g), plan.user(g, p), "".join(code))
-                    typed += 1
+                    yield plan.chat(g), plan.user(g, p), "".join(code)
+
+    def type_guesses(self) -> int:
+        """Every player's guesses (`guesses`) typed into the stand-in; how many."""
+        typed = 0
+        for chat, user, text in self.guesses():
+            self.standin.send_text(chat, user, text)
+            typed += 1
         return typed
 
     def expected(self) -> dict[tuple[int, int], int]:

@@ -21,19 +21,22 @@ class CodemojexProcess:
         self.command = command
         self.env = env
         self.log_path = log_path
+        # The checkout run and its interpreter: this one, or a baseline's (bench.frontdoor).
+        self.root = ROOT
+        self.python = sys.executable
         self.proc: asyncio.subprocess.Process | None = None
         self._log: IO[bytes] | None = None
 
     @property
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "codemojex.cli", self.command]
+        return [self.python, "-m", "codemojex.cli", self.command]
 
     async def start(self) -> None:
         self._log = self.log_path.open("ab")
         self.proc = await asyncio.create_subprocess_exec(
             *self.argv,
             env=self.env,
-            cwd=str(ROOT),
+            cwd=str(self.root),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=self._log,
             stderr=asyncio.subprocess.STDOUT,

@@ -201,16 +201,19 @@ class BotLimits:
     # With cores of its own a bot may take more; beside a worker, more takes the worker's CPU.
     concurrency_default: int = 50
     concurrency_max: int = 1024
-    # Updates held unconfirmed (confirmed once handled): a backlog waits at Telegram. Polling
-    # confirms in order, so this window must stay wider than `concurrency_default`, or a slow
-    # update at its front idles the slots: the most Telegram allows.
+    # Updates held unsettled (confirmed once finished or parked): a backlog waits at Telegram.
+    # Polling confirms in order, so this window must stay wider than `concurrency_default`, or
+    # a slow update at its front idles the slots: the most Telegram allows.
     in_hand_default: int = TELEGRAM.updates_max
     in_hand_max: int = TELEGRAM.updates_max
-    # python-telegram-bot's own bound: out of the way, as what the bot holds is bounded before.
-    update_backlog: int = 100_000
     # A polling bot's long poll, and the read timeout it allows on top for the answer.
     poll_timeout_s: int = 10
     poll_read_margin_s: float = 5.0
+    # An update not finished this long after it was taken is parked in Redis (and confirmed),
+    # so that it holds neither the window nor its webhook request: long enough for every
+    # handler on a busy host, short enough that a stuck one costs the others only this.
+    update_deadline_s_default: float = 1.0
+    update_deadline_s_max: float = 30.0
     # SIGTERM: the updates in hand are finished and confirmed within this long, under the 20 s
     # that deploy/'s systemd and Kubernetes give the process.
     stop_s: float = 12.0
@@ -485,6 +488,8 @@ class Retries:
     # A loop of ours after a failure (outbox scan, round timer, getUpdates, outage probe,
     # schema check): the same backoff, but never a hot loop.
     loop: RetryPolicy = RetryPolicy("loop", base_s=0.5, cap_s=30.0, jitter=True, floor_s=0.2)
+    # An update waiting out an outage, or tried again after a bug: quick, it holds its sender.
+    update: RetryPolicy = RetryPolicy("update", base_s=0.2, cap_s=5.0, jitter=True, floor_s=0.05)
     # The score worker's flush: quick tries while it holds the batch.
     record: RetryPolicy = RetryPolicy("record_guesses", 0.1, 2.0, give_up_s=WORKER.hold_s)
     # The sender's mark_sent, until it stops (its markers keep rows from going out twice).

@@ -99,6 +99,11 @@ class Settings(BaseSettings):
     # Updates the bot holds unconfirmed at most (polling: its window; webhook: requests in
     # hand, and setWebhook's max_connections); the rest wait at Telegram
     bot_in_hand: int = Field(default=BOT.in_hand_default, ge=1, le=BOT.in_hand_max)
+    # An update not finished this long after the bot took it is parked in Redis and confirmed
+    # (bot/processor.py): what one stuck update costs every other chat, at most
+    bot_update_deadline_s: float = Field(
+        default=BOT.update_deadline_s_default, gt=0, le=BOT.update_deadline_s_max
+    )
 
     # Operators (codemojex/ops): /metrics, /healthz and /readyz of this process on
     # metrics_host:metrics_port (off without a port; give each process its own); per-room

@@ -50,6 +50,20 @@ def main(argv: list[str] | None = None) -> int:
         help="guesses of the backlog phase: typed while no bot runs, drained by a bot "
         "process SIGKILLed half-way (0: no such phase)",
     )
+    parser.add_argument(
+        "--stuck-chats",
+        type=int,
+        default=d.stuck_chats,
+        help="rooms guessing beside one whose round is locked (0: no stuck phase)",
+    )
+    parser.add_argument("--stuck-hold-s", type=float, default=d.stuck_hold_s)
+    parser.add_argument(
+        "--outage",
+        type=int,
+        default=d.outage,
+        help="guesses typed while Redis is down (0: no outage phase)",
+    )
+    parser.add_argument("--outage-down-s", type=float, default=d.outage_down_s)
     parser.add_argument("--no-faults", action="store_true")
     parser.add_argument(
         "--ambiguous",
@@ -85,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         lease_ms=args.lease_ms,
         pg_outage_s=args.pg_outage_s,
         backlog=args.backlog,
+        stuck_chats=args.stuck_chats,
+        stuck_hold_s=args.stuck_hold_s,
+        outage=args.outage,
+        outage_down_s=args.outage_down_s,
         feed_timeout_s=args.feed_timeout_s,
         drain_timeout_s=args.drain_timeout_s,
         kill_every_s=(args.kill_every_s[0], args.kill_every_s[1]),

@@ -30,6 +30,13 @@ def headline(report: dict[str, Any]) -> dict[str, int]:
         "leaderboard_mismatches": report["leaderboard_mismatches"],
         "backlog_lost": report["backlog_lost"],
         "backlog_twice": report["backlog_twice"],
+        "stuck_lost": report["stuck_lost"],
+        "stuck_twice": report["stuck_twice"],
+        "stuck_others_late": report.get("stuck_others_late", 0),
+        "stuck_command_lost": report.get("stuck_command_lost", 0),
+        "outage_lost": report["outage_lost"],
+        "outage_twice": report["outage_twice"],
+        "outage_notices_over_one": report.get("outage_notices_over_one", 0),
     }
 
 
@@ -43,6 +50,17 @@ def print_report(report: dict[str, Any], say: Callable[[str], None] = print) -> 
         "backlog_guesses",
         "backlog_lost",
         "backlog_twice",
+        "stuck_guesses",
+        "stuck_others_taken_s",
+        "stuck_others_late",
+        "stuck_command_lost",
+        "stuck_lost",
+        "stuck_twice",
+        "outage_guesses",
+        "outage_chats_told",
+        "outage_notices_over_one",
+        "outage_lost",
+        "outage_twice",
         "accepted",
         "stored_exactly_once",
         "lost",
@@ -83,7 +101,7 @@ def print_report(report: dict[str, Any], say: Callable[[str], None] = print) -> 
         "over_ceiling_rooms",
     ]
     for key in keys:
-        say(f"  {key:28} {report[key]}")
+        say(f"  {key:28} {report.get(key)}")
     for key in (
         "outbox_posted_twice_examples",
         "outbox_posted_twice_unexplained_examples",

@@ -24,6 +24,7 @@ from telegram.ext import TypeHandler
 from bench.soak.backlog import BacklogPhase
 from bench.soak.chaos import Chaos
 from bench.soak.feed import Feeding
+from bench.soak.phases import AvailabilityPhases
 from bench.soak.servers import WorkerFleet
 from bench.soak.verify import verify
 from bench.soak.world import ADMIN_ID, QUEUE, TOKEN, RecordingLanes, Sampler, SoakPlan
@@ -35,14 +36,15 @@ from codemojex.db import (
     upgrade,
 )
 from codemojex.lanes import Lanes
+from codemojex.outages import outage_of
 from codemojex.runtime import redis_client
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 
 
-class Soak(Feeding, Chaos, BacklogPhase):
+class Soak(Feeding, Chaos, AvailabilityPhases, BacklogPhase):
     """One run: the servers up, the bot and the workers started, the feed and the chaos, the
-    backlog phase, the drain, the verification."""
+    availability phases, the backlog phase, the drain, the verification."""
 
     # -- drain ----------------------------------------------------------------------------
 
@@ -151,7 +153,9 @@ class Soak(Feeding, Chaos, BacklogPhase):
             self.seen += 1
 
         async def record_error(update: object, context: CodemojexContext) -> None:
-            self.bot_errors.append(repr(context.error)[:300])
+            error = context.error
+            if error is not None and outage_of(error) not in ("redis", "postgres"):
+                self.bot_errors.append(repr(error)[:300])  # an outage the door waits out
 
         app.add_handler(TypeHandler(Update, count_seen), group=-1)
         app.add_error_handler(record_error)
@@ -190,6 +194,11 @@ class Soak(Feeding, Chaos, BacklogPhase):
                 feed_s = time.monotonic() - feed_started
                 self.faults.note(f"feeding done: {len(lanes.accepted)} accepted")
                 if plan.via == "bot":
+                    await self.settle(standin, timeout_s=300)
+                    if plan.stuck_chats:
+                        await self.stuck_phase(standin, lanes, sessionmaker)
+                    if plan.outage:
+                        await self.outage_phase(standin, sessionmaker)
                     await self.settle(standin, timeout_s=300)
                     if plan.backlog:
                         await self.backlog_phase(standin, sessionmaker, bot_stack.aclose)

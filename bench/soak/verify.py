@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bench.backlog_world import Backlog
 from bench.soak.world import KILL_WINDOW_S, Observed, RecordingLanes, Sampler, SoakState
 from codemojex.db import (
     Guess,
@@ -43,13 +44,19 @@ async def verify(
         board = (await session.execute(select(LeaderboardEntry))).scalars().all()
         outbox = (await session.execute(select(Outbox))).scalars().all()
         await session.commit()
-    backlog = check_backlog(soak, guesses, users)
-    # The backlog phase's guesses were taken by bot processes: found by their origin.
-    accepted = set(lanes.accepted) | backlog.pop("backlog_ids")
+    typed = {}
+    accepted = set(lanes.accepted)
+    for name in ("backlog", "stuck", "outage"):
+        found = check_typed(name, getattr(soak, name, None), guesses, users)
+        # The backlog phase's guesses were taken by bot processes: found by their origin.
+        accepted |= found.pop("ids")
+        typed.update(found)
+    phases = {**getattr(soak, "stuck_report", {}), **getattr(soak, "outage_report", {})}
     # Message ids are per chat, as on Telegram.
     sent = {(m.chat_id, m.message_id): m for m in standin.sent_messages() if m.chat_id < 0}
     return {
-        **backlog,
+        **typed,
+        **phases,
         **check_rows(accepted, guesses, rounds, board, outbox),
         **check_posts(soak, sent, outbox),
         **bot_side(soak, standin, sent),
@@ -131,22 +138,22 @@ def check_rows(
     }
 
 
-def check_backlog(
-    soak: SoakState, guesses: Sequence[Guess], users: dict[str, int]
+def check_typed(
+    name: str, backlog: Backlog | None, guesses: Sequence[Guess], users: dict[str, int]
 ) -> dict[str, Any]:
-    """The backlog phase's guesses stored exactly once: each of its players has exactly the
-    guesses they typed in their room's round (fewer: lost; more: one taken twice)."""
-    backlog = getattr(soak, "backlog", None)
+    """A phase's typed guesses stored exactly once (the backlog's, the stuck and the outage
+    phases'): each of its players has exactly the guesses they typed in their room's round
+    (fewer: lost; more: one taken twice)."""
     if backlog is None:
-        return {"backlog_guesses": 0, "backlog_lost": 0, "backlog_twice": 0, "backlog_ids": set()}
+        return {f"{name}_guesses": 0, f"{name}_lost": 0, f"{name}_twice": 0, "ids": set()}
     want = backlog.expected()
     rows = [g for g in guesses if (g.round_id, users.get(g.player_id)) in want]
     got = Counter((g.round_id, users[g.player_id]) for g in rows)
     return {
-        "backlog_guesses": sum(want.values()),
-        "backlog_lost": sum(max(0, n - got.get(key, 0)) for key, n in want.items()),
-        "backlog_twice": sum(max(0, got.get(key, 0) - n) for key, n in want.items()),
-        "backlog_ids": {g.id for g in rows},
+        f"{name}_guesses": sum(want.values()),
+        f"{name}_lost": sum(max(0, n - got.get(key, 0)) for key, n in want.items()),
+        f"{name}_twice": sum(max(0, got.get(key, 0) - n) for key, n in want.items()),
+        "ids": {g.id for g in rows},
     }
 
 

@@ -77,6 +77,14 @@ class SoakPlan:
     backlog: int = 3_000
     backlog_players: int = 5
     backlog_per_player: int = 10
+    # The availability phases (via bot, bench/soak/phases.py): one room's round locked for
+    # `stuck_hold_s` beside the guesses of `stuck_chats` other rooms (0: none); `outage`
+    # guesses typed while Redis is down `outage_down_s`, in `outage_chats` rooms (0: none).
+    stuck_chats: int = 20
+    stuck_hold_s: float = 10.0
+    outage: int = 600
+    outage_chats: int = 20
+    outage_down_s: float = 6.0
     max_pending: int = 600  # via lanes: jobs waiting in the lanes before the harness waits
     feed_timeout_s: float = 1_500.0
     drain_timeout_s: float = 120.0  # the drain may go this long without progress

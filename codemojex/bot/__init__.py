@@ -1,6 +1,6 @@
 """The Telegram bot: validates guesses and enqueues them into the player's lane."""
 
-from codemojex.bot.app import BotParts, build_application, running
+from codemojex.bot.app import BotParts, Front, build_application, running
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext
 
 __all__ = [
@@ -8,6 +8,7 @@ __all__ = [
     "BotServices",
     "CodemojexApp",
     "CodemojexContext",
+    "Front",
     "build_application",
     "running",
 ]

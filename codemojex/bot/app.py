@@ -8,6 +8,7 @@ polling, or with our own webhook server (codemojex.bot.webhook) when asked; `run
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 from collections import Counter
@@ -25,7 +26,7 @@ from telegram import (
     BotCommandScopeAllPrivateChats,
     Update,
 )
-from telegram.error import Forbidden, RetryAfter
+from telegram.error import Forbidden, RetryAfter, TelegramError
 from telegram.ext import (
     ApplicationBuilder,
     CallbackQueryHandler,
@@ -44,6 +45,7 @@ from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, b
 from codemojex.bot.daily import DailyCommands
 from codemojex.bot.drafts import Drafts
 from codemojex.bot.guesses import Guesses
+from codemojex.bot.incoming import door_hooks
 from codemojex.bot.inline import InlineQueries
 from codemojex.bot.intake import Intake
 from codemojex.bot.language import user_language
@@ -57,7 +59,7 @@ from codemojex.bot.player_commands import (
     on_private_text,
 )
 from codemojex.bot.polling import Poller
-from codemojex.bot.processor import PerSenderUpdateProcessor
+from codemojex.bot.processor import Door, failed, order_key
 from codemojex.bot.replies import Answers
 from codemojex.bot.rooms import RoomDefaults
 from codemojex.bot.taps import on_tap
@@ -68,11 +70,12 @@ from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.limits import BOT
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
-from codemojex.outages import OUTAGES
+from codemojex.outages import OUTAGES, outage_of
 from codemojex.posting.board import DailyBoard
 from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.cards import RoomCards
 from codemojex.posting.flags import FloodNotices
+from codemojex.posting.inbox import Inbox, PollerLease
 from codemojex.posting.members import GroupMembers
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.posting.ring import PostingRing
@@ -187,9 +190,9 @@ def build_application(
         .context_types(context_types)
         # A player may delete the message before the answer goes out: answer anyway.
         .defaults(Defaults(allow_sending_without_reply=True))
-        .concurrent_updates(PerSenderUpdateProcessor(settings.bot_concurrency))
-        # Updates come from our polling loop or webhook server (`running`), never PTB's
-        # Updater, which confirms them to Telegram before they are handled (bot/polling.py).
+        # Updates come from our polling loop or webhook server through our door (`running`,
+        # bot/processor.py), never PTB's Updater, which confirms them to Telegram before they
+        # are handled (bot/polling.py), nor its update queue.
         .updater(None)
         # Two connections for getUpdates: on SIGTERM the loop's long poll is cancelled, and
         # its connection can stay held while the one last getUpdates that confirms what
@@ -279,12 +282,24 @@ async def register_commands(application: CodemojexApp) -> None:
 
 
 async def on_error(update: object, context: CodemojexContext) -> None:
-    """Log with the update id (never the update's text, never a secret) and apologise."""
+    """The handlers' one error handler. A storage outage and a bug go back to the door (which
+    waits the outage out, tries the bug again and at last keeps it as a dead letter, with an
+    apology). Telegram failing a call of the handler ends the update: what it stored stays
+    (every store is idempotent on the update), and a try again could answer twice; its sender
+    is apologised to, unless Telegram refuses our messages there now. Logged with the update
+    id, never the update's text or a secret."""
+    error = context.error
+    if error is None:
+        return
     update_id = update.update_id if isinstance(update, Update) else None
-    log.error(
-        "update %s failed: %s", update_id, type(context.error).__name__, exc_info=context.error
-    )
-    if isinstance(context.error, RetryAfter | Forbidden):
+    if outage_of(error) in ("redis", "postgres"):
+        failed(error)  # booked in OUTAGES where it was raised: one line per outage
+        return
+    log.error("update %s failed: %s", update_id, type(error).__name__, exc_info=error)
+    if not (outage_of(error) == "telegram" or isinstance(error, TelegramError)):
+        failed(error)
+        return
+    if isinstance(error, RetryAfter | Forbidden):
         return  # Telegram refuses to take messages from us there now: an apology would fail too
     if isinstance(update, Update) and update.callback_query is not None:
         # A tap: the apology is the tapper's toast, not a post under the round message.
@@ -306,6 +321,49 @@ async def on_error(update: object, context: CodemojexContext) -> None:
 # Running --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Front:
+    """The bot while it runs (`running`): its application, its door, and what feeds the door
+    (the poller, or the webhook server)."""
+
+    application: CodemojexApp
+    door: Door
+    poller: Poller | None
+    server: WebhookServer | None
+
+    @property
+    def standby(self) -> bool:
+        """Another process polls this bot: this one waits (its /readyz says so)."""
+        return self.poller is not None and self.poller.standby
+
+    def gauges(self) -> dict[str, float]:
+        """What /metrics reads of the front door now (ops/collect.py `BotCollector`)."""
+        return {
+            "held": float(self.door.held),
+            "standby": float(self.standby),
+            "id_resets": float(self.poller.id_resets if self.poller is not None else 0),
+        }
+
+
+# Commands that change a chat for everyone run in the order they came, whoever sent them; a
+# player's other updates keep their own order (bot/processor.py `order_key`).
+CHAT_ORDERED = frozenset({*ADMIN_COMMANDS, "newgame"})
+
+
+def make_door(application: CodemojexApp, *, give_back: bool) -> Door:
+    services = application.bot_data
+    settings = services.settings
+    return Door(
+        application,
+        Inbox(services.redis, settings.queue),
+        door_hooks(services),
+        key_of=functools.partial(order_key, chat_ordered=CHAT_ORDERED),
+        concurrency=settings.bot_concurrency,
+        deadline_s=settings.bot_update_deadline_s,
+        give_back=give_back,
+    )
+
+
 @asynccontextmanager
 async def running(
     application: CodemojexApp,
@@ -314,36 +372,42 @@ async def running(
     poll_timeout: float = BOT.poll_timeout_s,
     stop_s: float = BOT.stop_s,
     stop: asyncio.Event | None = None,
-) -> AsyncIterator[CodemojexApp]:
+) -> AsyncIterator[Front]:
     """Run the bot inside the caller's event loop: our polling loop (codemojex.bot.polling,
-    which says why not PTB's Updater) or our webhook server (codemojex.bot.webhook). Either
-    confirms an update to Telegram only once its handlers finished, and holds at most
-    `settings.bot_in_hand` updates: a backlog waits at Telegram.
+    which says why not PTB's Updater) or our webhook server (codemojex.bot.webhook), each
+    handing updates to the door (codemojex.bot.processor) and confirming an update to Telegram
+    only once the door settled it (finished, parked in Redis, or a dead letter). At most
+    `settings.bot_in_hand` updates are unsettled: a backlog waits at Telegram.
 
     With `webhook`, the webhook settings are checked (a strong secret) before anything starts,
     and Telegram is told the URL, the secret and max_connections (the same bound) once the
-    server listens. Leaving the context stops taking updates, finishes those in hand within
-    `stop_s` and confirms what finished. `stop` is set when the bot cannot go on (polling
-    found its token rejected); leaving then raises that error. The first Bot API call (getMe)
-    raises telegram.error.InvalidToken, whose message holds the token, when Telegram rejects
-    it: codemojex.bot.main turns that into a message without it."""
+    server listens. Polling, only the process holding the bot's poller lease fetches; another
+    waits (`Front.standby`). Leaving the context stops taking updates, finishes those in hand
+    within `stop_s` and confirms what was settled. `stop` is set when the bot cannot go on
+    (polling found its token rejected); leaving then raises that error. The first Bot API call
+    (getMe) raises telegram.error.InvalidToken, whose message holds the token, when Telegram
+    rejects it: codemojex.bot.main turns that into a message without it."""
     settings = application.bot_data.settings
+    config = webhook_config(settings) if webhook else None
     server: WebhookServer | None = None
     poller: Poller | None = None
     relay: asyncio.Task[None] | None = None
-    if webhook:
-        config = webhook_config(settings)
-        server = WebhookServer(config, application, in_hand=settings.bot_in_hand, stop_s=stop_s)
+    await application.initialize()
+    door = make_door(application, give_back=webhook)
+    if config is not None:
+        server = WebhookServer(config, door, in_hand=settings.bot_in_hand, stop_s=stop_s)
     else:
+        lease = PollerLease(application.bot_data.redis, settings.queue, application.bot.id)
         poller = Poller(
             application,
+            door,
+            lease,
             in_hand=settings.bot_in_hand,
             timeout=poll_timeout,
             allowed_updates=ALLOWED_UPDATES,
             stop_s=stop_s,
             concurrency=settings.bot_concurrency,
         )
-    await application.initialize()
     if application.post_init is not None:
         await application.post_init(application)
     try:
@@ -361,7 +425,7 @@ async def running(
                 await poller.start()
                 if stop is not None:
                     relay = asyncio.get_running_loop().create_task(_stop_on_failure(poller, stop))
-            yield application
+            yield Front(application, door, poller, server)
         finally:
             # No new updates (Telegram delivers them again later), those in hand finished
             # and confirmed, then what the handlers left running (application.stop()).
@@ -373,6 +437,8 @@ async def running(
                 relay.cancel()
             await application.stop()
             await application.bot_data.answers.close()
+            # The group members noted in the last moments, written before Redis is let go.
+            await application.bot_data.members.close()
         if poller is not None and poller.failure is not None:
             raise poller.failure
     finally:

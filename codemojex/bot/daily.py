@@ -67,7 +67,7 @@ class DailyCommands:
         """Command name -> handler, for the messages of people (/top: the rooms' boards
         unless it says daily)."""
         return {
-            "daily": guarded(self.cmd_daily, outage_text=texts.daily_unavailable),
+            "daily": guarded(self.cmd_daily),
             "top": guarded(self.cmd_top),
             "me": guarded(self.cmd_me),
         }

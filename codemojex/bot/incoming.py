@@ -21,6 +21,7 @@ from codemojex.bot.admin import is_anonymous_admin
 from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.language import room_language, user_language
 from codemojex.bot.once import CommandBusy
+from codemojex.bot.processor import DoorHooks
 from codemojex.bot.rooms import topic_of
 from codemojex.db import reading, store
 from codemojex.game import texts
@@ -34,13 +35,15 @@ log = logging.getLogger(__name__)
 Handler = Callable[[Update, CodemojexContext], Coroutine[Any, Any, None]]
 
 
-def guarded(handler: Handler, *, outage_text: Callable[[Lang], str] = texts.try_again) -> Handler:
-    """Storage outages (Redis, Postgres) become "try again in a moment" (or `outage_text`)
-    instead of an error report: nothing was half-written (each lanes verb is one script, each
-    store use-case one transaction); so does a room's card that kept changing under a guess
-    (CardBusy), and a command another process kept running past this one's wait
-    (CommandBusy). Telegram failing is not one of them: that is reported, and apologised for. An
-    inline query is answered with nothing (no result to offer)."""
+def guarded(handler: Handler) -> Handler:
+    """A storage outage (Redis, Postgres) is booked once, with a probe that tells when it
+    ends (the next update may not touch the component at all), and handed on to the door
+    (bot/processor.py), which waits it out and handles the update again: nothing was
+    half-written (each lanes verb is one script, each use-case one transaction, each command
+    idempotent on its message). An inline query is answered with nothing instead (it is not
+    worth waiting for: Telegram forgets it in seconds). A room's card that kept changing under
+    a guess (CardBusy), and a command another process kept running past this one's wait
+    (CommandBusy), become "try again in a moment"."""
 
     @functools.wraps(handler)
     async def wrapper(update: Update, context: CodemojexContext) -> None:
@@ -49,25 +52,54 @@ def guarded(handler: Handler, *, outage_text: Callable[[Lang], str] = texts.try_
         except Exception as exc:
             component = outage_of(exc)
             if component in ("redis", "postgres"):
-                # One line when the outage starts; a probe tells when it ends (the next
-                # update may not touch the component at all).
                 services = context.services
                 OUTAGES.failed(
                     exc, "the bot", probe_of(component, services.redis, services.sessionmaker)
                 )
-            elif not isinstance(exc, (CardBusy, CommandBusy)):
+                if update.inline_query is None:
+                    raise
+                await update.inline_query.answer([], cache_time=0, is_personal=True)
+                return
+            if not isinstance(exc, CardBusy | CommandBusy):
                 raise  # a bug, or Telegram out (on_error's: an answer would fail too)
-            # In the user's language: the room's cannot be read now.
             lang = user_language(update.effective_user)
             if update.message is not None:
-                # Paced like any answer; unpaced when it is Redis that is down (replies.answer).
-                await context.services.answers.answer(update.message, outage_text(lang))
+                await context.services.answers.answer(update.message, texts.try_again(lang))
             elif update.callback_query is not None:
-                await update.callback_query.answer(outage_text(lang))
-            elif update.inline_query is not None:
-                await update.inline_query.answer([], cache_time=0, is_personal=True)
+                await update.callback_query.answer(texts.try_again(lang))
 
     return wrapper
+
+
+def door_hooks(services: BotServices) -> DoorHooks:
+    """What the door (bot/processor.py) has said to a sender: each best effort, run off the
+    update's path."""
+
+    async def say(update: Update, text: Callable[[Lang], str], what: str) -> None:
+        lang = user_language(update.effective_user)
+        try:
+            if update.message is not None:
+                await services.answers.answer(update.message, text(lang))
+            elif update.callback_query is not None:
+                await update.callback_query.answer(text(lang))
+        except Exception as exc:
+            OUTAGES.swallow(exc, "the bot", what)
+
+    async def delayed(update: Update) -> None:
+        # Once per chat while it lasts, never per update: the answers keep count.
+        if update.message is not None:
+            try:
+                await services.answers.catching_up(update.message)
+            except Exception as exc:
+                OUTAGES.swallow(exc, "the bot", "a catching-up notice not said")
+
+    async def shed(update: Update) -> None:
+        await say(update, texts.slow_down, "a slow-down answer not said")
+
+    async def dead(update: Update) -> None:
+        await say(update, texts.went_wrong, "an apology not said")
+
+    return DoorHooks(delayed=delayed, shed=shed, dead=dead)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,9 @@ TOKEN_REJECTED = (
 )
 
 
+STANDBY = "standby: another process polls this bot (one poller per token); this one waits"
+
+
 class StartRefused(Exception):
     """The bot cannot start with these settings; str() says why, without any secret."""
 
@@ -65,24 +68,27 @@ async def _serve(settings: Settings) -> None:
         application = build_application(
             settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis
         )
-        ops = ProcessOps(
-            "bot",
-            settings,
-            redis=redis,
-            engine=engine,
-            sessionmaker=sessionmaker,
-            lanes=lanes,
-            collectors=[BotCollector(application.bot_data.guesses.outcomes)],
-        )
-        async with running(application, webhook=bool(settings.webhook_url), stop=stop):
+        async with running(application, webhook=bool(settings.webhook_url), stop=stop) as front:
+            ops = ProcessOps(
+                "bot",
+                settings,
+                redis=redis,
+                engine=engine,
+                sessionmaker=sessionmaker,
+                lanes=lanes,
+                collectors=[
+                    BotCollector(
+                        application.bot_data.guesses.outcomes, front.door.counts, front.gauges
+                    )
+                ],
+                problems=lambda: {"bot": STANDBY} if front.standby else {},
+            )
             await ops.start()
             settle_process()
             try:
                 await stop.wait()
             finally:
                 await ops.stop()
-        # The group members noted in the last moments, written before Redis is let go.
-        await application.bot_data.members.close()
     finally:
         await engine.dispose()
         await redis.aclose()

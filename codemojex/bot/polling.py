@@ -1,4 +1,4 @@
-"""The bot's long polling: getUpdates, confirming to Telegram only what the handlers finished.
+"""The bot's long polling: getUpdates, confirming to Telegram only what the door settled.
 
 Why not python-telegram-bot's Updater: it asks for the next batch as soon as it has put the
 last one into the Application's update queue, and asking with the next offset is what
@@ -6,56 +6,67 @@ confirms the last batch to Telegram. So a bot killed with updates in that queue 
 (Telegram never sends a confirmed update again), and since the queue has no bound, a backlog
 at Telegram becomes a backlog in the bot's memory. Neither can be changed from outside the
 Updater, so this module is the fetch loop instead, on the Application's Bot, handing each
-update to the Application's update processor (bot/processor.py `handle_update`: each
-sender's updates in order, `bot_concurrency` at once).
+update to the door (bot/processor.py `Door`).
 
 The window: the updates fetched and not yet confirmed, in id order. The offset sent with each
-getUpdates is the id of the window's first update whose handler has not finished, so every
-update Telegram forgets has been handled: a kill at any moment loses nothing, and what was
-handled but not yet confirmed comes again (every handler is safe on an update delivered
-twice: a guess's job id is derived from its origin). getUpdates returns the updates from
-that offset on, the window's own first again, so the window holds at most `in_hand` (100,
-getUpdates' limit, at most): whatever waits beyond it waits at Telegram.
+getUpdates is the id of the window's first update the door has not settled (finished,
+parked in Redis, or a dead letter), so every update Telegram forgets is kept somewhere: a kill
+at any moment loses nothing, and what was settled but not yet confirmed comes again (every
+handler is safe on an update delivered twice). getUpdates returns the updates from that
+offset on, the window's own first again, so the window holds at most `in_hand` (100,
+getUpdates' limit, at most): whatever waits beyond it waits at Telegram. An update that does
+not finish is parked once past its deadline, so it holds the window for that long at most.
 
-The loop asks for more once the window has room for `refill` more updates: once it holds
-fewer than the processor runs at once (a quarter to half of the window), so that the fetch
-overlaps the handling and brings mostly new updates. The ones it returns again are
-recognised by their id and dropped from the raw JSON, before python-telegram-bot builds an
-Update of them (that costs more than the rest of a guess's way through the bot). When
-Telegram had no more than it returned, the loop waits until the window made room for a
-refill more (an empty window long-polls), never a hot loop; so at a trickle an update may
-wait for the slowest one in hand before it is fetched. A failed getUpdates is judged by
-outages.py and asked again after RETRIES.loop's pause; Telegram's RetryAfter is waited out; a
-rejected token ends the loop (`failure`).
+The loop asks for more once the window has room for `refill` more updates (so that a fetch
+brings mostly new ones: those returned again are recognised by their id and dropped from the
+raw JSON before python-telegram-bot builds an Update of them), and, while anything is in
+hand, at least every `refetch_s` that it has room at all: at a trickle, an update never waits
+for the slowest one in hand before it is fetched. An empty window long-polls. Nor does it
+fetch while the door holds `held_max` updates (parked ones included): memory stays bounded.
+A failed getUpdates is judged by outages.py and asked again after RETRIES.loop's pause;
+Telegram's RetryAfter is waited out; a rejected token ends the loop (`failure`).
+
+Update ids: Telegram may start them anew, below the offset already sent, after a week without
+updates. An update below the offset sent is no update already taken (those were confirmed):
+the loop says so, counts it (`id_resets`) and starts the window again from it.
+
+One poller per bot (posting/inbox.py `PollerLease`): the loop fetches only while it holds the
+lease, renewed every third of its life; another process of the same bot waits (`standby`,
+logged once and on /readyz) and takes over when the lease is released or runs out. Once it
+holds the lease, the poller first takes over the parked updates whose process died.
 
 Stopping (SIGTERM): no more fetching; what is in hand finishes within `stop_s`; one last
-getUpdates (timeout 0) confirms exactly what finished; an update still running then is
-cancelled and comes again from Telegram.
+getUpdates (timeout 0) confirms exactly what was settled; an unsettled update still running
+then is cancelled and comes again from Telegram; the lease is released.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import time
 import warnings
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from telegram import Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter
-from telegram.ext import Application
 from telegram.warnings import PTBUserWarning
 
-from codemojex.bot.processor import handle_update
+from codemojex.bot.processor import HELD_MAX, TICK_S, AnyApplication, Door
 from codemojex.limits import BOT, RETRIES
 from codemojex.outages import OUTAGES, pause_s, retry_after_ms
+from codemojex.posting.inbox import PollerLease
 
 log = logging.getLogger(__name__)
 
-AnyApplication = Application[Any, Any, Any, Any, Any, Any]
 WHERE = "the bot's getUpdates"
+# While updates are in hand, fetch again at least this often that the window has room: at a
+# trickle, a new update never waits for the slowest one in hand.
+REFETCH_S: Final = 0.1
 _OWN_METHOD = r"Please use 'Bot\.getUpdates'"
 
 
@@ -65,42 +76,51 @@ class Poller:
     def __init__(
         self,
         application: AnyApplication,
+        door: Door,
+        lease: PollerLease,
         *,
         in_hand: int = BOT.in_hand_default,
         timeout: float = BOT.poll_timeout_s,
         allowed_updates: Sequence[str] | None = None,
         stop_s: float = BOT.stop_s,
         concurrency: int = BOT.concurrency_default,
+        held_max: int = HELD_MAX,
+        refetch_s: float = REFETCH_S,
     ) -> None:
         if not 1 <= in_hand <= BOT.in_hand_max:
             raise ValueError(f"in_hand must be 1 to {BOT.in_hand_max}")
         self._app = application
         self._bot = application.bot
+        self.door = door
+        self._lease = lease
         self.in_hand = in_hand
-        # Ask for more once fewer are in hand than the processor runs at once (its slots
-        # would soon idle), but for no fewer than a quarter of the window and no more than
-        # half: a fetch brings mostly new updates.
+        # Ask for more once fewer are in hand than the door runs at once (its slots would soon
+        # idle), but for no fewer than a quarter of the window and no more than half.
         self._refill = max(1, min(in_hand // 2, max(in_hand // 4, in_hand - concurrency)))
         self._timeout = timeout
         self._allowed = list(allowed_updates) if allowed_updates is not None else None
         self._stop_s = stop_s
+        self._held_max = held_max
+        self._refetch_s = refetch_s
         self._window: deque[int] = deque()  # update ids fetched, not confirmed, in order
-        self._finished: set[int] = set()  # those of them whose handlers finished
+        self._settled: set[int] = set()  # those of them the door settled
         self._last = 0  # the highest update id fetched
         self._confirmed = 0  # the offset last sent to Telegram
-        self._moved = asyncio.Event()  # the window made the room the loop waits for
-        self._wanted = 1  # how much room that is
+        self._moved = asyncio.Event()  # the window made room, or the door let go of one
         self._stopping = asyncio.Event()
-        self._handlers: set[asyncio.Task[None]] = set()
-        self._loop_task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._renewed_at = 0.0  # time.monotonic() the lease was last held
+        self.fence = 0  # the lease's fence number while held (0: not held)
+        self.standby = False  # another process holds the lease
         self.failure: BaseException | None = None  # what ended the loop (a rejected token)
         self.stopped = asyncio.Event()  # the loop ended, by stop() or by `failure`
-        self.fetched = 0  # new updates handed to the handlers
+        self.fetched = 0  # new updates handed to the door
         self.dropped_again = 0  # updates Telegram returned again and the loop skipped
+        self.id_resets = 0  # Telegram started its update ids anew below the offset
 
     @property
     def offset(self) -> int:
-        """What the next getUpdates confirms below: the first unfinished update in hand."""
+        """What the next getUpdates confirms below: the first unsettled update in hand."""
         return self._window[0] if self._window else self._last + 1
 
     @property
@@ -110,38 +130,100 @@ class Poller:
     async def start(self) -> None:
         """Webhook off (a bot that served one before), then the loop in the background."""
         await self._bot.delete_webhook(drop_pending_updates=False)
-        self._loop_task = asyncio.get_running_loop().create_task(self._run(), name="polling")
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._run(), name="polling"))
 
     async def stop(self) -> None:
-        """Stop fetching, finish what is in hand within `stop_s`, confirm what finished."""
+        """Stop fetching, finish what is in hand within `stop_s`, confirm what was settled."""
         self._stopping.set()
         self._moved.set()
-        if self._loop_task is not None:
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loop_task
-        if self._handlers:
-            _, late = await asyncio.wait(set(self._handlers), timeout=self._stop_s)
-            if late:
-                log.warning(
-                    "stopping: %d updates not finished within %g s; Telegram sends them again",
-                    len(late),
-                    self._stop_s,
-                )
-                for task in late:
-                    task.cancel()
-                await asyncio.gather(*late, return_exceptions=True)
-        await self._confirm_finished()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        late = await self.door.stop(self._stop_s)
+        if late:
+            log.warning(
+                "stopping: %d updates not finished within %g s; Telegram sends them again",
+                late,
+                self._stop_s,
+            )
+        if self.fence:
+            await self._confirm_settled()
+            try:
+                await self._lease.release()
+            except Exception as exc:  # it runs out by itself; a standby waits that long
+                OUTAGES.swallow(exc, WHERE, "the poller's lease not released")
 
-    # -- the loop ---------------------------------------------------------------------------
+    # -- the lease ----------------------------------------------------------------------------
+
+    async def _hold_lease(self) -> None:
+        """Until this process holds the poller's lease (or the poller stops)."""
+        failures = 0
+        while not self._stopping.is_set():
+            try:
+                fence = await self._lease.hold()
+            except Exception as exc:
+                failures += 1
+                OUTAGES.failed(exc, WHERE)
+                await self._pause(pause_s(RETRIES.loop, failures))
+                continue
+            if fence:
+                self.fence, self.standby = fence, False
+                self._renewed_at = time.monotonic()
+                log.info("polling Telegram (the poller's lease, fence %d)", fence)
+                return
+            if not self.standby:
+                self.standby = True
+                log.warning(
+                    "another process polls this bot; standing by until its lease (%d s) ends",
+                    self._lease.lease_ms // 1000,
+                )
+            await self._pause(self._lease.lease_ms / 3000)
+
+    async def _keep_lease(self) -> None:
+        """Renew the lease every third of its life while the loop runs; a lease found lost
+        (this process stalled past it, and another took over) stops the fetching at once."""
+        while True:
+            await asyncio.sleep(self._lease.lease_ms / 3000)
+            if not self.fence:
+                continue
+            try:
+                fence = await self._lease.hold()
+            except Exception as exc:  # fetching stops by itself once the lease may be over
+                OUTAGES.swallow(exc, WHERE, "the poller's lease not renewed")
+                continue
+            if fence != self.fence:
+                log.error("the poller's lease was lost (fence %d); fetching stops", self.fence)
+                self.fence = 0
+                self._moved.set()
+            else:
+                self._renewed_at = time.monotonic()
+
+    def _lease_fresh(self) -> bool:
+        """Fetch only while the lease is surely ours (renewed within its life)."""
+        return bool(self.fence) and (
+            time.monotonic() - self._renewed_at < self._lease.lease_ms / 1000
+        )
+
+    # -- the loop -----------------------------------------------------------------------------
 
     async def _run(self) -> None:
         failures = 0
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._keep_lease(), name="polling:lease"))
+        self._tasks.append(loop.create_task(self.door.keep(self._lease_fresh), name="polling:door"))
         try:
             while not self._stopping.is_set():
+                if not self._lease_fresh():
+                    await self._hold_lease()
+                    if self._stopping.is_set():
+                        return
+                    await self._take_over()
                 await self._room_for(self._refill)
                 if self._stopping.is_set():
                     return
+                if not self._lease_fresh():
+                    continue
                 try:
                     raw = await self._get_updates(poll_s=0 if self._window else self._timeout)
                 except (InvalidToken, EndPointNotFound) as exc:
@@ -162,13 +244,18 @@ class Poller:
                     failures = 0
                     OUTAGES.ok("telegram")
                 self._take(raw)
-                if len(raw) < self.in_hand and self._window:
-                    # Telegram had no more: ask again once the window made room for a refill
-                    # more than now (an empty one long-polls), not at once for nothing new.
-                    room = self.in_hand - len(self._window)
-                    await self._room_for(min(self.in_hand, room + self._refill))
         finally:
             self.stopped.set()
+
+    async def _take_over(self) -> None:
+        """The parked updates a dead (or stopped) poller left, before any new update."""
+        try:
+            taken = await self.door.take_over()
+        except Exception as exc:  # the door's clock takes them at its next sweep
+            OUTAGES.swallow(exc, WHERE, "parked updates not taken over")
+            return
+        if taken:
+            log.info("took over %d parked updates", taken)
 
     async def _get_updates(self, *, poll_s: float, limit: int | None = None) -> list[Any]:
         offset = self.offset if self._last else None
@@ -192,12 +279,14 @@ class Poller:
         return result if isinstance(result, list) else []
 
     def _take(self, raw: list[Any]) -> int:
-        """Hand the updates not seen before to the handlers, in id order; how many."""
+        """Hand the updates not seen before to the door, in id order; how many."""
         new = 0
         for data in raw:
             update_id = data.get("update_id") if isinstance(data, dict) else None
             if not isinstance(update_id, int):
                 continue  # not an update: nothing to confirm it by either
+            if update_id < self._confirmed and update_id not in self._window:
+                self._reset(update_id)
             if update_id <= self._last:
                 self.dropped_again += 1
                 continue
@@ -206,39 +295,58 @@ class Poller:
             new += 1
             try:
                 update = Update.de_json(data, self._bot)
-            except Exception:  # an update PTB cannot read: confirmed, never handled
-                log.exception("update %d could not be read; skipped", update_id)
-                self._finish(update_id)
+            except Exception as exc:  # an update PTB cannot read: a dead letter, confirmed
+                kept = self.door.unreadable(update_id, data, exc)
+                kept.add_done_callback(functools.partial(self._settled_by, update_id))
                 continue
-            task = asyncio.get_running_loop().create_task(self._handle(update))
-            self._handlers.add(task)
-            task.add_done_callback(self._handlers.discard)
+            ticket = self.door.take(update, data)
+            ticket.settled.add_done_callback(functools.partial(self._settled_by, update_id))
         self.fetched += new
         return new
 
-    async def _handle(self, update: Update) -> None:
-        # Cancelled (a stop that timed out): not finished, so never confirmed; it comes again.
-        try:
-            await handle_update(self._app, update)
-        except Exception:  # PTB's process_update reports handler errors itself: a bug here
-            log.exception("update %d: its handling failed", update.update_id)
-        self._finish(update.update_id)
+    def _reset(self, update_id: int) -> None:
+        """Telegram's ids started again below the offset: a new window from `update_id`."""
+        self.id_resets += 1
+        log.warning(
+            "getUpdates: update id %d is below the offset %d already sent: Telegram started "
+            "its update ids anew; taking updates from there",
+            update_id,
+            self._confirmed,
+        )
+        self._window.clear()
+        self._settled.clear()
+        self._last = update_id - 1
+        self._confirmed = 0
 
-    def _finish(self, update_id: int) -> None:
-        self._finished.add(update_id)
+    def _settled_by(self, update_id: int, future: asyncio.Future[Any]) -> None:
+        self._settle(update_id, future.cancelled())
+
+    def _settle(self, update_id: int, cancelled: bool) -> None:
+        if cancelled:
+            return  # not settled: Telegram sends it again
+        self._settled.add(update_id)
         window = self._window
         if window and window[0] == update_id:
-            while window and window[0] in self._finished:
-                self._finished.discard(window.popleft())
-            if self.in_hand - len(window) >= self._wanted:
-                self._moved.set()
+            while window and window[0] in self._settled:
+                self._settled.discard(window.popleft())
+            self._moved.set()
 
     async def _room_for(self, wanted: int) -> None:
-        """Until the window has room for `wanted` more updates (or the poller stops)."""
-        while self.in_hand - len(self._window) < wanted and not self._stopping.is_set():
-            self._wanted = wanted
+        """Until the window has room for `wanted` more updates, or for one more when
+        `refetch_s` passed with anything in hand, and the door holds fewer than `held_max`
+        (or the poller stops)."""
+        deadline = time.monotonic() + self._refetch_s
+        while not self._stopping.is_set():
+            room = self.in_hand - len(self._window)
+            if self.door.held < self._held_max and (
+                room >= wanted or (room >= 1 and time.monotonic() >= deadline)
+            ):
+                return
             self._moved.clear()
-            await self._moved.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._moved.wait(), max(0.0, deadline - time.monotonic()) or TICK_S
+                )
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -252,11 +360,11 @@ class Poller:
         else:
             log.error("getUpdates failed: %s", type(exc).__name__, exc_info=exc)
 
-    async def _confirm_finished(self) -> None:
-        """One last getUpdates, timeout 0: Telegram forgets exactly what finished."""
+    async def _confirm_settled(self) -> None:
+        """One last getUpdates, timeout 0: Telegram forgets exactly what was settled."""
         if not self._last or self.offset <= self._confirmed:
             return
         try:
             await self._get_updates(poll_s=0, limit=1)
         except Exception as exc:  # they come again after the restart: taken once all the same
-            OUTAGES.swallow(exc, WHERE, "the last finished updates not confirmed")
+            OUTAGES.swallow(exc, WHERE, "the last settled updates not confirmed")

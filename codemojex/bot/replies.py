@@ -45,9 +45,11 @@ import functools
 import itertools
 import json
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 from telegram import InlineKeyboardMarkup, Message
 from telegram.error import RetryAfter, TelegramError
@@ -66,6 +68,10 @@ from codemojex.values.types import KIND_CARD
 log = logging.getLogger(__name__)
 
 OnDropped = Callable[[], Awaitable[None]]
+# "Catching up" (an outage holds a chat's updates) is said once per chat this long, by a
+# process that remembers at most so many chats told.
+CATCHING_UP_EVERY_S: Final = 60.0
+CATCHING_UP_CHATS_MAX: Final = 10_000
 _ids = itertools.count(1)
 
 
@@ -117,6 +123,7 @@ class Answers:
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._idle = asyncio.Event()
         self._idle.set()
+        self._caught_up: dict[int, float] = {}  # chat -> when last told "catching up"
         self.dropped = 0
         self.folded = 0
 
@@ -154,6 +161,22 @@ class Answers:
             return True
         await self.answer_as(message, said, "")  # "slow down" in their language, or nothing
         return False
+
+    async def catching_up(self, message: Message) -> None:
+        """Tell `message`'s chat that the bot is catching up (an outage holds its updates):
+        once per chat every `CATCHING_UP_EVERY_S`, outside the budget (a member's
+        budget is no measure of an outage), paced as any answer."""
+        now = time.monotonic()
+        told = self._caught_up
+        if now - told.get(message.chat_id, -math.inf) < CATCHING_UP_EVERY_S:
+            return
+        if len(told) >= CATCHING_UP_CHATS_MAX:  # bounded: forget the oldest half
+            for chat_id in sorted(told, key=told.__getitem__)[: len(told) // 2]:
+                del told[chat_id]
+        told[message.chat_id] = now
+        user = message.from_user
+        lang = resolve(user.language_code if user else None)
+        await self.answer_as(message, Say.ANSWER, texts.catching_up(lang))
 
     async def answer_paid(
         self, message: Message, text: str, *, lang: Lang | None = None, markup: str | None = None

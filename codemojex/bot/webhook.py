@@ -3,19 +3,24 @@
 A small aiohttp server of our own instead of python-telegram-bot's tornado server, which
 reads a body of up to 100 MB into memory before it looks at the secret header, and answers
 200 as soon as the update is queued. Telegram never sends again an update it got a 2xx for,
-so here the answer waits for the update's handler (a guess is admitted to the lanes inside
-it): a process killed with requests in hand never answered them, and Telegram delivers those
-again. Each check comes before the work the next one costs:
+so here the answer waits until the door settled the update (bot/processor.py: finished, parked
+in Redis past its deadline, or a dead letter): a process killed with requests in hand never
+answered them, and Telegram delivers those again. Each check comes before the work the next
+one costs:
 
 1. the path and the method (aiohttp's router: 404, 405);
 2. the secret header (`X-Telegram-Bot-Api-Secret-Token`), compared in constant time: 403,
    with the body unread and the connection closed;
-3. more than `in_hand` requests in hand: 503 with a Retry-After (below), unread;
+3. more than `in_hand` requests unsettled, or the door holding `held_max` updates: 503 with a
+   Retry-After (below), unread;
 4. the declared length over `BOT.webhook_body_max`: 413, unread; a body sent without a length
    is read up to the cap and refused past it (aiohttp's `client_max_size`);
-5. JSON into an `Update`: 400 for anything else (Telegram would send it again, to no avail);
-6. the update is handled (bot/processor.py `handle_update`: in order per sender, a bounded
-   number at once), then 200, also when a handler raised (its error handler ran).
+5. a body python-telegram-bot cannot read as an `Update` (not JSON, not an update, an update
+   of a shape it does not know): a dead letter, then 200 (it would never be read, and Telegram
+   would deliver it again for a day, holding its chat);
+6. the update is handed to the door, and answered once settled: 200; 503 with a Retry-After
+   when it was given back (not finished by its deadline while Redis could not keep it: an
+   outage is backpressure, Telegram keeps the update and sends it again).
 
 Telegram opens at most setWebhook's `max_connections` to the bot, one update in hand on each,
 and the bot tells it `in_hand` (the same bound), so 503 is for what goes past it anyway
@@ -25,10 +30,14 @@ keeps the update and delivers it again after the Retry-After it was given (up to
 else after a backoff that doubles; it gives up on an update only when the update expires,
 and it closes a webhook that keeps answering 410. 503 also tells nginx in front to try the
 other bot process (deploy/nginx). Telegram delivers one update of a chat at a time, so the
-delayed update holds back its chat's next ones and their order is kept.
+delayed update holds back its chat's next ones and their order is kept; a parked one no
+longer does (it is answered), and its chat's next updates wait behind it in this process.
+
+Every bot process in webhook mode runs the door's clock: parking, and taking over the parked
+updates of a bot process that died.
 
 Stopping: the listener closes (Telegram's next requests fail and are delivered again), the
-requests in hand finish within `stop_s` and are answered; one still running then is
+requests in hand are settled within `stop_s` and answered; one still running then is
 cancelled, unanswered, and comes again.
 
 The secret itself must be strong to start at all (`webhook_config`): 32 to 256 characters of
@@ -38,19 +47,20 @@ in deploy/.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 from aiohttp import web
 from telegram import Update
-from telegram.ext import Application
 
-from codemojex.bot.processor import handle_update
+from codemojex.bot.processor import HELD_MAX, Door
 from codemojex.limits import BOT, TELEGRAM
 from codemojex.settings import Settings
 
@@ -101,24 +111,26 @@ def webhook_config(settings: Settings) -> WebhookConfig:
 
 
 class WebhookServer:
-    """Serves `config.path` on `config.listen:config.port`; each accepted update is handled
-    by `application` before it is answered, at most `in_hand` at once."""
+    """Serves `config.path` on `config.listen:config.port`; each accepted update is handed to
+    `door` and answered once settled, at most `in_hand` unsettled at once."""
 
     def __init__(
         self,
         config: WebhookConfig,
-        application: Application[Any, Any, Any, Any, Any, Any],
+        door: Door,
         *,
         in_hand: int = BOT.in_hand_default,
+        held_max: int = HELD_MAX,
         stop_s: float = BOT.stop_s,
     ) -> None:
         self.config = config
+        self.door = door
         self.in_hand = in_hand
-        self.holding = 0  # requests in hand now
-        self.busy = 0  # requests answered 503 (past in_hand)
-        self._application = application
-        self._bot = application.bot
+        self.busy = 0  # requests answered 503 (past in_hand, or given back)
+        self._held_max = held_max
+        self._stop_s = stop_s
         self._secret = config.secret.encode()
+        self._clock: asyncio.Task[None] | None = None
         app = web.Application(client_max_size=config.body_max)
         app.router.add_post(config.path, self._receive)
         # No access log: one line per update is noise, and the path is all it would say.
@@ -126,44 +138,70 @@ class WebhookServer:
         # finished (and comes again, taken once all the same).
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=stop_s)
 
+    @property
+    def holding(self) -> int:
+        """Updates taken and not settled: the requests waiting for their answer."""
+        return self.door.unsettled
+
     async def start(self) -> None:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.listen, self.config.port)
         await site.start()
+        self._clock = asyncio.get_running_loop().create_task(
+            self.door.keep(lambda: True), name="webhook:door"
+        )
         log.info("webhook listening on %s:%d", self.config.listen, self.config.port)
 
     async def stop(self) -> None:
         await self._runner.cleanup()
+        if self._clock is not None:
+            self._clock.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._clock
+            self._clock = None
+            await self.door.stop(self._stop_s)
 
     async def _receive(self, request: web.Request) -> web.StreamResponse:
         given = request.headers.get(SECRET_HEADER, "").encode("utf-8", "replace")
         if not hmac.compare_digest(given, self._secret):
             return _refused(403)
-        if self.holding >= self.in_hand:
-            self.busy += 1
-            response = _refused(503)
-            response.headers["Retry-After"] = str(BOT.webhook_busy_retry_after_s)
-            return response
+        if self.door.unsettled >= self.in_hand or self.door.held >= self._held_max:
+            return self._busy()
         if request.content_length is not None and request.content_length > self.config.body_max:
             return _refused(413)
-        self.holding += 1
         try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _refused(413)
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        update_id = data.get("update_id") if isinstance(data, dict) else None
+        try:
+            if not isinstance(update_id, int):
+                raise ValueError("not an update")
+            update = Update.de_json(data, self.door.bot)
+        except Exception as exc:  # nothing PTB can read: a dead letter, never again
+            # From someone who knows the secret, so Telegram (or a proxy in between): a 4xx
+            # would have it sent again for a day, holding its chat. Id 0: it has none.
+            kept = self.door.unreadable(update_id if isinstance(update_id, int) else 0, body, exc)
             try:
-                body = await request.read()
-            except web.HTTPRequestEntityTooLarge:
-                return _refused(413)
-            try:
-                data = json.loads(body)
-                if not isinstance(data, dict):
-                    raise ValueError("not an object")
-                update = Update.de_json(data, self._bot)
-            except Exception:  # anything that is not an update's JSON
-                log.warning("webhook: a request with the right secret was not an update")
-                return web.Response(status=400)
-            await handle_update(self._application, update)
-        finally:
-            self.holding -= 1
+                await asyncio.wait_for(asyncio.shield(kept), self._stop_s)
+            except TimeoutError:  # Redis cannot keep it now: Telegram sends it again
+                kept.cancel()
+                return self._busy()
+            return web.Response()
+        ticket = self.door.take(update, body)
+        if await asyncio.shield(ticket.settled) == "given_back":
+            return self._busy()
         return web.Response()
+
+    def _busy(self) -> web.Response:
+        self.busy += 1
+        response = _refused(503)
+        response.headers["Retry-After"] = str(BOT.webhook_busy_retry_after_s)
+        return response
 
 
 def _refused(status: int) -> web.Response:

@@ -204,6 +204,11 @@ def try_again(lang: Lang) -> str:
     return _(lang, "The game is busy; try again in a moment.")
 
 
+def catching_up(lang: Lang) -> str:
+    """Said once per chat while an outage holds its updates: they are kept, not lost."""
+    return _(lang, "⏳ The game is catching up: your messages are safe and will count shortly.")
+
+
 def went_wrong(lang: Lang) -> str:
     return _(lang, "Something went wrong, try again.")
 
@@ -936,11 +941,6 @@ def daily_in_channel(lang: Lang, bot: str) -> str:
         "The daily code is played in a private chat with me: open @%(bot)s and send /daily.",
         bot=bot,
     )
-
-
-def daily_unavailable(lang: Lang) -> str:
-    """/daily while the database is out of reach: nothing was opened."""
-    return _(lang, "The daily code is out of reach right now; try again in a moment.")
 
 
 def share_button(lang: Lang) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -238,13 +238,59 @@ class WorkerCollector(Collector):
         )
 
 
-class BotCollector(Collector):
-    """The bot's counters: what became of the guesses it was sent, the rounds ended."""
+# What became of the updates the bot took (bot/processor.py `Door.counts`).
+DOOR_SETTLED = ("done", "parked", "dead", "shed", "given_back")
+DOOR_EVENTS = ("taken_over", "unreadable", "failed_tries", "outage_tries")
 
-    def __init__(self, outcomes: Counter[str]) -> None:
+
+class BotCollector(Collector):
+    """The bot's counters: what became of the guesses it was sent and of every update it
+    took, the rounds ended; and its gauges (`gauges()`: held, standby, id_resets)."""
+
+    def __init__(
+        self,
+        outcomes: Counter[str],
+        door: Counter[str] | None = None,
+        gauges: Callable[[], dict[str, float]] | None = None,
+    ) -> None:
         self.outcomes = outcomes
+        self.door = door if door is not None else Counter()
+        self.gauges = gauges
 
     def collect(self) -> Iterator[Metric]:
+        yield _labelled(
+            "codemojex_bot_updates",
+            "Updates the bot took, by how each was settled (done; parked in Redis past its "
+            "deadline; dead letter; shed: its sender had too many waiting; given back: 503).",
+            "settled",
+            {how: float(self.door[how]) for how in DOOR_SETTLED},
+            gauge=False,
+        )
+        yield _labelled(
+            "codemojex_bot_update_events",
+            "The door's events: parked updates taken over from a dead process, unreadable "
+            "updates, tries failed with a bug, tries failed with an outage.",
+            "event",
+            {event: float(self.door[event]) for event in DOOR_EVENTS},
+            gauge=False,
+        )
+        if self.gauges is not None:
+            now = self.gauges()
+            yield GaugeMetricFamily(
+                "codemojex_bot_updates_held",
+                "Updates the bot holds now (waiting, running, parked and not finished).",
+                value=now.get("held", 0.0),
+            )
+            yield GaugeMetricFamily(
+                "codemojex_bot_standby",
+                "1 while another process polls this bot and this one waits (one poller per token).",
+                value=now.get("standby", 0.0),
+            )
+            yield CounterMetricFamily(
+                "codemojex_bot_update_id_resets",
+                "Times Telegram started its update ids anew below the offset already sent.",
+                value=now.get("id_resets", 0.0),
+            )
         yield _labelled(
             "codemojex_guesses",
             "Guesses by outcome: the bot counts accepted and refused ones (a worker counts "

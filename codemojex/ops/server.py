@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -47,8 +47,10 @@ class ProcessOps:
         sessionmaker: async_sessionmaker[AsyncSession],
         lanes: Lanes,
         collectors: Iterable[Collector],
+        problems: Callable[[], dict[str, str]] | None = None,
     ) -> None:
         self.settings = settings
+        self._problems = problems  # the process's own reasons not to be ready
         self.redis = redis
         self.engine = engine
         self.registry = CollectorRegistry(auto_describe=True)
@@ -114,6 +116,8 @@ class ProcessOps:
         from aiohttp import web
 
         problems = await readiness(self.redis, self.engine)
+        if self._problems is not None:
+            problems.update(self._problems())
         status = 200 if not problems else 503
         return web.json_response({"ready": not problems, "problems": problems}, status=status)
 

@@ -27,6 +27,13 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:inline:rate:<user>     a user's inline queries in the current rate window
     cmx:{q}:tap:seen:<hash>        a callback query already handled (its id, hashed)
     cmx:{q}:seen:<chat>:<message>  a command already run (bot/once.py)
+    cmx:{q}:inbox:parked           updates taken and confirmed, not yet finished (hash: update
+                                   id -> its JSON and tries: posting/inbox.py)
+    cmx:{q}:inbox:lease            their leases (zset: update id -> when the lease ends, ms)
+    cmx:{q}:inbox:dead             the dead letters: updates that could not be handled (list,
+                                   newest first, bounded, expiring)
+    cmx:{q}:poller:<bot>           the one process polling Telegram for bot <bot> (its token)
+    cmx:{q}:poller:<bot>:fence     the number of the last process that took that lease
     cmx:{q}:daily:board:<day>      the day's world board of the daily code (zset: user id ->
                                    attempts then finish time, game.daily.board_score)
     cmx:{q}:daily:played:<day>     who opened the day's daily (HyperLogLog of user ids)
@@ -171,6 +178,26 @@ class Keys:
     def command_seen(self, chat_id: int, message_id: int) -> str:
         chat = _integer(chat_id, "chat id")
         return f"{self.prefix}seen:{chat:d}:{_integer(message_id, 'message id'):d}"
+
+    # -- the updates the bot confirmed before finishing them (posting/inbox.py) ----------------
+
+    @property
+    def inbox_parked(self) -> str:
+        return self.prefix + "inbox:parked"
+
+    @property
+    def inbox_lease(self) -> str:
+        return self.prefix + "inbox:lease"
+
+    @property
+    def inbox_dead(self) -> str:
+        return self.prefix + "inbox:dead"
+
+    def poller(self, bot_id: int) -> str:
+        return f"{self.prefix}poller:{_integer(bot_id, 'bot id'):d}"
+
+    def poller_fence(self, bot_id: int) -> str:
+        return self.poller(bot_id) + ":fence"
 
     # -- the daily code's world board (posting/board.py) ---------------------------------------
 

@@ -29,6 +29,13 @@ Name = Literal[
     "command_claim",
     "tap_done",
     "command_release",
+    "inbox_park",
+    "inbox_settle",
+    "inbox_renew",
+    "inbox_take",
+    "inbox_dead",
+    "poller_hold",
+    "poller_release",
 ]
 NAMES: Final[tuple[Name, ...]] = get_args(Name)
 

@@ -115,6 +115,14 @@ class Updates:
         self._wake_pollers()
         return update_id
 
+    def restart_update_ids(self, first: int) -> None:
+        """Start the update ids anew at `first`, as Telegram may after a week without
+        updates (its next id is then random, possibly below the bot's offset). An offset from
+        before, above every id of the new run, then confirms nothing (`_confirm`)."""
+        if self._updates:
+            raise ValueError("update ids restart only after the queue has been empty a while")
+        self._next_update_id = first
+
     @property
     def pending_updates(self) -> int:
         """Updates queued and not yet confirmed by the bot (getUpdates offset or webhook 2xx)."""
@@ -212,6 +220,8 @@ class Updates:
             if len(keep) != len(self._updates):
                 self._updates = keep
                 self._wake_pollers()
+        elif offset > self._next_update_id:
+            return  # an offset of an earlier run of ids (restart_update_ids): nothing to confirm
         elif offset > 0:
             # Updates are kept in id order, so the confirmed ones are a prefix.
             done = bisect.bisect_left(self._updates, offset, key=lambda u: int(u["update_id"]))

@@ -30,14 +30,21 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex import usecases
-from codemojex.bot import BotParts, CodemojexApp, CodemojexContext, build_application, running
-from codemojex.bot.processor import PerSenderUpdateProcessor
+from codemojex.bot import (
+    BotParts,
+    CodemojexApp,
+    CodemojexContext,
+    Front,
+    build_application,
+    running,
+)
 from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, store, upgrade
 from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.limits import ANSWERS
 from codemojex.locale import EN
+from codemojex.outages import outage_of
 from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.pacer import PacePolicy, Pacer
 from codemojex.redistypes import AnyRedis
@@ -76,6 +83,7 @@ class World:
     sessionmaker: async_sessionmaker[AsyncSession]
     settings: Settings
     errors: list[BaseException] = field(default_factory=list)
+    front: Front | None = None  # once running
     _barriers: int = 0
 
     def new_group(self, admins: tuple[int, ...] = (ADMIN,)) -> int:
@@ -95,9 +103,8 @@ class World:
         before = len(self.said(barrier))
         self.standin.send_private(barrier, "/help")
         await self.standin.wait_for_sent_count(before + 1, chat_id=barrier, timeout=30)
-        processor = self.app.update_processor
-        assert isinstance(processor, PerSenderUpdateProcessor)
-        await asyncio.wait_for(processor.wait_idle(), 30)
+        assert self.front is not None
+        await asyncio.wait_for(self.front.door.wait_idle(), 30)
         # Answers waiting for their chat's pace are posted (or dropped) off the update path.
         await asyncio.wait_for(self.app.bot_data.answers.wait_idle(), 30)
 
@@ -228,11 +235,12 @@ async def bot_world(
 
     async def record_error(update: object, context: CodemojexContext) -> None:
         assert context.error is not None
-        world.errors.append(context.error)
+        if outage_of(context.error) not in ("redis", "postgres"):  # the door waits those out
+            world.errors.append(context.error)
 
     app.add_error_handler(record_error)
     try:
-        async with running(app, poll_timeout=1, webhook=webhook):
+        async with running(app, poll_timeout=1, webhook=webhook) as world.front:
             yield world
     finally:
         await standin.stop()

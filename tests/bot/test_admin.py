@@ -377,3 +377,22 @@ async def test_limit_reaches_the_lanes_and_the_room(world: World) -> None:
     room = await room_of(world, chat)
     assert room.ceiling == 5
     assert (await _room_view(world, room))["ceiling"] == 5
+
+
+async def test_admin_commands_of_a_chat_apply_in_the_order_sent_whoever_sends_them(
+    world: World,
+) -> None:
+    """Carol's /ban waits for Telegram's admin list (slow now); Dave's /unban, sent after it,
+    waits for it in turn (a chat's admin commands are ordered per chat, not per sender), so
+    Alice ends unbanned, as the two admins meant."""
+    chat = world.new_group(admins=(ADMIN, DAVE))
+    room, rnd = await seed_round(world, chat)
+    guess = world.standin.send_text(chat, ALICE, valid_guess(rnd))
+    await world.settle()
+    world.standin.inject_latency(1.0, 1, methods=["getChatAdministrators"], chat_id=chat)
+    ban = world.standin.send_text(chat, ADMIN, "/ban", reply_to=guess)
+    unban = world.standin.send_text(chat, DAVE, "/unban", reply_to=guess)
+    await world.settle()
+    assert world.replies_to(chat, ban) == [texts.player_banned(EN, "Alice", 1)]
+    assert world.replies_to(chat, unban) == [texts.player_unbanned(EN, "Alice")]
+    assert await _unbanned(world, room)

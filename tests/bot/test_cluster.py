@@ -46,7 +46,9 @@ async def test_a_paused_room_notes_once_per_player_on_a_cluster(world: World) ->
     assert world.errors == []
 
 
-async def test_a_guess_while_the_queues_slot_migrates_is_refused_cleanly(world: World) -> None:
+async def test_a_guess_while_the_queues_slot_migrates_waits_for_it(world: World) -> None:
+    """A slot migrating is an outage to the bot: the guess waits (its sender told once that
+    the game is catching up) and is taken once the slot is served again, exactly once."""
     client = world.redis
     assert isinstance(client, RedisCluster)
     chat = world.new_group()
@@ -65,15 +67,19 @@ async def test_a_guess_while_the_queues_slot_migrates_is_refused_cleanly(world: 
     await setslot(target, "IMPORTING", ids[source.name])
     await setslot(source, "MIGRATING", ids[target.name])
     try:
-        refused = world.standin.send_text(chat, ALICE, valid_guess(rnd))
-        await world.settle()
-        assert world.replies_to(chat, refused) == [texts.try_again(EN)]
+        waiting = world.standin.send_text(chat, ALICE, valid_guess(rnd))
+        found = await world.standin.wait_for_sent(
+            lambda m: m.reply_to_message_id == waiting, 20, chat_id=chat
+        )
+        assert found.text == texts.catching_up(EN)
     finally:
         await setslot(source, "STABLE")
         await setslot(target, "STABLE")
-    assert await world.queued() == before
+    await world.settle()
+    assert await world.queued() == before + 1
     taken = world.standin.send_text(chat, ALICE, valid_guess(rnd, 1))
     await world.settle()
     assert world.replies_to(chat, taken) == []
-    assert await world.queued() == before + 1
+    assert world.replies_to(chat, waiting) == [texts.catching_up(EN)]
+    assert await world.queued() == before + 2
     assert world.errors == []

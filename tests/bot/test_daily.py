@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
@@ -26,10 +27,11 @@ from codemojex.posting.cards import card_of
 from codemojex.posting.keys import Keys
 from codemojex.posting.members import GroupMembers
 from codemojex.scoring import feedback
-from codemojex.values.types import KIND_ROUND
+from codemojex.values.types import KIND_ROUND, ROUND_DAILY
 from tests import writes
 from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round
 from tests.dailies import daily_round, misses, play
+from tests.ops.proxy import TcpProxy
 from tests.support import free_port
 
 pytestmark = E2E
@@ -464,15 +466,45 @@ async def test_daily_in_a_channel_says_where_it_is_played(world: World) -> None:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world_without_postgres(bot_queue: str) -> AsyncIterator[World]:
-    url = f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/nothing"
+async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
+    """The bot's way to Postgres, which a test cuts (the machine's Postgres is shared)."""
+    target = urlsplit(bot_database_url)
+    assert target.hostname is not None and target.port is not None
+    proxy = TcpProxy(free_port(), target.hostname, target.port)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world_behind_proxy(
+    bot_database_url: str, bot_queue: str, proxy: TcpProxy
+) -> AsyncIterator[World]:
+    target = urlsplit(bot_database_url)
+    url = bot_database_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
     async with bot_world(url, bot_queue + "p", clock=CLOCK) as world:
         yield world
 
 
-async def test_daily_while_the_database_is_away_says_so_once(
-    world_without_postgres: World,
+async def test_daily_while_the_database_is_away_waits_for_it(
+    world_behind_proxy: World, proxy: TcpProxy
 ) -> None:
-    world = world_without_postgres
-    assert await ask(world, ALICE, "/daily") == [texts.daily_unavailable(EN)]
+    """Told once that the game is catching up; opened once the database is back."""
+    world = world_behind_proxy
+    before = len(world.said(ALICE))
+    await proxy.stop()
+    try:
+        world.standin.send_private(ALICE, "/daily")
+        await world.standin.wait_for_sent(
+            lambda m: m.text == texts.catching_up(EN), 20, chat_id=ALICE
+        )
+    finally:
+        await proxy.start()
+    await world.settle()
+    assert [m.text for m in world.said(ALICE)[before:]].count(texts.catching_up(EN)) == 1
+    async with world.sessionmaker() as session:
+        stmt = select(func.count()).select_from(Round).where(Round.kind == ROUND_DAILY)
+        assert (await session.execute(stmt)).scalar() == 1
     assert world.errors == []

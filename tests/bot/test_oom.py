@@ -1,4 +1,5 @@
-"""Redis full (maxmemory, noeviction) at the bot: "try again", and nothing queued is lost.
+"""Redis full (maxmemory, noeviction) at the bot: a new guess waits for room (its sender told
+once that the game is catching up), and nothing queued is lost.
 
 A Redis of its own (no persistence) on a free port: the shared one is never reconfigured."""
 
@@ -44,7 +45,9 @@ async def world(bot_database_url: str, bot_queue: str, small_redis: str) -> Asyn
         yield world
 
 
-async def test_a_full_redis_refuses_new_guesses_and_keeps_queued_ones(world: World) -> None:
+async def test_a_full_redis_holds_new_guesses_until_it_has_room_and_keeps_queued_ones(
+    world: World,
+) -> None:
     chat = world.new_group()
     _, rnd = await seed_round(world, chat)
     kept = [world.standin.send_text(chat, ALICE, valid_guess(rnd, i)) for i in range(2)]
@@ -56,19 +59,24 @@ async def test_a_full_redis_refuses_new_guesses_and_keeps_queued_ones(world: Wor
     await world.redis.config_set("maxmemory", "100kb")
     with pytest.raises(OutOfMemoryError):
         await world.redis.set("probe", b"1")
-    refused = world.standin.send_text(chat, BOB, valid_guess(rnd))
-    await world.settle()
-    assert world.replies_to(chat, refused) == [texts.try_again(EN)]
+    waiting = world.standin.send_text(chat, BOB, valid_guess(rnd))
+    told = await world.standin.wait_for_sent(
+        lambda m: m.reply_to_message_id == waiting, 20, chat_id=chat
+    )
+    assert told.text == texts.catching_up(EN)
+    assert await world.queued() == 2
 
     await world.redis.config_set("maxmemory", "0")
-    assert await world.queued() == 2
-    again = world.standin.send_text(chat, BOB, valid_guess(rnd))
+    await world.settle()  # the waiting guess is taken once Redis has room again
+    assert await world.queued() == 3
+    again = world.standin.send_text(chat, BOB, valid_guess(rnd, 1))
     await world.settle()
     assert world.replies_to(chat, again) == []
+    assert world.replies_to(chat, waiting) == [texts.catching_up(EN)]
     served = []
     while (job := await world.lanes.claim(10_000)) is not None:
         served.append(GuessJob.decode(job.payload).message_id)
         await world.lanes.ack(job)
-    assert sorted(served) == sorted([*kept, again])
+    assert sorted(served) == sorted([*kept, waiting, again])
     assert await world.lanes.check() == []
     assert world.errors == []

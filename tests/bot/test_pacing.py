@@ -11,7 +11,6 @@ from collections.abc import Iterator
 import pytest
 import regex
 
-from codemojex.bot.processor import PerSenderUpdateProcessor
 from codemojex.game import texts
 from codemojex.locale import EN
 from codemojex.posting.pacer import PacePolicy, Pacer
@@ -75,13 +74,13 @@ async def test_a_raid_of_answers_holds_no_update_slot(paced: World) -> None:
         for user in raiders:
             world.standin.send_text(raided, user, "/g nope")
     world.standin.send_text(quiet, ALICE, valid_guess(rnd))
-    processor = world.app.update_processor
-    assert isinstance(processor, PerSenderUpdateProcessor)
+    assert world.front is not None
+    door = world.front.door
     for _ in range(600):
         if await world.queued() == 1:
             break
         await asyncio.sleep(0.05)
-    await asyncio.wait_for(processor.wait_idle(), 30)
+    await asyncio.wait_for(door.wait_idle(), 30)
     # Every update was handled, the quiet room's guess is in its lane, and the raid's answers
     # are still waiting for the raided chat's next slot (the group allows one a second).
     assert await world.queued() == 1

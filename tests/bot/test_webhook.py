@@ -15,6 +15,7 @@ import pytest_asyncio
 from codemojex.game import texts
 from codemojex.limits import BOT
 from codemojex.locale import EN
+from codemojex.posting.inbox import Inbox
 from codemojex.standin import SECRET_HEADER
 from tests.bot.conftest import BOB, E2E, World, bot_world
 from tests.support import free_port
@@ -156,12 +157,22 @@ async def test_bodies_over_the_cap_are_refused_unread(world: World) -> None:
     assert said[-1].text == texts.help_text(EN)
 
 
-async def test_what_is_not_an_update_is_a_bad_request(world: World) -> None:
+async def test_what_is_not_an_update_is_kept_as_a_dead_letter_and_answered(world: World) -> None:
+    """A 4xx would have Telegram send it again for a day, holding its chat: 200, after it is
+    kept for the operator."""
     url = world.settings.webhook_url
     assert url is not None
+    inbox = Inbox(world.redis, world.settings.queue)
     before = len(world.said(BOB))
-    for body in (b"not json", b"[1, 2]", b"null", b"{}", "é".encode("latin-1")):
+    dead = len(await inbox.dead_letters())
+    bodies = (b"not json", b"[1, 2]", b"null", b"{}", "é".encode("latin-1"))
+    for body in bodies:
         status, _ = await _post(url, body=body)
-        assert status == 400, body
+        assert status == 200, body
     await world.settle()
     assert len(world.said(BOB)) == before
+    letters = await inbox.dead_letters()
+    assert len(letters) == dead + len(bodies)
+    assert {(letter.update_id, letter.kind) for letter in letters[: len(bodies)]} == {
+        (0, "unreadable")
+    }

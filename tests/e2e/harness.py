@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bench.processes import CodemojexProcess
 from codemojex import scoring
-from codemojex.bot import CodemojexApp
+from codemojex.bot import CodemojexApp, Front
 from codemojex.db import Guess, Outbox, Round, make_engine, make_sessionmaker, store
 from codemojex.db.models import utcnow
 from codemojex.game import texts
@@ -138,6 +138,7 @@ class Stack:
     # the game's now, the bot's and the in-process worker's (a test moves it over midnight)
     clock: Callable[[], datetime] = utcnow
     errors: list[BaseException] = field(default_factory=list)
+    front: Front | None = None  # once running
     _barriers: int = 0
     _next_chat: int = -1_002_000_000_001
 
@@ -180,9 +181,8 @@ class Stack:
         before = len(self.said(barrier))
         self.standin.send_private(barrier, "/help")
         await self.standin.wait_for_sent_count(before + 1, chat_id=barrier, timeout=timeout)
-        wait_idle = getattr(self.app.update_processor, "wait_idle", None)
-        if wait_idle is not None:
-            await asyncio.wait_for(wait_idle(), timeout)
+        if self.front is not None:
+            await asyncio.wait_for(self.front.door.wait_idle(), timeout)
         # Answers waiting for their chat's pace are posted (or dropped) off the update path.
         await asyncio.wait_for(self.app.bot_data.answers.wait_idle(), timeout)
 

@@ -29,6 +29,10 @@ LASTING: dict[str, int | None] = {
     "daily:played:<day>": 3 * 24 * HOUR,
     "daily:built:<day>": 3 * 24 * HOUR,
     "members:<chat>": 30 * 24 * HOUR,  # whom the bot saw in a group: its daily board's members
+    "inbox:parked": None,  # the bot's parked updates: each leaves once finished
+    "inbox:lease": None,
+    "inbox:dead": 14 * 24 * HOUR,  # the dead letters, for the operator
+    "poller:<bot>:fence": 30 * 24 * HOUR,  # the number of the poller lease's last holder
 }
 
 
@@ -38,6 +42,7 @@ def shape(key: str, queue: str) -> str:
     rest = re.sub(r"^send:(posted|sending|lease):-?\d+$", r"send:\1:<row>", rest)
     rest = re.sub(r"^daily:(\w+):\d{8}$", r"daily:\1:<day>", rest)
     rest = re.sub(r"^members:-\d+$", "members:<chat>", rest)
+    rest = re.sub(r"^poller:\d+(:fence)?$", r"poller:<bot>\1", rest)
     return rest
 
 

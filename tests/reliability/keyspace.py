@@ -27,6 +27,8 @@ def cmx_patterns(queue: str) -> list[re.Pattern[str]]:
         re.compile(rf"{tag}tap:rate:\d+\Z"),
         re.compile(rf"{tag}tap:seen:[0-9a-f]{{24}}\Z"),
         re.compile(rf"{tag}seen:-?\d+:\d+\Z"),
+        re.compile(rf"{tag}inbox:(parked|lease|dead)\Z"),
+        re.compile(rf"{tag}poller:\d+(:fence)?\Z"),
         re.compile(rf"{tag}inline:rate:\d+\Z"),
         re.compile(rf"{tag}daily:(board|played|built|rebuild):\d{{8}}\Z"),
         re.compile(rf"{tag}ops:procs\Z"),

@@ -1,8 +1,9 @@
 """The soak harness (bench/soak/), CI-sized: real bot, real worker processes, private Redis
 (AOF, fsync always) and private Postgres, with every fault of the full run injected once or
 more: workers SIGKILLed and restarted, Redis SHUTDOWN and restarted, Redis SIGKILLed and
-restarted, Postgres stopped for a few seconds, and a backlog drained by a bot process
-SIGKILLed half-way. The full-size figures are in docs/benchmarks.md, "The soak"."""
+restarted, Postgres stopped for a few seconds, one room's round locked beside other rooms'
+guesses, guesses typed while Redis is down, and a backlog drained by a bot process SIGKILLed
+half-way. The full-size figures are in docs/benchmarks.md, "The soak"."""
 
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ def test_soak_through_the_bot_loses_nothing_and_counts_nothing_twice() -> None:
         pg_outage_s=4.0,
         win_rate=1 / 15,
         backlog=300,
+        stuck_chats=5,
+        stuck_hold_s=6.0,
+        outage=120,
+        outage_chats=5,
+        outage_down_s=3.0,
         feed_timeout_s=240,
         drain_timeout_s=180,
         seed=11,
@@ -50,6 +56,8 @@ def test_soak_through_the_bot_loses_nothing_and_counts_nothing_twice() -> None:
     assert headline(report) == {key: 0 for key in headline(report)}, report
     assert report["accepted"] >= plan.guesses
     assert report["backlog_guesses"] == plan.backlog  # drained by a bot killed half-way
+    assert report["outage_guesses"] == plan.outage  # typed while Redis was down
+    assert report["stuck_guesses"] == plan.stuck_chats * 4 * 5  # beside a locked room
     assert report["stored_exactly_once"] == report["accepted"]
     assert report["left_in_queue"] == {"pending": 0, "active": 0, "delayed": 0}
     assert report["dead_jobs"] == 0
@@ -68,4 +76,4 @@ def test_soak_through_the_bot_loses_nothing_and_counts_nothing_twice() -> None:
     assert "redis SIGKILL" in events
     assert "postgres stop" in events
     assert report["workers"]["sigkills"] >= 1
-    assert report["redis_starts"] == 3
+    assert report["redis_starts"] == 4  # the outage phase's too

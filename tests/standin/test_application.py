@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+import redis.asyncio as aioredis
 from telegram import Update
 from telegram.ext import (
     Application,
@@ -15,7 +16,9 @@ from telegram.ext import (
     filters,
 )
 
+from codemojex.bot.processor import Door, DoorHooks, order_key
 from codemojex.bot.webhook import WebhookConfig, WebhookServer
+from codemojex.posting.inbox import Inbox
 from codemojex.standin import SentMessage, StandIn
 from tests.standin.conftest import ADMIN, ALICE, BOB, GROUP
 from tests.support import free_port
@@ -123,16 +126,24 @@ async def test_polling_stops_cleanly_and_confirms_what_it_fetched(standin: Stand
     assert standin.calls["deleteWebhook"] == 1  # PTB's polling bootstrap
 
 
-async def test_webhook_mode_delivers_updates_and_checks_the_secret(standin: StandIn) -> None:
+async def test_webhook_mode_delivers_updates_and_checks_the_secret(
+    standin: StandIn, real_redis: aioredis.Redis, queue_name: str
+) -> None:
     """Through the webhook server Codemojex runs (codemojex.bot.webhook; PTB's own needs the
     tornado extra, which Codemojex does not install)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/hook"
     secret = "s3cr3t-token_for-the-stand-in-test"
     app = build(standin)
+    door = Door(
+        app,
+        Inbox(real_redis, queue_name),
+        DoorHooks(_nothing, _nothing, _nothing),
+        key_of=lambda u: order_key(u, frozenset()),
+    )
     server = WebhookServer(
         WebhookConfig(url=url, path="/hook", secret=secret, listen="127.0.0.1", port=port),
-        app,
+        door,
     )
     async with app:
         await app.start()
@@ -155,3 +166,7 @@ async def test_webhook_mode_delivers_updates_and_checks_the_secret(standin: Stan
         finally:
             await server.stop()
             await app.stop()
+
+
+async def _nothing(update: Update) -> None:
+    pass

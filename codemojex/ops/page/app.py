@@ -36,6 +36,7 @@ from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import HSTS, Peer, TrustedProxies
 from codemojex.ops.page.views import SORTS, check_cursor, dead_page, rooms_page
 from codemojex.posting.board import DailyBoard
+from codemojex.posting.inbox import Inbox
 
 HERE: Final = Path(__file__).parent
 SESSION: Final = web.RequestKey("ops_session", auth.Session)
@@ -53,6 +54,7 @@ HEADERS: Final = {
 }
 # The page's query (and an action's `back`, the query to return to): name -> allowed values.
 QUERY: Final = ("sort", "dir", "cursor", "dead")
+DEAD_LETTERS_SHOWN: Final = 10  # the bot's newest; the rest stay in Redis for the operator
 
 
 def ago(seconds: float | None) -> str:
@@ -82,6 +84,7 @@ class OpsPage:
         self.sessionmaker = sessionmaker
         self.history = history
         self.board = DailyBoard(lanes.client, lanes.queue)
+        self.inbox = Inbox(lanes.client, lanes.queue)
         self.sessions = auth.Sessions(token)
         self.proxies = proxies or TrustedProxies()
         self.budget = budget or auth.LoginBudget()
@@ -233,6 +236,9 @@ class OpsPage:
         dead_total, dead = await dead_page(self.lanes, self.sessionmaker, q["dead"])
         # Today's daily code: who opened it and who finished it (O(1) reads of the board).
         daily = await self.board.counts(day_of(utcnow()))
+        # The bot's updates parked past their deadline, and the newest it could not handle.
+        parked, letters_total = await self.inbox.counts()
+        letters = await self.inbox.dead_letters(DEAD_LETTERS_SHOWN)
         last = self.history.points[-1] if self.history.points else None
 
         def link(**changes: Any) -> str:
@@ -255,6 +261,9 @@ class OpsPage:
             "dead_total": dead_total,
             "dead": dead,
             "dead_offset": q["dead"],
+            "parked": parked,
+            "letters": letters,
+            "letters_total": letters_total,
             "link": link,
             "here": link()[1:],
             "csrf": session.csrf,
