@@ -430,6 +430,8 @@ class Door:
             self._park_not_before = time.monotonic() + pause_s(RETRIES.update, self._park_failures)
             if self._give_back:
                 for ticket in due:
+                    if ticket.settled.done():
+                        continue  # finished while the park was tried: answered 200
                     ticket.dropped = True
                     self._unsettled.pop(ticket.update_id, None)
                     self.counts["given_back"] += 1
@@ -443,6 +445,10 @@ class Door:
             self._park_failures = 0
             OUTAGES.ok("redis")
         for ticket in due:
+            if ticket.settled.done():
+                # Finished while it was being parked: forgotten at the next tick.
+                self._to_forget.append(ticket.update_id)
+                continue
             ticket.parked = True
             self._parked[ticket.update_id] = ticket
             self._unsettled.pop(ticket.update_id, None)

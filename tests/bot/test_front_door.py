@@ -304,3 +304,57 @@ async def test_an_unreadable_webhook_update_is_answered_200_and_kept(
         assert await world.standin.post_update_to_webhook(url, body, SECRET) == 200
         letters = await Inbox(world.redis, world.settings.queue).dead_letters()
         assert letters[0].kind == "unreadable"
+
+
+async def test_an_update_that_finishes_while_it_is_parked_is_settled_once(
+    queue_name: str,
+) -> None:
+    """The park call is in flight when the update's handler finishes: it is settled done
+    (once), and what the park wrote is forgotten at the next tick."""
+    redis = aioredis.Redis.from_url(REDIS_URL)
+    parking, let_park, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    class SlowInbox(Inbox):
+        """The real inbox, its park held until the test lets it go."""
+
+        async def park(self, records: Any) -> None:
+            parking.set()
+            await let_park.wait()
+            await super().park(records)
+
+    async def hold(update: Update, context: CallbackContext[Any, Any, Any, Any]) -> None:
+        await release.wait()
+
+    standin = StandIn()
+    await standin.start()
+    app = ApplicationBuilder().token(standin.token).base_url(standin.base_url).build()
+    app.add_handler(TypeHandler(Update, hold))
+    await app.initialize()
+    door = Door(
+        app,
+        SlowInbox(redis, queue_name),
+        DoorHooks(_nothing, _nothing, _nothing),
+        key_of=lambda u: order_key(u, frozenset()),
+        deadline_s=0.05,
+    )
+    clock = asyncio.ensure_future(door.keep(lambda: False))
+    try:
+        data = {"update_id": 5, "message": {**_private(ALICE), "text": "hold"}}
+        ticket = door.take(Update.de_json(data, app.bot), data)
+        await asyncio.wait_for(parking.wait(), 5)  # past its deadline, being parked
+        release.set()
+        await asyncio.wait_for(door.wait_idle(), 5)
+        let_park.set()
+        assert await asyncio.wait_for(ticket.settled, 5) == "done"
+        for _ in range(100):
+            if not await redis.hlen(Keys(queue_name).inbox_parked):
+                break
+            await asyncio.sleep(0.05)
+        assert await redis.hlen(Keys(queue_name).inbox_parked) == 0
+        assert (door.counts["done"], door.counts["parked"]) == (1, 0)
+    finally:
+        clock.cancel()
+        await app.shutdown()
+        await standin.stop()
+        await drop_keys(redis, queue_name)
+        await redis.aclose()
