@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bench.processes import ROOT, CodemojexProcess
@@ -102,6 +103,32 @@ class Backlog:
                 self.rooms[chat] = room.id
                 self.round_ids[chat] = rnd.id
                 self._rounds[chat] = (split_emojis(rnd.palette), split_emojis(rnd.secret))
+
+    async def open_rounds_through_bot(
+        self, conn: asyncpg.Connection, timeout_s: float = 120.0
+    ) -> None:
+        """A round in every group through the running bot's own /newgame (sent by each
+        group's first player), read back with plain SQL: what any version of the bot and
+        its schema do alike (a baseline's, side by side)."""
+        plan = self.plan
+        for g in range(plan.groups):
+            self.standin.send_text(plan.chat(g), plan.user(g, 0), "/newgame")
+        chats = [plan.chat(g) for g in range(plan.groups)]
+        query = (
+            "SELECT rm.chat_id, rm.id AS room, r.id AS round, r.palette, r.secret "
+            "FROM rounds r JOIN rooms rm ON rm.id = r.room_id "
+            "WHERE r.ended_at IS NULL AND rm.chat_id = ANY($1::bigint[])"
+        )
+
+        async def all_open() -> bool:
+            return len(await conn.fetch(query, chats)) == plan.groups
+
+        await eventually_true(all_open, timeout_s, "a round in every group", every_s=0.2)
+        for row in await conn.fetch(query, chats):
+            chat = int(row["chat_id"])
+            self.rooms[chat] = str(row["room"])
+            self.round_ids[chat] = int(row["round"])
+            self._rounds[chat] = (split_emojis(row["palette"]), split_emojis(row["secret"]))
 
     def guesses(self) -> Iterator[tuple[int, int, str]]:
         """Every player's guesses, round-robin over the rooms, as (chat, user, text): a wrong

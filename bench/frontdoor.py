@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import json
 import math
-import random
 import subprocess
 import tempfile
 import time
@@ -59,11 +58,8 @@ from bench.common import (
 )
 from bench.pipeline import PG_ADMIN_URL, _admin
 from bench.processes import ROOT
-from codemojex import usecases
-from codemojex.db import make_engine, make_sessionmaker, upgrade
-from codemojex.db.store import open_round, room_by_chat
+from codemojex.db import upgrade
 from codemojex.lanes import Lanes
-from codemojex.limits import GAME
 from codemojex.posting.inbox import Inbox, record
 from codemojex.standin import StandIn
 
@@ -138,22 +134,14 @@ async def stuck(code: Code, chats: int, guesses: int, hold_s: float) -> dict[str
     standin = StandIn()
     bot: BotProcess | None = None
     async with database(code) as url:
-        engine = make_engine(url)
+        conn = await asyncpg.connect(_plain(url))
         try:
             await standin.start()
             backlog = Backlog(plan, standin)
             backlog.add_people()
-            sessions = make_sessionmaker(engine)
-            await backlog.open_rounds(sessions)
-            stuck_chat = plan.chat(plan.groups)  # a room of its own, past the plan's
+            stuck_chat = plan.chat(chats)  # a room of its own, past the plan's
             standin.add_user(ADMIN, "Admin")
             standin.add_group(stuck_chat, "stuck", admins=[ADMIN], members=[ADMIN])
-            async with sessions() as session:
-                room = await usecases.ensure_room(
-                    session, stuck_chat, "stuck", default_ceiling=2,
-                    round_timeout_s=GAME.round_timeout_s_max,
-                )  # fmt: skip
-                round_id = (await usecases.start_round(session, room.id, random.Random(1))).id
             env = bot_env(
                 standin, redis_url=redis_url(), database_url=url, queue=queue,
                 CODEMOJEX_MAX_DEPTH=str(max(per_player, 20)),
@@ -161,31 +149,39 @@ async def stuck(code: Code, chats: int, guesses: int, hold_s: float) -> dict[str
             bot = start_bot(code, env, logs)
             await bot.start()
             lanes = Lanes(client, queue=queue)
-            standin.send_private(ADMIN, "/help")  # up and polling once answered
-            await standin.wait_for_sent_count(1, chat_id=ADMIN, timeout=60)
-            holder = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+            standin.send_text(stuck_chat, ADMIN, "/newgame")
+            await backlog.open_rounds_through_bot(conn)
+            round_id = await conn.fetchval(
+                "SELECT r.id FROM rounds r JOIN rooms rm ON rm.id = r.room_id "
+                "WHERE rm.chat_id = $1 AND r.ended_at IS NULL",
+                stuck_chat,
+            )
+            holder = await asyncpg.connect(_plain(url))
             try:
                 lock = holder.transaction()
                 await lock.start()
                 await holder.execute("SELECT id FROM rounds WHERE id = $1 FOR UPDATE", round_id)
+                before = (await lanes.stats()).pending
                 standin.send_text(stuck_chat, ADMIN, "/endround")
                 typed = backlog.type_guesses()
                 began = time.monotonic()
 
                 async def all_in() -> bool:
-                    return (await lanes.stats()).pending >= typed
+                    return (await lanes.stats()).pending - before >= typed
 
-                others_s = await until(all_in, hold_s)
+                # Until all of them are in, the lock held for `hold_s` meanwhile, and at
+                # most a minute after it is let go.
+                watch = asyncio.ensure_future(until(all_in, hold_s + 60))
                 await asyncio.sleep(max(0.0, hold_s - (time.monotonic() - began)))
                 await lock.rollback()
             finally:
                 await holder.close()
             released = time.monotonic() - began
+            others_s = await watch
 
             async def ended() -> bool:
-                async with sessions() as session:
-                    room = await room_by_chat(session, stuck_chat)
-                    return room is not None and await open_round(session, room.id) is None
+                sql = "SELECT ended_at IS NOT NULL FROM rounds WHERE id = $1"
+                return bool(await conn.fetchval(sql, round_id))
 
             ended_s = await until(ended, 30)
             tally = await backlog.tally(lanes)
@@ -196,6 +192,7 @@ async def stuck(code: Code, chats: int, guesses: int, hold_s: float) -> dict[str
                 "guesses": typed,
                 "hold_s": hold_s,
                 "others_in_lanes_s": None if others_s is None else round(others_s, 2),
+                "others_in_before_the_lock_went": others_s is not None and others_s < hold_s,
                 "round_ended_s": None if ended_s is None else round(released + ended_s, 2),
                 "lost": tally.lost,
                 "twice": tally.twice,
@@ -204,9 +201,13 @@ async def stuck(code: Code, chats: int, guesses: int, hold_s: float) -> dict[str
             if bot is not None:
                 await bot.ensure_gone()
             await standin.stop()
-            await engine.dispose()
+            await conn.close()
             await delete_matching(client, f"*:{{{queue}}}:*")
             await client.aclose()
+
+
+def _plain(url: str) -> str:
+    return url.replace("postgresql+asyncpg", "postgresql")
 
 
 # -- outage ---------------------------------------------------------------------------------
@@ -259,12 +260,11 @@ async def outage(code: Code, rate: float, seconds: float, down_s: float) -> dict
 
         client = aioredis.Redis.from_url(server.url)
         async with database(code) as url:
-            engine = make_engine(url)
+            conn = await asyncpg.connect(_plain(url))
             try:
                 await standin.start()
                 backlog = Backlog(plan, standin)
                 backlog.add_people()
-                await backlog.open_rounds(make_sessionmaker(engine))
                 env = bot_env(
                     standin, redis_url=server.url, database_url=url, queue=queue,
                     CODEMOJEX_MAX_DEPTH=str(max(per_player, 20)),
@@ -276,6 +276,11 @@ async def outage(code: Code, rate: float, seconds: float, down_s: float) -> dict
                         await client.ping()
                         break
                     await asyncio.sleep(0.1)
+                await backlog.open_rounds_through_bot(conn)
+                lanes = Lanes(client, queue=queue)
+                before = (await lanes.stats()).pending
+                chat_ids = [plan.chat(g) for g in range(chats)]
+                said_before = {c: len(standin.sent_messages(c)) for c in chat_ids}
                 typed = 0
                 began = time.monotonic()
                 down_at, up_at = (seconds - down_s) / 2, (seconds + down_s) / 2
@@ -299,15 +304,15 @@ async def outage(code: Code, rate: float, seconds: float, down_s: float) -> dict
                         await client.ping()
                         break
                     await asyncio.sleep(0.1)
-                lanes = Lanes(client, queue=queue)
 
                 async def drained() -> bool:
-                    return standin.pending_updates == 0 and (await lanes.stats()).pending >= typed
+                    pending = (await lanes.stats()).pending
+                    return standin.pending_updates == 0 and pending - before >= typed
 
-                drain_s = await until(drained, 120)
+                drain_s = await until(drained, 60)
                 await asyncio.sleep(1.0)  # what is still in hand finishes
                 tally = await backlog.tally(lanes)
-                said = [m for g in range(chats) for m in standin.sent_messages(plan.chat(g))]
+                said = [m for c in chat_ids for m in standin.sent_messages(c)[said_before[c] :]]
                 return {
                     "scenario": "outage",
                     "code": code.name,
@@ -326,7 +331,7 @@ async def outage(code: Code, rate: float, seconds: float, down_s: float) -> dict
                 if bot is not None:
                     await bot.ensure_gone()
                 await standin.stop()
-                await engine.dispose()
+                await conn.close()
                 with contextlib.suppress(Exception):
                     await delete_matching(client, f"*:{{{queue}}}:*")
                 await client.aclose()
