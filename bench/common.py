@@ -33,7 +33,7 @@ import redis.asyncio as aioredis
 from rich.console import Console
 from rich.table import Table
 
-from codemojex.jobs import GuessJob
+from codemojex.values.jobs import GuessJob
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"  # the latest saved run of each benchmark, what docs cite

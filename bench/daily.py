@@ -157,9 +157,9 @@ async def _tops(queue: str, database_url: str, plan: Plan) -> list[float]:
 
     from codemojex.bot.daily import world_top
     from codemojex.db import make_engine, make_sessionmaker
-    from codemojex.db.models import utcnow
     from codemojex.locale import EN
     from codemojex.posting.board import DailyBoard
+    from codemojex.values.clock import utcnow
 
     redis = make_client()
     engine = make_engine(database_url)
@@ -213,7 +213,7 @@ async def _top_up(board: Any, day: Any, plan: Plan) -> None:
     (ids past theirs), added as the workers add them (`DailyBoard.finished`)."""
     from datetime import UTC, datetime, timedelta
 
-    from codemojex.game.daily import Finish
+    from codemojex.values.daily import Finish
 
     rng = random.Random(13)
     start = datetime.now(UTC)

@@ -50,7 +50,7 @@ from bench.common import (
     unique_queue,
 )
 from bench.fifo import Fifo, FifoJob
-from codemojex import ids
+from codemojex.values import ids
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis

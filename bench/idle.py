@@ -54,8 +54,8 @@ from bench.pipeline import (
     _wrong_guess,
     make_rooms,
 )
-from codemojex import ids
-from codemojex.jobs import GuessJob
+from codemojex.values import ids
+from codemojex.values.jobs import GuessJob
 
 
 async def _xacts(conn: Any, db: str) -> int:

@@ -60,8 +60,9 @@ from bench.common import (
     unique_queue,
 )
 from bench.lanes import Topology, _key_bytes, _used_memory
-from codemojex import ids, usecases
-from codemojex.jobs import GuessJob
+from codemojex import usecases
+from codemojex.values import ids
+from codemojex.values.jobs import GuessJob
 
 PG_ADMIN_URL = os.environ.get(
     "CODEMOJEX_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"

@@ -65,7 +65,7 @@ async def _main(queue: str, database_url: str, redis_url: str, metrics: bool) ->
         await rt.redis.ping()
         # a start-up step of the checkout under test (gc.freeze and the like), if it has one
         try:
-            from codemojex.worker.service import settle_process
+            from codemojex.runtime import settle_process
         except ImportError:
             pass
         else:

@@ -163,7 +163,7 @@ class Run:
         # The worker process that runs the sender settles once started (gc.freeze and the
         # like), if the checkout under test has that step.
         try:
-            from codemojex.worker.service import settle_process
+            from codemojex.runtime import settle_process
         except ImportError:
             pass
         else:
@@ -211,9 +211,9 @@ class Run:
         return ev
 
     async def _commit(self) -> None:
-        from codemojex.db.models import utcnow
         from codemojex.db.store import outbox
         from codemojex.db.unit import uow
+        from codemojex.values.clock import utcnow
         from codemojex.values.types import Message
 
         while True:

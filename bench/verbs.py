@@ -36,7 +36,7 @@ from bench.common import (
     unique_queue,
 )
 from bench.fifo import Fifo
-from codemojex import ids
+from codemojex.values import ids
 
 LEASE_MS = 60_000
 

@@ -25,8 +25,8 @@ from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
 from codemojex.limits import CONNECTIONS, OPS
 from codemojex.outages import OUTAGES
-from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
+from codemojex.values.redistypes import AnyRedis
 
 log = logging.getLogger(__name__)
 

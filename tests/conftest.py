@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, settings
 from redis.asyncio.cluster import RedisCluster
 
 from codemojex.outages import OUTAGES
-from codemojex.redistypes import AnyRedis
 from codemojex.runtime import GatedRedisCluster
+from codemojex.values.redistypes import AnyRedis
 from tests import redis_cluster
 from tests.support import drop_keys
 

@@ -10,11 +10,12 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids, usecases
+from codemojex import usecases
 from codemojex.db import DailyResult, Round
-from codemojex.game.decide import Attempt, Verdict
 from codemojex.locale import EN, Lang
 from codemojex.usecases.daily import DailyView, open_daily
+from codemojex.values import ids
+from codemojex.values.batch import Attempt, Verdict
 from codemojex.values.daily import PrivateChat
 from tests.support import wrong_guess
 

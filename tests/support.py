@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from codemojex.db import Base
 from codemojex.lanes.keys import Keys
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 # --- ports ----------------------------------------------------------------------------------
 

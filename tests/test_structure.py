@@ -80,3 +80,42 @@ def test_the_formatter_lays_out_every_statement() -> None:
         if "fmt: skip" in line
     ]
     assert skipped == []
+
+
+def _bound_names(tree: ast.Module) -> set[str]:
+    """The names a module binds itself at its top level (not those it imports)."""
+    bound: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return bound
+
+
+def test_every_name_has_one_import_path() -> None:
+    """A name is imported from the module that defines it, never through another module that
+    imported it (`from codemojex.game.decide import Attempt` would be a second path to
+    `codemojex.values.batch.Attempt`). A package's `__init__` may gather its modules' names:
+    that is the package's one door (`codemojex.db.store`, `codemojex.usecases`)."""
+    modules = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts): ast.parse(path.read_text())
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.name != "__init__.py"
+    }
+    bound = {name: _bound_names(tree) for name, tree in modules.items()}
+    importers = [
+        path
+        for folder in ("codemojex", "tests", "bench", "migrations")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    ]
+    through = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.module}.{alias.name}"
+        for path in importers
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module in bound
+        for alias in node.names
+        if alias.name not in bound[node.module]
+    ]
+    assert not through, "\n".join(through)

@@ -22,16 +22,17 @@ from bench.soak.world import (
     RoomSim,
     SoakState,
 )
-from codemojex import ids, usecases
+from codemojex import usecases
 from codemojex.db import (
     Room,
     Round,
     store,
 )
-from codemojex.jobs import GuessJob
 from codemojex.lanes import LaneFull, Lanes
 from codemojex.limits import LANES
 from codemojex.standin import StandIn
+from codemojex.values import ids
+from codemojex.values.jobs import GuessJob
 
 log = logging.getLogger("bench.soak")
 

@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 
 from bench.soak.servers import PostgresServer, RedisServer, WorkerFleet
 from codemojex.lanes import Admission, Admitted, Lanes
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 log = logging.getLogger("bench.soak")
 

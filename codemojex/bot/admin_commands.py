@@ -34,15 +34,15 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import room_language, user_language
+from codemojex.bot.names import display_name, storable
 from codemojex.bot.once import Run, origin_of
 from codemojex.bot.replies import outbox_written
-from codemojex.bot.rooms import display_name, storable
 from codemojex.db import Room, reading, store
 from codemojex.game import texts
 from codemojex.limits import AUDIT, LANES
 from codemojex.locale import Lang
-from codemojex.posting.budget import Say
 from codemojex.scoring import InvalidSettings, parse_settings
+from codemojex.values.types import Say
 
 LIMIT_RANGE: Final = (LANES.ceiling_min, LANES.ceiling_max)
 WEIGHT_RANGE: Final = (LANES.weight_min, LANES.weight_max)

@@ -40,7 +40,7 @@ from telegram.ext import (
 
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.admin_commands import ADMIN_COMMANDS
-from codemojex.bot.cards import Cards
+from codemojex.bot.cards import Cards, RoomDefaults
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
 from codemojex.bot.daily import DailyCommands
 from codemojex.bot.drafts import Drafts
@@ -61,10 +61,8 @@ from codemojex.bot.player_commands import (
 from codemojex.bot.polling import Poller
 from codemojex.bot.processor import Door, failed, order_key
 from codemojex.bot.replies import Answers
-from codemojex.bot.rooms import RoomDefaults
 from codemojex.bot.taps import on_tap
 from codemojex.bot.webhook import WebhookServer, webhook_config
-from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
@@ -77,10 +75,12 @@ from codemojex.posting.cards import RoomCards
 from codemojex.posting.flags import FloodNotices
 from codemojex.posting.inbox import Inbox, PollerLease
 from codemojex.posting.members import GroupMembers
-from codemojex.posting.pacer import PacePolicy, Pacer
+from codemojex.posting.pace_policy import PacePolicy
+from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
-from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
+from codemojex.values.clock import utcnow
+from codemojex.values.redistypes import AnyRedis
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from telegram import Chat, User
 from telegram.constants import ChatType
 
 from codemojex import usecases
-from codemojex.bot.rooms import RoomDefaults, room_title
+from codemojex.bot.names import room_title
 from codemojex.db import Room, reading, store
 from codemojex.limits import CARDS
 from codemojex.outages import is_outage
@@ -30,6 +30,15 @@ from codemojex.posting.cards import Card, CardBusy, CardRead, RoomCards, reload
 from codemojex.posting.cards import refresh as refresh_card
 
 ChatKey = tuple[int, int]  # (chat id, forum topic)
+
+
+@dataclass(frozen=True, slots=True)
+class RoomDefaults:
+    """What a room gets when it is made (the settings' `default_ceiling`, `round_timeout_s`);
+    the ceiling is also what the lanes take for a room whose card has none."""
+
+    ceiling: int
+    round_timeout_s: int
 
 
 @dataclass(frozen=True, slots=True)

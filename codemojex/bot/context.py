@@ -27,12 +27,12 @@ from codemojex.bot.intake import Intake
 from codemojex.bot.members import Members
 from codemojex.bot.once import CommandMarks
 from codemojex.bot.replies import Answers
-from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.posting.board import DailyBoard
 from codemojex.posting.ring import PostingRing
-from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
+from codemojex.values.clock import utcnow
+from codemojex.values.redistypes import AnyRedis
 
 
 @dataclass

@@ -43,16 +43,16 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import user_language
+from codemojex.bot.names import display_name, room_title
 from codemojex.bot.player_commands import cmd_top
 from codemojex.bot.replies import outbox_written
-from codemojex.bot.rooms import display_name, room_title
 from codemojex.db import reading, store
-from codemojex.db.models import utcnow
 from codemojex.game import daily, texts
 from codemojex.limits import DAILY
 from codemojex.locale import EN, Lang
 from codemojex.outages import outage_of
 from codemojex.posting.board import DailyBoard
+from codemojex.values.clock import utcnow
 from codemojex.values.daily import PrivateChat
 
 log = logging.getLogger(__name__)

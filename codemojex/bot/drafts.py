@@ -19,7 +19,7 @@ from codemojex.game import taps
 from codemojex.limits import BOT, LANES
 from codemojex.posting.keys import Keys
 from codemojex.posting.scripts import register
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,20 +49,19 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Chat, Message, User
 from telegram.constants import ChatType
 
-from codemojex import ids
 from codemojex.bot.cards import Cards
 from codemojex.bot.intake import Intake
 from codemojex.bot.language import room_language, user_language
+from codemojex.bot.names import display_name, room_title, topic_of
 from codemojex.bot.replies import Answers
-from codemojex.bot.rooms import display_name, room_title, topic_of
 from codemojex.game import daily, texts
-from codemojex.jobs import GuessJob
 from codemojex.lanes import Admission, Admitted, LaneError
 from codemojex.limits import LANES
 from codemojex.locale import Lang
 from codemojex.posting.board import DailyBoard
 from codemojex.posting.cards import SEAT_GUARD, Card, CardBusy, CardRead
-from codemojex.posting.flags import FloodNotices, Notice
+from codemojex.posting.flags import FloodNotices
+from codemojex.posting.keys import Notice
 from codemojex.scoring import (
     MAX_GUESS_CHARS,
     MAX_LENGTH,
@@ -72,6 +71,8 @@ from codemojex.scoring import (
     parse_guess,
 )
 from codemojex.scoring.emoji import clusters, is_emoji
+from codemojex.values import ids
+from codemojex.values.jobs import GuessJob
 
 log = logging.getLogger(__name__)
 _GUESS_ATTEMPTS: Final = LANES.guess_max_attempts  # read per guess

@@ -20,9 +20,9 @@ from telegram.constants import ChatType
 from codemojex.bot.admin import is_anonymous_admin
 from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.language import room_language, user_language
+from codemojex.bot.names import topic_of
 from codemojex.bot.once import CommandBusy
 from codemojex.bot.processor import DoorHooks
-from codemojex.bot.rooms import topic_of
 from codemojex.db import reading, store
 from codemojex.game import texts
 from codemojex.locale import Lang

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from codemojex.limits import DAILY
 from codemojex.posting.keys import Keys
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 
 @dataclass(frozen=True, slots=True)

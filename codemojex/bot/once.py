@@ -55,7 +55,7 @@ from codemojex.limits import BOT
 from codemojex.outages import OUTAGES
 from codemojex.posting.keys import Keys
 from codemojex.posting.scripts import register
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import Origin
 
 log = logging.getLogger(__name__)

@@ -29,9 +29,9 @@ from codemojex.bot.incoming import (
     sender_of,
 )
 from codemojex.bot.language import room_language, user_language
+from codemojex.bot.names import display_name
 from codemojex.bot.once import Run, origin_of
 from codemojex.bot.replies import outbox_written
-from codemojex.bot.rooms import display_name
 from codemojex.db import reading, store
 from codemojex.game import texts
 from codemojex.limits import GAME

@@ -54,16 +54,17 @@ from typing import Final
 from telegram import InlineKeyboardMarkup, Message
 from telegram.error import RetryAfter, TelegramError
 
-from codemojex.bot.rooms import display_name
+from codemojex.bot.names import display_name
 from codemojex.game import texts
 from codemojex.limits import ANSWERS
 from codemojex.locale import Lang, resolve
 from codemojex.outages import OUTAGES, is_outage, retry_after_ms
-from codemojex.posting.budget import AnswerBudget, Say
+from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.fold import OutMessage, fold
-from codemojex.posting.pacer import Grant, Pacer
+from codemojex.posting.pace_policy import Grant
+from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
-from codemojex.values.types import KIND_CARD
+from codemojex.values.types import KIND_CARD, Say
 
 log = logging.getLogger(__name__)
 

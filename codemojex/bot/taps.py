@@ -25,7 +25,7 @@ from telegram.error import BadRequest
 from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.incoming import guarded
 from codemojex.bot.language import room_language, user_language
-from codemojex.bot.rooms import topic_of
+from codemojex.bot.names import topic_of
 from codemojex.game import taps, texts
 
 log = logging.getLogger(__name__)

@@ -31,7 +31,9 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from codemojex import ids, scoring
+from codemojex import scoring
+from codemojex.values import ids
+from codemojex.values.clock import utcnow
 
 # Deterministic constraint names, so the migration and the models name things alike.
 NAMING = {
@@ -51,10 +53,6 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 def split_emojis(value: str) -> tuple[str, ...]:
     """A stored emoji string (palette or secret) back into its emojis (grapheme clusters)."""
     return scoring.split_emojis(value)
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class UTCDateTime(TypeDecorator[datetime]):

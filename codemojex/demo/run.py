@@ -42,7 +42,8 @@ from codemojex.demo.report import (
 from codemojex.runtime import Runtime, open_runtime
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
-from codemojex.worker.service import WorkerStats, WorkerTimings, make_bot, run_worker
+from codemojex.worker.botapi import make_bot
+from codemojex.worker.service import WorkerStats, WorkerTimings, run_worker
 
 
 async def run_demo(settings: Settings, plan: DemoPlan) -> int:

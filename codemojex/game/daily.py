@@ -34,22 +34,16 @@ from codemojex.game import texts
 from codemojex.limits import DAILY
 from codemojex.locale import Lang
 from codemojex.scoring import Feedback, draw_palette, draw_secret
-
-# The daily code's values live below the game (codemojex/values), so that the store loads and
-# writes them without importing the game; named here too, as the game's callers know them.
-from codemojex.values.daily import ATTEMPTS as ATTEMPTS
-from codemojex.values.daily import LENGTH as LENGTH
-from codemojex.values.daily import DailyRound as DailyRound
-from codemojex.values.daily import Finish as Finish
-from codemojex.values.daily import Progress as Progress
-from codemojex.values.daily import Puzzle as Puzzle
-from codemojex.values.daily import Record as Record
-from codemojex.values.daily import Row as Row
-from codemojex.values.daily import decode_histogram as decode_histogram
-from codemojex.values.daily import decode_rows as decode_rows
-from codemojex.values.daily import empty_histogram as empty_histogram
-from codemojex.values.daily import encode_histogram as encode_histogram
-from codemojex.values.daily import encode_rows as encode_rows
+from codemojex.values.daily import (
+    ATTEMPTS,
+    LENGTH,
+    DailyRound,
+    Finish,
+    Progress,
+    Puzzle,
+    Record,
+    Row,
+)
 from codemojex.values.types import KIND_CARD, Message
 
 PALETTE_SIZE: Final = DAILY.palette_size

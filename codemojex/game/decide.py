@@ -51,20 +51,18 @@ from typing import Final
 from codemojex.game import daily, texts
 from codemojex.game.rounds import in_time, keys_off
 from codemojex.scoring import feedback, points_for
-
-# What decide() takes and returns lives below the game (codemojex/values/batch.py), so that the
-# store loads and writes it without importing the game; named here too, as its callers know it.
-from codemojex.values.batch import REFUSALS as REFUSALS
-from codemojex.values.batch import Attempt as Attempt
-from codemojex.values.batch import BatchState as BatchState
-from codemojex.values.batch import Closing as Closing
-from codemojex.values.batch import Decision as Decision
-from codemojex.values.batch import Kind as Kind
-from codemojex.values.batch import PlayerState as PlayerState
-from codemojex.values.batch import RoundState as RoundState
-from codemojex.values.batch import StoredGuess as StoredGuess
-from codemojex.values.batch import Tally as Tally
-from codemojex.values.batch import Verdict as Verdict
+from codemojex.values.batch import (
+    Attempt,
+    BatchState,
+    Closing,
+    Decision,
+    PlayerState,
+    RoundState,
+    StoredGuess,
+    Tally,
+    Verdict,
+)
+from codemojex.values.daily import DailyRound, Progress
 from codemojex.values.types import (
     KIND_LATE,
     KIND_RESULT,
@@ -92,7 +90,7 @@ def decide(
     decided: dict[str, Verdict] = {}  # new guesses of this batch, by id
     won: dict[int, str] = {}  # rounds won in this batch -> the winning guess id
     closed: set[int] = set()  # rounds closed in this batch, won or out of attempts
-    progress: dict[int, daily.Progress] = {}  # daily rounds' changes, by round id
+    progress: dict[int, Progress] = {}  # daily rounds' changes, by round id
     scored_before = dict(state.scored_before)
 
     for item in attempts:
@@ -223,10 +221,10 @@ def within_budget(decision: Decision, state: BatchState, said: Mapping[str, Say]
 def _daily_guess(
     item: Attempt,
     rnd: RoundState,
-    state: daily.DailyRound,
+    state: DailyRound,
     player: PlayerState,
     scored_before: dict[tuple[int, str], int],
-    progress: dict[int, daily.Progress],
+    progress: dict[int, Progress],
     now: datetime,
     *,
     share: bool,
@@ -263,7 +261,7 @@ def _daily_guess(
         said.append(card)
         said.append(keys_off(round_id=rnd.id, chat_id=rnd.chat_id, announce_message_id=None))
     else:
-        progress[rnd.id] = daily.Progress(rnd.id, state.day, state.tg_user_id, rows)
+        progress[rnd.id] = Progress(rnd.id, state.day, state.tg_user_id, rows)
     verdict = Verdict(
         "scored",
         exact=fb.exact,

@@ -22,7 +22,6 @@ from datetime import datetime, timedelta
 from codemojex.game import texts
 from codemojex.locale import Lang
 from codemojex.scoring import draw_palette, draw_secret
-from codemojex.values.batch import deadline_ms as deadline_ms
 from codemojex.values.types import KIND_KEYS_OFF, KIND_REVEAL, TIMEOUT, Message, Origin
 
 SECOND = timedelta(seconds=1)

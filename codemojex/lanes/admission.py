@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from codemojex import ids
 from codemojex.lanes import keys as K
 from codemojex.lanes.errors import LaneError
 from codemojex.limits import LANES
+from codemojex.values import ids
 
 # Read per admitted guess: bound once.
 _DEPTH_MAX: Final = LANES.depth_max

@@ -13,7 +13,6 @@ from redis.asyncio.connection import AbstractConnection
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
-from codemojex import ids
 from codemojex.lanes import admission
 from codemojex.lanes import keys as K
 from codemojex.lanes.admission import Admission, Admitted
@@ -21,7 +20,8 @@ from codemojex.lanes.errors import LaneError, LaneFull
 from codemojex.lanes.scripts import source
 from codemojex.lanes.views import DeadJob, QueueStats, RoomQueue
 from codemojex.limits import LANES
-from codemojex.redistypes import AnyRedis
+from codemojex.values import ids
+from codemojex.values.redistypes import AnyRedis
 
 MAX_ERROR_CHARS: Final = LANES.job_error_chars_max
 ACK_CHUNK: Final = LANES.ack_chunk

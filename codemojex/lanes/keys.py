@@ -18,8 +18,8 @@ import hashlib
 import re
 from typing import Final, NamedTuple
 
-from codemojex import ids
 from codemojex.lanes.errors import LaneError
+from codemojex.values import ids
 
 _QUEUE: Final = re.compile(r"[a-z0-9_-]{1,32}\Z")
 
@@ -52,7 +52,7 @@ class Shape(NamedTuple):
     before: str
     after: str
     arg: str  # what the id is called in Lua: the builder's parameter
-    brand: str | None  # the id's brand (codemojex/ids.py); None: a dedupe digest
+    brand: str | None  # the id's brand (codemojex/values/ids.py); None: a dedupe digest
 
 
 # `Keys.<builder>(id)` in Python, `<builder>_key(<arg>)` in Lua.

@@ -22,7 +22,7 @@ from codemojex.db.engine import alembic_config
 from codemojex.db.reading import reading
 from codemojex.limits import OPS, RETRIES
 from codemojex.outages import Component, outage_of, retrying
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 NOT_AT_HEAD: Final = "the database is not at the latest schema: run `codemojex migrate`"
 PROBE_TIMEOUT_S: Final = OPS.health_probe_timeout_s

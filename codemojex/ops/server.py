@@ -25,8 +25,8 @@ from codemojex.ops.collect import Shared, SharedCollector
 from codemojex.ops.fleet import Publisher
 from codemojex.ops.health import readiness
 from codemojex.outages import OUTAGES
-from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
+from codemojex.values.redistypes import AnyRedis
 
 if TYPE_CHECKING:  # aiohttp is imported only when a metrics port is set: a faster start
     from aiohttp import web

@@ -32,7 +32,8 @@ from codemojex.db.reading import reading
 from codemojex.game import daily
 from codemojex.limits import DAILY
 from codemojex.posting.keys import Keys
-from codemojex.redistypes import AnyRedis
+from codemojex.values.daily import ATTEMPTS, Finish
+from codemojex.values.redistypes import AnyRedis
 
 REBUILD_LOCK_MS: Final = DAILY.rebuild_lock_ms
 
@@ -63,7 +64,7 @@ class DailyBoard:
         queue: str,
         *,
         ttl_s: int = DAILY.board_ttl_s,
-        max_attempts: int = daily.ATTEMPTS,
+        max_attempts: int = ATTEMPTS,
     ) -> None:
         self._redis = redis
         self._keys = Keys(queue)
@@ -79,7 +80,7 @@ class DailyBoard:
             pipe.expire(played, self._ttl_s)
             await pipe.execute()
 
-    async def finished(self, finishes: Sequence[daily.Finish]) -> None:
+    async def finished(self, finishes: Sequence[Finish]) -> None:
         """These dailies finished (and were committed): onto their days' boards."""
         by_day: dict[date, dict[str, int]] = defaultdict(dict)
         for finish in finishes:

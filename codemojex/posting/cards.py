@@ -42,8 +42,8 @@ from codemojex.limits import CARDS
 from codemojex.outages import is_outage
 from codemojex.posting.keys import Keys
 from codemojex.posting.scripts import register
-from codemojex.redistypes import AnyRedis
 from codemojex.scoring import split_emojis
+from codemojex.values.redistypes import AnyRedis
 
 log = logging.getLogger(__name__)
 _CACHE_ROOMS: Final = CARDS.cache_rooms  # read per guess

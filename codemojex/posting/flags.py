@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from codemojex.limits import ANSWERS
 from codemojex.posting.keys import Keys, Notice
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 __all__ = ["FloodNotices", "Notice"]
 

@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from codemojex.posting.keys import Keys
 from codemojex.posting.scripts import register
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 # A parked update's lease, and the poller's: renewed every third; a process that died is
 # taken over this long after. The poller's is no shorter than a parked update's, so that a new

@@ -63,8 +63,8 @@ import re
 from datetime import date
 from typing import Final, Literal
 
-from codemojex import ids
 from codemojex.lanes.keys import check_queue
+from codemojex.values import ids
 
 Notice = Literal["flood", "paused"]
 NOTICES: Final = ("flood", "paused")

@@ -24,7 +24,7 @@ from typing import Any
 
 from codemojex.limits import DAILY
 from codemojex.posting.keys import Keys
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 
 def _ms(moment: datetime) -> int:

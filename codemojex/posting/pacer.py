@@ -67,7 +67,7 @@ from codemojex.posting import scripts
 from codemojex.posting.keys import Keys
 from codemojex.posting.local_pace import LocalPace
 from codemojex.posting.pace_policy import Grant, PacePolicy, Wait
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 __all__ = ["Grant", "LocalPace", "PacePolicy", "Pacer", "Wait"]
 

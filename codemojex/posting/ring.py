@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from codemojex.posting import scripts
 from codemojex.posting.keys import Keys
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 
 @dataclass(frozen=True, slots=True)

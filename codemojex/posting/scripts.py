@@ -10,7 +10,7 @@ from typing import Final, Literal, get_args
 from redis.commands.core import AsyncScript
 
 from codemojex.lanes.scripts import read_include, read_lua, resolve
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 Name = Literal[
     "pace_take",

@@ -36,7 +36,7 @@ from codemojex.db.store.lookups import RoomCard
 from codemojex.db.unit import uow
 from codemojex.game import daily, taps, texts
 from codemojex.locale import Lang
-from codemojex.values.daily import PrivateChat
+from codemojex.values.daily import PrivateChat, Puzzle, Record, Row, decode_rows
 from codemojex.values.types import KIND_ROUND, Message
 
 Status = Literal["none", "opened", "playing", "finished"]
@@ -47,10 +47,10 @@ class DailyView:
     """A player and the day's code: not opened (`none`), just opened, being played, or over."""
 
     status: Status
-    puzzle: daily.Puzzle
-    rows: tuple[daily.Row, ...] = ()
+    puzzle: Puzzle
+    rows: tuple[Row, ...] = ()
     cracked: bool = False
-    record: daily.Record = field(default_factory=daily.Record)
+    record: Record = field(default_factory=Record)
 
     @property
     def left(self) -> int:
@@ -74,14 +74,14 @@ class DailyView:
         )
 
 
-def _view(puzzle: daily.Puzzle, mine: daily_store.Today, *, opened: bool = False) -> DailyView:
+def _view(puzzle: Puzzle, mine: daily_store.Today, *, opened: bool = False) -> DailyView:
     result = mine.result
     if result is None:
         return DailyView("none", puzzle, record=mine.record)
     status: Status = (
         "opened" if opened else "finished" if result.finished_at is not None else "playing"
     )
-    return DailyView(status, puzzle, daily.decode_rows(result.rows), result.cracked, mine.record)
+    return DailyView(status, puzzle, decode_rows(result.rows), result.cracked, mine.record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +172,7 @@ async def _open_once(
     return Opened(_view(puzzle, daily_store.Today(result, seen.record), opened=True), card)
 
 
-async def _todays_puzzle(session: AsyncSession, day: date, rng: random.Random) -> daily.Puzzle:
+async def _todays_puzzle(session: AsyncSession, day: date, rng: random.Random) -> Puzzle:
     """The day's puzzle, drawn and stored now if the day has none yet (race-free: the first
     stored wins, the others read it)."""
     found = await daily_store.get_puzzle(session, day)
@@ -210,7 +210,7 @@ async def daily_on(session: AsyncSession, tg_user_id: int, day: date) -> DailyVi
     return _view(puzzle, mine)
 
 
-async def puzzle_today(session: AsyncSession, now: datetime, rng: random.Random) -> daily.Puzzle:
+async def puzzle_today(session: AsyncSession, now: datetime, rng: random.Random) -> Puzzle:
     """Today's puzzle (drawn now if nobody has opened it yet): boards name it by its number."""
     async with uow(session):
         return await _todays_puzzle(session, daily.day_of(now), rng)

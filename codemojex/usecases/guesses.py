@@ -18,11 +18,11 @@ from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 
-from codemojex.db.models import utcnow
 from codemojex.db.store.seats import Seat, by_lane
 from codemojex.db.unit import Db, uow
 from codemojex.game.decide import decide, late_lines, within_budget
 from codemojex.values.batch import Attempt, BatchState, Decision, Verdict
+from codemojex.values.clock import utcnow
 from codemojex.values.types import Say
 
 # Spends one answer of each (chat, Telegram user), in order: what each line may say.

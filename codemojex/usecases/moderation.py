@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids
 from codemojex.db import reading, store
 from codemojex.db.models import Player, Room
 from codemojex.db.store import admin, rooms
@@ -36,6 +35,7 @@ from codemojex.lanes import Lanes
 from codemojex.posting.cards import Card, RoomCards, refresh
 from codemojex.usecases import derived
 from codemojex.usecases.audit import Audit, Committed, first_time, not_told
+from codemojex.values import ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class Member:
     """A Telegram user in a room, as an admin's command names them."""
 
     user_id: int
-    name: str  # as the bot shows it (bot/rooms.py display_name)
+    name: str  # as the bot shows it (bot/names.py display_name)
 
 
 @dataclass(frozen=True, slots=True)

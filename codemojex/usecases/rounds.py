@@ -20,7 +20,7 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex.db.models import Round, utcnow
+from codemojex.db.models import Round
 from codemojex.db.store import rounds as rounds_store
 from codemojex.db.store.errors import CommandRepeated, RoundAlreadyOpen
 from codemojex.db.store.outbox import write_messages
@@ -28,6 +28,7 @@ from codemojex.db.unit import uow
 from codemojex.game import rounds, taps
 from codemojex.locale import Lang, resolve
 from codemojex.usecases.audit import Audit, first_time
+from codemojex.values.clock import utcnow
 from codemojex.values.types import ENDROUND, KIND_ROUND, ROUND_DAILY, TIMEOUT, Message, Origin
 
 

@@ -8,9 +8,10 @@ import signal
 
 from codemojex.ops.collect import WorkerCollector
 from codemojex.ops.server import ProcessOps
-from codemojex.runtime import open_runtime, warn_without_persistence
+from codemojex.runtime import open_runtime, settle_process, warn_without_persistence
 from codemojex.settings import Settings
-from codemojex.worker.service import WorkerStats, make_bot, run_worker, settle_process
+from codemojex.worker.botapi import make_bot
+from codemojex.worker.service import WorkerStats, run_worker
 
 log = logging.getLogger(__name__)
 

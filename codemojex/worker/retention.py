@@ -14,9 +14,9 @@ from datetime import datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import usecases
-from codemojex.db.models import utcnow
 from codemojex.game.daily import day_of
 from codemojex.limits import AUDIT, DAILY
+from codemojex.values.clock import utcnow
 
 # Delete up to `batch` rows older than `before`; the number deleted.
 Delete = Callable[[AsyncSession, datetime, int], Awaitable[int]]

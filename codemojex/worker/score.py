@@ -48,15 +48,16 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
-from codemojex import ids, metrics, usecases
+from codemojex import metrics, usecases
 from codemojex.db import store
-from codemojex.db.models import utcnow
-from codemojex.game.daily import Finish
-from codemojex.game.decide import Attempt, Verdict
-from codemojex.jobs import GuessJob
 from codemojex.lanes import Job, Retry
 from codemojex.limits import RETRIES, WORKER
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
+from codemojex.values import ids
+from codemojex.values.batch import Attempt, Verdict
+from codemojex.values.clock import utcnow
+from codemojex.values.daily import Finish
+from codemojex.values.jobs import GuessJob
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from telegram import Bot
 
 from codemojex import usecases
 from codemojex.db import store
-from codemojex.db.models import utcnow
 from codemojex.db.reading import reading
 from codemojex.game import rounds
 from codemojex.lanes import Lanes
@@ -29,14 +28,17 @@ from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.limits import ANSWERS, GAME, POOL, RETRIES, SENDER, WORKER
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
 from codemojex.posting.board import DailyBoard
-from codemojex.posting.budget import AnswerBudget, Say
+from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.cards import RoomCards
-from codemojex.posting.pacer import PacePolicy, Pacer
+from codemojex.posting.pace_policy import PacePolicy
+from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
-from codemojex.redistypes import AnyRedis
 from codemojex.runtime import settle_process
 from codemojex.settings import Settings
-from codemojex.values.types import ROUND_DAILY
+from codemojex.values.batch import deadline_ms
+from codemojex.values.clock import utcnow
+from codemojex.values.redistypes import AnyRedis
+from codemojex.values.types import ROUND_DAILY, Say
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.retention import AuditTrim, DailyTrim, Trim
 from codemojex.worker.score import ScoreStats, ScoreWorker
@@ -116,7 +118,7 @@ async def expire_rounds_once(
         due = await store.due_rounds(session, clock())
     if not due:
         return Expiry(0, 0)
-    deadlines = {r.id: rounds.deadline_ms(r.expires_at) for r in due}
+    deadlines = {r.id: deadline_ms(r.expires_at) for r in due}
     # a room has one open round: its deadline (a daily's is not asked about: never held)
     moments = {r.room_id: deadlines[r.id] for r in due if r.kind != ROUND_DAILY}
     now_ms, waiting = await lanes.waiting_before(moments) if moments else (0, set[str]())

@@ -39,17 +39,18 @@ from codemojex.bot import (
     running,
 )
 from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, store, upgrade
-from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.limits import ANSWERS
 from codemojex.locale import EN
 from codemojex.outages import outage_of
 from codemojex.posting.budget import AnswerBudget
-from codemojex.posting.pacer import PacePolicy, Pacer
-from codemojex.redistypes import AnyRedis
+from codemojex.posting.pace_policy import PacePolicy
+from codemojex.posting.pacer import Pacer
 from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
+from codemojex.values.clock import utcnow
+from codemojex.values.redistypes import AnyRedis
 from tests.conftest import REDIS_URL
 from tests.support import drop_keys, free_port, wipe_tables
 

@@ -27,6 +27,7 @@ from codemojex.posting.cards import card_of
 from codemojex.posting.keys import Keys
 from codemojex.posting.members import GroupMembers
 from codemojex.scoring import feedback
+from codemojex.values.daily import Row
 from codemojex.values.types import KIND_ROUND, ROUND_DAILY
 from tests import writes
 from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round
@@ -92,7 +93,7 @@ async def finish(world: World, user: int, guesses: list[tuple[str, ...]], at: da
     await DailyBoard(world.redis, world.settings.queue).finished(finishes)
 
 
-def rows_of(guesses: list[tuple[str, ...]], secret: tuple[str, ...]) -> list[daily.Row]:
+def rows_of(guesses: list[tuple[str, ...]], secret: tuple[str, ...]) -> list[Row]:
     """A card's rows: the (exact, misplaced) of each guess."""
     return [(fb.exact, fb.misplaced) for fb in (feedback(g, secret) for g in guesses)]
 

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from codemojex.db import AuditLog, Ban, Round
-from codemojex.jobs import GuessJob
 from codemojex.scoring import InvalidGuess, parse_guess
 from codemojex.standin import GROUP_ANONYMOUS_BOT_ID
+from codemojex.values.jobs import GuessJob
 from tests.bot.conftest import ALICE, BOB, E2E, World, room_of, seed_round
 
 pytestmark = E2E

@@ -7,9 +7,9 @@ from typing import Any
 from telegram import Update
 
 from codemojex.game import texts
-from codemojex.jobs import GuessJob
 from codemojex.locale import EN
 from codemojex.scoring import EMOJI_POOL
+from codemojex.values.jobs import GuessJob
 from tests.bot.conftest import (
     ADMIN,
     ALICE,

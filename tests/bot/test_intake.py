@@ -14,9 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from codemojex import usecases
 from codemojex.db import Player
 from codemojex.game import texts
-from codemojex.jobs import GuessJob
 from codemojex.locale import EN
 from codemojex.scoring import EMOJI_POOL
+from codemojex.values.jobs import GuessJob
 from tests.bot.conftest import (
     ADMIN,
     ALICE,

@@ -16,7 +16,7 @@ from telegram.constants import ChatType
 
 from codemojex.bot.once import CommandBusy, CommandMarks, origin_of
 from codemojex.posting.keys import Keys
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 CHAT = -1_005_000_000_001
 SENT = datetime(2026, 3, 14, 23, 59, 58, tzinfo=UTC)

@@ -13,8 +13,8 @@ import pytest_asyncio
 from redis.exceptions import OutOfMemoryError
 
 from codemojex.game import texts
-from codemojex.jobs import GuessJob
 from codemojex.locale import EN
+from codemojex.values.jobs import GuessJob
 from tests.bot.conftest import (
     ALICE,
     BOB,

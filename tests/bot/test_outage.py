@@ -19,8 +19,8 @@ import pytest
 import pytest_asyncio
 
 from codemojex.game import texts
-from codemojex.jobs import GuessJob
 from codemojex.locale import EN
+from codemojex.values.jobs import GuessJob
 from tests.bot.conftest import (
     ALICE,
     BOB,

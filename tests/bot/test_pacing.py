@@ -13,7 +13,8 @@ import regex
 
 from codemojex.game import texts
 from codemojex.locale import EN
-from codemojex.posting.pacer import PacePolicy, Pacer
+from codemojex.posting.pace_policy import PacePolicy
+from codemojex.posting.pacer import Pacer
 from tests.bot.conftest import (
     ALICE,
     BOB,

@@ -19,13 +19,13 @@ import pytest
 import pytest_asyncio
 from telegram import InlineKeyboardMarkup
 
-from codemojex import ids
 from codemojex.bot.drafts import TapRate
 from codemojex.db import Round
 from codemojex.game import taps, texts
 from codemojex.locale import EN
 from codemojex.outages import OUTAGES
 from codemojex.posting.keys import Keys
+from codemojex.values import ids
 from tests.bot.conftest import ALICE, World, bot_world, room_of, start_round
 from tests.e2e.harness import eventually
 from tests.ops.proxy import TcpProxy

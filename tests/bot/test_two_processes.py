@@ -23,13 +23,13 @@ from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids
 from codemojex.db import Round, make_engine, make_sessionmaker, store
 from codemojex.game import taps, texts
-from codemojex.jobs import GuessJob
 from codemojex.lanes import Lanes
 from codemojex.locale import EN
 from codemojex.standin import SECRET_HEADER, StandIn
+from codemojex.values import ids
+from codemojex.values.jobs import GuessJob
 from tests.bot.conftest import valid_guess
 from tests.conftest import REDIS_URL
 from tests.e2e.harness import eventually

@@ -11,22 +11,22 @@ import redis.asyncio as aioredis
 from pydantic import SecretStr, ValidationError
 from telegram import Bot, Chat, ForumTopicCreated, Message, User
 
-from codemojex import ids
 from codemojex.bot import guesses
 from codemojex.bot.admin import AdminCache, is_admin
 from codemojex.bot.app import make_services
 from codemojex.bot.guesses import MAX_PLAIN_EMOJIS, looks_like_guess
 from codemojex.bot.incoming import parse_bounded_int, replied_to
-from codemojex.bot.rooms import topic_of
+from codemojex.bot.names import topic_of
 from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.game.texts import queue_view as format_queue
 from codemojex.lanes import Lanes
 from codemojex.locale import EN
 from codemojex.posting.keys import Keys
-from codemojex.posting.pacer import PacePolicy
+from codemojex.posting.pace_policy import PacePolicy
 from codemojex.scoring.emoji import clusters
 from codemojex.settings import Settings
 from codemojex.standin import CHANNEL_BOT_ID, GROUP_ANONYMOUS_BOT_ID, StandIn
+from codemojex.values import ids
 
 
 @pytest.mark.parametrize(
@@ -312,7 +312,7 @@ async def test_an_unsaid_answers_failing_cleanup_is_counted_not_raised(
     that fails, the member's update still ends cleanly, and the failure is counted and logged
     (codemojex_swallowed_total{where="the answers"}), not lost."""
     from codemojex.outages import OUTAGES
-    from codemojex.posting.budget import Say
+    from codemojex.values.types import Say
 
     settings = Settings(token=SecretStr("1:x"))
     services = make_services(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex import ids, usecases
+from codemojex import usecases
 from codemojex.db import Room, Round
-from codemojex.game.decide import Attempt, Verdict
+from codemojex.values import ids
+from codemojex.values.batch import Attempt, Verdict
 from tests.support import wrong_guess
 
 __all__ = ["attempt", "job_id", "new_room", "record_one", "wrong_guess"]

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import usecases
 from codemojex.db import AuditLog
-from codemojex.db.models import utcnow
+from codemojex.values.clock import utcnow
 from codemojex.worker.retention import AuditTrim
 
 

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import scoring, usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Round
-from codemojex.game.decide import Attempt, Verdict
+from codemojex.values.batch import Attempt, Verdict
 from tests.db.helpers import job_id, new_room, wrong_guess
 
 

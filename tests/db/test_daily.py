@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids, usecases
+from codemojex import usecases
 from codemojex.db import (
     DailyPuzzle,
     DailyRecord,
@@ -25,9 +25,11 @@ from codemojex.db import (
 )
 from codemojex.db.store import daily as daily_store
 from codemojex.game import daily, taps, texts
-from codemojex.game.decide import Attempt
 from codemojex.locale import EN, Lang
 from codemojex.usecases.daily import todays
+from codemojex.values import ids
+from codemojex.values.batch import Attempt
+from codemojex.values.daily import Finish, decode_histogram, decode_rows
 from codemojex.values.types import KIND_CARD, KIND_ROUND, OUT_OF_ATTEMPTS, ROUND_DAILY, SOLVED
 from tests.dailies import daily_round, misses, open_for, play, player_of
 
@@ -103,9 +105,7 @@ async def test_cracking_it_records_the_result_the_card_and_the_streak(
         share=True,
     )
     assert [v.kind for v in verdicts] == ["scored"] * 3
-    assert verdicts[-1].finish == daily.Finish(
-        NOON.date(), ALICE, 3, True, NOON + timedelta(minutes=3)
-    )
+    assert verdicts[-1].finish == Finish(NOON.date(), ALICE, 3, True, NOON + timedelta(minutes=3))
     async with sessions() as session:
         result = await session.get(DailyResult, (NOON.date(), ALICE))
         record = await session.get(DailyRecord, ALICE)
@@ -113,9 +113,9 @@ async def test_cracking_it_records_the_result_the_card_and_the_streak(
         card = (await session.execute(select(Outbox).where(Outbox.kind == KIND_CARD))).scalar_one()
         await session.commit()
     assert result is not None and result.cracked and result.finished_at is not None
-    assert len(daily.decode_rows(result.rows)) == 3
+    assert len(decode_rows(result.rows)) == 3
     assert record is not None and (record.streak, record.best) == (1, 1)
-    assert daily.decode_histogram(record.histogram) == (0, 0, 1, 0, 0, 0, 0, 0, 0)
+    assert decode_histogram(record.histogram) == (0, 0, 1, 0, 0, 0, 0, 0, 0)
     assert closed is not None and closed.end_reason == SOLVED and closed.ended_at is not None
     assert "Codemojex daily #1 3/8" in card.text.splitlines()
     assert card.markup is not None and "switch_inline_query" in card.markup

@@ -17,13 +17,14 @@ import pytest
 from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids, usecases
+from codemojex import usecases
 from codemojex.db import DailyResult, Outbox, Player, Room, Round, store
 from codemojex.db.store.lookups import RoomCard
 from codemojex.game import taps, texts
 from codemojex.locale import EN, Lang
 from codemojex.posting.cards import card_of
 from codemojex.usecases.daily import Opened, open_daily
+from codemojex.values import ids
 from codemojex.values.daily import PrivateChat
 from codemojex.values.types import KIND_ROUND, ROUND_DAILY, TIMEOUT
 from tests import writes

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import scoring, usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Player, Round
-from codemojex.game.decide import Verdict
+from codemojex.values.batch import Verdict
 from codemojex.values.types import TIMEOUT
 from tests import writes
 from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess

@@ -6,8 +6,9 @@ import random
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex import ids, usecases
+from codemojex import usecases
 from codemojex.db import store
+from codemojex.values import ids
 from tests import writes
 from tests.db.helpers import new_room
 

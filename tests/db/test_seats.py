@@ -12,9 +12,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids, usecases
+from codemojex import usecases
 from codemojex.db import Guess, LeaderboardEntry, Player, Round
 from codemojex.db.store import Seat
+from codemojex.values import ids
 from tests.db.helpers import attempt, new_room, wrong_guess
 
 

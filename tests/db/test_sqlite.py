@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex import usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Room, Round, store
 from codemojex.db.reading import reading
-from codemojex.game.decide import Verdict
+from codemojex.values.batch import Verdict
 from codemojex.values.types import ENDROUND
 from tests import writes
 from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess

@@ -16,10 +16,10 @@ import redis.asyncio as aioredis
 
 from codemojex.bot import BotParts, CodemojexContext, build_application, running
 from codemojex.db import make_engine, make_sessionmaker, upgrade
-from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.outages import outage_of
 from codemojex.standin import StandIn
+from codemojex.values.clock import utcnow
 from tests.conftest import REDIS_URL
 from tests.e2e.harness import NAMES, Stack, stack_settings
 from tests.support import drop_keys, wipe_tables

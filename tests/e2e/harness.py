@@ -32,7 +32,6 @@ from bench.processes import CodemojexProcess
 from codemojex import scoring
 from codemojex.bot import CodemojexApp, Front
 from codemojex.db import Guess, Outbox, Round, make_engine, make_sessionmaker, store
-from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.lanes.keys import Keys
@@ -40,7 +39,9 @@ from codemojex.locale import EN
 from codemojex.runtime import pool_size
 from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
-from codemojex.worker.service import WorkerStats, WorkerTimings, make_bot, run_worker
+from codemojex.values.clock import utcnow
+from codemojex.worker.botapi import make_bot
+from codemojex.worker.service import WorkerStats, WorkerTimings, run_worker
 from tests.conftest import REDIS_URL
 from tests.support import checkout_env
 

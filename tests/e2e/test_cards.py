@@ -10,9 +10,9 @@ from sqlalchemy import update
 
 from codemojex import usecases
 from codemojex.db import Round
-from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.locale import EN
+from codemojex.values.clock import utcnow
 from codemojex.worker.service import WorkerTimings
 from tests.e2e.harness import ALICE, BOB, DAVE, Stack, eventually, in_process_worker
 from tests.support import wrong_guess

@@ -21,13 +21,13 @@ from sqlalchemy import select
 from codemojex import usecases
 from codemojex.bot.inline import InlineRate
 from codemojex.db import Guess, store
-from codemojex.db.models import utcnow
 from codemojex.game import daily, texts
 from codemojex.limits import DAILY
 from codemojex.locale import EN
 from codemojex.posting.keys import Keys
 from codemojex.scoring import feedback
 from codemojex.standin import SentMessage
+from codemojex.values.clock import utcnow
 from tests.dailies import daily_round
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ALICE, BOB, CAROL, DAVE, Stack, in_process_worker, result_text

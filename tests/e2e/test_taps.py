@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from codemojex import ids
 from codemojex.bot.drafts import TapRate
 from codemojex.db import Guess, Player
 from codemojex.game import taps, texts
 from codemojex.locale import EN
 from codemojex.posting.keys import Keys
+from codemojex.values import ids
 from tests.e2e.harness import ALICE, BOB, CAROL, DAVE, Stack, eventually, in_process_worker
 from tests.support import wrong_guess
 

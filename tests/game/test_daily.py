@@ -13,17 +13,28 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codemojex.game import daily, texts
-from codemojex.game.decide import (
+from codemojex.game.decide import decide
+from codemojex.locale import EN, LANGUAGES, Lang
+from codemojex.scoring import EXACT, MISPLACED, MISS, feedback
+from codemojex.values.batch import (
     Attempt,
     BatchState,
     Closing,
     PlayerState,
     RoundState,
     StoredGuess,
-    decide,
 )
-from codemojex.locale import EN, LANGUAGES, Lang
-from codemojex.scoring import EXACT, MISPLACED, MISS, feedback
+from codemojex.values.daily import (
+    DailyRound,
+    Finish,
+    Record,
+    Row,
+    decode_histogram,
+    decode_rows,
+    empty_histogram,
+    encode_histogram,
+    encode_rows,
+)
 from codemojex.values.types import (
     KIND_CARD,
     KIND_KEYS_OFF,
@@ -74,7 +85,7 @@ def test_a_puzzle_is_drawn_from_the_random_source_it_is_given() -> None:
 
 @given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=8))
 def test_rows_survive_their_storage(rows: list[tuple[int, int]]) -> None:
-    assert daily.decode_rows(daily.encode_rows(rows)) == tuple(rows)
+    assert decode_rows(encode_rows(rows)) == tuple(rows)
 
 
 def test_a_row_is_pegs_only() -> None:
@@ -82,9 +93,9 @@ def test_a_row_is_pegs_only() -> None:
     assert daily.pegs((0, 0), 4) == MISS * 4
 
 
-def record(*days: tuple[int, int, bool]) -> daily.Record:
+def record(*days: tuple[int, int, bool]) -> Record:
     """The record after these finishes: (day offset, attempts, cracked)."""
-    out = daily.Record()
+    out = Record()
     for offset, attempts, cracked in days:
         out = daily.record_after(out, DAY + timedelta(days=offset), attempts, cracked)
     return out
@@ -118,18 +129,18 @@ def test_a_streak_shown_today_lapses_after_a_day_without_a_crack() -> None:
     assert daily.streak_on(two, tomorrow) == 2
     assert daily.streak_on(two, tomorrow + timedelta(days=1)) == 2  # today's may come yet
     assert daily.streak_on(two, tomorrow + timedelta(days=2)) == 0
-    assert daily.streak_on(daily.Record(), DAY) == 0
+    assert daily.streak_on(Record(), DAY) == 0
 
 
 def test_the_histogram_counts_attempts_and_misses() -> None:
     mixed = record((0, 3, True), (1, 3, True), (2, 1, True), (3, 8, False), (4, 8, True))
     assert mixed.histogram == (1, 0, 2, 0, 0, 0, 0, 1, 1)
     assert (mixed.played, mixed.cracked) == (5, 4)
-    stored = daily.encode_histogram(mixed.histogram)
-    assert daily.decode_histogram(stored) == mixed.histogram
-    assert daily.decode_histogram(None) == daily.empty_histogram()
+    stored = encode_histogram(mixed.histogram)
+    assert decode_histogram(stored) == mixed.histogram
+    assert decode_histogram(None) == empty_histogram()
     # a histogram of fewer attempts keeps its counts and its misses
-    assert daily.decode_histogram("1,2,3", 4) == (1, 2, 0, 0, 3)
+    assert decode_histogram("1,2,3", 4) == (1, 2, 0, 0, 3)
     shown = texts.daily_histogram(mixed.histogram)
     assert shown.splitlines()[0] == "1 █████ 1"
     assert shown.splitlines()[2] == "3 ██████████ 2"
@@ -140,8 +151,8 @@ def test_the_histogram_counts_attempts_and_misses() -> None:
 # --- the world board's order ----------------------------------------------------------------
 
 
-def finish(attempts: int, cracked: bool, at: datetime, user: int = 1) -> daily.Finish:
-    return daily.Finish(DAY, user, attempts, cracked, at)
+def finish(attempts: int, cracked: bool, at: datetime, user: int = 1) -> Finish:
+    return Finish(DAY, user, attempts, cracked, at)
 
 
 def test_the_board_ranks_fewer_attempts_then_earlier_finishes() -> None:
@@ -239,14 +250,14 @@ def test_the_daily_boards_read_line_by_line() -> None:
 
 def daily_round(
     *,
-    rows: tuple[daily.Row, ...] = (),
+    rows: tuple[Row, ...] = (),
     finished_at: datetime | None = None,
     ended: bool = False,
     end_reason: str | None = None,
     max_attempts: int = 8,
     deadline_ms: int | None = None,
 ) -> RoundState:
-    progress = daily.DailyRound(
+    progress = DailyRound(
         day=DAY,
         number=7,
         tg_user_id=USER,
@@ -254,7 +265,7 @@ def daily_round(
         rows=rows,
         finished_at=finished_at,
         cracked=False,
-        record=daily.Record(streak=2, best=4, last_cracked=DAY - timedelta(days=1)),
+        record=Record(streak=2, best=4, last_cracked=DAY - timedelta(days=1)),
     )
     return RoundState(
         id=1,
@@ -309,7 +320,7 @@ def test_cracking_it_posts_the_card(share: bool) -> None:
     decision = decide([guess(SECRET, 3)], batch_state(rnd, scored=2), NOON, share=share)
     [verdict] = decision.verdicts
     assert verdict.won and verdict.round_closed and verdict.points == 0
-    assert verdict.finish == daily.Finish(DAY, USER, 3, True, NOON)
+    assert verdict.finish == Finish(DAY, USER, 3, True, NOON)
     assert decision.closings == [Closing(1, PLAYER, "JOB0003", SOLVED)]
     result, card, keys_off = decision.messages
     assert (result.kind, card.kind, keys_off.kind) == (KIND_RESULT, KIND_CARD, KIND_KEYS_OFF)
@@ -326,7 +337,7 @@ def test_cracking_it_posts_the_card(share: bool) -> None:
         assert card.markup is None
     [progress] = decision.daily
     assert progress.rows == (*earlier, (4, 0))
-    assert progress.record == daily.Record(3, 4, DAY, (0, 0, 1, 0, 0, 0, 0, 0, 0))
+    assert progress.record == Record(3, 4, DAY, (0, 0, 1, 0, 0, 0, 0, 0, 0))
 
 
 def test_the_last_attempt_ends_it_and_the_code_is_shown_only_when_the_day_ends() -> None:
@@ -334,7 +345,7 @@ def test_the_last_attempt_ends_it_and_the_code_is_shown_only_when_the_day_ends()
     decision = decide([guess(WRONG[0], 8)], batch_state(daily_round(rows=rows), scored=7), NOON)
     [verdict] = decision.verdicts
     assert verdict.round_closed and not verdict.won
-    assert verdict.finish == daily.Finish(DAY, USER, 8, False, NOON)
+    assert verdict.finish == Finish(DAY, USER, 8, False, NOON)
     assert decision.closings == [Closing(1, None, None, OUT_OF_ATTEMPTS)]
     card = next(m for m in decision.messages if m.kind == KIND_CARD)
     # a second account could lose on purpose: no emoji of the code, but when it is shown
@@ -384,7 +395,7 @@ MIDNIGHT = datetime(2026, 3, 15, tzinfo=UTC)
 DEADLINE_MS = int(MIDNIGHT.timestamp() * 1000)
 
 
-def closed_by_its_day(rows: tuple[daily.Row, ...] = ()) -> RoundState:
+def closed_by_its_day(rows: tuple[Row, ...] = ()) -> RoundState:
     """A daily round the day's end closed unfinished (the timer, or the next day's /daily)."""
     return daily_round(rows=rows, ended=True, end_reason="timeout", deadline_ms=DEADLINE_MS)
 
@@ -398,10 +409,10 @@ def test_a_crack_taken_before_midnight_counts_for_its_day_though_scored_after() 
     [verdict] = decision.verdicts
     assert verdict.kind == "scored" and verdict.won and verdict.round_closed
     # its day's finish, at the time it was taken: the world board and the record as before
-    assert verdict.finish == daily.Finish(DAY, USER, 2, True, taken)
+    assert verdict.finish == Finish(DAY, USER, 2, True, taken)
     assert decision.closings == [Closing(1, PLAYER, "JOB0002", SOLVED)]
     [progress] = decision.daily
-    assert progress.record == daily.Record(3, 4, DAY, (0, 1, 0, 0, 0, 0, 0, 0, 0))
+    assert progress.record == Record(3, 4, DAY, (0, 1, 0, 0, 0, 0, 0, 0, 0))
     card = next(m for m in decision.messages if m.kind == KIND_CARD)
     assert "🔥 Streak: 3 days" in card.text
     assert card.text.endswith(texts.daily_new_code_out(EN))  # not "next code in 24 hours"
@@ -413,7 +424,7 @@ def test_a_miss_scored_after_midnight_shows_the_code_its_day_being_over() -> Non
     state = batch_state(closed_by_its_day(rows), scored=7)
     decision = decide([guess(WRONG[0], 8, taken)], state, MIDNIGHT + timedelta(seconds=1))
     [verdict] = decision.verdicts
-    assert verdict.finish == daily.Finish(DAY, USER, 8, False, taken)
+    assert verdict.finish == Finish(DAY, USER, 8, False, taken)
     card = next(m for m in decision.messages if m.kind == KIND_CARD)
     assert card.text.startswith(texts.daily_missed_over(EN, 7, SECRET))
 

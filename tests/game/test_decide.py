@@ -10,7 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemojex.game import texts
-from codemojex.game.decide import (
+from codemojex.game.decide import decide, late_lines, within_budget
+from codemojex.game.rounds import holds_open, in_time
+from codemojex.locale import EN, Lang
+from codemojex.scoring import feedback, points_for
+from codemojex.values.batch import (
     Attempt,
     BatchState,
     Closing,
@@ -19,13 +23,8 @@ from codemojex.game.decide import (
     StoredGuess,
     Tally,
     Verdict,
-    decide,
-    late_lines,
-    within_budget,
+    deadline_ms,
 )
-from codemojex.game.rounds import deadline_ms, holds_open, in_time
-from codemojex.locale import EN, Lang
-from codemojex.scoring import feedback, points_for
 from codemojex.values.types import (
     KIND_KEYS_OFF,
     KIND_LATE,

@@ -8,7 +8,7 @@ import pytest
 
 from codemojex.lanes import Lanes
 from codemojex.lanes.keys import Keys
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 from tests.support import dump
 
 

@@ -8,8 +8,8 @@ from unittest.mock import ANY
 
 import pytest
 
-from codemojex import ids
 from codemojex.lanes import Admission, Admitted, Guard, LaneError
+from codemojex.values import ids
 from tests.lanes.conftest import Env
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from codemojex import ids
+from codemojex.values import ids
 from tests.lanes.conftest import Env
 
 

@@ -11,9 +11,9 @@ import pytest
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.exceptions import ClusterError
 
-from codemojex import ids
 from codemojex.lanes import ConsumerPool, Job, Lanes
 from codemojex.lanes.keys import Keys
+from codemojex.values import ids
 from tests.support import drop_keys
 
 

@@ -11,10 +11,10 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from codemojex import ids
 from codemojex.lanes import ConsumerPool, Job, Lanes, Retry
 from codemojex.limits import RETRIES, RetryPolicy
 from codemojex.outages import pause_s
+from codemojex.values import ids
 from tests.lanes.conftest import Env
 
 

@@ -7,8 +7,8 @@ import asyncio
 import random
 from collections.abc import Awaitable, Iterable
 
-from codemojex import ids
 from codemojex.lanes import ConsumerPool, Job
+from codemojex.values import ids
 from tests.lanes.conftest import Env
 
 

@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from codemojex import ids
-from codemojex.jobs import GuessJob
 from codemojex.lanes import Admission, Guard, Lanes
 from codemojex.lanes import keys as K
 from codemojex.limits import LANES
 from codemojex.settings import Settings
+from codemojex.values import ids
+from codemojex.values.jobs import GuessJob
 from tests.conftest import REDIS_URL
 from tests.lanes.conftest import Env
 from tests.support import drop_keys

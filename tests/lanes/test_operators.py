@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from codemojex import ids
 from codemojex.lanes import LaneError, Lanes
+from codemojex.values import ids
 from tests.lanes.conftest import Env
 
 

@@ -31,12 +31,12 @@ from typing import Any
 
 import pytest
 
-from codemojex import ids
 from codemojex.lanes import Job, Lanes, Retry
 from codemojex.lanes import keys as K
 from codemojex.lanes.consumer import ConsumerPool
 from codemojex.limits import RetryPolicy
-from codemojex.redistypes import AnyRedis
+from codemojex.values import ids
+from codemojex.values.redistypes import AnyRedis
 from tests.lanes.conftest import Env
 
 OLDER = Path(__file__).parent / "older"

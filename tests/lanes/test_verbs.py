@@ -14,10 +14,10 @@ from unittest.mock import ANY
 import pytest
 import redis.asyncio as aioredis
 
-from codemojex import ids
 from codemojex.lanes import Job, LaneError, LaneFull, Lanes
 from codemojex.lanes import keys as K
 from codemojex.limits import LANES
+from codemojex.values import ids
 from tests.conftest import REDIS_URL
 from tests.lanes.conftest import Env
 

@@ -10,13 +10,13 @@ import pytest
 import redis.asyncio as aioredis
 from aiohttp.test_utils import TestServer
 
-from codemojex import ids
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
 from codemojex.ops.page.app import OpsPage
 from codemojex.ops.page.history import History
 from codemojex.ops.page.main import run_ops
 from codemojex.settings import Settings
+from codemojex.values import ids
 from tests.conftest import REDIS_URL
 from tests.support import drop_keys
 

@@ -8,12 +8,13 @@ import redis.asyncio as aioredis
 from aiohttp.test_utils import TestServer
 
 from codemojex.db import make_engine, make_sessionmaker
-from codemojex.db.models import utcnow
 from codemojex.game import daily
 from codemojex.lanes import Lanes
 from codemojex.ops.page.app import OpsPage
 from codemojex.ops.page.history import History
 from codemojex.posting.board import DailyBoard
+from codemojex.values.clock import utcnow
+from codemojex.values.daily import Finish
 from tests.conftest import REDIS_URL
 from tests.support import drop_keys
 
@@ -30,9 +31,7 @@ async def test_the_live_page_counts_todays_daily_players_and_finishes(
     today = daily.day_of(now)
     for user in (1, 2, 3):
         await board.started(today, user)
-    await board.finished(
-        [daily.Finish(today, 1, 3, True, now), daily.Finish(today, 2, 8, False, now)]
-    )
+    await board.finished([Finish(today, 1, 3, True, now), Finish(today, 2, 8, False, now)])
     await board.started(today - daily.DAY, 9)  # yesterday's is not today's
     page = OpsPage(lanes, sm, History(lanes, sm, redis, queue_name), "the-token")
     server = TestServer(page.app())

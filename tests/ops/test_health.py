@@ -16,10 +16,10 @@ from pathlib import Path
 import redis.asyncio as aioredis
 from sqlalchemy.engine import make_url
 
-from codemojex import ids
-from codemojex.jobs import GuessJob
 from codemojex.lanes import Lanes
 from codemojex.runtime import NO_AOF
+from codemojex.values import ids
+from codemojex.values.jobs import GuessJob
 from tests.conftest import PG_ADMIN_URL, REDIS_URL, _admin
 from tests.e2e.harness import WorkerProcess, eventually
 from tests.ops.conftest import status

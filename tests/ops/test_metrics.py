@@ -13,13 +13,13 @@ import redis.asyncio as aioredis
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
-from codemojex import ids
 from codemojex.db import Outbox, make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
 from codemojex.ops.collect import BotCollector, WorkerCollector
 from codemojex.ops.server import ProcessOps
-from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
+from codemojex.values import ids
+from codemojex.values.redistypes import AnyRedis
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ALICE, BOB, eventually, in_process_worker

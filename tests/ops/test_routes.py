@@ -12,9 +12,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from codemojex import ids
 from codemojex.ops.page import auth
 from codemojex.ops.page.app import HEADERS
+from codemojex.values import ids
 from tests.ops.conftest import Served, serve_ops
 
 # What this test says anyone may use. Not taken from the code under test: a route opened

@@ -9,10 +9,11 @@ import time
 import redis.asyncio as aioredis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids, usecases
+from codemojex import usecases
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
 from codemojex.ops.page.views import RoomsPage, Sort, rooms_page
+from codemojex.values import ids
 from tests.conftest import REDIS_URL
 from tests.support import drop_keys, wipe_tables
 

@@ -9,18 +9,18 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex.game import daily
 from codemojex.posting.board import DailyBoard
 from codemojex.posting.keys import Keys
-from codemojex.redistypes import AnyRedis
+from codemojex.values.daily import Finish
+from codemojex.values.redistypes import AnyRedis
 from tests.dailies import daily_round, misses, open_for, play
 
 NOON = datetime(2026, 3, 14, 12, tzinfo=UTC)
 DAY = NOON.date()
 
 
-def finish(user: int, attempts: int, cracked: bool, minutes: int) -> daily.Finish:
-    return daily.Finish(DAY, user, attempts, cracked, NOON + timedelta(minutes=minutes))
+def finish(user: int, attempts: int, cracked: bool, minutes: int) -> Finish:
+    return Finish(DAY, user, attempts, cracked, NOON + timedelta(minutes=minutes))
 
 
 async def test_the_board_ranks_and_counts(redis_any: AnyRedis, queue_name: str) -> None:

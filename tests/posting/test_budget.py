@@ -8,8 +8,9 @@ import asyncio
 
 import redis.asyncio as aioredis
 
-from codemojex.posting.budget import AnswerBudget, Say
-from codemojex.redistypes import AnyRedis
+from codemojex.posting.budget import AnswerBudget
+from codemojex.values.redistypes import AnyRedis
+from codemojex.values.types import Say
 
 CHAT, OTHER_CHAT = -1001, -1002
 ANN, BOB = 7, 8

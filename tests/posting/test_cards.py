@@ -10,11 +10,12 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids, usecases
+from codemojex import usecases
 from codemojex.db import Room, Round, store
 from codemojex.lanes import Admission, Lanes
 from codemojex.posting.cards import Card, RoomCards, RoundRules, reload
-from codemojex.redistypes import AnyRedis
+from codemojex.values import ids
+from codemojex.values.redistypes import AnyRedis
 
 CHAT = -1_005_000_000_001
 EXPIRES = datetime(2031, 1, 2, 3, 4, 5, tzinfo=UTC)

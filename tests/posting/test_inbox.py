@@ -10,7 +10,7 @@ import pytest
 
 from codemojex.posting.inbox import Inbox, PollerLease, record
 from codemojex.posting.keys import Keys
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 UPDATE = {"update_id": 7, "message": {"message_id": 1, "text": "🍎🍌"}}
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from codemojex import ids
 from codemojex.lanes import LaneError
 from codemojex.posting.keys import Keys
+from codemojex.values import ids
 
 
 def test_flood_keys_are_built_from_player_ids_only() -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from codemojex.posting.keys import Keys
 from codemojex.posting.members import GroupMembers
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 GROUP, OTHER = -100555, -100556
 T0 = datetime(2026, 3, 14, 12, tzinfo=UTC)

@@ -18,9 +18,11 @@ import redis.asyncio as aioredis
 
 from codemojex.outages import OUTAGES
 from codemojex.posting.keys import Keys
-from codemojex.posting.pacer import Grant, LocalPace, PacePolicy, Pacer, Wait
-from codemojex.redistypes import AnyRedis
+from codemojex.posting.local_pace import LocalPace
+from codemojex.posting.pace_policy import Grant, PacePolicy, Wait
+from codemojex.posting.pacer import Pacer
 from codemojex.settings import Settings
+from codemojex.values.redistypes import AnyRedis
 
 GROUP = -1001
 OTHER_GROUP = -1002

@@ -7,7 +7,7 @@ import asyncio
 
 from codemojex.posting.keys import Keys
 from codemojex.posting.ring import PostingRing
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 A, B, C = -11, -12, 13
 LEASE = 20_000

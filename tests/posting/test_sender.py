@@ -18,15 +18,16 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex.db import Outbox, store
-from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.posting.fold import tg_len
-from codemojex.posting.pacer import PacePolicy, Pacer
+from codemojex.posting.pace_policy import PacePolicy
+from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
 from codemojex.posting.sender import OutboxSender
-from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
+from codemojex.values.clock import utcnow
+from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import Message
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.score import ScoreWorker

@@ -20,11 +20,11 @@ from telegram import Bot
 
 from codemojex.db import Outbox, make_engine, make_sessionmaker
 from codemojex.posting.keys import Keys
-from codemojex.posting.pacer import Wait
+from codemojex.posting.pace_policy import Wait
 from codemojex.posting.sender import OutboxSender
-from codemojex.redistypes import AnyRedis
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
+from codemojex.values.redistypes import AnyRedis
 from codemojex.worker.botapi import make_bot
 from tests import writes
 from tests.ops.proxy import TcpProxy

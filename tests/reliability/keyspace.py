@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from codemojex.lanes import keys as K
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 _ID = r"[0-9A-HJKMNP-TV-Z]{26}"
 

@@ -21,11 +21,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import usecases
 from codemojex.db import AuditLog, Outbox, Player, Room, Round, reading, store
-from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.locale import EN
 from codemojex.posting.cards import RoomCards, reload
 from codemojex.usecases.derived import converge
+from codemojex.values.clock import utcnow
 from codemojex.values.types import KIND_REVEAL, Origin
 
 CHAT = -1_006_000_000_001

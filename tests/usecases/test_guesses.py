@@ -18,7 +18,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from codemojex import usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, make_engine, make_sessionmaker, store
 from codemojex.db.engine import backend_of
-from codemojex.db.models import utcnow
 from codemojex.db.reading import reading
 from codemojex.db.store.postgres import Postgres
 from codemojex.db.store.seats import Seat
@@ -27,7 +26,9 @@ from codemojex.db.unit import uow
 from codemojex.game import texts
 from codemojex.game.decide import decide
 from codemojex.locale import EN
-from codemojex.posting.budget import AnswerBudget, Say
+from codemojex.posting.budget import AnswerBudget
+from codemojex.values.clock import utcnow
+from codemojex.values.types import Say
 from tests.db.helpers import attempt, new_room, wrong_guess
 
 

@@ -13,9 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import scoring, usecases
 from codemojex.db import Outbox, Round, store
-from codemojex.db.models import utcnow
 from codemojex.db.store import rounds as rounds_store
 from codemojex.game import taps
+from codemojex.values.clock import utcnow
 from codemojex.values.types import ENDROUND, KIND_KEYS_OFF, KIND_REVEAL, KIND_ROUND, TIMEOUT
 from tests.db.helpers import new_room
 

@@ -21,14 +21,15 @@ from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
-from codemojex import ids, usecases
+from codemojex import usecases
 from codemojex.db import make_engine, make_sessionmaker, upgrade
-from codemojex.jobs import GuessJob
 from codemojex.lanes import Lanes
-from codemojex.redistypes import AnyRedis
 from codemojex.runtime import GatedRedisCluster
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
+from codemojex.values import ids
+from codemojex.values.jobs import GuessJob
+from codemojex.values.redistypes import AnyRedis
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.score import ScoreWorker
 from tests.conftest import PG_ADMIN_URL, REDIS_URL, _admin

@@ -16,13 +16,13 @@ import redis.asyncio as aioredis
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids
 from codemojex.db import DailyRecord, DailyResult, Outbox
-from codemojex.db.models import utcnow
 from codemojex.game import daily
-from codemojex.jobs import GuessJob
 from codemojex.lanes import Job, Lanes, Retry
 from codemojex.posting.board import DailyBoard
+from codemojex.values import ids
+from codemojex.values.clock import utcnow
+from codemojex.values.jobs import GuessJob
 from codemojex.values.types import KIND_CARD
 from codemojex.worker.retention import DailyTrim
 from codemojex.worker.score import ScoreWorker

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codemojex.jobs import GuessJob
+from codemojex.values.jobs import GuessJob
 
 EMOJIS = (
     "👨‍👩‍👧‍👦",  # ZWJ family

@@ -17,11 +17,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex.db import Guess, Outbox, Round
-from codemojex.db.models import utcnow
 from codemojex.game import texts
 from codemojex.lanes import Lanes
 from codemojex.locale import EN
 from codemojex.standin import StandIn
+from codemojex.values.clock import utcnow
 from codemojex.worker.service import WorkerStats
 from tests.worker.conftest import Table, enqueue_guess, make_table
 from tests.worker.test_service import QUICK, Running, count, settings_for, wait_for

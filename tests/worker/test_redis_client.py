@@ -23,9 +23,9 @@ from redis.exceptions import SlotNotCoveredError
 from codemojex.lanes import Lanes
 from codemojex.limits import CONNECTIONS
 from codemojex.outages import outage_of
-from codemojex.redistypes import AnyRedis
 from codemojex.runtime import GatedRedisCluster, pool_size, redis_client
 from codemojex.settings import Settings
+from codemojex.values.redistypes import AnyRedis
 from tests.conftest import REDIS_URL
 from tests.support import drop_keys, free_port
 

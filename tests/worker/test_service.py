@@ -18,10 +18,10 @@ from telegram import Bot
 
 from codemojex import usecases
 from codemojex.db import Guess, Outbox, Round
-from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
+from codemojex.values.clock import utcnow
 from codemojex.worker.service import WorkerStats, WorkerTimings, run_worker
 from tests.worker.conftest import enqueue_guess, make_table
 

@@ -26,11 +26,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex import usecases
 from codemojex.db import Guess, make_engine
 from codemojex.db.engine import MAINTENANCE, make_migration_engine
-from codemojex.db.models import utcnow
 from codemojex.lanes import Lanes
 from codemojex.limits import CONNECTIONS
 from codemojex.outages import OUTAGES, outage_of
 from codemojex.standin import StandIn
+from codemojex.values.clock import utcnow
 from codemojex.worker.score import ScoreWorker
 from tests.worker.conftest import enqueue_guess, make_table
 

@@ -12,8 +12,9 @@ from sqlalchemy import bindparam, delete, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex.db.models import AuditLog, Ban, Player, UTCDateTime, utcnow
+from codemojex.db.models import AuditLog, Ban, Player, UTCDateTime
 from codemojex.db.store.errors import UnknownPlayer
+from codemojex.values.clock import utcnow
 from codemojex.values.types import Origin
 
 

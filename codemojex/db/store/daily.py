@@ -20,9 +20,10 @@ from datetime import date
 from sqlalchemy import Date, bindparam, delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from codemojex.db.models import DailyPuzzle, DailyRecord, DailyResult, Round, UTCDateTime, utcnow
+from codemojex.db.models import DailyPuzzle, DailyRecord, DailyResult, Round, UTCDateTime
 from codemojex.db.store import rows
 from codemojex.values import daily
+from codemojex.values.clock import utcnow
 
 
 async def get_puzzle(db: AsyncSession, day: date) -> daily.Puzzle | None:

@@ -19,7 +19,8 @@ from sqlalchemy import ColumnElement, bindparam, exists, insert, or_, select, up
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.sql.dml import ReturningUpdate
 
-from codemojex.db.models import Outbox, Round, utcnow
+from codemojex.db.models import Outbox, Round
+from codemojex.values.clock import utcnow
 from codemojex.values.types import KIND_KEYS_OFF, KIND_ROUND, Message, OutboxRow
 
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from codemojex import ids
 from codemojex.db.models import DailyResult, Room, Round
 from codemojex.db.store import daily, postgres_sql, rows
 from codemojex.db.store.backend import Backend, NewDaily, Seen
@@ -25,6 +24,7 @@ from codemojex.db.store.lookups import RoomCard
 from codemojex.db.store.outbox import keys_off_written
 from codemojex.db.store.seats import Seat, of_batch
 from codemojex.limits import GAME
+from codemojex.values import ids
 from codemojex.values.batch import Attempt, BatchState, Decision, PlayerState, StoredGuess
 from codemojex.values.daily import PrivateChat
 from codemojex.values.types import ROUND_DAILY, Message

@@ -13,7 +13,6 @@ from sqlalchemy import Executable, and_, case, func, insert, or_, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from codemojex import ids
 from codemojex.db.models import (
     Ban,
     DailyPuzzle,
@@ -32,6 +31,7 @@ from codemojex.db.store.lookups import RoomCard
 from codemojex.db.store.outbox import message_rows, write_messages
 from codemojex.db.store.seats import Seat, of_batch
 from codemojex.limits import GAME
+from codemojex.values import ids
 from codemojex.values.batch import Attempt, BatchState, Decision, PlayerState, StoredGuess, Tally
 from codemojex.values.daily import PrivateChat, Puzzle
 from codemojex.values.types import ROUND_DAILY

@@ -11,8 +11,9 @@ from typing import Final
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from codemojex.db.models import Guess, LeaderboardEntry, Player, Round, utcnow
+from codemojex.db.models import Guess, LeaderboardEntry, Player, Round
 from codemojex.scoring import points_for
+from codemojex.values.clock import utcnow
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,9 +24,8 @@ from aiohttp import web
 from multidict import MultiDict, MultiMapping
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids, usecases
+from codemojex import usecases
 from codemojex.db import store
-from codemojex.db.models import utcnow
 from codemojex.db.reading import reading
 from codemojex.game.daily import day_of
 from codemojex.lanes import LaneError, Lanes
@@ -37,6 +36,8 @@ from codemojex.ops.page.proxies import HSTS, Peer, TrustedProxies
 from codemojex.ops.page.views import SORTS, check_cursor, dead_page, rooms_page
 from codemojex.posting.board import DailyBoard
 from codemojex.posting.inbox import Inbox
+from codemojex.values import ids
+from codemojex.values.clock import utcnow
 
 HERE: Final = Path(__file__).parent
 SESSION: Final = web.RequestKey("ops_session", auth.Session)

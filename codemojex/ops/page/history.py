@@ -26,7 +26,7 @@ from codemojex.lanes import Lanes
 from codemojex.lanes.views import QueueStats
 from codemojex.limits import OPS_PAGE
 from codemojex.ops.fleet import Proc, read_fleet
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ from typing import Final, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex import ids
 from codemojex.db.reading import reading
 from codemojex.db.store.ops import rooms_by_title, rooms_info
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import DeadJob
 from codemojex.limits import OPS_PAGE
+from codemojex.values import ids
 
 Sort = Literal["pending", "activity", "title"]
 SORTS: Final[tuple[Sort, ...]] = ("pending", "activity", "title")

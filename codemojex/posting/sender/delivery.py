@@ -39,7 +39,7 @@ from codemojex.posting import scripts
 from codemojex.posting.fold import OutMessage
 from codemojex.posting.keys import Keys
 from codemojex.posting.sender.stats import SenderStats
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import OutboxRow
 
 Ambiguous = Literal["repost", "assume_sent"]

@@ -34,7 +34,7 @@ from codemojex.posting.sender.delivery import WHERE, Ambiguous, Delivery
 from codemojex.posting.sender.stats import SenderStats
 from codemojex.posting.sender.telegram import Poster
 from codemojex.posting.sender.turn import Turns
-from codemojex.redistypes import AnyRedis
+from codemojex.values.redistypes import AnyRedis
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,8 @@ from telegram.error import (
 from codemojex.limits import SENDER
 from codemojex.outages import OUTAGES, retry_after_ms
 from codemojex.posting.fold import OutMessage
-from codemojex.posting.pacer import Grant, Pacer
+from codemojex.posting.pace_policy import Grant
+from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender.stats import SenderStats
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,8 @@ from codemojex import metrics
 from codemojex.limits import SENDER
 from codemojex.outages import OUTAGES
 from codemojex.posting.fold import OutMessage, fold
-from codemojex.posting.pacer import Grant, Pacer, Wait
+from codemojex.posting.pace_policy import Grant, Wait
+from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender.delivery import WHERE, Delivery
 from codemojex.posting.sender.stats import SenderStats
 from codemojex.posting.sender.telegram import Outcome, Poster, failed_post_pause_ms

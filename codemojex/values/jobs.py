@@ -10,7 +10,7 @@ Text, not JSON: `<round>:<message>:<user>:<emojis>`, then `\\n<name>` when it ca
 name: about 40 bytes for four emojis, which keeps the job's Redis hash in its compact encoding
 (listpack: values up to `hash-max-listpack-value`, 64 bytes by default); a long name makes
 one job's hash a little bigger, once per player. Emojis never hold ":" or a newline (they are
-the round's palette) and a name has no newline (`bot.rooms.shown`). `<round>:<message>:
+the round's palette) and a name has no newline (`bot.names.shown`). `<round>:<message>:
 <emojis>`, as an older bot wrote it, is still read (its player's row exists: that bot wrote
 it), so a worker can be upgraded before the bot.
 """

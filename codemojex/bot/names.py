@@ -1,10 +1,10 @@
-"""Rooms and players as the bot shows and finds them, with no I/O: which room a message is in
-(its chat and forum topic), how names and titles are shown, what a room gets on first sight."""
+"""How the bot names what it sees, with no I/O: players and chats as they are shown in every
+text (cleaned of what would garble a line), user text as Postgres can store it, and the forum
+topic a message is in (with its chat, the name of a room)."""
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Final
 
 import regex
@@ -19,15 +19,6 @@ SHOWN_CACHE: Final = BOT.shown_names_cache
 # U+202A-E, U+2066-9). In a name they would reorder the rest of the line it is shown in:
 # "Eve\u202egnp.exe" shows as "Eveexe.png" and turns the result after it around.
 _BIDI_CONTROLS = regex.compile(r"\p{Bidi_Control}+")
-
-
-@dataclass(frozen=True, slots=True)
-class RoomDefaults:
-    """What a room gets when it is made (the settings' `default_ceiling`, `round_timeout_s`);
-    the ceiling is also what the lanes take for a room whose card has none."""
-
-    ceiling: int
-    round_timeout_s: int
 
 
 def topic_of(message: Message) -> int:
