@@ -95,8 +95,22 @@ class GatedRedisCluster(RedisCluster):
                 # its nodes, closing connections other commands are using.
                 await self.initialize()
             return await super().execute_command(*args, **kwargs)
+        except AttributeError as exc:
+            # redis-py (8.1) rebuilding its nodes (a slot moved) closes connections other
+            # commands are opening; the one caught mid-handshake fails on its closed writer.
+            # That is a connection lost, an outage the caller waits out, not a bug of ours.
+            if _raised_in_redis_connection(exc):
+                raise RedisConnectionError("connection closed while it was opened") from exc
+            raise
         finally:
             self._gate.release()
+
+
+def _raised_in_redis_connection(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_globals.get("__name__") == "redis.asyncio.connection"
 
 
 def redis_timeouts(*, admin: bool = False) -> dict[str, Any]:

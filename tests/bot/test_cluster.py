@@ -46,7 +46,9 @@ async def test_a_paused_room_notes_once_per_player_on_a_cluster(world: World) ->
     assert world.errors == []
 
 
-async def test_a_guess_while_the_queues_slot_migrates_waits_for_it(world: World) -> None:
+async def test_a_guess_while_the_queues_slot_migrates_waits_for_it(
+    world: World, redis_cluster_url: str
+) -> None:
     """A slot migrating is an outage to the bot: the guess waits (its sender told once that
     the game is catching up) and is taken once the slot is served again, exactly once."""
     client = world.redis
@@ -61,8 +63,12 @@ async def test_a_guess_while_the_queues_slot_migrates_waits_for_it(world: World)
     [target, *_] = [n for n in client.get_primaries() if n.name != source.name]
     ids = {n.name: await client.cluster_myid(n) for n in (source, target)}
 
+    # A client of the test's own: the bot's rebuilds its nodes (closing their connections)
+    # while the slot moves, which is what is under test.
+    admin = RedisCluster.from_url(redis_cluster_url)
+
     async def setslot(node: ClusterNode, *args: bytes | str) -> None:
-        await client.execute_command("CLUSTER SETSLOT", slot, *args, target_nodes=node)
+        await admin.execute_command("CLUSTER SETSLOT", slot, *args, target_nodes=node)
 
     await setslot(target, "IMPORTING", ids[source.name])
     await setslot(source, "MIGRATING", ids[target.name])
@@ -75,6 +81,7 @@ async def test_a_guess_while_the_queues_slot_migrates_waits_for_it(world: World)
     finally:
         await setslot(source, "STABLE")
         await setslot(target, "STABLE")
+        await admin.aclose()
     await world.settle()
     assert await world.queued() == before + 1
     taken = world.standin.send_text(chat, ALICE, valid_guess(rnd, 1))
