@@ -38,11 +38,17 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/hadolint Dockerfile
 
-# Two test processes (pytest-xdist), a file each at a time: the suite is mostly waiting on
+# Two test processes (pytest-xdist), each top-level folder of tests whole in one of them
+# (tests/conftest.py groups them), in an order pytest-randomly shuffles: SEED, printed first,
+# new each run unless given (make test SEED=N replays one). The suite is mostly waiting on
 # Redis, Postgres and the stand-in, and every test keeps to its own queue name, database
-# tables and ports, so two run side by side. `pytest` alone still runs it in one process.
+# tables and ports, so two run side by side. `pytest` alone runs it all in one process.
+ifndef SEED
+SEED := $(shell $(PY) -c 'import random; print(random.randrange(2**32))')
+endif
 test: lint
-	$(BIN)/pytest -q -n 2 --dist loadfile
+	@echo "test order: --randomly-seed=$(SEED) (make test SEED=$(SEED) replays it)"
+	$(BIN)/pytest -q -n 2 --dist loadgroup --randomly-seed=$(SEED)
 
 # The catalogs of the texts players read (codemojex/locale/, see its __init__.py): extract the
 # template from the code (babel.cfg), merge it into every language's .po (new and changed

@@ -7,6 +7,10 @@ cluster (`redis_cluster_url`) is three redis-server processes this session start
 loopback ports when a test first asks for it, and stops by PID at the end
 (tests/redis_cluster.py); CODEMOJEX_TEST_REDIS_CLUSTER_URL points the tests at an existing
 cluster instead.
+
+`make test` runs two processes (pytest-xdist, `--dist loadgroup`), each top-level folder of
+tests whole in one of them, so that every folder is also checked in one process after
+whatever else of it ran there; pytest-randomly shuffles the order on every run.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -37,6 +42,18 @@ REDIS_URL = os.environ.get("CODEMOJEX_TEST_REDIS_URL", "redis://127.0.0.1:6379/0
 PG_ADMIN_URL = os.environ.get(
     "CODEMOJEX_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
+
+
+TESTS = Path(__file__).parent
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each top-level folder is one xdist group: `--dist loadgroup` runs it whole in one
+    process (the files at the top, `tests/test_*.py`, are one group too)."""
+    for item in items:
+        parts = item.path.relative_to(TESTS).parts
+        item.add_marker(pytest.mark.xdist_group(parts[0] if len(parts) > 1 else "top"))
 
 
 @pytest.fixture(autouse=True)

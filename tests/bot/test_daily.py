@@ -79,7 +79,11 @@ async def ask(world: World, user: int, text: str) -> list[str]:
 
 async def puzzle_rows(world: World, user: int) -> list[Outbox]:
     async with world.sessionmaker() as session:
-        stmt = select(Outbox).where(Outbox.chat_id == user, Outbox.kind == KIND_ROUND)
+        stmt = (
+            select(Outbox)
+            .where(Outbox.chat_id == user, Outbox.kind == KIND_ROUND)
+            .order_by(Outbox.id)
+        )
         rows = list((await session.execute(stmt)).scalars())
         await session.commit()
     return rows

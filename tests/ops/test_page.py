@@ -150,6 +150,8 @@ async def test_an_operator_pauses_and_resumes_a_room_in_a_browser(
                 await asyncio.to_thread(browser.quit)
             for ops in publishers:
                 await ops.stop()
-        audit = await stack.all(select(AuditLog).where(AuditLog.room_id == room))
+        audit = await stack.all(
+            select(AuditLog).where(AuditLog.room_id == room).order_by(AuditLog.id)
+        )
     acts = [(row.action, row.actor_tg_id, "Olga Ops" in row.args) for row in audit]
     assert acts[-2:] == [("pause", None, True), ("resume", None, True)]
