@@ -5,7 +5,7 @@ Tests never FLUSHDB: each test gets its own queue name (so its own `emq:{q}:*` k
 the session gets its own Postgres database, so several runs can share one server. The
 cluster (`redis_cluster_url`) is three redis-server processes this session starts on free
 loopback ports when a test first asks for it, and stops by PID at the end
-(tests/redis_cluster.py); CODEMOJEX_TEST_REDIS_CLUSTER_URL points the tests at an existing
+(tests/helpers/redis_cluster.py); CODEMOJEX_TEST_REDIS_CLUSTER_URL points the tests at an existing
 cluster instead.
 
 `make test` runs two processes (pytest-xdist, `--dist loadgroup`), each top-level folder of
@@ -29,8 +29,8 @@ from redis.asyncio.cluster import RedisCluster
 from codemojex.outages import OUTAGES
 from codemojex.runtime import GatedRedisCluster
 from codemojex.values.redistypes import AnyRedis
-from tests import redis_cluster
-from tests.support import drop_keys
+from tests.helpers import redis_cluster
+from tests.helpers.support import drop_keys, free_port
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=list(HealthCheck)
@@ -61,6 +61,14 @@ def _no_outage_open() -> None:
     """OUTAGES is process-wide: an outage a test left open would swallow the next test's
     first line about it."""
     OUTAGES.reset()
+
+
+@pytest.fixture
+async def redis_down() -> AsyncIterator[aioredis.Redis]:
+    """A client of a Redis that is not there: every call is an outage."""
+    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
+    yield down
+    await down.aclose()
 
 
 @pytest.fixture

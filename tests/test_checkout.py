@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.e2e.harness import WorkerProcess
-from tests.support import ROOT, checkout_env, codemojex_command
+from tests.helpers.support import ROOT, checkout_env, codemojex_command
 
 
 def test_codemojex_processes_run_this_checkout(tmp_path: Path) -> None:

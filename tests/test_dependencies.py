@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tomllib
 
-from tests.support import ROOT, checkout_env
+from tests.helpers.support import ROOT, checkout_env
 
 NOT_AT_RUNTIME = ("fakeredis", "rich", "tornado", "limits")
 PROCESSES = (

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from tests.support import ROOT
+from tests.helpers.support import ROOT
 
 COMPOSE = ROOT / "compose.yaml"
 COMPOSE_ENV = ROOT / "deploy" / "compose.env.example"

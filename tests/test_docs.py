@@ -48,8 +48,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.docnames import PACKAGE, CodeIndex, ModuleInfo
-from tests.support import ROOT
+from tests.helpers.docnames import PACKAGE, CodeIndex, ModuleInfo
+from tests.helpers.support import ROOT
 
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 ROOT_FOLDERS = ("codemojex", "bench", "tests", "deploy", "docs", "migrations", ".ci")

@@ -22,7 +22,7 @@ from alembic.script import ScriptDirectory
 
 from codemojex.db.engine import alembic_config
 from tests.conftest import PG_ADMIN_URL
-from tests.support import ROOT
+from tests.helpers.support import ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from codemojex import limits, outages
-from tests.support import ROOT
+from tests.helpers.support import ROOT
 
 SOURCE = ROOT / "codemojex" / "limits.py"
 

@@ -22,7 +22,7 @@ from sqlalchemy import text
 
 from codemojex.db import make_engine
 from codemojex.outages import is_outage, outage_of
-from tests.support import free_port
+from tests.helpers.support import free_port
 
 
 def wrapped(orig: BaseException) -> sa_exc.DBAPIError:

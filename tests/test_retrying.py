@@ -14,7 +14,7 @@ import redis.exceptions
 
 from codemojex.limits import RetryPolicy
 from codemojex.outages import OUTAGES, OutageLasted, outage_of, pause_s, retrying
-from tests.support import free_port
+from tests.helpers.support import free_port
 
 FAST = RetryPolicy("test_fast", base_s=0.02, cap_s=0.05)
 

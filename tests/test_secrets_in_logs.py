@@ -24,7 +24,7 @@ from codemojex.locale import EN
 from codemojex.secrecy import MASK
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
-from tests.support import checkout_env, codemojex_command, free_port
+from tests.helpers.support import checkout_env, codemojex_command, free_port
 
 TOKEN = "987654321:AAF-the_secret_part_Of_the_bot_token-0123456789"
 OPS_TOKEN = "Hx7-pQ2_vL9mZ4kR8wT1yN6cB3fJ5gD0aS-eU"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from tests.support import ROOT
+from tests.helpers.support import ROOT
 
 PACKAGE = ROOT / "codemojex"
 

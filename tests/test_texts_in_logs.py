@@ -28,7 +28,7 @@ from codemojex.locale import EN
 from codemojex.secrecy import MASK
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
-from tests.support import checkout_env, codemojex_command, wipe_tables, wrong_guess
+from tests.helpers.support import checkout_env, codemojex_command, wipe_tables, wrong_guess
 
 TOKEN = "987654321:AAF-the_secret_part_Of_the_bot_token-0123456789"
 ADMIN, ALICE = 2001, 2002

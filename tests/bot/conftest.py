@@ -52,7 +52,7 @@ from codemojex.standin import SentMessage, StandIn
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
 from tests.conftest import REDIS_URL
-from tests.support import drop_keys, free_port, wipe_tables
+from tests.helpers.support import drop_keys, free_port, wipe_tables
 
 ALICE, BOB, CAROL, DAVE, OPERATOR = 1001, 1002, 1003, 1004, 1009
 # Barrier users take turns, so that barriers never wait for a private chat's posting pace.

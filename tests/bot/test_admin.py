@@ -14,7 +14,6 @@ from codemojex.db import Room, store
 from codemojex.game import texts
 from codemojex.limits import ANSWERS
 from codemojex.locale import EN
-from tests import writes
 from tests.bot.conftest import (
     ADMIN,
     ALICE,
@@ -28,6 +27,7 @@ from tests.bot.conftest import (
     seed_round,
     valid_guess,
 )
+from tests.helpers import writes
 
 pytestmark = E2E
 

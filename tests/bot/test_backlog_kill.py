@@ -22,7 +22,7 @@ from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
-from tests.support import drop_keys, free_port, wipe_tables
+from tests.helpers.support import drop_keys, free_port, wipe_tables
 
 # 3,000 guesses in 40 rooms of 5 players, 15 each (the lane depth is 20).
 PLAN = BacklogPlan(groups=40, players=5, per_player=15)

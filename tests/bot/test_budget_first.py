@@ -12,7 +12,7 @@ from codemojex.game import texts
 from codemojex.locale import EN
 from codemojex.posting.budget import AnswerBudget
 from tests.bot.conftest import ALICE, BOB, E2E, World
-from tests.bot.test_intake import statements
+from tests.helpers.sql import statements
 
 pytestmark = E2E
 

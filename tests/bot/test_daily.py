@@ -29,11 +29,11 @@ from codemojex.posting.members import GroupMembers
 from codemojex.scoring import feedback
 from codemojex.values.daily import Row
 from codemojex.values.types import KIND_ROUND, ROUND_DAILY
-from tests import writes
 from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round
-from tests.dailies import daily_round, misses, play
+from tests.helpers import writes
+from tests.helpers.dailies import daily_round, misses, play
+from tests.helpers.support import free_port
 from tests.ops.proxy import TcpProxy
-from tests.support import free_port
 
 pytestmark = E2E
 

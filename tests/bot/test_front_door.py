@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -25,7 +25,8 @@ from codemojex.posting.keys import Keys
 from codemojex.standin import StandIn
 from tests.bot.conftest import ALICE, BARRIERS, BOB, CAROL, World, bot_world
 from tests.conftest import REDIS_URL
-from tests.support import drop_keys, free_port
+from tests.helpers.support import drop_keys, free_port
+from tests.helpers.waiting import until
 
 SECRET = "s3cret-Token_for-the-front-door-0123456789"
 
@@ -54,13 +55,6 @@ async def holding(world: World) -> AsyncIterator[Hold]:
         yield hold
     finally:
         hold.release.set()
-
-
-async def until(probe: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not probe():
-        assert asyncio.get_running_loop().time() < deadline, "not in time"
-        await asyncio.sleep(0.01)
 
 
 async def parked(world: World) -> int:

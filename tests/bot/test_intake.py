@@ -4,12 +4,7 @@ room never deciding an answer (Redis's card does)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
-from sqlalchemy import event, func, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import func, select
 
 from codemojex import usecases
 from codemojex.db import Player
@@ -30,23 +25,9 @@ from tests.bot.conftest import (
     start_round,
     valid_guess,
 )
+from tests.helpers.sql import statements
 
 pytestmark = E2E
-
-
-@contextmanager
-def statements(engine: AsyncEngine) -> Iterator[list[str]]:
-    """Every SQL statement the engine runs meanwhile (the bot's own engine)."""
-    seen: list[str] = []
-
-    def note(*args: Any) -> None:
-        seen.append(str(args[2]))
-
-    event.listen(engine.sync_engine, "before_cursor_execute", note)
-    try:
-        yield seen
-    finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", note)
 
 
 async def test_guesses_cost_no_sql_and_one_script_call_per_turn(world: World) -> None:

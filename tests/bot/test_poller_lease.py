@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from bench.backlog_world import BotProcess, bot_env, eventually_true
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
-from tests.support import drop_keys, free_port
+from tests.helpers.support import drop_keys, free_port
 
 USER = 7_300_001
 

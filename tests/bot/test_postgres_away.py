@@ -25,8 +25,8 @@ from tests.bot.conftest import (
     start_round,
     valid_guess,
 )
+from tests.helpers.support import drop_keys, free_port, wipe_tables
 from tests.ops.proxy import TcpProxy
-from tests.support import drop_keys, free_port, wipe_tables
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -12,7 +12,7 @@ from codemojex.game import texts
 from codemojex.locale import EN
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
-from tests.support import checkout_env, codemojex_command
+from tests.helpers.support import checkout_env, codemojex_command
 
 ALICE = 1001
 

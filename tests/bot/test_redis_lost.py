@@ -26,7 +26,7 @@ from tests.bot.conftest import (
     start_round,
     valid_guess,
 )
-from tests.support import wipe_tables
+from tests.helpers.support import wipe_tables
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),

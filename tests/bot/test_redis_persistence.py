@@ -39,7 +39,7 @@ from tests.bot.conftest import (
     valid_guess,
 )
 from tests.e2e.harness import WorkerProcess, eventually
-from tests.support import checkout_env, codemojex_command, free_port, wipe_tables
+from tests.helpers.support import checkout_env, codemojex_command, free_port, wipe_tables
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),

@@ -16,7 +16,7 @@ from codemojex.db import upgrade
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from tests.conftest import REDIS_URL
-from tests.support import checkout_env, codemojex_command, free_port
+from tests.helpers.support import checkout_env, codemojex_command, free_port
 
 
 async def _bot_exits(standin: StandIn, database_url: str, **env: str) -> tuple[int, str]:

@@ -30,7 +30,7 @@ from tests.bot.conftest import (
     start_round,
     valid_guess,
 )
-from tests.support import free_port
+from tests.helpers.support import free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

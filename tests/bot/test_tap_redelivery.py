@@ -28,8 +28,8 @@ from codemojex.posting.keys import Keys
 from codemojex.values import ids
 from tests.bot.conftest import ALICE, World, bot_world, room_of, start_round
 from tests.e2e.harness import eventually
+from tests.helpers.support import drop_keys, free_port, wipe_tables
 from tests.ops.proxy import TcpProxy
-from tests.support import drop_keys, free_port, wipe_tables
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

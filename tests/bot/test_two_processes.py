@@ -33,7 +33,7 @@ from codemojex.values.jobs import GuessJob
 from tests.bot.conftest import valid_guess
 from tests.conftest import REDIS_URL
 from tests.e2e.harness import eventually
-from tests.support import checkout_env, codemojex_command, drop_keys, free_port, wipe_tables
+from tests.helpers.support import checkout_env, codemojex_command, drop_keys, free_port, wipe_tables
 
 SECRET = "two-processes-secret_0123456789abcdef"
 MAX_DEPTH = 4

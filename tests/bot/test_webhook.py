@@ -18,7 +18,7 @@ from codemojex.locale import EN
 from codemojex.posting.inbox import Inbox
 from codemojex.standin import SECRET_HEADER
 from tests.bot.conftest import BOB, E2E, World, bot_world
-from tests.support import free_port
+from tests.helpers.support import free_port
 
 pytestmark = E2E
 

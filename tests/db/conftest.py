@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.db import make_engine, make_sessionmaker, upgrade
-from tests.support import wipe_tables
+from tests.helpers.support import wipe_tables
 
 
 @pytest.fixture(scope="session")

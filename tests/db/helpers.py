@@ -8,7 +8,7 @@ from codemojex import usecases
 from codemojex.db import Room, Round
 from codemojex.values import ids
 from codemojex.values.batch import Attempt, Verdict
-from tests.support import wrong_guess
+from tests.helpers.support import wrong_guess
 
 __all__ = ["attempt", "job_id", "new_room", "record_one", "wrong_guess"]
 

@@ -31,7 +31,7 @@ from codemojex.values import ids
 from codemojex.values.batch import Attempt
 from codemojex.values.daily import Finish, decode_histogram, decode_rows
 from codemojex.values.types import KIND_CARD, KIND_ROUND, OUT_OF_ATTEMPTS, ROUND_DAILY, SOLVED
-from tests.dailies import daily_round, misses, open_for, play, player_of
+from tests.helpers.dailies import daily_round, misses, open_for, play, player_of
 
 DAY = datetime(2026, 3, 14, tzinfo=UTC)
 NOON = DAY + timedelta(hours=12)

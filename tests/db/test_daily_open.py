@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import usecases
@@ -27,8 +25,9 @@ from codemojex.usecases.daily import Opened, open_daily
 from codemojex.values import ids
 from codemojex.values.daily import PrivateChat
 from codemojex.values.types import KIND_ROUND, ROUND_DAILY, TIMEOUT
-from tests import writes
-from tests.dailies import daily_round, misses, play
+from tests.helpers import writes
+from tests.helpers.dailies import daily_round, misses, play
+from tests.helpers.sql import statements, verbs
 
 NOON = datetime(2026, 3, 14, 12, tzinfo=UTC)
 ALICE, BOB = 5101, 5102
@@ -182,40 +181,14 @@ async def test_a_chat_with_no_room_opened_at_once_opens_one_daily(
         same_card(each.card, stored)
 
 
-@contextmanager
-def statements(sessions: async_sessionmaker[AsyncSession]) -> Iterator[list[str]]:
-    """The SQL statements sent through the sessions' engine meanwhile (BEGIN and COMMIT
-    included)."""
-    engine = sessions.kw["bind"].sync_engine
-    sent: list[str] = []
-
-    def on_statement(*args: object) -> None:
-        sent.append(str(args[2]).split(None, 1)[0].upper())
-
-    def on_begin(conn: object) -> None:
-        sent.append("BEGIN")
-
-    def on_commit(conn: object) -> None:
-        sent.append("COMMIT")
-
-    event.listen(engine, "before_cursor_execute", on_statement)
-    event.listen(engine, "begin", on_begin)
-    event.listen(engine, "commit", on_commit)
-    try:
-        yield sent
-    finally:
-        event.remove(engine, "before_cursor_execute", on_statement)
-        event.remove(engine, "begin", on_begin)
-        event.remove(engine, "commit", on_commit)
-
-
 async def test_on_postgres_a_daily_is_one_transaction_of_two_statements(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     await opens(sessions, BOB)  # the day's puzzle drawn
-    with statements(sessions) as first:
+    engine = sessions.kw["bind"]
+    with statements(engine, transactions=True) as first:
         await opens(sessions, ALICE)  # a new chat: room, player, daily
-    with statements(sessions) as again:
+    with statements(engine, transactions=True) as again:
         await opens(sessions, ALICE, NOON + timedelta(minutes=1))
-    assert first == ["BEGIN", "SELECT", "WITH", "COMMIT"]
-    assert again == ["BEGIN", "SELECT", "COMMIT"]
+    assert verbs(first) == ["BEGIN", "SELECT", "WITH", "COMMIT"]
+    assert verbs(again) == ["BEGIN", "SELECT", "COMMIT"]

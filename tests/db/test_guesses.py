@@ -14,8 +14,8 @@ from codemojex import scoring, usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Player, Round
 from codemojex.values.batch import Verdict
 from codemojex.values.types import TIMEOUT
-from tests import writes
 from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess
+from tests.helpers import writes
 
 CHAT = -1001
 

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db import Outbox, store
 from codemojex.values.types import KIND_RESULT, KIND_WIN, Message
-from tests import writes
+from tests.helpers import writes
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

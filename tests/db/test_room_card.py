@@ -9,8 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from codemojex import usecases
 from codemojex.db import store
 from codemojex.values import ids
-from tests import writes
 from tests.db.helpers import new_room
+from tests.helpers import writes
 
 
 async def test_a_rooms_card_says_its_round_players_and_bans(session: AsyncSession) -> None:

@@ -11,8 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import scoring, usecases
 from codemojex.db import AuditLog, LeaderboardEntry, Player, Room, store
-from tests import writes
 from tests.db.helpers import attempt, new_room, record_one
+from tests.helpers import writes
 
 
 async def test_ensure_room_gets_or_creates(session: AsyncSession) -> None:

@@ -13,8 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex import scoring, usecases
 from codemojex.db import Outbox, Round, store
 from codemojex.values.types import ENDROUND
-from tests import writes
 from tests.db.helpers import new_room
+from tests.helpers import writes
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -15,8 +15,8 @@ from codemojex.db import Guess, LeaderboardEntry, Outbox, Room, Round, store
 from codemojex.db.reading import reading
 from codemojex.values.batch import Verdict
 from codemojex.values.types import ENDROUND
-from tests import writes
 from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess
+from tests.helpers import writes
 
 CHAT = -9
 

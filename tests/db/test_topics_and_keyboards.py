@@ -12,8 +12,8 @@ from codemojex import usecases
 from codemojex.db import Outbox, Round, store
 from codemojex.game import taps
 from codemojex.values.types import ENDROUND, KIND_KEYS_OFF, KIND_ROUND
-from tests import writes
 from tests.db.helpers import attempt, new_room, record_one
+from tests.helpers import writes
 
 CHAT = -100_777
 

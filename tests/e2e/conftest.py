@@ -22,7 +22,7 @@ from codemojex.standin import StandIn
 from codemojex.values.clock import utcnow
 from tests.conftest import REDIS_URL
 from tests.e2e.harness import NAMES, Stack, stack_settings
-from tests.support import drop_keys, wipe_tables
+from tests.helpers.support import drop_keys, wipe_tables
 
 
 @pytest.fixture(scope="module")

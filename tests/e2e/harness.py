@@ -43,7 +43,7 @@ from codemojex.values.clock import utcnow
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.service import WorkerStats, WorkerTimings, run_worker
 from tests.conftest import REDIS_URL
-from tests.support import checkout_env
+from tests.helpers.support import checkout_env
 
 T = TypeVar("T")
 

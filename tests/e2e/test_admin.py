@@ -18,7 +18,7 @@ from tests.e2e.harness import (
     eventually,
     in_process_worker,
 )
-from tests.support import wrong_guess
+from tests.helpers.support import wrong_guess
 
 
 async def test_only_admins_anonymous_admins_and_operators_run_admin_commands(

@@ -15,7 +15,7 @@ from codemojex.locale import EN
 from codemojex.values.clock import utcnow
 from codemojex.worker.service import WorkerTimings
 from tests.e2e.harness import ALICE, BOB, DAVE, Stack, eventually, in_process_worker
-from tests.support import wrong_guess
+from tests.helpers.support import wrong_guess
 
 
 async def _card_round(stack: Stack, chat: int) -> int:

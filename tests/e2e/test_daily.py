@@ -28,10 +28,10 @@ from codemojex.posting.keys import Keys
 from codemojex.scoring import feedback
 from codemojex.standin import SentMessage
 from codemojex.values.clock import utcnow
-from tests.dailies import daily_round
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ALICE, BOB, CAROL, DAVE, Stack, in_process_worker, result_text
-from tests.support import wrong_guess
+from tests.helpers.dailies import daily_round
+from tests.helpers.support import wrong_guess
 
 BOT = "codemojex_bot"
 CHANNEL = -1007770002

@@ -25,11 +25,11 @@ from codemojex.game import daily, texts
 from codemojex.locale import EN
 from codemojex.posting.board import DailyBoard
 from codemojex.values.types import SOLVED
-from tests.dailies import daily_round, misses
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ALICE, BOB, Stack, in_process_worker, result_text
 from tests.e2e.test_daily import Clock, card_of, expected_card, open_daily, said_to, type_guesses
-from tests.support import wrong_guess
+from tests.helpers.dailies import daily_round, misses
+from tests.helpers.support import wrong_guess
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from codemojex.db import Guess, Round
 from tests.e2e.harness import DAVE, Announcement, Stack, in_process_worker
-from tests.support import wrong_guess
+from tests.helpers.support import wrong_guess
 
 FLOOD_PLAYERS = 10
 FLOOD_EACH = 20  # the bot's lane depth: all of them are accepted

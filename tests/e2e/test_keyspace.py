@@ -12,8 +12,8 @@ import re
 from codemojex.game import taps
 from codemojex.lanes.keys import Keys as LaneKeys
 from tests.e2e.harness import ADMIN, ALICE, BOB, DAVE, ROOT, Stack, in_process_worker
+from tests.helpers.support import wrong_guess
 from tests.reliability.keyspace import queue_keys, stray_keys
-from tests.support import wrong_guess
 
 HOUR = 3600
 

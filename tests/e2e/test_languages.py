@@ -13,8 +13,8 @@ from codemojex.game import texts
 from codemojex.locale import EN, LANGUAGES, Lang
 from codemojex.scoring import InvalidGuess, feedback, parse_guess, points_for
 from tests.e2e.harness import Stack, in_process_worker
-from tests.languages import english_in
-from tests.support import wrong_guess
+from tests.helpers.languages import english_in
+from tests.helpers.support import wrong_guess
 
 # One player per language, with the language_code their Telegram app sends.
 PLAYERS: dict[Lang, tuple[int, str, str]] = {

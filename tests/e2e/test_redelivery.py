@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from codemojex.db import Guess
 from tests.e2e.harness import ALICE, BOB, Stack, eventually, in_process_worker
-from tests.support import drop_keys, wrong_guess
+from tests.helpers.support import drop_keys, wrong_guess
 
 
 def deliver_twice(stack: Stack, update: dict[str, object]) -> None:

@@ -18,7 +18,7 @@ from tests.e2e.harness import (
     result_text,
     times_posted,
 )
-from tests.support import wrong_guess
+from tests.helpers.support import wrong_guess
 
 # What /me says of the daily code to someone who never played it (after the rooms' records).
 NO_DAILY = "\n\n" + texts.daily_record(EN, 0, 0, 0, 0, ())

@@ -19,7 +19,7 @@ from codemojex.limits import ANSWERS
 from codemojex.locale import EN
 from codemojex.standin import SentMessage
 from tests.e2e.harness import ALICE, BOB, DAVE, Stack, in_process_worker
-from tests.support import wrong_guess
+from tests.helpers.support import wrong_guess
 
 GUESSES = 4
 GENEROUS_S = 10.0  # the target is 3.5 s (bench.posting spam1); this catches a result held for good

@@ -13,7 +13,7 @@ from codemojex.locale import EN
 from codemojex.posting.keys import Keys
 from codemojex.values import ids
 from tests.e2e.harness import ALICE, BOB, CAROL, DAVE, Stack, eventually, in_process_worker
-from tests.support import wrong_guess
+from tests.helpers.support import wrong_guess
 
 
 def data_of(buttons: list[tuple[str, str]], text: str) -> str:

@@ -12,7 +12,7 @@ from codemojex.game import texts
 from codemojex.locale import EN
 from codemojex.standin import SentMessage
 from tests.e2e.harness import ALICE, BOB, CAROL, Stack, in_process_worker, result_text
-from tests.support import wrong_guess
+from tests.helpers.support import wrong_guess
 
 
 async def test_two_topics_of_a_forum_play_their_own_rounds_in_their_own_topics(

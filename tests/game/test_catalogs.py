@@ -31,7 +31,7 @@ from babel.messages.pofile import read_po
 from codemojex import locale
 from codemojex.game import texts
 from codemojex.locale import EN, LANGUAGES, Lang
-from tests.languages import english_in
+from tests.helpers.languages import english_in
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCALE = ROOT / "codemojex" / "locale"

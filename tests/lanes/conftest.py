@@ -9,7 +9,7 @@ import pytest
 from codemojex.lanes import Lanes
 from codemojex.lanes.keys import Keys
 from codemojex.values.redistypes import AnyRedis
-from tests.support import dump
+from tests.helpers.support import dump
 
 
 class Env:

@@ -14,7 +14,7 @@ from redis.exceptions import ClusterError
 from codemojex.lanes import ConsumerPool, Job, Lanes
 from codemojex.lanes.keys import Keys
 from codemojex.values import ids
-from tests.support import drop_keys
+from tests.helpers.support import drop_keys
 
 
 async def _owners(client: RedisCluster, pattern: str) -> Counter[str]:

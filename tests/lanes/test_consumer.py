@@ -15,14 +15,8 @@ from codemojex.lanes import ConsumerPool, Job, Lanes, Retry
 from codemojex.limits import RETRIES, RetryPolicy
 from codemojex.outages import pause_s
 from codemojex.values import ids
+from tests.helpers.waiting import until
 from tests.lanes.conftest import Env
-
-
-async def until(predicate: Callable[[], bool], within: float = 10.0) -> None:
-    """Poll a pool's counters (the pool exposes no events; counters are its interface)."""
-    async with asyncio.timeout(within):
-        while not predicate():  # noqa: ASYNC110
-            await asyncio.sleep(0.005)
 
 
 async def run_pool(pool: ConsumerPool) -> asyncio.Task[None]:
@@ -118,7 +112,7 @@ async def test_a_short_retry_is_served_when_due_not_at_the_next_maintenance_tick
         real_env.lanes, handler, concurrency=1, maintenance_interval_s=5, park_timeout_s=4
     )
     task = await run_pool(pool)
-    await until(lambda: pool.stats.acked == 2, within=15)
+    await until(lambda: pool.stats.acked == 2, 15)
     pool.stop()
     async with asyncio.timeout(5):
         await task
@@ -188,7 +182,7 @@ async def test_parks_when_empty_and_wakes_on_enqueue(env: Env) -> None:
     assert (pool.stats.claims, pool.stats.waits) == (1, 1)
     r, ln = ids.mint(ids.ROOM), ids.mint(ids.PLAYER)
     jid = await env.lanes.enqueue(r, ln, b"x")
-    await until(lambda: pool.stats.acked == 1, within=5)  # far below the 30 s park timeout
+    await until(lambda: pool.stats.acked == 1, 5)  # far below the 30 s park timeout
     assert seen[0][0].id == jid
     await asyncio.sleep(0.2)
     # the token woke the waiter, the three claimed in one round; the one served asked again

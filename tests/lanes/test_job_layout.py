@@ -29,8 +29,8 @@ from codemojex.settings import Settings
 from codemojex.values import ids
 from codemojex.values.jobs import GuessJob
 from tests.conftest import REDIS_URL
+from tests.helpers.support import drop_keys
 from tests.lanes.conftest import Env
-from tests.support import drop_keys
 
 # The older layout's names, as an older bot wrote them (lua/includes/upgrade_job.lua).
 OLD_NAMES = {short: long for long, short in K.JOB_FIELDS.items()}

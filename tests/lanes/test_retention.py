@@ -14,8 +14,9 @@ from redis.asyncio.cluster import RedisCluster
 
 from codemojex.lanes import ConsumerPool, Job, Lanes
 from codemojex.limits import LANES
+from tests.helpers.waiting import until
 from tests.lanes.conftest import Env
-from tests.lanes.test_consumer import run_pool, until
+from tests.lanes.test_consumer import run_pool
 from tests.lanes.test_verbs import lane, room
 
 HOUR_MS = 3_600_000

@@ -23,7 +23,7 @@ from codemojex.ops.page.auth import LoginBudget
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import TrustedProxies
 from tests.conftest import REDIS_URL
-from tests.support import drop_keys, wipe_tables
+from tests.helpers.support import drop_keys, wipe_tables
 
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -18,7 +18,7 @@ from codemojex.ops.page.main import run_ops
 from codemojex.settings import Settings
 from codemojex.values import ids
 from tests.conftest import REDIS_URL
-from tests.support import drop_keys
+from tests.helpers.support import drop_keys
 
 
 async def test_the_page_is_for_the_token_holder_and_every_action_needs_csrf(

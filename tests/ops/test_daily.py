@@ -16,7 +16,7 @@ from codemojex.posting.board import DailyBoard
 from codemojex.values.clock import utcnow
 from codemojex.values.daily import Finish
 from tests.conftest import REDIS_URL
-from tests.support import drop_keys
+from tests.helpers.support import drop_keys
 
 
 async def test_the_live_page_counts_todays_daily_players_and_finishes(

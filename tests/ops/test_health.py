@@ -22,9 +22,9 @@ from codemojex.values import ids
 from codemojex.values.jobs import GuessJob
 from tests.conftest import PG_ADMIN_URL, REDIS_URL, _admin
 from tests.e2e.harness import WorkerProcess, eventually
+from tests.helpers.support import free_port
 from tests.ops.conftest import status
 from tests.ops.proxy import TcpProxy
-from tests.support import free_port
 
 
 def worker_env(database_url: str, redis_url: str, queue: str, **extra: str) -> dict[str, str]:

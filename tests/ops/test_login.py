@@ -22,9 +22,9 @@ from codemojex.ops.page.auth import LoginBudget, Sessions, token_problem
 from codemojex.ops.page.main import run_ops
 from codemojex.settings import Settings
 from tests.conftest import REDIS_URL
+from tests.helpers.support import free_port
 from tests.ops.clock import ManualClock, settled
 from tests.ops.conftest import OPS_TOKEN, serve_ops
-from tests.support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -23,8 +23,8 @@ from codemojex.values.redistypes import AnyRedis
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ALICE, BOB, eventually, in_process_worker
+from tests.helpers.support import drop_keys, free_port, wrong_guess
 from tests.ops.conftest import exported, families, moved, scrape, value
-from tests.support import drop_keys, free_port, wrong_guess
 
 
 @asynccontextmanager

@@ -27,8 +27,8 @@ from codemojex.ops.server import ProcessOps
 from codemojex.settings import Settings
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ALICE, BOB, Stack, eventually, in_process_worker
+from tests.helpers.support import free_port, wrong_guess
 from tests.ops.browser import Browser, missing
-from tests.support import free_port, wrong_guess
 
 TOKEN = "Kd4-rW8_nQ1zX6mV3pL9sH2bF7gJ5cY0aT-eN"  # a strong one: the page starts only with one
 

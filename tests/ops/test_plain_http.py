@@ -20,8 +20,8 @@ from codemojex.db import upgrade
 from codemojex.ops.page.main import plain_http_problem
 from codemojex.settings import Settings
 from tests.conftest import REDIS_URL
+from tests.helpers.support import checkout_env, codemojex_command, drop_keys, free_port
 from tests.ops.conftest import OPS_TOKEN
-from tests.support import checkout_env, codemojex_command, drop_keys, free_port
 
 TRUSTED_PROXIES = "CODEMOJEX_OPS_TRUSTED_PROXIES"
 PLAIN_HTTP_OK = "CODEMOJEX_OPS_PLAIN_HTTP_OK"

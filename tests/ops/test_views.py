@@ -15,7 +15,7 @@ from codemojex.lanes import Lanes
 from codemojex.ops.page.views import RoomsPage, Sort, rooms_page
 from codemojex.values import ids
 from tests.conftest import REDIS_URL
-from tests.support import drop_keys, wipe_tables
+from tests.helpers.support import drop_keys, wipe_tables
 
 
 async def walk(

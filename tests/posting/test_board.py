@@ -13,7 +13,7 @@ from codemojex.posting.board import DailyBoard
 from codemojex.posting.keys import Keys
 from codemojex.values.daily import Finish
 from codemojex.values.redistypes import AnyRedis
-from tests.dailies import daily_round, misses, open_for, play
+from tests.helpers.dailies import daily_round, misses, open_for, play
 
 NOON = datetime(2026, 3, 14, 12, tzinfo=UTC)
 DAY = NOON.date()

@@ -31,8 +31,8 @@ from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import Message
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.score import ScoreWorker
-from tests import writes
-from tests.support import free_port
+from tests.helpers import writes
+from tests.helpers.support import free_port
 from tests.worker.conftest import enqueue_guess, make_table
 
 

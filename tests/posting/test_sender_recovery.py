@@ -26,7 +26,8 @@ from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.values.redistypes import AnyRedis
 from codemojex.worker.botapi import make_bot
-from tests import writes
+from tests.helpers import writes
+from tests.helpers.support import free_port
 from tests.ops.proxy import TcpProxy
 from tests.posting.test_sender import (
     _zero,
@@ -37,7 +38,6 @@ from tests.posting.test_sender import (
     run_senders,
     unsent,
 )
-from tests.support import free_port
 
 
 async def _rows(sm: async_sessionmaker[AsyncSession], chat_id: int) -> dict[str, Outbox]:

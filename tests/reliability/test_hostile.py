@@ -24,8 +24,8 @@ from codemojex.locale import EN
 from codemojex.scoring import EMOJI_POOL, InvalidGuess, parse_guess
 from codemojex.standin import GROUP_ANONYMOUS_BOT_ID
 from tests.bot.conftest import ADMIN, ALICE, BOB, E2E, MAX_DEPTH, World, seed_round, valid_guess
+from tests.helpers.support import dump
 from tests.reliability.keyspace import queue_keys, stray_keys
-from tests.support import dump
 
 pytestmark = E2E
 

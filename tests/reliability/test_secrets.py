@@ -19,7 +19,7 @@ from sqlalchemy import select
 from codemojex.db import Round, upgrade
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ADMIN, ALICE, BOB, DAVE, in_process_worker
-from tests.support import checkout_env, codemojex_command, dump
+from tests.helpers.support import checkout_env, codemojex_command, dump
 
 FORMAT = logging.Formatter("%(name)s %(levelname)s %(message)s")
 

@@ -20,8 +20,8 @@ from codemojex.bot.processor import Door, DoorHooks, order_key
 from codemojex.bot.webhook import WebhookConfig, WebhookServer
 from codemojex.posting.inbox import Inbox
 from codemojex.standin import SentMessage, StandIn
+from tests.helpers.support import free_port
 from tests.standin.conftest import ADMIN, ALICE, BOB, GROUP
-from tests.support import free_port
 
 Context = ContextTypes.DEFAULT_TYPE
 

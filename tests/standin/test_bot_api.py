@@ -31,8 +31,8 @@ from telegram.error import (
 )
 
 from codemojex.standin import CHANNEL_BOT_ID, GROUP_ANONYMOUS_BOT_ID, StandIn
+from tests.helpers.support import free_port
 from tests.standin.conftest import ADMIN, ALICE, BOB, GROUP, OTHER_GROUP, OWNER
-from tests.support import free_port
 
 
 def seconds(error: RetryAfter) -> float:

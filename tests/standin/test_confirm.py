@@ -15,8 +15,8 @@ from aiohttp import web
 from telegram import Bot
 
 from codemojex.standin import StandIn
+from tests.helpers.support import free_port
 from tests.standin.conftest import ALICE, BOB, GROUP, OTHER_GROUP, OWNER
-from tests.support import free_port
 
 SECRET = "a-webhook-secret-for-the-stand-in-tests"
 

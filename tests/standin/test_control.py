@@ -11,7 +11,7 @@ import pytest
 from telegram import Bot
 
 from codemojex.standin import StandIn
-from tests.support import checkout_env, free_port
+from tests.helpers.support import checkout_env, free_port
 
 
 async def call(session: aiohttp.ClientSession, url: str, action: str, **kwargs: Any) -> Any:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -30,21 +28,7 @@ from codemojex.posting.budget import AnswerBudget
 from codemojex.values.clock import utcnow
 from codemojex.values.types import Say
 from tests.db.helpers import attempt, new_room, wrong_guess
-
-
-@contextmanager
-def statements(engine: AsyncEngine) -> Iterator[list[str]]:
-    """The SQL statements the engine sends while in the block (BEGIN and COMMIT are not)."""
-    sent: list[str] = []
-
-    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        sent.append(statement)
-
-    event.listen(engine.sync_engine, "before_cursor_execute", count)
-    try:
-        yield sent
-    finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", count)
+from tests.helpers.sql import statements
 
 
 async def _rooms_with_rounds(session: AsyncSession, rng: Any, n: int) -> list[Any]:

@@ -33,7 +33,7 @@ from codemojex.values.redistypes import AnyRedis
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.score import ScoreWorker
 from tests.conftest import PG_ADMIN_URL, REDIS_URL, _admin
-from tests.support import drop_keys, free_port, wipe_tables, wrong_guess
+from tests.helpers.support import drop_keys, free_port, wipe_tables, wrong_guess
 
 
 @pytest.fixture

@@ -11,14 +11,13 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import pytest_asyncio
 import redis.asyncio as aioredis
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db import DailyRecord, DailyResult, Outbox
 from codemojex.game import daily
-from codemojex.lanes import Job, Lanes, Retry
+from codemojex.lanes import Lanes, Retry
 from codemojex.posting.board import DailyBoard
 from codemojex.values import ids
 from codemojex.values.clock import utcnow
@@ -27,19 +26,10 @@ from codemojex.values.types import KIND_CARD
 from codemojex.worker.retention import DailyTrim
 from codemojex.worker.score import ScoreWorker
 from codemojex.worker.service import Expiry, expire_rounds_once
-from tests.dailies import daily_round, misses, open_for, player_of
-from tests.support import free_port
+from tests.helpers.dailies import daily_round, misses, open_for, player_of
+from tests.helpers.lanes import claim_all
 
-LEASE = 10_000
 ALICE, BOB = 9101, 9102
-
-
-@pytest_asyncio.fixture
-async def redis_down() -> AsyncIterator[aioredis.Redis]:
-    """A client of a Redis that is not there: every call is an outage."""
-    down = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
-    yield down
-    await down.aclose()
 
 
 async def enqueue_daily(
@@ -65,13 +55,6 @@ async def closing(worker: ScoreWorker) -> AsyncIterator[ScoreWorker]:
         yield worker
     finally:
         await worker.close()
-
-
-async def claim_all(lanes: Lanes) -> list[list[Job]]:
-    batches: list[list[Job]] = []
-    while batch := await lanes.wclaim(LEASE):
-        batches.append(batch)
-    return batches
 
 
 async def test_a_daily_played_through_the_lanes_lands_on_the_board(

@@ -27,7 +27,7 @@ from codemojex.runtime import GatedRedisCluster, pool_size, redis_client
 from codemojex.settings import Settings
 from codemojex.values.redistypes import AnyRedis
 from tests.conftest import REDIS_URL
-from tests.support import drop_keys, free_port
+from tests.helpers.support import drop_keys, free_port
 
 
 def test_the_cluster_flag_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

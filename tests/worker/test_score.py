@@ -11,20 +11,12 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db import Guess, Outbox, Round
-from codemojex.lanes import Job, Lanes, Retry
+from codemojex.lanes import Lanes, Retry
 from codemojex.outages import is_outage
 from codemojex.standin import StandIn
 from codemojex.worker.score import ScoreWorker
+from tests.helpers.lanes import claim_all
 from tests.worker.conftest import enqueue_guess, make_table
-
-LEASE = 10_000
-
-
-async def claim_all(lanes: Lanes) -> list[list[Job]]:
-    batches: list[list[Job]] = []
-    while batch := await lanes.wclaim(LEASE):
-        batches.append(batch)
-    return batches
 
 
 async def guesses(sm: async_sessionmaker[AsyncSession]) -> list[Guess]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from babel.messages.pofile import read_po
 
-TEMPLATE = Path(__file__).resolve().parents[1] / "codemojex" / "locale" / "codemojex.pot"
+TEMPLATE = Path(__file__).resolve().parents[2] / "codemojex" / "locale" / "codemojex.pot"
 
 # Syntax that stays as it is in every language: placeholders, /commands, name=value settings,
 # and the values repeats= takes.

@@ -17,7 +17,7 @@ from codemojex.usecases.daily import DailyView, open_daily
 from codemojex.values import ids
 from codemojex.values.batch import Attempt, Verdict
 from codemojex.values.daily import PrivateChat
-from tests.support import wrong_guess
+from tests.helpers.support import wrong_guess
 
 
 async def player_of(sessions: async_sessionmaker[AsyncSession], user: int) -> tuple[str, str]:

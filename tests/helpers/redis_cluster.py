@@ -19,7 +19,7 @@ from pathlib import Path
 
 import redis
 
-from tests.support import free_port
+from tests.helpers.support import free_port
 
 SHARED_PORT = 6379
 BUS_OFFSET = 10_000  # a cluster node also listens on port + 10000 (the cluster bus)

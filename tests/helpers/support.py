@@ -32,7 +32,7 @@ def free_port() -> int:
 # --- processes ------------------------------------------------------------------------------
 
 # The checkout these tests belong to (the one under test).
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def codemojex_command(*args: str) -> list[str]:

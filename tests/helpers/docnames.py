@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support import ROOT
+from tests.helpers.support import ROOT
 
 PACKAGE = ROOT / "codemojex"
 
