@@ -158,7 +158,7 @@ async def _tops(queue: str, database_url: str, plan: Plan) -> list[float]:
     from codemojex.bot.daily import world_top
     from codemojex.db import make_engine, make_sessionmaker
     from codemojex.locale import EN
-    from codemojex.posting.board import DailyBoard
+    from codemojex.state.board import DailyBoard
     from codemojex.values.clock import utcnow
 
     redis = make_client()
@@ -240,8 +240,8 @@ async def run_daily(
     open_only: bool = False,
 ) -> dict[str, Any]:
     """One run of `code`'s bot and worker (phases 1 to 3, or 1 alone with `open_only`)."""
-    from codemojex.posting.board import DailyBoard
     from codemojex.scoring import split_emojis
+    from codemojex.state.board import DailyBoard
 
     db = "cmbench_" + uuid.uuid4().hex[:10]
     base = PG_ADMIN_URL.rsplit("/", 1)[0]

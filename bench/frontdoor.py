@@ -60,8 +60,8 @@ from bench.pipeline import PG_ADMIN_URL, _admin
 from bench.processes import ROOT
 from codemojex.db import upgrade
 from codemojex.lanes import Lanes
-from codemojex.posting.inbox import Inbox, record
 from codemojex.standin import StandIn
+from codemojex.state.inbox import Inbox, record
 
 ADMIN = 5_999_999
 SAMPLE_S = 0.02

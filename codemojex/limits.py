@@ -248,7 +248,7 @@ BOT: Final = BotLimits()
 
 @dataclass(frozen=True, slots=True)
 class CardLimits:
-    """A room's card: what taking a guess needs, in Redis (posting/cards.py, bot/cards.py)."""
+    """A room's card: what taking a guess needs, in Redis (state/cards.py, bot/cards.py)."""
 
     # A card's life after its last write from the database: what a process that died between
     # a commit and the card's write left stale is gone by then.
@@ -350,7 +350,7 @@ SENDER: Final = SenderLimits()
 
 @dataclass(frozen=True, slots=True)
 class DailyLimits:
-    """The daily code (game/daily.py, posting/board.py, posting/members.py, bot/daily.py)."""
+    """The daily code (game/daily.py, state/board.py, state/members.py, bot/daily.py)."""
 
     # One code a UTC day: its length, palette and attempts (Wordle's six, two more for repeats).
     length: int = 4

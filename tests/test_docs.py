@@ -7,7 +7,7 @@ list item, a heading, and in the package tree each folder's or file's entry. In 
 - A path (it has a `/`, or ends in a file's extension): from the repo's root when it starts
   with one of its folders (`codemojex/`, `bench/`, `tests/`, `deploy/`, `docs/`,
   `migrations/`), else from `codemojex/` (the doc's way: `bot/polling.py`) or from a folder
-  the row names before it (`lua/budget_take.lua` after `posting/budget.py`). A bare file name
+  the row names before it (`lua/budget_take.lua` after `state/budget.py`). A bare file name
   (`postgres.py`) is in a folder the row names, searched down (in the tree, the entry's own
   folder), or at the top of `codemojex/` or of the repo. A link's target is from docs/.
 - A Python name, in backticks (`Lanes.admit`, `OutboxSender`, `uow`, `retrying(...)`,

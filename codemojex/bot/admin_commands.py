@@ -1,7 +1,7 @@
 """The admins' commands: each runs only after the admin gate (chat administrators, this
 chat's anonymous admin, operators). Every allowed attempt is audited and answered outside the
 answer budget (the pace still holds the answers to their share of the chat). A refused one
-spends its sender's answer budget in the chat (posting/budget.py), like any answer: within
+spends its sender's answer budget in the chat (state/budget.py), like any answer: within
 it, audited and answered; past it, told once to slow down, and then neither answered nor
 audited until the budget is whole again, so a spammer fills neither the audit log nor the
 chat's posts.

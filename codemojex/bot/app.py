@@ -69,16 +69,16 @@ from codemojex.lanes import Lanes
 from codemojex.limits import BOT
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.outages import OUTAGES, outage_of
-from codemojex.posting.board import DailyBoard
-from codemojex.posting.budget import AnswerBudget
-from codemojex.posting.cards import RoomCards
-from codemojex.posting.flags import FloodNotices
-from codemojex.posting.inbox import Inbox, PollerLease
-from codemojex.posting.members import GroupMembers
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
 from codemojex.settings import Settings
+from codemojex.state.board import DailyBoard
+from codemojex.state.budget import AnswerBudget
+from codemojex.state.cards import RoomCards
+from codemojex.state.flags import FloodNotices
+from codemojex.state.inbox import Inbox, PollerLease
+from codemojex.state.members import GroupMembers
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
 

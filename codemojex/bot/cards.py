@@ -1,4 +1,4 @@
-"""The bot's side of the rooms' cards (codemojex.posting.cards): what this process remembers
+"""The bot's side of the rooms' cards (codemojex.state.cards): what this process remembers
 of them, reading a card from Redis, or from the database when Redis has lost it, and writing
 it anew after a change of the room was committed.
 
@@ -26,8 +26,8 @@ from codemojex.bot.names import room_title
 from codemojex.db import Room, reading, store
 from codemojex.limits import CARDS
 from codemojex.outages import is_outage
-from codemojex.posting.cards import Card, CardBusy, CardRead, RoomCards, reload
-from codemojex.posting.cards import refresh as refresh_card
+from codemojex.state.cards import Card, CardBusy, CardRead, RoomCards, reload
+from codemojex.state.cards import refresh as refresh_card
 
 ChatKey = tuple[int, int]  # (chat id, forum topic)
 

@@ -28,9 +28,9 @@ from codemojex.bot.members import Members
 from codemojex.bot.once import CommandMarks
 from codemojex.bot.replies import Answers
 from codemojex.lanes import Lanes
-from codemojex.posting.board import DailyBoard
 from codemojex.posting.ring import PostingRing
 from codemojex.settings import Settings
+from codemojex.state.board import DailyBoard
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
 
@@ -67,7 +67,7 @@ class BotServices:
     commands: CommandMarks
     # Who the bot saw in each group (the daily's group board; bot/members.py).
     members: Members
-    # The daily code's world board in Redis (posting/board.py).
+    # The daily code's world board in Redis (state/board.py).
     board: DailyBoard
     # Now, in UTC, as the daily code reads it (which day's code, when the next comes, a
     # private chat's round past its midnight): tests pass their own to play over midnight.

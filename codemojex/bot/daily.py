@@ -4,7 +4,7 @@ today), `/me` (the records of every chat, and the daily's streaks and histogram)
 inline answer that a card's Share button asks for.
 
 Thin handlers: the flows are `codemojex.usecases.daily` (opening a daily), the store's reads
-and the world board in Redis (`codemojex.posting.board`); the texts are the game's. Each
+and the world board in Redis (`codemojex.state.board`); the texts are the game's. Each
 command pays its answer before its reads (`incoming.paid_sender`: past the sender's budget,
 one Redis call and no SQL); the answer goes through the answers' pace, the puzzle, like a
 round's announcement, through the outbox. The guesses of a daily are the guess intake's.
@@ -51,7 +51,7 @@ from codemojex.game import daily, texts
 from codemojex.limits import DAILY
 from codemojex.locale import EN, Lang
 from codemojex.outages import outage_of
-from codemojex.posting.board import DailyBoard
+from codemojex.state.board import DailyBoard
 from codemojex.values.clock import utcnow
 from codemojex.values.daily import PrivateChat
 

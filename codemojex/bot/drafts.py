@@ -1,5 +1,5 @@
 """A player's tapped drafts, the tap rate and the callback queries seen, in Redis: the state of
-tap to guess (codemojex.bot.taps) that every bot process shares. Key names: posting/keys.py.
+tap to guess (codemojex.bot.taps) that every bot process shares. Key names: state/keys.py.
 
 A callback query is marked seen only with its effect (`done`: the draft kept, or cleared once
 the guess it completed was admitted), in one script call: a process that dies, or a handler
@@ -17,8 +17,8 @@ from typing import Any
 
 from codemojex.game import taps
 from codemojex.limits import BOT, LANES
-from codemojex.posting.keys import Keys
-from codemojex.posting.scripts import register
+from codemojex.state.keys import Keys
+from codemojex.state.scripts import register
 from codemojex.values.redistypes import AnyRedis
 
 

@@ -12,7 +12,7 @@ Which messages are guess attempts (the rule, documented in the README of the bot
   open round, plain messages are ignored too.
 
 No SQL on a guess's path: the guess is parsed against the room's open round as its card
-says it (codemojex.posting.cards; this process's memory of it first, bot/cards.py), and
+says it (codemojex.state.cards; this process's memory of it first, bot/cards.py), and
 enqueued with one script call for every guess of the event-loop turn (bot/intake.py) that
 checks atomically that the round is still the room's open round, that the player is not
 banned, that the lane is the player's seat (a new player's id is minted here and fixed there,
@@ -58,10 +58,6 @@ from codemojex.game import daily, texts
 from codemojex.lanes import Admission, Admitted, LaneError
 from codemojex.limits import LANES
 from codemojex.locale import Lang
-from codemojex.posting.board import DailyBoard
-from codemojex.posting.cards import SEAT_GUARD, Card, CardBusy, CardRead
-from codemojex.posting.flags import FloodNotices
-from codemojex.posting.keys import Notice
 from codemojex.scoring import (
     MAX_GUESS_CHARS,
     MAX_LENGTH,
@@ -71,6 +67,10 @@ from codemojex.scoring import (
     parse_guess,
 )
 from codemojex.scoring.emoji import clusters, is_emoji
+from codemojex.state.board import DailyBoard
+from codemojex.state.cards import SEAT_GUARD, Card, CardBusy, CardRead
+from codemojex.state.flags import FloodNotices
+from codemojex.state.keys import Notice
 from codemojex.values import ids
 from codemojex.values.jobs import GuessJob
 

@@ -28,7 +28,7 @@ from codemojex.game import texts
 from codemojex.locale import Lang
 from codemojex.ops.health import probe_of
 from codemojex.outages import OUTAGES, outage_of
-from codemojex.posting.cards import CardBusy
+from codemojex.state.cards import CardBusy
 
 log = logging.getLogger(__name__)
 

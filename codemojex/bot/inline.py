@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codemojex.limits import DAILY
-from codemojex.posting.keys import Keys
+from codemojex.state.keys import Keys
 from codemojex.values.redistypes import AnyRedis
 
 

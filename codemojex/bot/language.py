@@ -12,7 +12,7 @@ from telegram import User
 
 from codemojex.db import Room
 from codemojex.locale import Lang, match, resolve
-from codemojex.posting.cards import Card
+from codemojex.state.cards import Card
 
 
 def user_language(user: User | None) -> Lang:

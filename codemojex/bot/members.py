@@ -1,5 +1,5 @@
 """Who the bot sees in a group, for the daily's group board (bot/daily.py reads them; the set
-in Redis is posting/members.py's).
+in Redis is state/members.py's).
 
 A group's member is whoever the bot sees say anything there: a message that is no guess
 taken (chatter, which the bot gets with privacy mode off or as an admin; an invalid guess), a
@@ -29,7 +29,7 @@ from telegram.constants import ChatMemberStatus, ChatType
 
 from codemojex.limits import DAILY
 from codemojex.outages import OUTAGES, is_outage
-from codemojex.posting.members import GroupMembers
+from codemojex.state.members import GroupMembers
 
 GROUPS = frozenset({ChatType.GROUP, ChatType.SUPERGROUP})
 _IN = frozenset({ChatMemberStatus.MEMBER, ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})

@@ -19,11 +19,12 @@ Two guards, the durable one first:
   emptied) is written after the commit from what the database holds then, never from the
   command's arguments (`usecases.derived`), so a delivery again makes good a process that
   died between the commit and Redis, without undoing a later command.
-- **The mark in Redis** (`cmx:{q}:seen:<chat>:<message>`, posting/keys.py), which keeps the
+- **The mark in Redis** (`cmx:{q}:seen:<chat>:<message>`, state/keys.py), which keeps the
   work and the answers to once: `run:<owner>` while a process runs the command, a lease of
-  `BOT.command_lease_s` renewed while it runs (`posting/lua/command_claim.lua`), so that a
-  second live process waits for it (up to `BOT.command_wait_s`, then "try again": the
-  holder is alive and slow) rather than running it beside it, and a dead holder lets go
+  `BOT.command_lease_s` (`state/lua/command_claim.lua`) renewed while it runs
+  (`command_renew.lua`), so that a second live process waits for it (up to
+  `BOT.command_wait_s`, then "try again": the holder is alive and slow) rather than running
+  it beside it, and a dead holder lets go
   within the lease; `done` once the effect committed (`Run.took_effect`), kept for the dedupe
   window (`Settings.dedupe_window_s`) and never taken back, whatever raises after (an
   answer's timeout, a card's write, a cancel); given back only when the command fails
@@ -53,8 +54,8 @@ from telegram import Message
 
 from codemojex.limits import BOT
 from codemojex.outages import OUTAGES
-from codemojex.posting.keys import Keys
-from codemojex.posting.scripts import register
+from codemojex.state.keys import Keys
+from codemojex.state.scripts import register
 from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import Origin
 
@@ -133,7 +134,7 @@ class CommandMarks:
         self._lease = f"run:{secrets.token_hex(8)}"
         self._claim = register(redis, "command_claim")
         self._release = register(redis, "command_release")
-        self._renew = register(redis, "lease_renew")
+        self._renew = register(redis, "command_renew")
 
     @contextlib.asynccontextmanager
     async def once(self, message: Message) -> AsyncIterator[Run]:

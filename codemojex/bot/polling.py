@@ -30,7 +30,7 @@ Update ids: Telegram may start them anew, below the offset already sent, after a
 updates. An update below the offset sent is no update already taken (those were confirmed):
 the loop says so, counts it (`id_resets`) and starts the window again from it.
 
-One poller per bot (posting/inbox.py `PollerLease`): the loop fetches only while it holds the
+One poller per bot (state/inbox.py `PollerLease`): the loop fetches only while it holds the
 lease, renewed every third of its life; another process of the same bot waits (`standby`,
 logged once and on /readyz) and takes over when the lease is released or runs out. Once it
 holds the lease, the poller first takes over the parked updates whose process died.
@@ -59,7 +59,7 @@ from telegram.warnings import PTBUserWarning
 from codemojex.bot.processor import HELD_MAX, TICK_S, AnyApplication, Door
 from codemojex.limits import BOT, RETRIES
 from codemojex.outages import OUTAGES, pause_s, retry_after_ms
-from codemojex.posting.inbox import PollerLease
+from codemojex.state.inbox import PollerLease
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ The polling loop (polling.py) and the webhook server (webhook.py) hand each upda
 - **done**: its handlers finished (a guess is in its lane, a command took effect, its answer
   is on its way);
 - **parked**: it is not finished by its deadline (`deadline_s`: a lock held by a dead
-  process, an outage, a slow dependency), so it is kept in Redis first (posting/inbox.py)
+  process, an outage, a slow dependency), so it is kept in Redis first (state/inbox.py)
   and handled on from there; a process that dies with it parked leaves it to another;
 - **dead**: it cannot be handled (its handler failed with a bug on each of `tries` tries):
   kept in the dead letters for the operator, and its sender told something went wrong;
@@ -60,7 +60,7 @@ from telegram.ext import Application
 
 from codemojex.limits import BOT, RETRIES
 from codemojex.outages import OUTAGES, Component, outage_of, pause_s
-from codemojex.posting.inbox import Inbox, Parked, record
+from codemojex.state.inbox import Inbox, Parked, record
 
 log = logging.getLogger(__name__)
 

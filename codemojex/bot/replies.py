@@ -10,7 +10,7 @@ ANSWERS.group_share_pct of a group's minute, ANSWERS.bot_share_pct of the bot's 
 two of a chat's seconds in a row), so that the results keep the rest whatever a chat's members
 send.
 
-Each member's answers in a chat are budgeted first (posting/budget.py, the setting
+Each member's answers in a chat are budgeted first (state/budget.py, the setting
 CODEMOJEX_ANSWER_BUDGET, ANSWERS.budget_default a minute): past the budget the member gets one
 "slow down" instead of the answer, then nothing until the budget is whole again, so one
 member's spam cannot take the chat's whole share of answers either. A command spends it before
@@ -59,11 +59,11 @@ from codemojex.game import texts
 from codemojex.limits import ANSWERS
 from codemojex.locale import Lang, resolve
 from codemojex.outages import OUTAGES, is_outage, retry_after_ms
-from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.fold import OutMessage, fold
 from codemojex.posting.pace_policy import Grant
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
+from codemojex.state.budget import AnswerBudget
 from codemojex.values.types import KIND_CARD, Say
 
 log = logging.getLogger(__name__)

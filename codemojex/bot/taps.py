@@ -1,7 +1,7 @@
 """Tap to guess: the callback queries of a round's keyboard (codemojex.game.taps).
 
 Each tap is answered with a toast only the tapper sees (answerCallbackQuery); nothing is posted
-to the chat per tap. A player's draft of a round lives in Redis (posting/keys.py names it) and
+to the chat per tap. A player's draft of a round lives in Redis (state/keys.py names it) and
 expires when the round would time out. The tap that completes the code hands it to the guess
 intake exactly as a typed guess (codemojex.bot.guesses: validation, the player's lane, the
 room's ceiling, "slow down"), its job id derived from the callback query's id. A tap is

@@ -316,7 +316,7 @@ class Ban(Base):
 
 class AuditLog(Base):
     """Every admin action, allowed or refused (refused ones within their sender's answer
-    budget, posting/budget.py), kept for CODEMOJEX_AUDIT_KEEP_DAYS."""
+    budget, state/budget.py), kept for CODEMOJEX_AUDIT_KEEP_DAYS."""
 
     __tablename__ = "audit_log"
     __table_args__ = (

@@ -196,7 +196,7 @@ def slow_down(lang: Lang) -> str:
 
 
 def answers_spent(lang: Lang) -> str:
-    """Said once to a member past their answer budget in a chat (posting/budget.py)."""
+    """Said once to a member past their answer budget in a chat (state/budget.py)."""
     return _(lang, "Slow down: I will answer you again in a minute.")
 
 

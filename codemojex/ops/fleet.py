@@ -24,7 +24,7 @@ from redis.typing import EncodableT
 
 from codemojex.limits import OPS
 from codemojex.outages import OUTAGES
-from codemojex.posting.keys import Keys
+from codemojex.state.keys import Keys
 from codemojex.values.redistypes import AnyRedis
 
 # The series the ops page charts (sample names, i.e. with _total, _bucket, ...).

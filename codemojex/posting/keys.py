@@ -1,9 +1,8 @@
-"""Every `cmx:{q}:` key name, built in one place: the Redis state bot, worker and ops share
-(posting is the layer both processes import for what is not the lanes).
+"""Every key name of posting (the pace and the outbox sender), built in one place.
 
-The lanes own `emq:{q}:` (codemojex/lanes/keys.py); everything else Codemojex keeps in Redis
-for a queue `q` lives under `cmx:{q}:`, with the same `{q}` hash tag, so that every script
-and multi-key command of both stays in one Redis Cluster slot:
+Posting keeps its Redis state under `cmx:{q}:` beside the state of codemojex/state (whose
+names state/keys.py builds) and with the lanes' `{q}` hash tag, so that every script and
+multi-key command stays in one Redis Cluster slot:
 
     cmx:{q}:pace:c:<chat>          a chat's next free second (GCRA: its theoretical arrival time)
     cmx:{q}:pace:m:<chat>          a group's last minute of posts (sorted set of grants)
@@ -17,58 +16,13 @@ and multi-key command of both stays in one Redis Cluster slot:
     cmx:{q}:send:lease:<chat>      the sender that owns the chat (its token)
     cmx:{q}:send:sending:<row>     intent: an outbox row is being posted (owner and time)
     cmx:{q}:send:posted:<row>      posted: the message id that carried an outbox row
-    cmx:{q}:flood:<PLR…>           "slow down" was said this episode
-    cmx:{q}:answers:<chat>:<member>  a member's answer budget in a chat (hash: next free, told)
-    cmx:{q}:members:<chat>         a group's members as the bot saw them (zset: user id -> when
-                                   last seen, ms; bounded, expiring: posting/members.py)
-    cmx:{q}:paused:<PLR…>          "scoring is paused" was said this episode
-    cmx:{q}:tap:draft:<round>:<user>  a player's tapped draft of a round (expires with it)
-    cmx:{q}:tap:rate:<user>        a user's taps in the current rate window
-    cmx:{q}:inline:rate:<user>     a user's inline queries in the current rate window
-    cmx:{q}:tap:seen:<hash>        a callback query already handled (its id, hashed)
-    cmx:{q}:seen:<chat>:<message>  a command already run (bot/once.py)
-    cmx:{q}:inbox:parked           updates taken and confirmed, not yet finished (hash: update
-                                   id -> its JSON and tries: posting/inbox.py)
-    cmx:{q}:inbox:lease            their leases (zset: update id -> when the lease ends, ms)
-    cmx:{q}:inbox:dead             the dead letters: updates that could not be handled (list,
-                                   newest first, bounded, expiring)
-    cmx:{q}:poller:<bot>           the one process polling Telegram for bot <bot> (its token)
-    cmx:{q}:poller:<bot>:fence     the number of the last process that took that lease
-    cmx:{q}:daily:board:<day>      the day's world board of the daily code (zset: user id ->
-                                   attempts then finish time, game.daily.board_score)
-    cmx:{q}:daily:played:<day>     who opened the day's daily (HyperLogLog of user ids)
-    cmx:{q}:daily:built:<day>      the board holds every finish Postgres has (else rebuilt)
-    cmx:{q}:daily:rebuild:<day>    the process rebuilding the day's board (a lock)
-    cmx:{q}:room:<chat>:<thread>   the room of a chat (of its forum topic; 0: none): ROM id
-    cmx:{q}:card:<ROM…>            the room's card: what taking a guess needs (hash, cards.py)
-    cmx:{q}:card:<ROM…>:gen        the card's generation: every change bumps it
-    cmx:{q}:card:<ROM…>:seats      the room's players: Telegram user -> PLR id (hash)
-    cmx:{q}:card:<ROM…>:bans       the room's banned Telegram users (set)
-    cmx:{q}:card:<ROM…>:names      the room's players' names as the bot last sent them (hash,
-                                   PLR -> name: /queue names a player the worker did not
-                                   write yet)
-    cmx:{q}:ops:procs              the processes that publish for the operator page (zset:
-                                   process id -> when it last published, ms)
-    cmx:{q}:ops:proc:<id>          that process's kind, pid, host and counters (expires)
 
-Chat, row, round and user ids are integers formatted with %d, days as YYYYMMDD, rooms and
-players are branded ids checked here, callback query ids are hashed: user text never reaches a
-key name.
+Chat and row ids are integers formatted with %d: user text never reaches a key name.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-from datetime import date
-from typing import Final, Literal
-
 from codemojex.lanes.keys import check_queue
-from codemojex.values import ids
-
-Notice = Literal["flood", "paused"]
-NOTICES: Final = ("flood", "paused")
-_PROC: Final = re.compile(r"[0-9a-f]{16}\Z")
 
 
 def _integer(value: object, what: str) -> int:
@@ -77,20 +31,8 @@ def _integer(value: object, what: str) -> int:
     return value
 
 
-def _day(day: date) -> str:
-    if not isinstance(day, date):
-        raise ValueError(f"a day must be a date, got {day!r}")
-    return day.strftime("%Y%m%d")
-
-
-def check_proc(proc_id: str) -> str:
-    if not _PROC.match(proc_id):
-        raise ValueError(f"not a process id (16 hex digits): {proc_id!r}")
-    return proc_id
-
-
 class Keys:
-    """Key names of one queue's `cmx:` state."""
+    """Key names of one queue's pace and sender."""
 
     __slots__ = ("prefix", "queue")
 
@@ -98,7 +40,7 @@ class Keys:
         self.queue = check_queue(queue)
         self.prefix = f"cmx:{{{queue}}}:"
 
-    # -- the pace (posting/pacer.py) -----------------------------------------------------------
+    # -- the pace (pacer.py) ---------------------------------------------------------------------
 
     def chat_pace(self, chat_id: int) -> str:
         return f"{self.prefix}pace:c:{_integer(chat_id, 'chat id'):d}"
@@ -116,7 +58,7 @@ class Keys:
     def chat_block(self, chat_id: int) -> str:
         return f"{self.prefix}pace:block:c:{_integer(chat_id, 'chat id'):d}"
 
-    # -- the sender (posting/sender/) ---------------------------------------------------------
+    # -- the sender (ring.py, sender/) -----------------------------------------------------------
 
     @property
     def ring(self) -> str:
@@ -138,109 +80,3 @@ class Keys:
 
     def posted(self, row_id: int) -> str:
         return f"{self.prefix}send:posted:{_integer(row_id, 'row id'):d}"
-
-    # -- the notice flags (posting/flags.py) ---------------------------------------------------
-
-    def notice(self, lane: str, notice: Notice = "flood") -> str:
-        if not ids.is_valid(lane, ids.PLAYER):
-            raise ValueError("notice flags are keyed by player ids only")
-        if notice not in NOTICES:
-            raise ValueError(f"unknown notice {notice!r}")
-        return f"{self.prefix}{notice}:{lane}"
-
-    # -- the answer budget (posting/budget.py) ------------------------------------------------
-
-    def answer_budget(self, chat_id: int, member_id: int) -> str:
-        chat = _integer(chat_id, "chat id")
-        return f"{self.prefix}answers:{chat:d}:{_integer(member_id, 'member id'):d}"
-
-    # -- a group's members (posting/members.py) -----------------------------------------------
-
-    def group_members(self, chat_id: int) -> str:
-        return f"{self.prefix}members:{_integer(chat_id, 'chat id'):d}"
-
-    # -- tap to guess (bot/taps.py) ------------------------------------------------------------
-
-    def tap_draft(self, round_id: int, user_id: int) -> str:
-        round_part = _integer(round_id, "round id")
-        return f"{self.prefix}tap:draft:{round_part:d}:{_integer(user_id, 'user id'):d}"
-
-    def tap_rate(self, user_id: int) -> str:
-        return f"{self.prefix}tap:rate:{_integer(user_id, 'user id'):d}"
-
-    def inline_rate(self, user_id: int) -> str:
-        return f"{self.prefix}inline:rate:{_integer(user_id, 'user id'):d}"
-
-    def tap_seen(self, query_id: str) -> str:
-        digest = hashlib.blake2b(query_id.encode(), digest_size=12).hexdigest()
-        return f"{self.prefix}tap:seen:{digest}"
-
-    def command_seen(self, chat_id: int, message_id: int) -> str:
-        chat = _integer(chat_id, "chat id")
-        return f"{self.prefix}seen:{chat:d}:{_integer(message_id, 'message id'):d}"
-
-    # -- the updates the bot confirmed before finishing them (posting/inbox.py) ----------------
-
-    @property
-    def inbox_parked(self) -> str:
-        return self.prefix + "inbox:parked"
-
-    @property
-    def inbox_lease(self) -> str:
-        return self.prefix + "inbox:lease"
-
-    @property
-    def inbox_dead(self) -> str:
-        return self.prefix + "inbox:dead"
-
-    def poller(self, bot_id: int) -> str:
-        return f"{self.prefix}poller:{_integer(bot_id, 'bot id'):d}"
-
-    def poller_fence(self, bot_id: int) -> str:
-        return self.poller(bot_id) + ":fence"
-
-    # -- the daily code's world board (posting/board.py) ---------------------------------------
-
-    def daily_board(self, day: date) -> str:
-        return f"{self.prefix}daily:board:{_day(day)}"
-
-    def daily_played(self, day: date) -> str:
-        return f"{self.prefix}daily:played:{_day(day)}"
-
-    def daily_built(self, day: date) -> str:
-        return f"{self.prefix}daily:built:{_day(day)}"
-
-    def daily_rebuild(self, day: date) -> str:
-        return f"{self.prefix}daily:rebuild:{_day(day)}"
-
-    # -- the rooms' cards (posting/cards.py) ----------------------------------------------------
-
-    def room_of(self, chat_id: int, thread_id: int) -> str:
-        chat = _integer(chat_id, "chat id")
-        return f"{self.prefix}room:{chat:d}:{_integer(thread_id, 'thread id'):d}"
-
-    def card(self, room_id: str) -> str:
-        if not ids.is_valid(room_id, ids.ROOM):
-            raise ValueError(f"not a room id: {room_id!r}")
-        return f"{self.prefix}card:{room_id}"
-
-    def card_gen(self, room_id: str) -> str:
-        return self.card(room_id) + ":gen"
-
-    def seats(self, room_id: str) -> str:
-        return self.card(room_id) + ":seats"
-
-    def bans(self, room_id: str) -> str:
-        return self.card(room_id) + ":bans"
-
-    def names(self, room_id: str) -> str:
-        return self.card(room_id) + ":names"
-
-    # -- the processes the operator page lists (ops/fleet.py) ----------------------------------
-
-    @property
-    def procs(self) -> str:
-        return self.prefix + "ops:procs"
-
-    def proc(self, proc_id: str) -> str:
-        return self.prefix + "ops:proc:" + check_proc(proc_id)

@@ -1,5 +1,5 @@
-"""The Lua scripts of the posting state (`lua/*.lua`, each headed by its KEYS, ARGV and
-return value), read from package data when first needed, with the lanes' loader; a script's
+"""The Lua scripts of posting (`lua/*.lua`, each headed by its KEYS, ARGV and return
+value), read from package data when first needed, with the lanes' loader; a script's
 `--- @include "<name>"` lines are resolved from the lanes' `lua/includes/` (the clock)."""
 
 from __future__ import annotations
@@ -16,26 +16,12 @@ Name = Literal[
     "pace_take",
     "pace_settle",
     "pace_block",
-    "budget_take",
     "lease_renew",
     "lease_fence",
     "posted_mark",
     "ring_add",
     "ring_take",
     "ring_release",
-    "card_read",
-    "card_write",
-    "card_close",
-    "command_claim",
-    "tap_done",
-    "command_release",
-    "inbox_park",
-    "inbox_settle",
-    "inbox_renew",
-    "inbox_take",
-    "inbox_dead",
-    "poller_hold",
-    "poller_release",
 ]
 NAMES: Final[tuple[Name, ...]] = get_args(Name)
 

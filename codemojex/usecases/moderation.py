@@ -32,7 +32,7 @@ from codemojex.db.models import Player, Room
 from codemojex.db.store import admin, rooms
 from codemojex.db.unit import uow
 from codemojex.lanes import Lanes
-from codemojex.posting.cards import Card, RoomCards, refresh
+from codemojex.state.cards import Card, RoomCards, refresh
 from codemojex.usecases import derived
 from codemojex.usecases.audit import Audit, Committed, first_time, not_told
 from codemojex.values import ids

@@ -25,7 +25,7 @@ KIND_CARD: Final = "card"
 
 
 class Say(Enum):
-    """What a member's answer budget in a chat allows (posting/budget.py): the bot's answers
+    """What a member's answer budget in a chat allows (state/budget.py): the bot's answers
     and the worker's "too late" lines spend it alike."""
 
     NOTHING = 0  # the budget is spent and they were told: silence until it is whole

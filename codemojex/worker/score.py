@@ -27,7 +27,7 @@ The players' rows are written in the same transaction (`store.seats`): a job nam
 Telegram user (and, the first time, the player's name); the bot writes no row per guess.
 After the commit, `on_closed(room, round)` is told of every round the batch found or left
 closed (won, or a guess "too late"), so that the room's card in Redis stops taking guesses
-for it even if whoever closed it died before saying so (posting/cards.py).
+for it even if whoever closed it died before saying so (state/cards.py).
 
 A database that is down (connection refused, timeouts, OperationalError…: `outages`) is
 waited out a little (`outages.retrying` with RETRIES.record, up to `hold_s`; the pool's
@@ -117,7 +117,7 @@ class ScoreWorker:
         is told again). `share`: daily cards carry a Share button (inline mode is on).
         `clock`: the game's now, which decides with the guesses (a daily's day, its card).
         `late_budget`: the "too late" lines spend their members' answer budgets (the bot's
-        answers' own, posting/budget.py); None: every one is posted."""
+        answers' own, state/budget.py); None: every one is posted."""
         self._sessionmaker = sessionmaker
         # One line when an outage starts, one when a flush succeeds again.
         self._record_retrying = retrying(

@@ -27,14 +27,14 @@ from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.limits import ANSWERS, GAME, POOL, RETRIES, SENDER, WORKER
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
-from codemojex.posting.board import DailyBoard
-from codemojex.posting.budget import AnswerBudget
-from codemojex.posting.cards import RoomCards
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.runtime import settle_process
 from codemojex.settings import Settings
+from codemojex.state.board import DailyBoard
+from codemojex.state.budget import AnswerBudget
+from codemojex.state.cards import RoomCards
 from codemojex.values.batch import deadline_ms
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
@@ -287,7 +287,7 @@ async def run_worker(
     async def poke(chat_id: int) -> None:
         sender.poke(chat_id)
 
-    # Finished dailies go onto the world board once committed (posting/board.py).
+    # Finished dailies go onto the world board once committed (state/board.py).
     board = DailyBoard(redis, settings.queue)
     cards = RoomCards(redis, settings.queue)
 

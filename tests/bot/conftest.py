@@ -44,11 +44,11 @@ from codemojex.lanes import Lanes
 from codemojex.limits import ANSWERS
 from codemojex.locale import EN
 from codemojex.outages import outage_of
-from codemojex.posting.budget import AnswerBudget
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
+from codemojex.state.budget import AnswerBudget
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
 from tests.conftest import REDIS_URL

@@ -10,7 +10,7 @@ import pytest
 
 from codemojex.game import texts
 from codemojex.locale import EN
-from codemojex.posting.budget import AnswerBudget
+from codemojex.state.budget import AnswerBudget
 from tests.bot.conftest import ALICE, BOB, E2E, World
 from tests.helpers.sql import statements
 

@@ -21,9 +21,9 @@ from codemojex.bot import BotParts, CodemojexApp, CodemojexContext, build_applic
 from codemojex.db import AuditLog, Outbox, Round
 from codemojex.lanes import Lanes
 from codemojex.limits import ANSWERS
-from codemojex.posting.budget import AnswerBudget
-from codemojex.posting.keys import Keys
 from codemojex.posting.pacer import Pacer
+from codemojex.state.budget import AnswerBudget
+from codemojex.state.keys import Keys
 from codemojex.values.types import KIND_REVEAL, KIND_ROUND
 from tests.bot.conftest import ADMIN, ALICE, E2E, MAX_DEPTH, UNPACED, World, open_round, start_round
 

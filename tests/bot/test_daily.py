@@ -22,11 +22,11 @@ from codemojex.db import Outbox, Round, store
 from codemojex.game import daily, taps, texts
 from codemojex.limits import DAILY
 from codemojex.locale import EN, Lang
-from codemojex.posting.board import DailyBoard
-from codemojex.posting.cards import card_of
-from codemojex.posting.keys import Keys
-from codemojex.posting.members import GroupMembers
 from codemojex.scoring import feedback
+from codemojex.state.board import DailyBoard
+from codemojex.state.cards import card_of
+from codemojex.state.keys import Keys
+from codemojex.state.members import GroupMembers
 from codemojex.values.daily import Row
 from codemojex.values.types import KIND_ROUND, ROUND_DAILY
 from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round

@@ -20,9 +20,9 @@ from codemojex.bot.polling import Poller
 from codemojex.bot.processor import Door, DoorHooks, order_key
 from codemojex.game import texts
 from codemojex.locale import EN
-from codemojex.posting.inbox import Inbox, PollerLease
-from codemojex.posting.keys import Keys
 from codemojex.standin import StandIn
+from codemojex.state.inbox import Inbox, PollerLease
+from codemojex.state.keys import Keys
 from tests.bot.conftest import ALICE, BARRIERS, BOB, CAROL, World, bot_world
 from tests.conftest import REDIS_URL
 from tests.helpers.support import drop_keys, free_port

@@ -15,7 +15,7 @@ from telegram import Chat, Message
 from telegram.constants import ChatType
 
 from codemojex.bot.once import CommandBusy, CommandMarks, origin_of
-from codemojex.posting.keys import Keys
+from codemojex.state.keys import Keys
 from codemojex.values.redistypes import AnyRedis
 
 CHAT = -1_005_000_000_001

@@ -18,7 +18,7 @@ from sqlalchemy import delete, func, select
 from codemojex.db import AuditLog, Outbox, Player, Round, store
 from codemojex.game import texts
 from codemojex.locale import EN
-from codemojex.posting.keys import Keys
+from codemojex.state.keys import Keys
 from tests.bot.conftest import (
     ADMIN,
     ALICE,

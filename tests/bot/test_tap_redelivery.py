@@ -24,7 +24,7 @@ from codemojex.db import Round
 from codemojex.game import taps, texts
 from codemojex.locale import EN
 from codemojex.outages import OUTAGES
-from codemojex.posting.keys import Keys
+from codemojex.state.keys import Keys
 from codemojex.values import ids
 from tests.bot.conftest import ALICE, World, bot_world, room_of, start_round
 from tests.e2e.harness import eventually

@@ -21,11 +21,11 @@ from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.game.texts import queue_view as format_queue
 from codemojex.lanes import Lanes
 from codemojex.locale import EN
-from codemojex.posting.keys import Keys
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.scoring.emoji import clusters
 from codemojex.settings import Settings
 from codemojex.standin import CHANNEL_BOT_ID, GROUP_ANONYMOUS_BOT_ID, StandIn
+from codemojex.state.keys import Keys
 from codemojex.values import ids
 
 

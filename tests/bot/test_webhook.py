@@ -15,8 +15,8 @@ import pytest_asyncio
 from codemojex.game import texts
 from codemojex.limits import BOT
 from codemojex.locale import EN
-from codemojex.posting.inbox import Inbox
 from codemojex.standin import SECRET_HEADER
+from codemojex.state.inbox import Inbox
 from tests.bot.conftest import BOB, E2E, World, bot_world
 from tests.helpers.support import free_port
 

@@ -20,7 +20,7 @@ from codemojex.db import DailyResult, Outbox, Player, Room, Round, store
 from codemojex.db.store.lookups import RoomCard
 from codemojex.game import taps, texts
 from codemojex.locale import EN, Lang
-from codemojex.posting.cards import card_of
+from codemojex.state.cards import card_of
 from codemojex.usecases.daily import Opened, open_daily
 from codemojex.values import ids
 from codemojex.values.daily import PrivateChat

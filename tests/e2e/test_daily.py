@@ -24,9 +24,9 @@ from codemojex.db import Guess, store
 from codemojex.game import daily, texts
 from codemojex.limits import DAILY
 from codemojex.locale import EN
-from codemojex.posting.keys import Keys
 from codemojex.scoring import feedback
 from codemojex.standin import SentMessage
+from codemojex.state.keys import Keys
 from codemojex.values.clock import utcnow
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ALICE, BOB, CAROL, DAVE, Stack, in_process_worker, result_text

@@ -23,7 +23,7 @@ from sqlalchemy import select
 from codemojex.db import DailyResult, Round
 from codemojex.game import daily, texts
 from codemojex.locale import EN
-from codemojex.posting.board import DailyBoard
+from codemojex.state.board import DailyBoard
 from codemojex.values.types import SOLVED
 from tests.e2e.conftest import open_stack
 from tests.e2e.harness import ALICE, BOB, Stack, in_process_worker, result_text

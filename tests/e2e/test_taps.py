@@ -10,7 +10,7 @@ from codemojex.bot.drafts import TapRate
 from codemojex.db import Guess, Player
 from codemojex.game import taps, texts
 from codemojex.locale import EN
-from codemojex.posting.keys import Keys
+from codemojex.state.keys import Keys
 from codemojex.values import ids
 from tests.e2e.harness import ALICE, BOB, CAROL, DAVE, Stack, eventually, in_process_worker
 from tests.helpers.support import wrong_guess

@@ -12,7 +12,7 @@ from codemojex.game import daily
 from codemojex.lanes import Lanes
 from codemojex.ops.page.app import OpsPage
 from codemojex.ops.page.history import History
-from codemojex.posting.board import DailyBoard
+from codemojex.state.board import DailyBoard
 from codemojex.values.clock import utcnow
 from codemojex.values.daily import Finish
 from tests.conftest import REDIS_URL

@@ -1,6 +1,6 @@
 """What may be a key name in Redis: the lanes keyspace (codemojex/lanes/keys.py) and the few
-`cmx:` keys of the bot and the worker (posting/keys.py), each built from branded ids or
-integers only."""
+`cmx:` keys of the bot and the worker (posting/keys.py, state/keys.py), each built from
+branded ids or integers only."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from telegram.ext import (
 
 from codemojex.bot.processor import Door, DoorHooks, order_key
 from codemojex.bot.webhook import WebhookConfig, WebhookServer
-from codemojex.posting.inbox import Inbox
 from codemojex.standin import SentMessage, StandIn
+from codemojex.state.inbox import Inbox
 from tests.helpers.support import free_port
 from tests.standin.conftest import ADMIN, ALICE, BOB, GROUP
 

@@ -23,7 +23,7 @@ from codemojex import usecases
 from codemojex.db import AuditLog, Outbox, Player, Room, Round, reading, store
 from codemojex.lanes import Lanes
 from codemojex.locale import EN
-from codemojex.posting.cards import RoomCards, reload
+from codemojex.state.cards import RoomCards, reload
 from codemojex.usecases.derived import converge
 from codemojex.values.clock import utcnow
 from codemojex.values.types import KIND_REVEAL, Origin

@@ -24,7 +24,7 @@ from codemojex.db.unit import uow
 from codemojex.game import texts
 from codemojex.game.decide import decide
 from codemojex.locale import EN
-from codemojex.posting.budget import AnswerBudget
+from codemojex.state.budget import AnswerBudget
 from codemojex.values.clock import utcnow
 from codemojex.values.types import Say
 from tests.db.helpers import attempt, new_room, wrong_guess

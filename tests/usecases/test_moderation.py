@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex import usecases
 from codemojex.db import Ban, Player, Room, reading, store
 from codemojex.lanes import Admission, Lanes
-from codemojex.posting.cards import RoomCards, reload
+from codemojex.state.cards import RoomCards, reload
 from codemojex.values import ids
 
 CHAT = -1_007_000_000_001

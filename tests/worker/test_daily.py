@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex.db import DailyRecord, DailyResult, Outbox
 from codemojex.game import daily
 from codemojex.lanes import Lanes, Retry
-from codemojex.posting.board import DailyBoard
+from codemojex.state.board import DailyBoard
 from codemojex.values import ids
 from codemojex.values.clock import utcnow
 from codemojex.values.jobs import GuessJob

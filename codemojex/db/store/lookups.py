@@ -68,7 +68,7 @@ class RoomCard:
 
 async def room_card(session: AsyncSession, room_id: str) -> RoomCard | None:
     """The room's card (None: no such room), read in one transaction: the bot keeps it in
-    Redis (codemojex.posting.cards) and reads it from here when Redis has lost it."""
+    Redis (codemojex.state.cards) and reads it from here when Redis has lost it."""
     row = (
         await session.execute(
             select(Room, Round)

@@ -1,7 +1,7 @@
 """Players written with their guesses: the bot writes no row per guess.
 
 The bot gives a Telegram user's first guess in a room a player id of its own minting (fixed
-in Redis, first writer wins: posting/cards.py) and names the user in the job (`jobs.py`). The
+in Redis, first writer wins: state/cards.py) and names the user in the job (`jobs.py`). The
 score worker writes the player's row in the transaction that records the guess: inserted if
 the (room, user) has none, renamed when the job carries a new name. The database's row wins:
 when the (room, user) already has a player (Redis lost the id the bot had given, say), the

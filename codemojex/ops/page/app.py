@@ -34,8 +34,8 @@ from codemojex.ops.page import auth
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import HSTS, Peer, TrustedProxies
 from codemojex.ops.page.views import SORTS, check_cursor, dead_page, rooms_page
-from codemojex.posting.board import DailyBoard
-from codemojex.posting.inbox import Inbox
+from codemojex.state.board import DailyBoard
+from codemojex.state.inbox import Inbox
 from codemojex.values import ids
 from codemojex.values.clock import utcnow
 

@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from codemojex.posting.keys import Keys
-from codemojex.posting.scripts import register
+from codemojex.state.keys import Keys
+from codemojex.state.scripts import register
 from codemojex.values.redistypes import AnyRedis
 
 # A parked update's lease, and the poller's: renewed every third; a process that died is

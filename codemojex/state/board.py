@@ -2,7 +2,7 @@
 page read, and what the workers add to after each finish's commit (bot and worker share it,
 so it lives in the layer both import).
 
-Per day (keys built in posting/keys.py, all under the queue's hash tag):
+Per day (keys built in state/keys.py, all under the queue's hash tag):
 - a sorted set of the finishers (user id -> `game.daily.board_score`: attempts, then the
   time of the finish), so a rank, the top ten and a count are each O(log n);
 - a HyperLogLog of who opened the day's daily (how many played: ±1%, 12 KB a day);
@@ -31,7 +31,7 @@ from codemojex.db import store
 from codemojex.db.reading import reading
 from codemojex.game import daily
 from codemojex.limits import DAILY
-from codemojex.posting.keys import Keys
+from codemojex.state.keys import Keys
 from codemojex.values.daily import ATTEMPTS, Finish
 from codemojex.values.redistypes import AnyRedis
 

@@ -1,4 +1,4 @@
-"""The answer budget (posting/budget.py): a few answers per member per chat, then one notice,
+"""The answer budget (state/budget.py): a few answers per member per chat, then one notice,
 then silence until the budget is whole again; shared by every process through Redis (the real
 Redis, fakeredis and a Redis Cluster), and answering everyone while Redis is away."""
 
@@ -8,7 +8,7 @@ import asyncio
 
 import redis.asyncio as aioredis
 
-from codemojex.posting.budget import AnswerBudget
+from codemojex.state.budget import AnswerBudget
 from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import Say
 

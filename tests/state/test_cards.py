@@ -1,4 +1,4 @@
-"""The rooms' cards in Redis (posting/cards.py): written from the database only over the
+"""The rooms' cards in Redis (state/cards.py): written from the database only over the
 generation their writer read, closed when a round ends, checked by the enqueue. On the real
 Redis, fakeredis and a Redis Cluster (a card's keys share the queue's slot)."""
 
@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex import usecases
 from codemojex.db import Room, Round, store
 from codemojex.lanes import Admission, Lanes
-from codemojex.posting.cards import Card, RoomCards, RoundRules, reload
+from codemojex.state.cards import Card, RoomCards, RoundRules, reload
 from codemojex.values import ids
 from codemojex.values.redistypes import AnyRedis
 
@@ -194,7 +194,7 @@ async def test_names_noted_with_guesses(redis_any: AnyRedis, queue_name: str) ->
 
 @pytest.mark.parametrize("bad", ["ROM}:*", "PLR" + "0" * 26, ""])
 def test_card_keys_are_built_from_room_ids_only(queue_name: str, bad: str) -> None:
-    from codemojex.posting.keys import Keys
+    from codemojex.state.keys import Keys
 
     with pytest.raises(ValueError):
         Keys(queue_name).card(bad)

@@ -1,4 +1,4 @@
-"""A group's members as the bot saw them (posting/members.py): bounded to the last seen,
+"""A group's members as the bot saw them (state/members.py): bounded to the last seen,
 expiring on the caller's clock, the set itself gone with its last member's time; on the real
 Redis, fakeredis and a Redis Cluster."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from codemojex.posting.keys import Keys
-from codemojex.posting.members import GroupMembers
+from codemojex.state.keys import Keys
+from codemojex.state.members import GroupMembers
 from codemojex.values.redistypes import AnyRedis
 
 GROUP, OTHER = -100555, -100556

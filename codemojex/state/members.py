@@ -7,7 +7,7 @@ chat_member update, which Telegram sends a bot that administers the group; a lea
 The bot notes them in memory and writes them here together (bot/members.py), a tapper in the
 tap rate's own round trip. A guesser is on the board by their player row.
 
-In Redis (`cmx:{q}:members:<chat>`, posting/keys.py): a sorted set of user ids scored by when
+In Redis (`cmx:{q}:members:<chat>`, state/keys.py): a sorted set of user ids scored by when
 each was last seen (ms, on the caller's clock: the bot's, which the tests move). Bounded: each
 note keeps the `most` last seen (DAILY.group_members_max). Expiring: a member not seen for `ttl_s`
 (DAILY.group_members_ttl_s) is no longer read, and the set goes with its last member's time.
@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from codemojex.limits import DAILY
-from codemojex.posting.keys import Keys
+from codemojex.state.keys import Keys
 from codemojex.values.redistypes import AnyRedis
 
 

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 
 from codemojex.limits import ANSWERS
 from codemojex.outages import OUTAGES, is_outage
-from codemojex.posting import scripts
-from codemojex.posting.keys import Keys
+from codemojex.state import scripts
+from codemojex.state.keys import Keys
 from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import Say as Say  # budget_take.lua's answer, named by its callers
 

@@ -1,6 +1,6 @@
 """A room's card: what taking a guess needs, kept in Redis so that no guess costs SQL.
 
-The card (`cmx:{q}:card:<room>`, posting/keys.py names every key) holds the room's id, chat,
+The card (`cmx:{q}:card:<room>`, state/keys.py names every key) holds the room's id, chat,
 topic, title, language and ceiling, and its open round's id, palette, length, repeats and
 expiry (round 0: none); beside it the room's seats (Telegram user -> player id) and its banned
 users (and the players' names as the bot sent them, for /queue), and the chat's room
@@ -40,9 +40,9 @@ from codemojex.db.reading import reading
 from codemojex.lanes.admission import Guard
 from codemojex.limits import CARDS
 from codemojex.outages import is_outage
-from codemojex.posting.keys import Keys
-from codemojex.posting.scripts import register
 from codemojex.scoring import split_emojis
+from codemojex.state.keys import Keys
+from codemojex.state.scripts import register
 from codemojex.values.redistypes import AnyRedis
 
 log = logging.getLogger(__name__)

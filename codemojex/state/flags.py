@@ -2,7 +2,7 @@
 is full, "scoring is paused" while the room is paused. A flag in Redis with a TTL.
 
 The flag lives beside the queue's keys (same hash tag, its own `cmx:` prefix so the lanes
-library never sees it; the name is built by posting/keys.py from the player's branded id
+library never sees it; the name is built by state/keys.py from the player's branded id
 only). An episode is the time the flag lives: the first occurrence sets it and gets the
 notice, later ones within the TTL stay silent.
 """
@@ -10,7 +10,7 @@ notice, later ones within the TTL stay silent.
 from __future__ import annotations
 
 from codemojex.limits import ANSWERS
-from codemojex.posting.keys import Keys, Notice
+from codemojex.state.keys import Keys, Notice
 from codemojex.values.redistypes import AnyRedis
 
 __all__ = ["FloodNotices", "Notice"]

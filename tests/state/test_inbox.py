@@ -1,4 +1,4 @@
-"""The bot's inbox in Redis (posting/inbox.py): parked updates leased to the process that
+"""The bot's inbox in Redis (state/inbox.py): parked updates leased to the process that
 parked them, taken over once a lease runs out, forgotten once finished; the dead letters,
 bounded; one poller per bot, fenced. On the real Redis, fakeredis and a Redis Cluster."""
 
@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
-from codemojex.posting.inbox import Inbox, PollerLease, record
-from codemojex.posting.keys import Keys
+from codemojex.state.inbox import Inbox, PollerLease, record
+from codemojex.state.keys import Keys
 from codemojex.values.redistypes import AnyRedis
 
 UPDATE = {"update_id": 7, "message": {"message_id": 1, "text": "🍎🍌"}}

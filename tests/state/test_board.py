@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from codemojex.posting.board import DailyBoard
-from codemojex.posting.keys import Keys
+from codemojex.state.board import DailyBoard
+from codemojex.state.keys import Keys
 from codemojex.values.daily import Finish
 from codemojex.values.redistypes import AnyRedis
 from tests.helpers.dailies import daily_round, misses, open_for, play

@@ -1,0 +1,195 @@
+"""Every key name of the state bot, worker and ops share in Redis (codemojex/state: cards,
+the daily board, members, answer budgets, notices, the bot's inbox and poller lease, the
+command and tap marks) and of the processes the ops page lists, built in one place.
+
+The lanes own `emq:{q}:` (codemojex/lanes/keys.py); the rest of Codemojex's Redis state for a
+queue `q` lives under `cmx:{q}:`, with the same `{q}` hash tag, so that every script and
+multi-key command of all of them stays in one Redis Cluster slot: posting's pace and sender
+keys (`pace:`, `send:`, posting/keys.py) and these:
+
+    cmx:{q}:flood:<PLR…>           "slow down" was said this episode
+    cmx:{q}:answers:<chat>:<member>  a member's answer budget in a chat (hash: next free, told)
+    cmx:{q}:members:<chat>         a group's members as the bot saw them (zset: user id -> when
+                                   last seen, ms; bounded, expiring: state/members.py)
+    cmx:{q}:paused:<PLR…>          "scoring is paused" was said this episode
+    cmx:{q}:tap:draft:<round>:<user>  a player's tapped draft of a round (expires with it)
+    cmx:{q}:tap:rate:<user>        a user's taps in the current rate window
+    cmx:{q}:inline:rate:<user>     a user's inline queries in the current rate window
+    cmx:{q}:tap:seen:<hash>        a callback query already handled (its id, hashed)
+    cmx:{q}:seen:<chat>:<message>  a command already run (bot/once.py)
+    cmx:{q}:inbox:parked           updates taken and confirmed, not yet finished (hash: update
+                                   id -> its JSON and tries: state/inbox.py)
+    cmx:{q}:inbox:lease            their leases (zset: update id -> when the lease ends, ms)
+    cmx:{q}:inbox:dead             the dead letters: updates that could not be handled (list,
+                                   newest first, bounded, expiring)
+    cmx:{q}:poller:<bot>           the one process polling Telegram for bot <bot> (its token)
+    cmx:{q}:poller:<bot>:fence     the number of the last process that took that lease
+    cmx:{q}:daily:board:<day>      the day's world board of the daily code (zset: user id ->
+                                   attempts then finish time, game.daily.board_score)
+    cmx:{q}:daily:played:<day>     who opened the day's daily (HyperLogLog of user ids)
+    cmx:{q}:daily:built:<day>      the board holds every finish Postgres has (else rebuilt)
+    cmx:{q}:daily:rebuild:<day>    the process rebuilding the day's board (a lock)
+    cmx:{q}:room:<chat>:<thread>   the room of a chat (of its forum topic; 0: none): ROM id
+    cmx:{q}:card:<ROM…>            the room's card: what taking a guess needs (hash, cards.py)
+    cmx:{q}:card:<ROM…>:gen        the card's generation: every change bumps it
+    cmx:{q}:card:<ROM…>:seats      the room's players: Telegram user -> PLR id (hash)
+    cmx:{q}:card:<ROM…>:bans       the room's banned Telegram users (set)
+    cmx:{q}:card:<ROM…>:names      the room's players' names as the bot last sent them (hash,
+                                   PLR -> name: /queue names a player the worker did not
+                                   write yet)
+    cmx:{q}:ops:procs              the processes that publish for the operator page (zset:
+                                   process id -> when it last published, ms)
+    cmx:{q}:ops:proc:<id>          that process's kind, pid, host and counters (expires)
+
+Chat, round and user ids are integers formatted with %d, days as YYYYMMDD, rooms and
+players are branded ids checked here, callback query ids are hashed: user text never reaches a
+key name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import date
+from typing import Final, Literal
+
+from codemojex.lanes.keys import check_queue
+from codemojex.values import ids
+
+Notice = Literal["flood", "paused"]
+NOTICES: Final = ("flood", "paused")
+_PROC: Final = re.compile(r"[0-9a-f]{16}\Z")
+
+
+def _integer(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{what} must be an integer, got {value!r}")
+    return value
+
+
+def _day(day: date) -> str:
+    if not isinstance(day, date):
+        raise ValueError(f"a day must be a date, got {day!r}")
+    return day.strftime("%Y%m%d")
+
+
+def check_proc(proc_id: str) -> str:
+    if not _PROC.match(proc_id):
+        raise ValueError(f"not a process id (16 hex digits): {proc_id!r}")
+    return proc_id
+
+
+class Keys:
+    """Key names of one queue's `cmx:` state."""
+
+    __slots__ = ("prefix", "queue")
+
+    def __init__(self, queue: str) -> None:
+        self.queue = check_queue(queue)
+        self.prefix = f"cmx:{{{queue}}}:"
+
+    # -- the notice flags (state/flags.py) ---------------------------------------------------
+
+    def notice(self, lane: str, notice: Notice = "flood") -> str:
+        if not ids.is_valid(lane, ids.PLAYER):
+            raise ValueError("notice flags are keyed by player ids only")
+        if notice not in NOTICES:
+            raise ValueError(f"unknown notice {notice!r}")
+        return f"{self.prefix}{notice}:{lane}"
+
+    # -- the answer budget (state/budget.py) ------------------------------------------------
+
+    def answer_budget(self, chat_id: int, member_id: int) -> str:
+        chat = _integer(chat_id, "chat id")
+        return f"{self.prefix}answers:{chat:d}:{_integer(member_id, 'member id'):d}"
+
+    # -- a group's members (state/members.py) -----------------------------------------------
+
+    def group_members(self, chat_id: int) -> str:
+        return f"{self.prefix}members:{_integer(chat_id, 'chat id'):d}"
+
+    # -- tap to guess (bot/taps.py) ------------------------------------------------------------
+
+    def tap_draft(self, round_id: int, user_id: int) -> str:
+        round_part = _integer(round_id, "round id")
+        return f"{self.prefix}tap:draft:{round_part:d}:{_integer(user_id, 'user id'):d}"
+
+    def tap_rate(self, user_id: int) -> str:
+        return f"{self.prefix}tap:rate:{_integer(user_id, 'user id'):d}"
+
+    def inline_rate(self, user_id: int) -> str:
+        return f"{self.prefix}inline:rate:{_integer(user_id, 'user id'):d}"
+
+    def tap_seen(self, query_id: str) -> str:
+        digest = hashlib.blake2b(query_id.encode(), digest_size=12).hexdigest()
+        return f"{self.prefix}tap:seen:{digest}"
+
+    def command_seen(self, chat_id: int, message_id: int) -> str:
+        chat = _integer(chat_id, "chat id")
+        return f"{self.prefix}seen:{chat:d}:{_integer(message_id, 'message id'):d}"
+
+    # -- the updates the bot confirmed before finishing them (state/inbox.py) ----------------
+
+    @property
+    def inbox_parked(self) -> str:
+        return self.prefix + "inbox:parked"
+
+    @property
+    def inbox_lease(self) -> str:
+        return self.prefix + "inbox:lease"
+
+    @property
+    def inbox_dead(self) -> str:
+        return self.prefix + "inbox:dead"
+
+    def poller(self, bot_id: int) -> str:
+        return f"{self.prefix}poller:{_integer(bot_id, 'bot id'):d}"
+
+    def poller_fence(self, bot_id: int) -> str:
+        return self.poller(bot_id) + ":fence"
+
+    # -- the daily code's world board (state/board.py) ---------------------------------------
+
+    def daily_board(self, day: date) -> str:
+        return f"{self.prefix}daily:board:{_day(day)}"
+
+    def daily_played(self, day: date) -> str:
+        return f"{self.prefix}daily:played:{_day(day)}"
+
+    def daily_built(self, day: date) -> str:
+        return f"{self.prefix}daily:built:{_day(day)}"
+
+    def daily_rebuild(self, day: date) -> str:
+        return f"{self.prefix}daily:rebuild:{_day(day)}"
+
+    # -- the rooms' cards (state/cards.py) ----------------------------------------------------
+
+    def room_of(self, chat_id: int, thread_id: int) -> str:
+        chat = _integer(chat_id, "chat id")
+        return f"{self.prefix}room:{chat:d}:{_integer(thread_id, 'thread id'):d}"
+
+    def card(self, room_id: str) -> str:
+        if not ids.is_valid(room_id, ids.ROOM):
+            raise ValueError(f"not a room id: {room_id!r}")
+        return f"{self.prefix}card:{room_id}"
+
+    def card_gen(self, room_id: str) -> str:
+        return self.card(room_id) + ":gen"
+
+    def seats(self, room_id: str) -> str:
+        return self.card(room_id) + ":seats"
+
+    def bans(self, room_id: str) -> str:
+        return self.card(room_id) + ":bans"
+
+    def names(self, room_id: str) -> str:
+        return self.card(room_id) + ":names"
+
+    # -- the processes the operator page lists (ops/fleet.py) ----------------------------------
+
+    @property
+    def procs(self) -> str:
+        return self.prefix + "ops:procs"
+
+    def proc(self, proc_id: str) -> str:
+        return self.prefix + "ops:proc:" + check_proc(proc_id)
