@@ -2,9 +2,9 @@
 
 The keyspace is the one of docs `lanes.md`: all keys of queue `q` start with `emq:{q}:`,
 so a queue lives on one Cluster slot. The names are spelled here once: `Keys` builds them
-for Python, and the Lua scripts get theirs rendered from the same spellings when their text
-is built (`lua_names`, used by `codemojex/lanes/scripts.py`): each key of `SINGLE` as a
-constant in capitals (`RING`, `GACTIVE`, ...), each builder of `PER_ID` as a function
+for Python, and the Lua scripts get theirs rendered from the same spellings (`lua_names`:
+the include `keys` of the lanes' scripts, codemojex/lua/loader.py): each key of `SINGLE` as
+a constant in capitals (`RING`, `GACTIVE`, ...), each builder of `PER_ID` as a function
 (`pending_key(lane)`, `lane_ring_key(room)`, ...) on the queue prefix the scripts get as
 KEYS[1] (a lane or room found on a ring inside a script cannot be declared by its caller).
 `parse` names every key a script may write, and the tests check every key they see against it.
@@ -19,6 +19,7 @@ import re
 from typing import Final, NamedTuple
 
 from codemojex.lanes.errors import LaneError
+from codemojex.lua.loader import key_builder, key_constant
 from codemojex.values import ids
 
 _QUEUE: Final = re.compile(r"[a-z0-9_-]{1,32}\Z")
@@ -88,12 +89,10 @@ def lua_names() -> dict[str, str]:
     """The Lua definition of every key name a script may use, by the name it is used by:
     `RING` -> `local RING = P .. 'ring'`, `pending_key` -> `local function pending_key(lane)
     return P .. 'g:' .. lane .. ':pending' end` (P = KEYS[1], the queue prefix)."""
-    names = {suffix.upper(): f"local {suffix.upper()} = P .. '{suffix}'" for suffix in SINGLE}
+    names = {suffix.upper(): key_constant(suffix.upper(), suffix) for suffix in SINGLE}
     for builder, shape in PER_ID.items():
-        arg, tail = shape.arg, f" .. '{shape.after}'" if shape.after else ""
-        names[f"{builder}_key"] = (
-            f"local function {builder}_key({arg}) return P .. '{shape.before}' .. {arg}{tail} end"
-        )
+        name = f"{builder}_key"
+        names[name] = key_builder(name, shape.arg, shape.before, shape.after)
     return names
 
 

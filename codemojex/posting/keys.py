@@ -18,11 +18,31 @@ multi-key command stays in one Redis Cluster slot:
     cmx:{q}:send:posted:<row>      posted: the message id that carried an outbox row
 
 Chat and row ids are integers formatted with %d: user text never reaches a key name.
+
+The ring's scripts build the keys of the chats they find on the ring themselves (a caller
+cannot declare those), on the prefix `cmx:{q}:` they are given as KEYS[1]: their names are
+rendered from the same spellings (`lua_names`, the include `keys` of posting's scripts,
+codemojex/lua/loader.py): `RING`, `DIRTY`, `COOL` and `chat_lease_key(chat)`.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from codemojex.lanes.keys import check_queue
+from codemojex.lua.loader import key_builder, key_constant
+
+# The sender's keys of the whole queue: `Keys.<name>` in Python, `<NAME>` in Lua.
+SENDER: Final = {"ring": "send:ring", "dirty": "send:dirty", "cool": "send:cool"}
+# A chat's lease: `Keys.chat_lease(chat)` in Python, `chat_lease_key(chat)` in Lua.
+CHAT_LEASE: Final = "send:lease:"
+
+
+def lua_names() -> dict[str, str]:
+    """The Lua definition of every key name posting's scripts may use, by that name."""
+    names = {name.upper(): key_constant(name.upper(), suffix) for name, suffix in SENDER.items()}
+    names["chat_lease_key"] = key_builder("chat_lease_key", "chat", CHAT_LEASE)
+    return names
 
 
 def _integer(value: object, what: str) -> int:
@@ -62,18 +82,18 @@ class Keys:
 
     @property
     def ring(self) -> str:
-        return f"{self.prefix}send:ring"
+        return self.prefix + SENDER["ring"]
 
     @property
     def dirty(self) -> str:
-        return f"{self.prefix}send:dirty"
+        return self.prefix + SENDER["dirty"]
 
     @property
     def cool(self) -> str:
-        return f"{self.prefix}send:cool"
+        return self.prefix + SENDER["cool"]
 
     def chat_lease(self, chat_id: int) -> str:
-        return f"{self.prefix}send:lease:{_integer(chat_id, 'chat id'):d}"
+        return f"{self.prefix}{CHAT_LEASE}{_integer(chat_id, 'chat id'):d}"
 
     def sending(self, row_id: int) -> str:
         return f"{self.prefix}send:sending:{_integer(row_id, 'row id'):d}"

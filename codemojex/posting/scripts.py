@@ -1,15 +1,16 @@
-"""The Lua scripts of posting (`lua/*.lua`, each headed by its KEYS, ARGV and return
-value), read from package data when first needed, with the lanes' loader; a script's
-`--- @include "<name>"` lines are resolved from the lanes' `lua/includes/` (the clock)."""
+"""The Lua scripts of posting (`lua/*.lua`, each headed by its KEYS, ARGV and return value),
+built by the one loader (codemojex/lua/loader.py) when first needed: the ring's scripts name
+the shared clock (`--- @include "now_ms"`) and posting's key names (`--- @include "keys"`,
+rendered from codemojex/posting/keys.py)."""
 
 from __future__ import annotations
 
-import functools
 from typing import Final, Literal, get_args
 
 from redis.commands.core import AsyncScript
 
-from codemojex.lanes.scripts import read_include, read_lua, resolve
+from codemojex.lua.loader import Scripts
+from codemojex.posting.keys import lua_names
 from codemojex.values.redistypes import AnyRedis
 
 Name = Literal[
@@ -24,15 +25,13 @@ Name = Literal[
     "ring_release",
 ]
 NAMES: Final[tuple[Name, ...]] = get_args(Name)
+SCRIPTS: Final = Scripts("codemojex.posting", NAMES, lua_names())
 
 
-@functools.cache
 def source(name: Name) -> str:
-    if name not in NAMES:
-        raise KeyError(name)
-    return resolve(read_lua("codemojex.posting", name), read_include)
+    return SCRIPTS.source(name)
 
 
 def register(redis: AnyRedis, name: Name) -> AsyncScript:
     """The script, ready to call on `redis` (EVALSHA, loaded again on NOSCRIPT)."""
-    return redis.register_script(source(name))
+    return redis.register_script(SCRIPTS.source(name))

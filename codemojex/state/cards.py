@@ -184,7 +184,7 @@ class RoomCards:
         """The chat's card (through its room id when given), and `user_id`'s seat and ban."""
         if room_id is not None:
             self.keys.card(room_id)  # checks the id before it reaches the script
-        keys = [self.keys.room_of(chat_id, thread_id), self.keys.prefix + "card:"]
+        keys = [self.keys.prefix, self.keys.room_of(chat_id, thread_id)]
         user = "" if user_id is None else str(int(user_id))
         room, raw, gen, seat, banned = await self._read(keys=keys, args=[room_id or "", user])
         flat = [_text(x) for x in raw]

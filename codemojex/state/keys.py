@@ -44,6 +44,11 @@ keys (`pace:`, `send:`, posting/keys.py) and these:
 Chat, round and user ids are integers formatted with %d, days as YYYYMMDD, rooms and
 players are branded ids checked here, callback query ids are hashed: user text never reaches a
 key name.
+
+A card's script reads the keys of a room it finds (through the chat's room) itself, on the
+prefix `cmx:{q}:` it is given as KEYS[1]: their names are rendered from the same spellings
+(`lua_names`, the include `keys` of the state's scripts, codemojex/lua/loader.py):
+`card_key(room)`, `card_gen_key(room)`, `seats_key(room)`, `bans_key(room)`, `names_key(room)`.
 """
 
 from __future__ import annotations
@@ -54,11 +59,32 @@ from datetime import date
 from typing import Final, Literal
 
 from codemojex.lanes.keys import check_queue
+from codemojex.lua.loader import key_builder
 from codemojex.values import ids
 
 Notice = Literal["flood", "paused"]
 NOTICES: Final = ("flood", "paused")
 _PROC: Final = re.compile(r"[0-9a-f]{16}\Z")
+
+
+# A room's card and what goes with it: `cmx:{q}:card:<room>` and these suffixes;
+# `Keys.<name>(room)` in Python, `<name>_key(room)` in Lua.
+CARD: Final = "card:"
+ROOM_KEYS: Final = {
+    "card": "",
+    "card_gen": ":gen",
+    "seats": ":seats",
+    "bans": ":bans",
+    "names": ":names",
+}
+
+
+def lua_names() -> dict[str, str]:
+    """The Lua definition of every key name the state's scripts may use, by that name."""
+    return {
+        f"{name}_key": key_builder(f"{name}_key", "room", CARD, after)
+        for name, after in ROOM_KEYS.items()
+    }
 
 
 def _integer(value: object, what: str) -> int:
@@ -168,22 +194,25 @@ class Keys:
         chat = _integer(chat_id, "chat id")
         return f"{self.prefix}room:{chat:d}:{_integer(thread_id, 'thread id'):d}"
 
-    def card(self, room_id: str) -> str:
+    def _of_room(self, name: str, room_id: str) -> str:
         if not ids.is_valid(room_id, ids.ROOM):
             raise ValueError(f"not a room id: {room_id!r}")
-        return f"{self.prefix}card:{room_id}"
+        return f"{self.prefix}{CARD}{room_id}{ROOM_KEYS[name]}"
+
+    def card(self, room_id: str) -> str:
+        return self._of_room("card", room_id)
 
     def card_gen(self, room_id: str) -> str:
-        return self.card(room_id) + ":gen"
+        return self._of_room("card_gen", room_id)
 
     def seats(self, room_id: str) -> str:
-        return self.card(room_id) + ":seats"
+        return self._of_room("seats", room_id)
 
     def bans(self, room_id: str) -> str:
-        return self.card(room_id) + ":bans"
+        return self._of_room("bans", room_id)
 
     def names(self, room_id: str) -> str:
-        return self.card(room_id) + ":names"
+        return self._of_room("names", room_id)
 
     # -- the processes the operator page lists (ops/fleet.py) ----------------------------------
 

@@ -6,5 +6,5 @@ conftest.py of the folder that needs it, or in tests/conftest.py when several do
   `dailies`: a daily opened and played; `sql`: the statements an engine sends; `waiting`:
   waiting for a condition; `lanes`: draining a queue's lanes; `languages`: the catalogs'
   languages; `docnames`: the names the docs may quote; `redis_cluster`: a cluster of the
-  session's own.
+  session's own; `lua`: which names a Lua text defines and which it uses from nowhere.
 """

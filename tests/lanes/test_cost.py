@@ -16,7 +16,8 @@ from importlib import resources
 import pytest
 
 from codemojex.lanes import keys as K
-from codemojex.lanes.scripts import VERBS, IncludeError, read_lua, resolve, source
+from codemojex.lanes.scripts import VERBS, source
+from codemojex.lua.loader import IncludeError, read_lua, resolve
 
 HOT = [
     "enqueue", "admit", "claim", "wclaim", "ack", "ack_many", "ack_wclaim", "ack_wclaims",

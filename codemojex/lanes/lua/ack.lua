@@ -4,6 +4,7 @@
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  job id           ARGV[2]  attempts (the fencing token)
 -- Returns  1 when acked, 0 when the token is stale
+--- @include "keys"
 --- @include "holder"
 --- @include "permit_freed"
 local jk, room = holder(ARGV[1], ARGV[2])

@@ -29,6 +29,7 @@
 --          id (ok; dup: the first job's), why (full, err) or what the refusing guard found
 --          (guard; '' for nothing); whether the room is paused (1/0); the 1-based index of
 --          the refusing guard (else 0).
+--- @include "keys"
 --- @include "admit_job"
 --- @include "job_lane"
 --- @include "is_paused"

@@ -6,6 +6,7 @@
 -- ARGV[1]  '1' = deep: also SCAN the database for keys nothing in the queue leads to
 --          (orphan job hashes and the like); '0' = only what the queue's books reach
 -- Returns  a sorted list of human-readable problems; empty when the queue is sound
+--- @include "keys"
 --- @include "books"
 --- @include "count_jobs"
 --- @include "held_lanes"

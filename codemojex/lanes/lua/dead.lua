@@ -6,6 +6,7 @@
 -- ARGV[1]  offset          ARGV[2]  at most this many
 -- Returns  {dead jobs in all, jobs} where jobs is a list of {id, died ms, room, lane,
 --          attempts, max_attempts, enqueued_ms, last_error ('' = none)}
+--- @include "keys"
 --- @include "job_get"
 local z = redis.call('ZREVRANGE', DEAD, tonumber(ARGV[1]),
   tonumber(ARGV[1]) + tonumber(ARGV[2]) - 1, 'WITHSCORES')

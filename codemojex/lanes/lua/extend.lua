@@ -4,6 +4,7 @@
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  job id      ARGV[2]  attempts (token)      ARGV[3]  lease in ms
 -- Returns  1 when extended, 0 when the token is stale
+--- @include "keys"
 --- @include "holder"
 --- @include "now_ms"
 local jk = holder(ARGV[1], ARGV[2])

@@ -5,6 +5,7 @@
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  room id          ARGV[2]  ceiling (>= 1)
 -- Returns  1
+--- @include "keys"
 --- @include "room_recheck"
 --- @include "room_serviceable"
 local room = ARGV[1]

@@ -6,6 +6,7 @@
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  room or lane id  ARGV[2]  'room' or 'lane'
 -- Returns  1 when newly paused, 0 when it already was
+--- @include "keys"
 --- @include "lane_unring"
 --- @include "room_recheck"
 --- @include "room_serviceable"

@@ -4,6 +4,7 @@
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  at most this many jobs per call
 -- Returns  how many jobs were promoted
+--- @include "keys"
 --- @include "delayed_removed"
 --- @include "now_ms"
 --- @include "put_back"

@@ -5,6 +5,7 @@
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  lane id
 -- Returns  how many jobs were purged
+--- @include "keys"
 --- @include "lane_emptied"
 --- @include "now_ms"
 --- @include "pending_changed"

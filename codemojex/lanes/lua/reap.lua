@@ -5,6 +5,7 @@
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  at most this many leases per call
 -- Returns  how many leases were reaped
+--- @include "keys"
 --- @include "now_ms"
 --- @include "permit_freed"
 --- @include "put_back"

@@ -6,6 +6,7 @@
 -- ARGV[1]  job id           ARGV[2]  target lane id
 -- Returns  1 when the job is now pending in the target lane, 0 when the job is not pending
 -- Errors   LANEERR when the target lane belongs to another room (nothing is written)
+--- @include "keys"
 --- @include "bind"
 --- @include "head_changed"
 --- @include "lane_emptied"

@@ -11,7 +11,9 @@
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
+-- ARGV     none
 -- Returns  the list of fixes made, in order; empty when nothing needed fixing
+--- @include "keys"
 --- @include "books"
 --- @include "count_jobs"
 --- @include "held_lanes"

@@ -8,6 +8,7 @@
 -- ARGV[1]  job id
 -- Returns  1 when the job is pending again, 0 when it is not a dead job (any more)
 -- Errors   LANEERR when its lane is bound to another room now (nothing is written)
+--- @include "keys"
 --- @include "bind"
 --- @include "now_ms"
 --- @include "pend"

@@ -4,6 +4,7 @@
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  room or lane id  ARGV[2]  'room' or 'lane'
 -- Returns  1 when it was paused, 0 otherwise
+--- @include "keys"
 --- @include "lane_join"
 --- @include "room_recheck"
 local x = ARGV[1]

@@ -12,6 +12,7 @@
 -- ARGV[4]  ms before a lane whose room has jobs in flight is looked at again
 -- ARGV[5]  at most this many dead jobs, and this many lanes, per call
 -- Returns  {dead jobs deleted, lanes forgotten}
+--- @include "keys"
 --- @include "now_ms"
 local now = now_ms()
 local batch = tonumber(ARGV[5])

@@ -6,6 +6,7 @@
 -- ARGV[1]  job id      ARGV[2]  attempts (token)      ARGV[3]  delay in ms
 -- ARGV[4]  error text (stored as last_error)
 -- Returns  'delayed', 'dead' or 'stale'
+--- @include "keys"
 --- @include "delayed_added"
 --- @include "holder"
 --- @include "job_get"

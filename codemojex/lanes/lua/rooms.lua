@@ -8,6 +8,7 @@
 -- Returns  per room, in the order given: {room, pending, in flight, ceiling (-1 = none),
 --          paused 0/1, the oldest pending job's enqueued_ms (-1 = none), the last enqueue
 --          in ms (-1 = none within the lanes' idle time)}
+--- @include "keys"
 --- @include "room_oldest"
 local out = {}
 for _, room in ipairs(ARGV) do

@@ -10,6 +10,7 @@
 --          list of {room, paused 0/1, ceiling (-1 = none), in flight, lane ring, lanes}
 --          and lanes a list of {lane, depth, weight, paused 0/1}, sorted by id: the room's
 --          lanes holding pending jobs.
+--- @include "keys"
 local rooms = {}
 if ARGV[1] ~= '' then
   rooms[1] = ARGV[1]

@@ -10,6 +10,7 @@
 --          ceiling, rooms paused, the oldest pending job's enqueued_ms (-1 = none),
 --          the server's time in ms, deepest rooms} where deepest rooms is a list of
 --          {room, pending, in flight}, deepest first
+--- @include "keys"
 --- @include "now_ms"
 --- @include "job_get"
 local at_ceiling = 0

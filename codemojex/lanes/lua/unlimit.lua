@@ -4,6 +4,7 @@
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  room id
 -- Returns  1 when a ceiling was removed, 0 when the room had none
+--- @include "keys"
 --- @include "room_recheck"
 --- @include "room_serviceable"
 local room = ARGV[1]

@@ -11,6 +11,7 @@
 -- ARGV     room id, moment in ms, room id, moment in ms, ...
 -- Returns  {the server's time in ms, then per room in the order given: 1 when it holds a job
 --          enqueued before its moment, else 0}
+--- @include "keys"
 --- @include "now_ms"
 --- @include "room_oldest"
 --- @include "job_get"

@@ -5,6 +5,7 @@
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
 -- ARGV[1]  lane id          ARGV[2]  weight (>= 1)
 -- Returns  1
+--- @include "keys"
 if tonumber(ARGV[2]) == 1 then
   redis.call('HDEL', GWEIGHT, ARGV[1])
 else

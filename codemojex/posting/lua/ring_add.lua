@@ -5,21 +5,21 @@
 -- never moves ahead of the others) and is marked dirty, so that a sender holding it looks
 -- again before handing it back.
 --
--- KEYS[1]  the prefix `cmx:{q}:` (names no key; the scripts build `send:ring`, `send:dirty`,
---          `send:cool`)
+-- KEYS[1]  the prefix `cmx:{q}:` (names no key; the script builds RING, DIRTY and COOL on it:
+--          posting/keys.py)
 -- ARGV[1]  a chat id; ARGV[2..] more chat ids
 -- Returns  how many chats were new to the ring
+--- @include "keys"
 --- @include "now_ms"
 local now = now_ms()
-local ring, dirty, cool = KEYS[1] .. 'send:ring', KEYS[1] .. 'send:dirty', KEYS[1] .. 'send:cool'
-redis.call('ZREMRANGEBYSCORE', cool, '-inf', now)
+redis.call('ZREMRANGEBYSCORE', COOL, '-inf', now)
 local added = 0
 for i = 1, #ARGV do
-  local turn = tonumber(redis.call('ZSCORE', cool, ARGV[i]) or now)
-  if redis.call('ZADD', ring, 'NX', turn, ARGV[i]) == 1 then
+  local turn = tonumber(redis.call('ZSCORE', COOL, ARGV[i]) or now)
+  if redis.call('ZADD', RING, 'NX', turn, ARGV[i]) == 1 then
     added = added + 1
   else
-    redis.call('SADD', dirty, ARGV[i])
+    redis.call('SADD', DIRTY, ARGV[i])
   end
 end
 return added

@@ -1,6 +1,7 @@
 -- Complete the leased jobs given as (id, token) pairs in ARGV[first], ARGV[first + 1], ...;
 -- stale tokens are skipped. The permits are given back per room, rooms in the order they
 -- first appear. Returns how many were acked (ack_many, ack_wclaim, ack_wclaims).
+--- @include "keys"
 --- @include "permit_freed"
 --- @include "holder"
 local function ack_pairs(first)

@@ -9,6 +9,7 @@
 -- t state, e enqueued_ms; a (attempts) is written by the first lease (absent = 0) and x (the
 -- last error) by a retry or a death. Short names and no attempts field keep a guess's hash
 -- in one small listpack allocation (about 250 bytes in all instead of 310).
+--- @include "keys"
 --- @include "bind"
 --- @include "job_lane"
 --- @include "now_ms"

@@ -1,4 +1,5 @@
 -- `lane` lost its head (claimed, moved): read the new one. Returns whether it has one.
+--- @include "keys"
 local function head_changed(lane)
   local pk = pending_key(lane)
   local head = redis.call('ZRANGE', pk, 0, 0, 'WITHSCORES')

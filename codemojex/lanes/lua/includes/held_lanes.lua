@@ -1,4 +1,5 @@
 -- the lanes of `room` that belong in its held set: paused, with pending jobs
+--- @include "keys"
 --- @include "is_paused"
 local function held_lanes(S, room)
   local out = {}

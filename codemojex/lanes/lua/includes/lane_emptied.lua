@@ -1,5 +1,6 @@
 -- Admin verbs only: `lane` (of `room`) has no pending job any more: off its ring, or out of
 -- its room's held set when it is paused.
+--- @include "keys"
 --- @include "is_paused"
 --- @include "lane_unring"
 local function lane_emptied(room, lane)

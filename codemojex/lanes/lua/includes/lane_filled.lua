@@ -2,6 +2,7 @@
 -- lane was empty it became serviceable, and if it was the room's first serviceable lane,
 -- the room may have become serviceable too; a paused lane is held off the ring instead
 -- (the room's held set lists it, so a snapshot finds every lane with work cheaply).
+--- @include "keys"
 --- @include "is_paused"
 --- @include "room_open"
 --- @include "ring_room"

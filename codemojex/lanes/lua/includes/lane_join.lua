@@ -1,4 +1,5 @@
 -- A lane that holds work and is not paused joins its room's lane ring (resume).
+--- @include "keys"
 --- @include "room_open"
 --- @include "ring_room"
 local function lane_join(room, lane)

@@ -1,4 +1,5 @@
 -- Admin verbs only: `lane` (of `room`) stops being serviceable while it is on its ring.
+--- @include "keys"
 --- @include "room_serviceable"
 --- @include "room_recheck"
 local function lane_unring(room, lane)

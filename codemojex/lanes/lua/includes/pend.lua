@@ -1,5 +1,6 @@
 -- Put job `id` into `lane`'s pending zset at `seq` (enqueue, requeue, reassign): the books
 -- (an older job than the head, a requeued one, becomes the head: ZADD LT), then the rings.
+--- @include "keys"
 --- @include "pending_changed"
 --- @include "lane_filled"
 local function pend(room, lane, id, seq)

@@ -1,5 +1,6 @@
 -- `n` of `room`'s jobs left `active`: give back their permits. Only a room that was held
 -- at its ceiling (gactive >= glimit before, below it now) can become serviceable here.
+--- @include "keys"
 --- @include "is_paused"
 --- @include "ring_room"
 local function permit_freed(room, n)

@@ -1,4 +1,5 @@
 -- why a room is not serviceable given the true in-flight count; nil when it is
+--- @include "keys"
 --- @include "is_paused"
 --- @include "lane_ok"
 local function room_block(S, room, act)

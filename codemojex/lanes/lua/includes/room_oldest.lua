@@ -1,5 +1,6 @@
 -- The enqueued_ms of `room`'s oldest pending job (-1 = none): the lowest head seq of its lanes
 -- with work (its lane ring and its held set: paused lanes), never of every lane it has had.
+--- @include "keys"
 --- @include "job_get"
 local function room_oldest(room)
   local lanes = redis.call('LRANGE', lane_ring_key(room), 0, -1)

@@ -1,4 +1,5 @@
 -- A room is open: not paused and below its ceiling (its lane ring is not looked at).
+--- @include "keys"
 --- @include "is_paused"
 local function room_open(room)
   if is_paused(room) then return false end

@@ -1,5 +1,6 @@
 -- Admin verbs only (they may scan a ring): re-establish the membership of `room` on the
 -- room ring after a change, given whether it was serviceable (= on the ring) before.
+--- @include "keys"
 --- @include "room_serviceable"
 --- @include "ring_room"
 local function room_recheck(room, before)

@@ -2,6 +2,7 @@
 -- clamped by the lane's depth (ZPOPMIN) and the room's ceiling headroom. Returns
 -- {room, lane, ring length after (0 for a plain claim), then per job: id, payload, attempts,
 -- max_attempts, seq, enqueued_ms} or {} when the queue is paused or nothing is serviceable.
+--- @include "keys"
 --- @include "now_ms"
 --- @include "pending_changed"
 --- @include "head_changed"

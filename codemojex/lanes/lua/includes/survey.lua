@@ -1,6 +1,7 @@
 -- survey(deep): the whole keyspace of the queue read once, in the script's atomic view (check
 -- and repair, admin verbs that may read everything).
 -- every key of the queue, in one SCAN pass (SCAN walks the whole database, so once)
+--- @include "keys"
 local function scan_queue()
   local keys = {}
   local cursor = '0'
