@@ -18,7 +18,7 @@ database holds then. Given the admin command's audit row (`command`), the change
 only with that row, once per message (`audit.first_time`); a message delivered again writes
 nothing and only makes Redis what the database says (a process may have died between the two),
 which never undoes a later command. A card left stale by a failure after the commit is
-dropped, so the room's next guess reads it anew (`posting.cards.refresh`).
+dropped, so the room's next guess reads it anew (`state.cards.refresh`).
 """
 
 from __future__ import annotations
