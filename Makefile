@@ -38,17 +38,23 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/hadolint Dockerfile
 
-# Two test processes (pytest-xdist), each top-level folder of tests whole in one of them
-# (tests/conftest.py groups them), in an order pytest-randomly shuffles: SEED, printed first,
-# new each run unless given (make test SEED=N replays one). The suite is mostly waiting on
-# Redis, Postgres and the stand-in, and every test keeps to its own queue name, database
-# tables and ports, so two run side by side. `pytest` alone runs it all in one process.
+# Two test processes (pytest-xdist), a file each at a time, in file order: the suite is
+# mostly waiting on Redis, Postgres and the stand-in, and every test keeps to its own queue
+# name, database tables and ports, so two run side by side. `pytest` alone runs it all in one
+# process. The slowest 15 tests are listed at the end, to keep the suite's time in check.
+test: lint
+	$(BIN)/pytest -q -n 2 --dist loadfile -p no:randomly --durations=15
+
+# The order check: each top-level folder of tests whole in one process (tests/conftest.py
+# groups them), in an order pytest-randomly shuffles: SEED, printed first, new each run
+# unless given (make test-shuffled SEED=N replays one).
+.PHONY: test-shuffled
 ifndef SEED
 SEED := $(shell $(PY) -c 'import random; print(random.randrange(2**32))')
 endif
-test: lint
-	@echo "test order: --randomly-seed=$(SEED) (make test SEED=$(SEED) replays it)"
-	$(BIN)/pytest -q -n 2 --dist loadgroup --randomly-seed=$(SEED)
+test-shuffled: lint
+	@echo "test order: --randomly-seed=$(SEED) (make test-shuffled SEED=$(SEED) replays it)"
+	$(BIN)/pytest -q -n 2 --dist loadgroup --randomly-seed=$(SEED) --durations=15
 
 # The catalogs of the texts players read (codemojex/locale/, see its __init__.py): extract the
 # template from the code (babel.cfg), merge it into every language's .po (new and changed

@@ -106,6 +106,7 @@ async def test_banned_and_too_fast_taps_are_refused_and_change_nothing(stack: St
     buttons = stack.buttons(chat, ann.message_id)
     # A tap rate that a slow test machine cannot slip under: 4 taps a minute.
     stack.app.bot_data.drafts.rate = TapRate(most=4, window_ms=60_000)
+    await stack.redis.delete(keys.tap_rate(ALICE))  # her taps of other tests counted apart
 
     # Forged data (a client may send any): the round of another chat, a button past the
     # palette. Trusted no further than it names: refused, no draft anywhere.
@@ -172,7 +173,7 @@ async def test_banned_and_too_fast_taps_are_refused_and_change_nothing(stack: St
 
 
 async def test_hammered_taps_leave_no_more_keys_than_taps_let_through(stack: Stack) -> None:
-    """200 taps at once against a rate of 8: 8 change the draft, 192 are "too fast", and only
+    """200 taps at once against a rate of 8: 8 change the draft, 192 are refused, and only
     the 8 leave a key behind (a callback query seen), living minutes, not an hour."""
     chat = stack.new_group()
     keys = Keys(stack.settings.queue)
@@ -180,6 +181,8 @@ async def test_hammered_taps_leave_no_more_keys_than_taps_let_through(stack: Sta
         ann, _ = await stack.new_round(chat, by=ALICE)
     button = stack.buttons(chat, ann.message_id)[0][1]
     stack.app.bot_data.drafts.rate = TapRate(most=8, window_ms=60_000)  # no slipping under
+    # Bob's window starts here: one an earlier test opened would end mid-burst, letting 8 more.
+    await stack.redis.delete(keys.tap_rate(BOB))
     before = len(stack.standin.callback_answers)
     pressed = {stack.standin.press_button(chat, ann.message_id, BOB, button) for _ in range(200)}
 
@@ -189,7 +192,10 @@ async def test_hammered_taps_leave_no_more_keys_than_taps_let_through(stack: Sta
 
     await eventually(all_answered, timeout=60, what="200 taps answered")
     toasts = [a.get("text") for a in stack.standin.callback_answers[before:]]
-    assert toasts.count(texts.tap_too_fast(EN)) == 192
+    # The 8 within the rate change the draft; a guess they complete may be refused for its
+    # lane (the game says "slow down" then, to the taps after it too): refused all the same.
+    refused = (texts.tap_too_fast(EN), texts.slow_down(EN))
+    assert len([t for t in toasts if t in refused]) == 192, toasts
     seen = [key async for key in stack.redis.scan_iter(match=keys.prefix + "tap:seen:*")]
     assert len(seen) <= 8, len(seen)
     assert seen, "the taps let through are marked seen"
