@@ -33,14 +33,14 @@ from codemojex.lanes.keys import check_queue
 from codemojex.lua.loader import key_builder, key_constant
 
 # The sender's keys of the whole queue: `Keys.<name>` in Python, `<NAME>` in Lua.
-SENDER: Final = {"ring": "send:ring", "dirty": "send:dirty", "cool": "send:cool"}
+SENDER_KEYS: Final = {"ring": "send:ring", "dirty": "send:dirty", "cool": "send:cool"}
 # A chat's lease: `Keys.chat_lease(chat)` in Python, `chat_lease_key(chat)` in Lua.
 CHAT_LEASE: Final = "send:lease:"
 
 
 def lua_names() -> dict[str, str]:
     """The Lua definition of every key name posting's scripts may use, by that name."""
-    names = {name.upper(): key_constant(name.upper(), suffix) for name, suffix in SENDER.items()}
+    names = {key.upper(): key_constant(key.upper(), suffix) for key, suffix in SENDER_KEYS.items()}
     names["chat_lease_key"] = key_builder("chat_lease_key", "chat", CHAT_LEASE)
     return names
 
@@ -82,15 +82,15 @@ class Keys:
 
     @property
     def ring(self) -> str:
-        return self.prefix + SENDER["ring"]
+        return self.prefix + SENDER_KEYS["ring"]
 
     @property
     def dirty(self) -> str:
-        return self.prefix + SENDER["dirty"]
+        return self.prefix + SENDER_KEYS["dirty"]
 
     @property
     def cool(self) -> str:
-        return self.prefix + SENDER["cool"]
+        return self.prefix + SENDER_KEYS["cool"]
 
     def chat_lease(self, chat_id: int) -> str:
         return f"{self.prefix}{CHAT_LEASE}{_integer(chat_id, 'chat id'):d}"
