@@ -38,22 +38,18 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/hadolint Dockerfile
 
-# Two test processes (pytest-xdist), a file each at a time, in file order: the suite is
-# mostly waiting on Redis, Postgres and the stand-in, and every test keeps to its own queue
-# name, database tables and ports, so two run side by side. `pytest` alone runs it all in one
-# process. The slowest 15 tests are listed at the end, to keep the suite's time in check.
-test: lint
-	$(BIN)/pytest -q -n 2 --dist loadfile -p no:randomly --durations=15
-
-# The order check: each top-level folder of tests whole in one process (tests/conftest.py
-# groups them), in an order pytest-randomly shuffles: SEED, printed first, new each run
-# unless given (make test-shuffled SEED=N replays one).
-.PHONY: test-shuffled
+# Two test processes (pytest-xdist), each running top-level folders of tests/ whole
+# (tests/conftest.py makes each one an xdist group), in an order pytest-randomly shuffles:
+# no test may depend on what ran before it. SEED, printed first, is new each run unless
+# given: `make test SEED=N` replays a run's order. The suite is mostly waiting on Redis,
+# Postgres and the stand-in, and every test keeps to its own queue name, database tables and
+# ports, so two processes run side by side. The slowest 15 tests are listed at the end, to
+# keep the suite's time in check.
 ifndef SEED
 SEED := $(shell $(PY) -c 'import random; print(random.randrange(2**32))')
 endif
-test-shuffled: lint
-	@echo "test order: --randomly-seed=$(SEED) (make test-shuffled SEED=$(SEED) replays it)"
+test: lint
+	@echo "test order: --randomly-seed=$(SEED) (make test SEED=$(SEED) replays it)"
 	$(BIN)/pytest -q -n 2 --dist loadgroup --randomly-seed=$(SEED) --durations=15
 
 # The catalogs of the texts players read (codemojex/locale/, see its __init__.py): extract the

@@ -8,9 +8,9 @@ loopback ports when a test first asks for it, and stops by PID at the end
 (tests/helpers/redis_cluster.py); CODEMOJEX_TEST_REDIS_CLUSTER_URL points the tests at an existing
 cluster instead.
 
-`make test-shuffled` runs two processes (pytest-xdist, `--dist loadgroup`), each top-level
-folder of tests whole in one of them, so that every folder is also checked in one process
-after whatever else of it ran there, in an order pytest-randomly shuffles.
+`make test` runs two processes (pytest-xdist, `--dist loadgroup`), each top-level folder of
+tests whole in one of them, so that every folder is also checked in one process after
+whatever else of it ran there, in an order pytest-randomly shuffles.
 """
 
 from __future__ import annotations

@@ -81,8 +81,9 @@ async def test_a_stuck_chat_holds_up_no_other_chat(world: World, bot_database_ur
         while await world.queued() < before + sent:
             assert time.monotonic() - began < HELD_S - 1.0, "the other chats were held up"
             await asyncio.sleep(0.02)
-        # Within a second or two of the deadline, with the lock still held for seconds more.
-        assert time.monotonic() - began < DEADLINE_S + 1.5
+        # Before the stuck command's statement gave up on the lock (a Postgres outage, booked
+        # below): none of them waited for it. How soon after the deadline: bench/, not here.
+        assert OUTAGES.started["postgres"] == started, "the other chats waited for the lock"
         assert await open_round(world, stuck) is not None
         # The command waited for the lock up to the lock timeout, a Postgres outage, booked.
         while OUTAGES.started["postgres"] == started:

@@ -43,6 +43,8 @@ OLDER = Path(__file__).parent / "older"
 LONG = set(K.JOB_FIELDS)
 SHORT = set(K.JOB_FIELDS.values())
 QUICK = RetryPolicy("test", base_s=0.01, cap_s=0.05)
+SHORT_LEASE_MS = 300  # the dying worker's: reaped soon after it dies
+LONG_LEASE_MS = 10_000  # the living workers'
 
 
 class Older:
@@ -116,11 +118,14 @@ async def older_worker(
 ) -> None:
     """The older worker's loop: one claim round at a time (the finished batch acked in it),
     every `fail_every`-th job's first attempt retried, its maintenance between rounds; after
-    `die_after` rounds it dies holding its batch (never acked: the lease runs out)."""
+    `die_after` rounds it dies holding its batch (never acked: its short lease runs out).
+    A worker that lives holds a lease no round outlasts, however loaded the host: a lease
+    that ran out mid-round would have its batch served again, scored twice by design."""
+    lease_ms = SHORT_LEASE_MS if die_after is not None else LONG_LEASE_MS
     done: list[Job] = []
     rounds = 0
     while not stop.is_set():
-        _, batches = await older.ack_wclaims(done, 300, 2)
+        _, batches = await older.ack_wclaims(done, lease_ms, 2)
         done = []
         rounds += 1
         if die_after is not None and rounds > die_after and batches:
@@ -135,7 +140,7 @@ async def older_worker(
         await older.maintain()
         if not batches:
             await asyncio.sleep(0.01)
-    await older.ack_wclaims(done, 300, 0)
+    await older.ack_wclaims(done, lease_ms, 0)
 
 
 def newer_handler(scored: Counter[str], fail_every: int) -> Callable[[list[Job]], Awaitable[None]]:
@@ -185,7 +190,7 @@ async def test_an_older_and_a_newer_worker_drain_one_queue_each_job_scored_once(
     scored: Counter[str] = Counter()
     stop = asyncio.Event()
     pool = ConsumerPool(
-        env.lanes, newer_handler(scored, 5), concurrency=4, lease_ms=300,
+        env.lanes, newer_handler(scored, 5), concurrency=4, lease_ms=LONG_LEASE_MS,
         backoff=QUICK, maintenance_interval_s=0.05, park_timeout_s=0.2,
     )  # fmt: skip
     running = [

@@ -325,12 +325,15 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
 def _without_pace(keys: dict[str, Any]) -> dict[str, Any]:
     """The queue's state, without the bookkeeping of posts (the pacer's and the answer
     budget's keys), of the commands seen (bot/once.py: a message's mark, expiring with the
-    dedupe window), of whom the bot saw in a group (its members, by user id) and of a chat's
-    title: a raw update may name the chat otherwise, and the room's card then says so (its
-    generation moves with it)."""
+    dedupe window), of whom the bot saw in a group (its members, by user id), of the
+    processes themselves (the poller's lease and its fence, which a renewal late on a loaded
+    host moves on; what the processes publish for the ops page) and of a chat's title: a raw
+    update may name the chat otherwise, and the room's card then says so (its generation moves
+    with it)."""
     kept = {}
     for key, value in keys.items():
-        bookkeeping = any(part in key for part in (":pace:", ":answers:", ":seen:", ":members:"))
+        parts = (":pace:", ":answers:", ":seen:", ":members:", ":poller:", ":ops:")
+        bookkeeping = any(part in key for part in parts)
         if bookkeeping or key.endswith(":gen"):
             continue
         if ":card:" in key and isinstance(value, dict) and "title" in value:
