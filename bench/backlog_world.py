@@ -89,20 +89,19 @@ class Backlog:
         """A room and an open round per group, written through the store (a week long: no
         round ends during a drain)."""
         rng = random.Random(self.plan.seed)
-        async with sessionmaker() as session:
-            for g in range(self.plan.groups):
-                chat = self.plan.chat(g)
-                room = await usecases.ensure_room(
-                    session,
-                    chat,
-                    f"backlog {g}",
-                    default_ceiling=LANES.ceiling_default,
-                    round_timeout_s=GAME.round_timeout_s_max,
-                )
-                rnd = await usecases.start_round(session, room.id, rng)
-                self.rooms[chat] = room.id
-                self.round_ids[chat] = rnd.id
-                self._rounds[chat] = (split_emojis(rnd.palette), split_emojis(rnd.secret))
+        for g in range(self.plan.groups):
+            chat = self.plan.chat(g)
+            room = await usecases.ensure_room(
+                sessionmaker,
+                chat,
+                f"backlog {g}",
+                default_ceiling=LANES.ceiling_default,
+                round_timeout_s=GAME.round_timeout_s_max,
+            )
+            rnd = await usecases.start_round(sessionmaker, room.id, rng)
+            self.rooms[chat] = room.id
+            self.round_ids[chat] = rnd.id
+            self._rounds[chat] = (split_emojis(rnd.palette), split_emojis(rnd.secret))
 
     async def open_rounds_through_bot(
         self, conn: asyncpg.Connection, timeout_s: float = 120.0

@@ -101,20 +101,15 @@ async def make_rooms(url: str, rooms: int, players: int, ceiling: int) -> list[R
     async def build() -> None:
         for i in todo:
             chat_id = -100_000_000_000 - i
-            async with sm() as s:
-                room = await usecases.ensure_room(
-                    s, chat_id, f"Bench {i}", default_ceiling=ceiling, round_timeout_s=3600
-                )
+            room = await usecases.ensure_room(
+                sm, chat_id, f"Bench {i}", default_ceiling=ceiling, round_timeout_s=3600
+            )
             seats = []
             for k in range(players):
                 uid = 7_000_000 + i * 100 + k
                 name = f"P{i}-{k}"
-                async with sm() as s:
-                    seats.append(
-                        (uid, (await usecases.ensure_player(s, room.id, uid, name)).id, name)
-                    )
-            async with sm() as s:
-                rnd = await usecases.start_round(s, room.id, random.Random(i))
+                seats.append((uid, (await usecases.ensure_player(sm, room.id, uid, name)).id, name))
+            rnd = await usecases.start_round(sm, room.id, random.Random(i))
             out.append(
                 RoomSetup(
                     room.id, chat_id, rnd.id, rnd.palette_emojis, rnd.secret_emojis, tuple(seats)

@@ -226,8 +226,8 @@ class Run:
             if self._pending:
                 self._commit_wanted.set()
             messages = [Message(chat, marker, "result", None) for chat, marker, _ in batch]
-            async with self.sm() as s, uow(s):
-                await outbox.write_messages(s, messages, utcnow())
+            async with uow(self.sm) as tx:
+                await outbox.write_messages(tx, messages, utcnow())
             now = time.monotonic()
             for chat, marker, committed in batch:
                 self.written[marker] = (chat, now)

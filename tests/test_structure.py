@@ -1,11 +1,13 @@
 """What the code's shape promises, read from its syntax trees so it cannot drift: the unit of
-work is the only place that commits or rolls back, the database is told apart in one place
+work is the only place that begins, commits or rolls back a transaction or makes a savepoint,
+and every store function that writes takes it, the database is told apart in one place
 (the engine's backend), no module imports another's private name, and the formatter lays out
 every statement (no `fmt: skip`)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from tests.helpers.support import ROOT
@@ -29,13 +31,55 @@ def _calls_to(tree: ast.Module, names: set[str]) -> list[int]:
     ]
 
 
-def test_only_the_unit_of_work_commits_or_rolls_back() -> None:
+def test_only_the_unit_of_work_begins_commits_rolls_back_or_makes_a_savepoint() -> None:
     found = {
         where: lines
         for where, tree in _modules()
-        if (lines := _calls_to(tree, {"commit", "rollback"}))
+        if (lines := _calls_to(tree, {"begin", "begin_nested", "commit", "rollback"}))
     }
     assert found.keys() == {"codemojex/db/unit.py"}, found
+
+
+# What a store function calls that writes: an ORM object added, a Core statement built.
+_WRITES = {"add", "add_all", "insert", "update", "delete"}
+# A module's prepared statement that writes (`_AUDIT_ONCE = text("INSERT ...")`).
+_WRITING = re.compile(r"\b(INSERT|UPDATE|DELETE)\b|\b(insert|update|delete)\(")
+
+
+def test_every_store_function_that_writes_takes_the_unit() -> None:
+    """A public function of the store that writes (adds a row, builds an INSERT, UPDATE or
+    DELETE, or runs one of the module's prepared statements) takes the unit of work first,
+    never a bare session or connection: it can only run inside a transaction a use-case
+    opened. The backends' private helpers are given the unit's connection by their methods."""
+    wrong = []
+    for where, tree in _modules():
+        if not where.startswith("codemojex/db/store/"):
+            continue
+        statements = {
+            target.id
+            for node in tree.body
+            if isinstance(node, ast.Assign) and _WRITING.search(ast.unparse(node.value))
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+        for node in tree.body:
+            if not isinstance(node, ast.AsyncFunctionDef) or node.name.startswith("_"):
+                continue
+            called = {
+                n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+                for n in ast.walk(node)
+                if isinstance(n, ast.Call)
+            }
+            prepared = {
+                n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in statements
+            }
+            first = node.args.args[0] if node.args.args else None
+            takes_unit = (
+                first is not None and ast.unparse(first.annotation or ast.Name("")) == "Unit"
+            )
+            if (called & _WRITES or prepared) and not takes_unit:
+                wrong.append(f"{where}: {node.name}")
+    assert wrong == []
 
 
 def test_the_database_is_told_apart_in_one_place() -> None:

@@ -168,19 +168,18 @@ class Feeding(SoakState):
     ) -> None:
         """Rooms with their ceilings, players and first rounds, written with the store."""
         for sim in self.sims:
-            async with sessionmaker() as session:
-                room = await usecases.ensure_room(
-                    session,
-                    sim.chat_id,
-                    f"soak {sim.chat_id}",
-                    default_ceiling=sim.ceiling,
-                    round_timeout_s=3600,
-                )
-                sim.room_id = room.id
-                for uid in sim.players:
-                    player = await usecases.ensure_player(session, room.id, uid, f"P{uid}")
-                    sim.player_ids[uid] = (player.id, player.display_name)
-                await usecases.start_round(session, room.id, self.rng)
+            room = await usecases.ensure_room(
+                sessionmaker,
+                sim.chat_id,
+                f"soak {sim.chat_id}",
+                default_ceiling=sim.ceiling,
+                round_timeout_s=3600,
+            )
+            sim.room_id = room.id
+            for uid in sim.players:
+                player = await usecases.ensure_player(sessionmaker, room.id, uid, f"P{uid}")
+                sim.player_ids[uid] = (player.id, player.display_name)
+            await usecases.start_round(sessionmaker, room.id, self.rng)
             await lanes.limit(room.id, sim.ceiling)
 
     async def enqueue_direct(
@@ -227,9 +226,8 @@ class Feeding(SoakState):
                     await self.refresh_rounds(sessionmaker)
                     for sim in self.sims:
                         if sim.round_id is None:
-                            async with sessionmaker() as session:
-                                with contextlib.suppress(store.RoundAlreadyOpen):
-                                    await usecases.start_round(session, sim.room_id, rng)
+                            with contextlib.suppress(store.RoundAlreadyOpen):
+                                await usecases.start_round(sessionmaker, sim.room_id, rng)
                     await self.refresh_rounds(sessionmaker)
                 except Exception as exc:  # Postgres is down on purpose: keep the last view
                     log.debug("refresh failed: %s", type(exc).__name__)

@@ -73,15 +73,14 @@ class AvailabilityPhases(SoakState):
         await backlog.open_rounds(sessionmaker)
         stuck_chat = backlog.plan.chat(backlog.plan.groups)  # a room of its own
         standin.add_group(stuck_chat, "stuck", admins=[ADMIN_ID], members=[ADMIN_ID])
-        async with sessionmaker() as session:
-            room = await usecases.ensure_room(
-                session,
-                stuck_chat,
-                "stuck",
-                default_ceiling=2,
-                round_timeout_s=GAME.round_timeout_s_max,
-            )
-            round_id = (await usecases.start_round(session, room.id, random.Random(1))).id
+        room = await usecases.ensure_room(
+            sessionmaker,
+            stuck_chat,
+            "stuck",
+            default_ceiling=2,
+            round_timeout_s=GAME.round_timeout_s_max,
+        )
+        round_id = (await usecases.start_round(sessionmaker, room.id, random.Random(1))).id
         rooms = set(backlog.rooms.values())
         holder = await asyncpg.connect(self.pg.url.replace("postgresql+asyncpg", "postgresql"))
         try:

@@ -103,8 +103,7 @@ async def _admin_gate(
     if allowed:  # audited by the command, with its effect
         return AdminCall(who, room, actor, args, lang, run, audit)
     if said is Say.ANSWER:  # not the attempt told to slow down: it is past the budget
-        async with services.sessionmaker() as session:
-            first = await usecases.audit_command(session, audit)
+        first = await usecases.audit_command(services.sessionmaker, audit)
         await run.took_effect()
         if not first:
             return None
@@ -121,8 +120,7 @@ async def record(call: AdminCall, context: CodemojexContext) -> bool:
     """An allowed command with no effect of its own (a usage error, a read): its audit row
     alone. True when written now (then it is answered); False when its message took effect
     before (answered then: not again)."""
-    async with context.services.sessionmaker() as session:
-        first = await usecases.audit_command(session, call.audit)
+    first = await usecases.audit_command(context.services.sessionmaker, call.audit)
     await call.run.took_effect()
     return first
 
@@ -187,13 +185,12 @@ async def cmd_limit(call: AdminCall, context: CodemojexContext) -> None:
     # The room row is the record, then the card (where the lanes take a ceiling from when
     # they have lost theirs), then the lanes, as the row says.
     first = True
-    async with services.sessionmaker() as session:
-        try:
-            await usecases.update_room_settings(
-                session, call.room.id, ceiling=parsed, command=call.audit
-            )
-        except store.CommandRepeated:
-            first = False
+    try:
+        await usecases.update_room_settings(
+            services.sessionmaker, call.room.id, ceiling=parsed, command=call.audit
+        )
+    except store.CommandRepeated:
+        first = False
     await call.run.took_effect()
     await services.cards.refresh(call.room.id)
     await usecases.derive_ceiling(services.sessionmaker, services.lanes, call.room.id)
@@ -292,8 +289,7 @@ async def cmd_endround(call: AdminCall, context: CodemojexContext) -> None:
     delivered late must not end the next round); the reveal goes through the outbox, like
     every game post."""
     services = context.services
-    async with services.sessionmaker() as session:
-        ended = await usecases.end_round(session, call.room.id, call.audit)
+    ended = await usecases.end_round(services.sessionmaker, call.room.id, call.audit)
     await call.run.took_effect()
     if ended.status == "none":
         await reply(call, context, texts.no_round(call.lang))
@@ -319,18 +315,17 @@ async def cmd_settings(call: AdminCall, context: CodemojexContext) -> None:
     first = True
     try:
         wanted = parse_settings(call.args)
-        async with context.services.sessionmaker() as session:
-            # The store refuses what cannot be drawn with the room's other settings (repeats
-            # off and a palette shorter than the length), whichever of them is being changed.
-            room = await usecases.update_room_settings(
-                session,
-                room.id,
-                length=wanted.length,
-                palette="".join(wanted.palette) if wanted.palette is not None else None,
-                repeats=wanted.repeats,
-                language=wanted.language,
-                command=call.audit,
-            )
+        # The store refuses what cannot be drawn with the room's other settings (repeats off
+        # and a palette shorter than the length), whichever of them is being changed.
+        room = await usecases.update_room_settings(
+            context.services.sessionmaker,
+            room.id,
+            length=wanted.length,
+            palette="".join(wanted.palette) if wanted.palette is not None else None,
+            repeats=wanted.repeats,
+            language=wanted.language,
+            command=call.audit,
+        )
     except InvalidSettings as exc:
         # The change and its row rolled back: the row alone. Answered outside the session:
         # waiting for a posting slot holds no connection.

@@ -113,15 +113,14 @@ class Cards:
         """The room of the chat (of its forum topic `thread_id`), created on first sight with
         the room defaults (its ceiling reaches the lanes with its first guess:
         `Lanes.admit`), its title kept fresh."""
-        async with self._sessionmaker() as session:
-            return await usecases.ensure_room(
-                session,
-                chat.id,
-                room_title(chat),
-                default_ceiling=self.defaults.ceiling,
-                round_timeout_s=self.defaults.round_timeout_s,
-                thread_id=thread_id,
-            )
+        return await usecases.ensure_room(
+            self._sessionmaker,
+            chat.id,
+            room_title(chat),
+            default_ceiling=self.defaults.ceiling,
+            round_timeout_s=self.defaults.round_timeout_s,
+            thread_id=thread_id,
+        )
 
     async def for_guess(self, chat: Chat, thread_id: int, user: User | None) -> CardRead:
         """The chat's card as Redis has it now (read from the database first when Redis has

@@ -117,10 +117,9 @@ class DailyCommands:
             round_timeout_s=defaults.round_timeout_s,
         )
         before = await services.cards.generation(who.chat)
-        async with services.sessionmaker() as session:
-            opened = await usecases.open_daily(
-                session, chat=chat, language=lang, rng=services.rng, now=now, day=day
-            )
+        opened = await usecases.open_daily(
+            services.sessionmaker, chat=chat, language=lang, rng=services.rng, now=now, day=day
+        )
         view = opened.view
         day = view.puzzle.day
         if opened.card is not None:
@@ -151,8 +150,7 @@ class DailyCommands:
         services, user = context.services, who.user
         assert user is not None
         lang = user_language(user)
-        async with services.sessionmaker() as session:
-            view = await usecases.daily_on(session, user.id, day)
+        view = await usecases.daily_on(services.sessionmaker, user.id, day)
         text = texts.daily_new_code_out(lang)
         if view is not None and view.status == "finished":
             text = f"{view.card(lang)}\n\n{text}"
@@ -170,8 +168,7 @@ class DailyCommands:
         asker = who.user.id if who.user is not None else None
         seen = await services.members.of(who.chat.id, now)
         also = seen if asker is None else [*seen, asker]
-        async with services.sessionmaker() as session:
-            puzzle = await usecases.puzzle_today(session, sent, services.rng)
+        puzzle = await usecases.puzzle_today(services.sessionmaker, sent, services.rng)
         async with reading(services.sessionmaker) as session:
             members = await store.group_dailies(
                 session, who.chat.id, day, DAILY.group_rows, also=also, keep=asker
@@ -246,8 +243,7 @@ class DailyCommands:
             return  # a flood: ignored, before any read (the asker is shown nothing)
         lang = user_language(user)
         now = services.clock()
-        async with services.sessionmaker() as session:
-            view = await usecases.todays(session, user.id, now, services.rng)
+        view = await usecases.todays(services.sessionmaker, user.id, now, services.rng)
         number = view.puzzle.number
         # Telegram keeps an answer for `cache_time` and asks again only after it: a card stays
         # the same until the next code; an invitation may turn into a card at any moment.
@@ -294,13 +290,12 @@ async def world_top(
     (None: an anonymous admin, no place of their own). `rng` draws today's puzzle when nobody
     opened it yet."""
     day = daily.day_of(now)
-    async with sessionmaker() as session:
-        if user is None:
-            view = None
-            puzzle = await usecases.puzzle_today(session, now, rng)
-        else:
-            view = await usecases.todays(session, user.id, now, rng)
-            puzzle = view.puzzle
+    if user is None:
+        view = None
+        puzzle = await usecases.puzzle_today(sessionmaker, now, rng)
+    else:
+        view = await usecases.todays(sessionmaker, user.id, now, rng)
+        puzzle = view.puzzle
     await board.ensure(day, sessionmaker)
     best = await board.top(day, DAILY.top_rows)
     async with reading(sessionmaker) as session:

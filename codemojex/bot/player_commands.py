@@ -116,25 +116,24 @@ async def _newgame(services: BotServices, who: Sender, run: Run) -> None:
     room = await services.cards.ensure_room(who.chat, who.thread_id)
     opened = repeated = False
     if not run.done:
-        async with services.sessionmaker() as session:
-            try:
-                # The announcement is written to the outbox with the round: the sender posts
-                # it, paced with every other game post of the chat. A room's first round
-                # takes its starter's language. The round records this message: delivered
-                # again, however late, it opens nothing.
-                starter = user_language(who.user)
-                await usecases.start_round(
-                    session,
-                    room.id,
-                    services.rng,
-                    language=starter,
-                    origin=origin_of(who.message),
-                )
-                opened = True
-            except store.RoundAlreadyOpen:
-                pass
-            except store.CommandRepeated:
-                repeated = True
+        try:
+            # The announcement is written to the outbox with the round: the sender posts it,
+            # paced with every other game post of the chat. A room's first round takes its
+            # starter's language. The round records this message: delivered again, however
+            # late, it opens nothing.
+            starter = user_language(who.user)
+            await usecases.start_round(
+                services.sessionmaker,
+                room.id,
+                services.rng,
+                language=starter,
+                origin=origin_of(who.message),
+            )
+            opened = True
+        except store.RoundAlreadyOpen:
+            pass
+        except store.CommandRepeated:
+            repeated = True
         if opened or repeated:
             await run.took_effect()
     # The round into the room's card (also when it was open already, or opened by this

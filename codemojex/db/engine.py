@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -113,7 +113,7 @@ def postgres_session(
     }
 
 
-def make_engine(url: str, *, pool_size: int | None = None, **kwargs: Any) -> AsyncEngine:
+def make_engine(url: str | URL, *, pool_size: int | None = None, **kwargs: Any) -> AsyncEngine:
     """An async engine for `url` (postgresql+asyncpg://… or sqlite+aiosqlite://…), with its
     database's store backend.
 
@@ -202,9 +202,23 @@ def _sqlite_serialised_writers(engine: AsyncEngine) -> None:
         conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
-def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+# Where a unit of work (`unit.uow`) and a read (`reading.reading`) take their session from.
+Sessions = async_sessionmaker[AsyncSession]
+
+
+def make_sessionmaker(engine: AsyncEngine) -> Sessions:
     # Objects stay readable after commit: use-cases commit and then return them.
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def own_pool(sessions: Sessions, size: int) -> Sessions:
+    """Sessions on the same database as `sessions`, from a pool of `size` connections of
+    their own: whoever takes them never waits behind the users of the first pool. Its engine
+    is `sessions.kw["bind"]`, to dispose of when done."""
+    engine = sessions.kw.get("bind")
+    if not isinstance(engine, AsyncEngine):
+        raise TypeError("sessions not bound to an engine")
+    return make_sessionmaker(make_engine(engine.url, pool_size=size))
 
 
 def alembic_config(url: str | None = None) -> Any:

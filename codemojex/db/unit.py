@@ -1,11 +1,15 @@
-"""The unit of work: one transaction as a context manager, and the only place that commits or
-rolls back.
+"""The unit of work: one transaction as a context manager, and the only place that begins,
+commits or rolls back one, or makes a savepoint in one.
 
-A use-case opens one for each transaction it makes (`async with uow(session) as tx:`): the store
-functions it calls inside only load, lock and write, and the block's end commits everything at
-once, or, when the block raises, rolls it all back. `tx.conn` is the transaction's connection,
-`tx.backend` the database's store backend (`store.backend.Backend`, picked once where the engine
-was built, `engine.py`), for the statements that differ between Postgres and SQLite.
+A use-case opens one for each transaction it makes (`async with uow(sessions) as tx:`): the
+unit takes a session of its own from `sessions`, begins its transaction there, and the store
+functions the block calls only load, lock and write in it (`tx`); the block's end commits
+everything at once or, when the block raises, rolls it all back, and the session is closed
+either way. `tx.session` is the transaction's ORM session, `tx.conn` its connection,
+`tx.backend` the database's store backend (`store.backend.Backend`, picked once where the
+engine was built, `engine.py`), for the statements that differ between Postgres and SQLite.
+`tx.savepoint()` is a part of the transaction that may fail alone (a race lost to a unique
+index), rolled back to its start without the rest.
 
 The use-cases open units (`codemojex.usecases`), and the outbox sender for its books
 (`posting/sender/delivery.py`); the bot, the worker and the ops page never do (an import-linter
@@ -21,38 +25,34 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from codemojex.db.engine import MAINTENANCE, backend_of
+from codemojex.db.engine import MAINTENANCE, Sessions, backend_of
 from codemojex.db.store.backend import Backend
-
-# What a use-case is given to work on: a session (the ORM's flows) or a connection (the score
-# worker's flushes keep one; the sender's books take one from the pool).
-Db = AsyncSession | AsyncConnection
 
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    """A transaction in progress: its connection and its database's backend."""
+    """A transaction in progress: its session, its connection and its database's backend."""
 
+    session: AsyncSession
     conn: AsyncConnection
     backend: Backend
 
+    @asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """A savepoint: what the block wrote is kept when it ends and undone when it raises
+        (the exception goes on), the rest of the transaction untouched either way."""
+        async with self.session.begin_nested():
+            yield
+
 
 @asynccontextmanager
-async def uow(db: Db, *, maintenance: bool = False) -> AsyncIterator[Unit]:
-    """One transaction on `db`, committed when the block ends and rolled back when it raises
-    (the commit's own failure included). It is the transaction `db` is in: begun here, or by a
-    read made on the same session just before (the tests read and write on one session).
-    `maintenance`: a transaction of no hot path (the retention trims), begun here, which runs
-    under the maintenance bounds instead of the hot path's statement and lock timeouts
+async def uow(sessions: Sessions, *, maintenance: bool = False) -> AsyncIterator[Unit]:
+    """One transaction, on a session and connection of its own: begun here, committed when
+    the block ends, rolled back when it raises (the commit's own failure included).
+    `maintenance`: a transaction of no hot path (the retention trims), which runs under the
+    maintenance bounds instead of the hot path's statement and lock timeouts
     (`engine.MAINTENANCE`)."""
-    options = {MAINTENANCE: True} if maintenance else {}
-    if isinstance(db, AsyncSession):
-        conn = await db.connection(execution_options=options or None)
-    else:
-        conn = await db.execution_options(**options) if options else db
-    try:
-        yield Unit(conn, backend_of(conn))
-        await db.commit()
-    except BaseException:
-        await db.rollback()
-        raise
+    options = {MAINTENANCE: True} if maintenance else None
+    async with sessions() as session, session.begin():
+        conn = await session.connection(execution_options=options)
+        yield Unit(session, conn, backend_of(conn))

@@ -1,5 +1,5 @@
 """The flows that write: each loads through `codemojex.db.store`, decides through `codemojex.game`
-and writes through the store, in the transactions it opens (`async with uow(session) as tx:`,
+and writes through the store, in the transactions it opens (`async with uow(sessions) as tx:`,
 `codemojex/db/unit.py`). The bot, the worker and the ops page call them; they call none of
 those. Whoever only reads does so through the store's reads (`unit.reading`); the outbox
 sender keeps its books itself (`posting/sender/delivery.py`).

@@ -15,11 +15,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from codemojex.db.engine import Sessions
 from codemojex.db.models import AuditLog
 from codemojex.db.store import admin
-from codemojex.db.unit import uow
+from codemojex.db.unit import Unit, uow
 from codemojex.values.types import Origin
 
 # What a use-case that writes Redis after its commit awaits right after the commit, before
@@ -47,14 +46,14 @@ class Audit:
     applies: bool = True
 
 
-async def first_time(session: AsyncSession, command: Audit) -> bool:
+async def first_time(tx: Unit, command: Audit) -> bool:
     """In the caller's transaction: the command's row written, True; or False, written
     nothing, when its message has a row already (it took effect before), or is known to have
     taken effect (`Audit.applies`)."""
     if not command.applies:
         return False
     return await admin.audit_once(
-        session,
+        tx,
         room_id=command.room_id,
         actor_tg_id=command.actor_tg_id,
         action=command.action,
@@ -64,16 +63,16 @@ async def first_time(session: AsyncSession, command: Audit) -> bool:
     )
 
 
-async def audit_command(session: AsyncSession, command: Audit) -> bool:
+async def audit_command(sessions: Sessions, command: Audit) -> bool:
     """An admin command with no effect of its own in the database (refused, a usage error, a
     read such as /queue): its row alone, in one transaction. True when written now, False
     when its message had one (the command was answered before: not again)."""
-    async with uow(session):
-        return await first_time(session, command)
+    async with uow(sessions) as tx:
+        return await first_time(tx, command)
 
 
 async def audit(
-    session: AsyncSession,
+    sessions: Sessions,
     *,
     room_id: str | None,
     actor_tg_id: int | None,
@@ -82,9 +81,9 @@ async def audit(
     allowed: bool,
 ) -> AuditLog:
     """Write one admin action with no command message (the operators' page) to the log."""
-    async with uow(session):
+    async with uow(sessions) as tx:
         return await admin.audit(
-            session,
+            tx,
             room_id=room_id,
             actor_tg_id=actor_tg_id,
             action=action,

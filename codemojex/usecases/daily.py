@@ -27,13 +27,14 @@ from datetime import date, datetime
 from typing import Literal
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from codemojex.db.engine import Sessions
 from codemojex.db.models import DailyResult
+from codemojex.db.reading import reading
 from codemojex.db.store import daily as daily_store
 from codemojex.db.store.backend import NewDaily
 from codemojex.db.store.lookups import RoomCard
-from codemojex.db.unit import uow
+from codemojex.db.unit import Unit, uow
 from codemojex.game import daily, taps, texts
 from codemojex.locale import Lang
 from codemojex.values.daily import PrivateChat, Puzzle, Record, Row, decode_rows
@@ -95,7 +96,7 @@ class Opened:
 
 
 async def open_daily(
-    session: AsyncSession,
+    sessions: Sessions,
     *,
     chat: PrivateChat,
     language: Lang,
@@ -117,21 +118,21 @@ async def open_daily(
         raise ValueError(f"the daily of {day} is over: it is not opened")
     for attempt in (1, 2):
         try:
-            return await _open_once(session, chat, language, rng, now, day)
+            return await _open_once(sessions, chat, language, rng, now, day)
         except IntegrityError:
             # The same player's /daily, handled at the same moment by another process, opened
             # it first (one open round per room, one result per player and day, one room per
             # chat) and committed: theirs stands, and a second look finds it (with the card).
             if attempt == 2:
                 break
-    view = await daily_on(session, chat.tg_user_id, day)
+    view = await daily_on(sessions, chat.tg_user_id, day)
     if view is None:  # pragma: no cover - the day's puzzle is stored before anything else
         raise RuntimeError(f"the daily puzzle of {day} is gone")
     return Opened(view, None)
 
 
 async def _open_once(
-    session: AsyncSession,
+    sessions: Sessions,
     chat: PrivateChat,
     language: Lang,
     rng: random.Random,
@@ -139,9 +140,9 @@ async def _open_once(
     day: date,
 ) -> Opened:
     """`open_daily`'s transaction."""
-    async with uow(session) as tx:
-        seen = await tx.backend.look_daily(tx.conn, chat, day)
-        puzzle = seen.puzzle or await _todays_puzzle(session, day, rng)
+    async with uow(sessions) as tx:
+        seen = await tx.backend.look_daily(tx, chat, day)
+        puzzle = seen.puzzle or await _todays_puzzle(tx, day, rng)
         if seen.result is not None:
             view = _view(puzzle, daily_store.Today(seen.result, seen.record))
             return Opened(view, seen.card() if view.status == "playing" else None)
@@ -157,7 +158,7 @@ async def _open_once(
             return Message(chat.chat_id, text, KIND_ROUND, round_id, markup=markup)
 
         new = NewDaily(chat, language, puzzle, now, daily.day_start(day + daily.DAY), post)
-        card = await tx.backend.open_daily(tx.conn, seen, new)
+        card = await tx.backend.open_daily(tx, seen, new)
     assert card.open_round is not None
     result = DailyResult(
         day=day,
@@ -172,37 +173,37 @@ async def _open_once(
     return Opened(_view(puzzle, daily_store.Today(result, seen.record), opened=True), card)
 
 
-async def _todays_puzzle(session: AsyncSession, day: date, rng: random.Random) -> Puzzle:
+async def _todays_puzzle(tx: Unit, day: date, rng: random.Random) -> Puzzle:
     """The day's puzzle, drawn and stored now if the day has none yet (race-free: the first
     stored wins, the others read it)."""
-    found = await daily_store.get_puzzle(session, day)
+    found = await daily_store.get_puzzle(tx.session, day)
     if found is not None:
         return found
-    first = await daily_store.first_day(session)
+    first = await daily_store.first_day(tx.session)
     number = daily.puzzle_number(day, min(first or day, day))
-    await daily_store.insert_puzzle(session, daily.draw_puzzle(rng, day, number))
-    found = await daily_store.get_puzzle(session, day)
+    await daily_store.insert_puzzle(tx, daily.draw_puzzle(rng, day, number))
+    found = await daily_store.get_puzzle(tx.session, day)
     if found is None:  # pragma: no cover - the insert or its winner is there to read
         raise RuntimeError(f"the daily puzzle of {day} is neither inserted nor found")
     return found
 
 
 async def todays(
-    session: AsyncSession, tg_user_id: int, now: datetime, rng: random.Random
+    sessions: Sessions, tg_user_id: int, now: datetime, rng: random.Random
 ) -> DailyView:
     """Where the player stands with today's code (the day's puzzle drawn now if nobody has
     opened it yet: boards and invitations name it by its number)."""
     day = daily.day_of(now)
-    async with uow(session):
-        puzzle = await _todays_puzzle(session, day, rng)
-        mine = await daily_store.today_of(session, day, tg_user_id)
+    async with uow(sessions) as tx:
+        puzzle = await _todays_puzzle(tx, day, rng)
+        mine = await daily_store.today_of(tx.session, day, tg_user_id)
     return _view(puzzle, mine)
 
 
-async def daily_on(session: AsyncSession, tg_user_id: int, day: date) -> DailyView | None:
+async def daily_on(sessions: Sessions, tg_user_id: int, day: date) -> DailyView | None:
     """Where the player stands with the code of `day` (None: nobody opened that day's code,
     and a day's code is never drawn here)."""
-    async with uow(session):
+    async with reading(sessions) as session:
         puzzle = await daily_store.get_puzzle(session, day)
         if puzzle is None:
             return None
@@ -210,7 +211,7 @@ async def daily_on(session: AsyncSession, tg_user_id: int, day: date) -> DailyVi
     return _view(puzzle, mine)
 
 
-async def puzzle_today(session: AsyncSession, now: datetime, rng: random.Random) -> Puzzle:
+async def puzzle_today(sessions: Sessions, now: datetime, rng: random.Random) -> Puzzle:
     """Today's puzzle (drawn now if nobody has opened it yet): boards name it by its number."""
-    async with uow(session):
-        return await _todays_puzzle(session, daily.day_of(now), rng)
+    async with uow(sessions) as tx:
+        return await _todays_puzzle(tx, daily.day_of(now), rng)

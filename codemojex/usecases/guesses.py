@@ -18,8 +18,9 @@ from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 
+from codemojex.db.engine import Sessions
 from codemojex.db.store.seats import Seat, by_lane
-from codemojex.db.unit import Db, uow
+from codemojex.db.unit import uow
 from codemojex.game.decide import decide, late_lines, within_budget
 from codemojex.values.batch import Attempt, BatchState, Decision, Verdict
 from codemojex.values.clock import utcnow
@@ -30,7 +31,7 @@ LateBudget = Callable[[Sequence[tuple[int, int]]], Awaitable[Sequence[Say]]]
 
 
 async def record_guesses(
-    db: Db,
+    sessions: Sessions,
     attempts: Sequence[Attempt],
     *,
     seats: Sequence[Seat] = (),
@@ -45,8 +46,7 @@ async def record_guesses(
     has a seat is recorded as the player of the seat's (room, user). `late_budget`: the "too
     late" lines are posted as their members' answer budgets allow (None: all of them).
     Idempotent per guess id: recording a batch again changes nothing and reports duplicates.
-    `db` is a session or a connection (the score worker's flush holds one), outside a
-    transaction; the transaction is committed, or rolled back on a failure."""
+    The transaction is committed, or rolled back on a failure."""
     if not attempts:
         return []
     now = now or utcnow()
@@ -54,12 +54,12 @@ async def record_guesses(
     members = {a.guess_id: lanes[a.player_id].tg_user_id for a in attempts if a.player_id in lanes}
     for attempt in (1, 2):
         try:
-            async with uow(db) as tx:
-                state, mapped = await tx.backend.load_batch(tx.conn, attempts, lanes, now)
+            async with uow(sessions) as tx:
+                state, mapped = await tx.backend.load_batch(tx, attempts, lanes, now)
                 decision = decide(mapped, state, now, share=share)
                 if late_budget is not None:
                     decision = await _budgeted(decision, state, members, late_budget)
-                await tx.backend.write_batch(tx.conn, decision)
+                await tx.backend.write_batch(tx, decision)
             return decision.verdicts
         except IntegrityError:
             # A copy of one of these jobs, delivered twice at once, committed first. At READ

@@ -25,12 +25,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from codemojex.db import reading, store
+from codemojex.db.engine import Sessions
 from codemojex.db.models import Player, Room
 from codemojex.db.store import admin, rooms
-from codemojex.db.unit import uow
+from codemojex.db.unit import Unit, uow
 from codemojex.lanes import Lanes
 from codemojex.state.cards import Card, RoomCards, refresh
 from codemojex.usecases import derived
@@ -70,7 +69,7 @@ class Weighted:
 
 
 async def ban(
-    sessions: async_sessionmaker[AsyncSession],
+    sessions: Sessions,
     cards: RoomCards,
     lanes: Lanes,
     room: Room,
@@ -84,11 +83,11 @@ async def ban(
     banned player changes nothing but empties their lanes again. With `command`, once per
     its message (see the module's doc)."""
     held = await _held_seat(cards, room, member)
-    async with sessions() as session, uow(session):
-        player = await _player(session, room, member, held)
-        first = command is None or await first_time(session, command)
+    async with uow(sessions) as tx:
+        player = await _player(tx, room, member, held)
+        first = command is None or await first_time(tx, command)
         if first:
-            await admin.ban(session, room.id, player.id, actor)
+            await admin.ban(tx, room.id, player.id, actor)
     await committed()
     await _seat(cards, room, member, held, player.id)
     card = await refresh(cards, sessions, room.id)
@@ -100,7 +99,7 @@ async def ban(
 
 
 async def unban(
-    sessions: async_sessionmaker[AsyncSession],
+    sessions: Sessions,
     cards: RoomCards,
     room: Room,
     member: Member,
@@ -111,18 +110,18 @@ async def unban(
     """Lift `member`'s ban in `room` (none: nothing changes). With `command`, once per its
     message (see the module's doc)."""
     held = await _held_seat(cards, room, member)
-    async with sessions() as session, uow(session):
-        player = await _player(session, room, member, held)
-        first = command is None or await first_time(session, command)
+    async with uow(sessions) as tx:
+        player = await _player(tx, room, member, held)
+        first = command is None or await first_time(tx, command)
         if first:
-            await admin.unban(session, room.id, player.id)
+            await admin.unban(tx, room.id, player.id)
     await committed()
     await _seat(cards, room, member, held, player.id)
     return Moderated(player.id, await refresh(cards, sessions, room.id), first=first)
 
 
 async def weight(
-    sessions: async_sessionmaker[AsyncSession],
+    sessions: Sessions,
     cards: RoomCards,
     lanes: Lanes,
     room: Room,
@@ -136,9 +135,9 @@ async def weight(
     LANES.weight_min..LANES.weight_max): their row, then their lane as the row says. With
     `command`, once per its message (see the module's doc)."""
     held = await _held_seat(cards, room, member)
-    async with sessions() as session, uow(session):
-        player = await _player(session, room, member, held)
-        first = command is None or await first_time(session, command)
+    async with uow(sessions) as tx:
+        player = await _player(tx, room, member, held)
+        first = command is None or await first_time(tx, command)
         if first:
             rooms.set_weight(player, value)
     await committed()
@@ -146,7 +145,7 @@ async def weight(
     return Weighted(player.id, await derived.weight(sessions, lanes, player.id), first)
 
 
-async def _banned(sessions: async_sessionmaker[AsyncSession], room: Room, member: Member) -> bool:
+async def _banned(sessions: Sessions, room: Room, member: Member) -> bool:
     """Whether the database says `member` is banned in `room` now (a later /unban wins over
     a /ban delivered again)."""
     async with reading(sessions) as session:
@@ -159,10 +158,10 @@ async def _held_seat(cards: RoomCards, room: Room, member: Member) -> str | None
     return read.seat
 
 
-async def _player(session: AsyncSession, room: Room, member: Member, held: str | None) -> Player:
+async def _player(tx: Unit, room: Room, member: Member, held: str | None) -> Player:
     """The member's player as the database has it (made under the held seat's id if new)."""
     return await rooms.ensure_player(
-        session, room.id, member.user_id, member.name, player_id=held or ids.mint(ids.PLAYER)
+        tx, room.id, member.user_id, member.name, player_id=held or ids.mint(ids.PLAYER)
     )
 
 

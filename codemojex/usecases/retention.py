@@ -6,20 +6,19 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from codemojex.db.engine import Sessions
 from codemojex.db.store import admin, daily
 from codemojex.db.unit import uow
 
 
-async def trim_audit(session: AsyncSession, before: datetime, batch: int) -> int:
+async def trim_audit(sessions: Sessions, before: datetime, batch: int) -> int:
     """Up to `batch` audit rows older than `before` deleted, oldest first; how many."""
-    async with uow(session, maintenance=True):
-        return await admin.trim_audit(session, before, batch)
+    async with uow(sessions, maintenance=True) as tx:
+        return await admin.trim_audit(tx, before, batch)
 
 
-async def trim_daily(session: AsyncSession, before: date, batch: int) -> int:
+async def trim_daily(sessions: Sessions, before: date, batch: int) -> int:
     """Up to `batch` players' dailies of days before `before` deleted (their rounds, results and
     guesses), oldest first; how many."""
-    async with uow(session, maintenance=True):
-        return await daily.trim_daily(session, before, batch)
+    async with uow(sessions, maintenance=True) as tx:
+        return await daily.trim_daily(tx, before, batch)

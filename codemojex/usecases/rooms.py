@@ -4,15 +4,14 @@ transaction opened here."""
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from codemojex.db.engine import Sessions
 from codemojex.db.models import Player, Room
 from codemojex.db.store import rooms
 from codemojex.db.unit import uow
 
 
 async def ensure_room(
-    session: AsyncSession,
+    sessions: Sessions,
     chat_id: int,
     title: str,
     *,
@@ -22,9 +21,9 @@ async def ensure_room(
 ) -> Room:
     """The room of a Telegram chat (of one forum topic of it: `thread_id`, 0 for none), created
     with the defaults on first sight (title kept fresh)."""
-    async with uow(session):
+    async with uow(sessions) as tx:
         return await rooms.ensure_room(
-            session,
+            tx,
             chat_id,
             title,
             default_ceiling=default_ceiling,
@@ -34,7 +33,7 @@ async def ensure_room(
 
 
 async def ensure_player(
-    session: AsyncSession,
+    sessions: Sessions,
     room_id: str,
     tg_user_id: int,
     display_name: str,
@@ -44,7 +43,5 @@ async def ensure_player(
     """The player of a Telegram user in a room, created on first sight (name kept fresh). A
     new player gets `player_id` when given (the id the bot's lanes already use for the user);
     an existing one keeps its own. `UnknownRoom` when there is no such room."""
-    async with uow(session):
-        return await rooms.ensure_player(
-            session, room_id, tg_user_id, display_name, player_id=player_id
-        )
+    async with uow(sessions) as tx:
+        return await rooms.ensure_player(tx, room_id, tg_user_id, display_name, player_id=player_id)

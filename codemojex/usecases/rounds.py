@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from codemojex.db.engine import Sessions
 from codemojex.db.models import Round
+from codemojex.db.reading import reading
 from codemojex.db.store import rounds as rounds_store
 from codemojex.db.store.errors import CommandRepeated, RoundAlreadyOpen
 from codemojex.db.store.outbox import write_messages
-from codemojex.db.unit import uow
+from codemojex.db.unit import Unit, uow
 from codemojex.game import rounds, taps
 from codemojex.locale import Lang, resolve
 from codemojex.usecases.audit import Audit, first_time
@@ -33,7 +33,7 @@ from codemojex.values.types import ENDROUND, KIND_ROUND, ROUND_DAILY, TIMEOUT, M
 
 
 async def start_round(
-    session: AsyncSession,
+    sessions: Sessions,
     room_id: str,
     rng: random.Random,
     *,
@@ -52,29 +52,30 @@ async def start_round(
     ended since)."""
     now = now or utcnow()
     try:
-        return await _start(session, room_id, rng, now, language, origin)
+        return await _start(sessions, room_id, rng, now, language, origin)
     except RoundAlreadyOpen:
         # The same message may have opened it meanwhile (another process that had it too).
         if origin is not None:
-            async with uow(session):
+            async with reading(sessions) as session:
                 if await rounds_store.round_of_origin(session, origin) is not None:
                     raise CommandRepeated(origin.chat_id, origin.message_id) from None
         raise
 
 
 async def _start(
-    session: AsyncSession,
+    sessions: Sessions,
     room_id: str,
     rng: random.Random,
     now: datetime,
     language: Lang | None,
     origin: Origin | None,
 ) -> Round:
-    async with uow(session):
-        if origin is not None and await rounds_store.round_of_origin(session, origin) is not None:
+    async with uow(sessions) as tx:
+        opened = None if origin is None else await rounds_store.round_of_origin(tx.session, origin)
+        if origin is not None and opened is not None:
             raise CommandRepeated(origin.chat_id, origin.message_id)
-        room = await rounds_store.room_to_start(session, room_id)
-        room_language = resolve(await rounds_store.adopt_language(session, room, language))
+        room = await rounds_store.room_to_start(tx, room_id)
+        room_language = resolve(await rounds_store.adopt_language(tx, room, language))
         new = rounds.new_round(
             length=room.length,
             palette=room.palette_emojis,
@@ -86,7 +87,7 @@ async def _start(
             language=room_language,
         )
         rnd = await rounds_store.add_round(
-            session,
+            tx,
             Round(
                 room_id=room.id,
                 secret="".join(new.secret),
@@ -107,12 +108,12 @@ async def _start(
             thread_id=room.thread_id or None,
             markup=taps.keyboard(rnd.id, new.palette),
         )
-        await write_messages(session, [announcement], now)
+        await write_messages(tx, [announcement], now)
     return rnd
 
 
 async def close_round(
-    session: AsyncSession, round_id: int, reason: str, *, now: datetime | None = None
+    sessions: Sessions, round_id: int, reason: str, *, now: datetime | None = None
 ) -> Round | None:
     """End a round without a winner (reason "timeout", or "endround": an admin's) and queue
     the reveal.
@@ -122,11 +123,11 @@ async def close_round(
     if not reason or len(reason) > 16:
         raise ValueError(f"bad end reason {reason!r}")
     now = now or utcnow()
-    async with uow(session):
-        rnd = await rounds_store.locked_round(session, round_id)
+    async with uow(sessions) as tx:
+        rnd = await rounds_store.locked_round(tx, round_id)
         if rnd is None or rnd.ended_at is not None:
             return None
-        await _end_with_reveal(session, rnd, now, reason)
+        await _end_with_reveal(tx, rnd, now, reason)
     return rnd
 
 
@@ -141,16 +142,16 @@ class Ended:
 
 
 async def end_round(
-    session: AsyncSession, room_id: str, command: Audit, *, now: datetime | None = None
+    sessions: Sessions, room_id: str, command: Audit, *, now: datetime | None = None
 ) -> Ended:
     """An admin's /endround (`command`: its audit row, written in the same transaction as the
     close): the room's open round ends, its secret revealed through the outbox, when it was
     opened before the command was sent; once per message."""
     now = now or utcnow()
-    async with uow(session):
-        if not await first_time(session, command):
+    async with uow(sessions) as tx:
+        if not await first_time(tx, command):
             return Ended("repeated")
-        rnd = await rounds_store.locked_open_round(session, room_id)
+        rnd = await rounds_store.locked_open_round(tx, room_id)
         if rnd is None or not rounds.opened_before(
             command.origin,
             origin_chat_id=rnd.origin_chat_id,
@@ -158,35 +159,35 @@ async def end_round(
             started_at=rnd.started_at,
         ):
             return Ended("none")
-        await _end_with_reveal(session, rnd, now, ENDROUND)
+        await _end_with_reveal(tx, rnd, now, ENDROUND)
     return Ended("ended", rnd)
 
 
 async def expire_rounds(
-    session: AsyncSession, now: datetime, only: Collection[int] | None = None
+    sessions: Sessions, now: datetime, only: Collection[int] | None = None
 ) -> list[Round]:
     """Close every open round whose time ran out (expires_at, fixed when it started), or
     those of them in `only`, queueing a reveal for each. Idempotent: a closed round is
     skipped."""
     closed: list[Round] = []
-    async with uow(session):
-        for round_id in await rounds_store.due_round_ids(session, now, only):
-            rnd = await rounds_store.locked_round(session, round_id)
+    async with uow(sessions) as tx:
+        for round_id in await rounds_store.due_round_ids(tx.session, now, only):
+            rnd = await rounds_store.locked_round(tx, round_id)
             if rnd is None or rnd.ended_at is not None or not rounds.is_due(rnd.expires_at, now):
                 continue
-            await _end_with_reveal(session, rnd, now, TIMEOUT)
+            await _end_with_reveal(tx, rnd, now, TIMEOUT)
             closed.append(rnd)
     return closed
 
 
-async def _end_with_reveal(session: AsyncSession, rnd: Round, now: datetime, reason: str) -> None:
+async def _end_with_reveal(tx: Unit, rnd: Round, now: datetime, reason: str) -> None:
     rounds_store.mark_ended(rnd, now, reason)
     if rnd.kind == ROUND_DAILY:
         # Its day is over unfinished: nothing is posted (a new code is out, and a reveal in
         # every unfinished player's chat at midnight would be a burst for nothing). The tap
         # keyboard stays: a tap on it is answered "this round is over".
         return
-    chat_id, thread_id, language = await rounds_store.room_address(session, rnd.room_id)
+    chat_id, thread_id, language = await rounds_store.room_address(tx.session, rnd.room_id)
     message = rounds.reveal(
         round_id=rnd.id,
         chat_id=chat_id,
@@ -200,4 +201,4 @@ async def _end_with_reveal(session: AsyncSession, rnd: Round, now: datetime, rea
     keys_off = rounds.keys_off(
         round_id=rnd.id, chat_id=chat_id, announce_message_id=rnd.announce_message_id
     )
-    await write_messages(session, [message, keys_off], now)
+    await write_messages(tx, [message, keys_off], now)

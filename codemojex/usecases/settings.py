@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from codemojex import scoring
+from codemojex.db.engine import Sessions
 from codemojex.db.models import Room
 from codemojex.db.store.errors import CommandRepeated, SettingOutOfRange, UnknownRoom
 from codemojex.db.store.rooms import SettingsChange, change_settings, lock_room, set_paused
@@ -26,7 +25,7 @@ from codemojex.usecases.audit import Audit, Committed, first_time, not_told
 
 
 async def update_room_settings(
-    session: AsyncSession,
+    sessions: Sessions,
     room_id: str,
     *,
     length: int | str | None = None,
@@ -50,10 +49,10 @@ async def update_room_settings(
     there is no such room.
     """
     change = _parsed(length, palette, repeats, language, ceiling, round_timeout_s)
-    async with uow(session):
-        if command is not None and not await first_time(session, command):
+    async with uow(sessions) as tx:
+        if command is not None and not await first_time(tx, command):
             raise CommandRepeated(command.origin.chat_id, command.origin.message_id)
-        room = await lock_room(session, room_id)
+        room = await lock_room(tx, room_id)
         if room is None:
             raise UnknownRoom(room_id)
         if any(v is not None for v in (change.length, change.palette, change.repeats)):
@@ -63,7 +62,7 @@ async def update_room_settings(
 
 
 async def pause_room(
-    sessions: async_sessionmaker[AsyncSession],
+    sessions: Sessions,
     lanes: Lanes,
     room_id: str,
     paused: bool,
@@ -77,12 +76,12 @@ async def pause_room(
     (as in `moderation`). A room the database does not know (the operators' page may name one
     the lanes know) is paused in the lanes alone."""
     first, known = True, True
-    async with sessions() as session, uow(session):
+    async with uow(sessions) as tx:
         if command is not None:
-            first = await first_time(session, command)
+            first = await first_time(tx, command)
         if first:
             try:
-                await set_paused(session, room_id, paused)
+                await set_paused(tx, room_id, paused)
             except UnknownRoom:
                 known = False
     await committed()

@@ -11,15 +11,14 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from codemojex import usecases
+from codemojex.db.engine import Sessions
 from codemojex.game.daily import day_of
 from codemojex.limits import AUDIT, DAILY
 from codemojex.values.clock import utcnow
 
 # Delete up to `batch` rows older than `before`; the number deleted.
-Delete = Callable[[AsyncSession, datetime, int], Awaitable[int]]
+Delete = Callable[[Sessions, datetime, int], Awaitable[int]]
 
 
 class Trim:
@@ -41,17 +40,14 @@ class Trim:
         self._clock = clock
         self._next = 0.0
 
-    async def tick(
-        self, sessionmaker: async_sessionmaker[AsyncSession], today: datetime | None = None
-    ) -> int:
+    async def tick(self, sessionmaker: Sessions, today: datetime | None = None) -> int:
         """One batch when one is due; the number of rows deleted (older than `keep` before
         `today`, the game's now: utcnow unless given). A full batch makes the next one due at
         once (the next tick), a partial one every_s later."""
         now = self._clock()
         if now < self._next:
             return 0
-        async with sessionmaker() as session:
-            deleted = await self.delete(session, (today or utcnow()) - self.keep, self.batch)
+        deleted = await self.delete(sessionmaker, (today or utcnow()) - self.keep, self.batch)
         self._next = now if deleted >= self.batch else now + self.every_s
         return deleted
 
@@ -70,8 +66,8 @@ class AuditTrim(Trim):
         super().__init__(keep_days, usecases.trim_audit, batch=batch, every_s=every_s, clock=clock)
 
 
-async def _trim_daily(session: AsyncSession, before: datetime, batch: int) -> int:
-    return await usecases.trim_daily(session, day_of(before), batch)
+async def _trim_daily(sessions: Sessions, before: datetime, batch: int) -> int:
+    return await usecases.trim_daily(sessions, day_of(before), batch)
 
 
 class DailyTrim(Trim):

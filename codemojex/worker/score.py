@@ -46,7 +46,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import metrics, usecases
 from codemojex.db import store
@@ -135,14 +135,6 @@ class ScoreWorker:
         self._late_budget = late_budget
         self._waiting: list[_Waiting] = []
         self._flush_lock = asyncio.Lock()
-        # The flushes hold one connection for as long as the worker runs (`close`): no pool
-        # checkout, no session per flush, and never a wait behind the sender's queries for
-        # one (32 chats in hand share the pool; a flush that queued behind them held every
-        # consumer's batch: 343 guesses/s end to end in bench.ingest, 746 holding it). It is
-        # dropped after a failed flush (the next one takes a fresh one).
-        bind = sessionmaker.kw.get("bind")
-        self._engine: AsyncEngine | None = bind if isinstance(bind, AsyncEngine) else None
-        self._conn: AsyncConnection | None = None
 
     async def __call__(self, jobs: Sequence[Job]) -> None:
         claimed_ms = int(time.time() * 1000)  # the pool calls us right after the claim
@@ -283,45 +275,16 @@ class ScoreWorker:
         """One transaction for the guesses of these batches, in order."""
         attempts = [attempt for waiting in taken for attempt in waiting.batch.attempts]
         seats = [seat for waiting in taken for seat in waiting.batch.seats]
-        if self._engine is None:
-            async with self._sessionmaker() as session:
-                verdicts = await usecases.record_guesses(
-                    session,
-                    attempts,
-                    seats=seats,
-                    now=self._clock(),
-                    share=self._share,
-                    late_budget=self._late_budget,
-                )
-        else:
-            if self._conn is None:
-                self._conn = await self._engine.connect()
-            try:
-                verdicts = await usecases.record_guesses(
-                    self._conn,
-                    attempts,
-                    seats=seats,
-                    now=self._clock(),
-                    share=self._share,
-                    late_budget=self._late_budget,
-                )
-            except BaseException:
-                await self._release()
-                raise
+        verdicts = await usecases.record_guesses(
+            self._sessionmaker,
+            attempts,
+            seats=seats,
+            now=self._clock(),
+            share=self._share,
+            late_budget=self._late_budget,
+        )
         self.stats.flushes += 1
         return verdicts
-
-    async def close(self) -> None:
-        """Give the flushes' connection back (the worker stops)."""
-        await self._release()
-
-    async def _release(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                await conn.close()
-            except Exception as exc:  # a broken connection: the pool discards it anyway
-                OUTAGES.swallow(exc, "the score worker", "its connection not closed cleanly")
 
     def _count(self, job: Job, verdict: Verdict, claimed_ms: int) -> int | None:
         """Book one guess's verdict; the chat it was answered in, if it was."""

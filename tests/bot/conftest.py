@@ -289,11 +289,10 @@ async def start_round(world: World, chat_id: int, by: int = ALICE) -> Round:
 async def seed_round(world: World, chat_id: int) -> tuple[Room, Round]:
     """A room with an open round, written through the store directly (no round trip to the
     bot, whose first sight of the room then applies its ceiling as usual)."""
-    async with world.sessionmaker() as session:
-        room = await usecases.ensure_room(
-            session, chat_id, f"room {chat_id}", default_ceiling=2, round_timeout_s=600
-        )
-        rnd = await usecases.start_round(session, room.id, random.Random(chat_id))
+    room = await usecases.ensure_room(
+        world.sessionmaker, chat_id, f"room {chat_id}", default_ceiling=2, round_timeout_s=600
+    )
+    rnd = await usecases.start_round(world.sessionmaker, room.id, random.Random(chat_id))
     return room, rnd
 
 

@@ -45,8 +45,7 @@ async def _alice(world: World, room: Room) -> str:
     read = await cards.read(room.chat_id, room.thread_id, user_id=ALICE, room_id=room.id)
     if read.seat is not None:
         return read.seat
-    async with world.sessionmaker() as session:
-        player = await usecases.ensure_player(session, room.id, ALICE, "Alice")
+    player = await usecases.ensure_player(world.sessionmaker, room.id, ALICE, "Alice")
     return player.id
 
 
@@ -97,8 +96,7 @@ async def _pause_first(world: World, room: Room) -> None:
 
 
 async def _ban_first(world: World, room: Room) -> None:
-    async with world.sessionmaker() as session:
-        await writes.ban(session, room.id, await _alice(world, room), ADMIN)
+    await writes.ban(world.sessionmaker, room.id, await _alice(world, room), ADMIN)
 
 
 @dataclass(frozen=True)

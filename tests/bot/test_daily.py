@@ -140,7 +140,7 @@ async def test_daily_writes_the_chats_card_as_its_transaction_left_it(world: Wor
     before = await cards.generation(chat)
     assert before is not None and before.room_id == room.id
     async with world.sessionmaker() as session:
-        await writes.ban(session, room.id, stored.seats[ALICE], actor=None)
+        await writes.ban(world.sessionmaker, room.id, stored.seats[ALICE], actor=None)
     await cards.shared.drop(room.id)
     await cards.write(stored, before)
     assert (await cards.shared.read(ALICE, 0, user_id=ALICE)).banned
@@ -246,12 +246,11 @@ async def test_a_finished_daily_delivered_after_midnight_shows_its_card(world: W
 
 async def test_a_groups_board_and_the_world_top(world: World) -> None:
     group = world.new_group()
-    async with world.sessionmaker() as session:
-        room = await usecases.ensure_room(
-            session, group, "G", default_ceiling=2, round_timeout_s=600
-        )
-        for user, name in ((ALICE, "Alice"), (BOB, "Bob"), (CAROL, "Carol")):
-            await usecases.ensure_player(session, room.id, user, name)
+    room = await usecases.ensure_room(
+        world.sessionmaker, group, "G", default_ceiling=2, round_timeout_s=600
+    )
+    for user, name in ((ALICE, "Alice"), (BOB, "Bob"), (CAROL, "Carol")):
+        await usecases.ensure_player(world.sessionmaker, room.id, user, name)
     for user in (ALICE, BOB, DAVE):  # Dave plays, but never played in the group
         await ask(world, user, "/daily")
     rnd = await daily_round(world.sessionmaker, ALICE, CLOCK.now)
@@ -306,11 +305,12 @@ async def test_a_groups_members_are_everyone_the_bot_saw_there(world: World) -> 
     board; the asker always does; a leave takes a member off it; nobody else is on it."""
     world.standin.add_user(EVE, "Eve")
     group = seen_group(world)
-    async with world.sessionmaker() as session:
-        room = await usecases.ensure_room(
-            session, group, "G", default_ceiling=2, round_timeout_s=600
-        )
-        await usecases.ensure_player(session, room.id, ALICE, "Alice")  # played a round there
+    room = await usecases.ensure_room(
+        world.sessionmaker, group, "G", default_ceiling=2, round_timeout_s=600
+    )
+    await usecases.ensure_player(
+        world.sessionmaker, room.id, ALICE, "Alice"
+    )  # played a round there
     asked = world.standin.send_text(group, BOB, "/rules")  # a command
     await world.settle()
     world.standin.join(group, DAVE)  # a join (the bot administers the group)

@@ -109,8 +109,7 @@ async def test_the_bots_memory_never_decides_an_answer(world: World) -> None:
     assert cached is not None and cached.round is not None and cached.round.id == rnd.id
 
     # The round ends elsewhere: the database, then the card (as the worker does on a win).
-    async with world.sessionmaker() as session:
-        await usecases.close_round(session, rnd.id, "endround")
+    await usecases.close_round(world.sessionmaker, rnd.id, "endround")
     await services.cards.shared.close(room.id, rnd.id)
     typed = world.standin.send_text(chat, ALICE, f"/g {valid_guess(rnd, 1)}")
     plain = world.standin.send_text(chat, BOB, valid_guess(rnd, 2))

@@ -61,8 +61,7 @@ async def test_every_room_that_takes_a_guess_has_its_ceiling_again(world: World)
     rooms = [await room_of(world, chat) for chat in chats]
     # Alice plays in the first room with a player row (written by a worker, as after her
     # first scored guess): her lane is that id.
-    async with world.sessionmaker() as session:
-        alice = await usecases.ensure_player(session, rooms[0].id, ALICE, "Alice")
+    alice = await usecases.ensure_player(world.sessionmaker, rooms[0].id, ALICE, "Alice")
     world.standin.send_text(chats[0], ALICE, valid_guess(rounds[0], 1))
     await world.settle()
     assert await world.queued() == ROOMS + 1
@@ -98,8 +97,7 @@ async def test_a_round_closed_while_redis_was_away_takes_no_guess(world: World) 
     world.standin.send_text(chat, BOB, valid_guess(rnd))
     await world.settle()
     await world.redis.flushall()
-    async with world.sessionmaker() as session:
-        await usecases.close_round(session, rnd.id, "endround")
+    await usecases.close_round(world.sessionmaker, rnd.id, "endround")
     asked = world.standin.send_text(chat, BOB, f"/g {valid_guess(rnd, 1)}")
     await world.settle()
     assert world.replies_to(chat, asked) == [texts.no_round(EN)]

@@ -110,8 +110,8 @@ async def test_repeats_off_applies_to_the_next_round_and_is_audited(world: World
 async def test_repeats_values(world: World, text: str, repeats: bool) -> None:
     chat = world.new_group()
     room, _ = await seed_round(world, chat)
-    async with world.sessionmaker() as session:  # start from the other value
-        await usecases.update_room_settings(session, room.id, repeats=not repeats)
+    # Start from the other value.
+    await usecases.update_room_settings(world.sessionmaker, room.id, repeats=not repeats)
     answer = await _ask(world, chat, ADMIN, text)
     after = await room_of(world, chat)
     assert after.repeats is repeats
@@ -155,8 +155,7 @@ async def test_repeats_off_with_a_short_palette_is_refused_whichever_changes(
         "/settings length=5": {"length": 4, "palette": "🍎🍌🍇🍒", "repeats": False},
         "/settings palette=🍎🍌🍇🍒": {"length": 5, "palette": "🍎🍌🍇🍒🍋", "repeats": False},
     }[text]
-    async with world.sessionmaker() as session:
-        before = await usecases.update_room_settings(session, room.id, **setup)  # type: ignore[arg-type]
+    before = await usecases.update_room_settings(world.sessionmaker, room.id, **setup)  # type: ignore[arg-type]
     assert await _ask(world, chat, ADMIN, text) == TOO_FEW
     assert _settings(await room_of(world, chat)) == _settings(before)
     assert (await _audited(world, room))[-1] == (ADMIN, text.removeprefix("/settings "), True)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from codemojex import usecases
 from codemojex.db import Room, Round
+from codemojex.db.engine import Sessions
 from codemojex.values import ids
 from codemojex.values.batch import Attempt, Verdict
 from tests.helpers.support import wrong_guess
@@ -13,9 +12,9 @@ from tests.helpers.support import wrong_guess
 __all__ = ["attempt", "job_id", "new_room", "record_one", "wrong_guess"]
 
 
-async def new_room(session: AsyncSession, chat_id: int = -1001, title: str = "Room") -> Room:
+async def new_room(sessions: Sessions, chat_id: int = -1001, title: str = "Room") -> Room:
     return await usecases.ensure_room(
-        session, chat_id, title, default_ceiling=2, round_timeout_s=600
+        sessions, chat_id, title, default_ceiling=2, round_timeout_s=600
     )
 
 
@@ -43,7 +42,7 @@ def attempt(
     )
 
 
-async def record_one(session: AsyncSession, item: Attempt) -> Verdict:
+async def record_one(sessions: Sessions, item: Attempt) -> Verdict:
     """A batch of one guess."""
-    [verdict] = await usecases.record_guesses(session, [item])
+    [verdict] = await usecases.record_guesses(sessions, [item])
     return verdict

@@ -11,12 +11,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import usecases
 from codemojex.db import AuditLog
+from codemojex.db.engine import Sessions
 from codemojex.values.clock import utcnow
 from codemojex.worker.retention import AuditTrim
 
 
-async def _room(session: AsyncSession, chat_id: int) -> str:
-    room = await usecases.ensure_room(session, chat_id, "r", default_ceiling=2, round_timeout_s=600)
+async def _room(sessions: Sessions, chat_id: int) -> str:
+    room = await usecases.ensure_room(
+        sessions, chat_id, "r", default_ceiling=2, round_timeout_s=600
+    )
     return room.id
 
 
@@ -31,10 +34,10 @@ async def test_rows_past_their_keep_time_are_trimmed_in_batches(
 ) -> None:
     now = utcnow()
     async with sessions() as session:
-        room = await _room(session, -3)
+        room = await _room(sessions, -3)
         for i in range(25):
             row = await usecases.audit(
-                session, room_id=room, actor_tg_id=i, action="ban", allowed=i % 2 == 0
+                sessions, room_id=room, actor_tg_id=i, action="ban", allowed=i % 2 == 0
             )
             # 10 recent rows; 15 from 31 to 45 days ago
             age = timedelta(days=31 + i) if i < 15 else timedelta(hours=i)

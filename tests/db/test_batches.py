@@ -25,13 +25,13 @@ async def test_a_batch_is_decided_in_order_like_one_guess_at_a_time(
 ) -> None:
     rng = random.Random(5)
     async with sessions() as s:
-        room_a = await new_room(s, chat_id=-1, title="A")
-        room_b = await new_room(s, chat_id=-2, title="B")
-        ann = await usecases.ensure_player(s, room_a.id, 1, "Ann")
-        bob = await usecases.ensure_player(s, room_a.id, 2, "Bob")
-        cat = await usecases.ensure_player(s, room_b.id, 3, "Cat")
-        round_a = await usecases.start_round(s, room_a.id, rng)
-        round_b = await usecases.start_round(s, room_b.id, rng)
+        room_a = await new_room(sessions, chat_id=-1, title="A")
+        room_b = await new_room(sessions, chat_id=-2, title="B")
+        ann = await usecases.ensure_player(sessions, room_a.id, 1, "Ann")
+        bob = await usecases.ensure_player(sessions, room_a.id, 2, "Bob")
+        cat = await usecases.ensure_player(sessions, room_b.id, 3, "Cat")
+        round_a = await usecases.start_round(sessions, room_a.id, rng)
+        round_b = await usecases.start_round(sessions, room_b.id, rng)
     wrong_a = wrong_guess(round_a.secret_emojis, round_a.palette_emojis)
     wrong_b = wrong_guess(round_b.secret_emojis, round_b.palette_emojis)
     twice = job_id()
@@ -53,7 +53,7 @@ async def test_a_batch_is_decided_in_order_like_one_guess_at_a_time(
         item(job_id(), round_b, cat.id, round_b.secret_emojis),  # Cat wins B on her 2nd
     ]
     async with sessions() as s:
-        results = await usecases.record_guesses(s, items)
+        results = await usecases.record_guesses(sessions, items)
 
     kinds = [r.kind for r in results]
     assert [r.attempt_no for r in results] == [1, 1, 2, 2, 1, None] + [None] * 4 + [2]
@@ -90,7 +90,7 @@ async def test_a_batch_is_decided_in_order_like_one_guess_at_a_time(
 
     # Delivered again as a whole: every recorded guess is a duplicate, nothing changes.
     async with sessions() as s:
-        again_all = await usecases.record_guesses(s, items)
+        again_all = await usecases.record_guesses(sessions, items)
     for before, after in zip(results, again_all, strict=True):
         if not before.refused:
             assert after.duplicate
@@ -115,11 +115,12 @@ async def test_overlapping_batches_race_to_one_winner_per_round_without_deadlock
     rooms = []
     async with sessions() as s:
         for n in range(6):
-            room = await new_room(s, chat_id=-100 - n, title=f"R{n}")
+            room = await new_room(sessions, chat_id=-100 - n, title=f"R{n}")
             players = [
-                await usecases.ensure_player(s, room.id, 10 * n + k, f"P{k}") for k in range(4)
+                await usecases.ensure_player(sessions, room.id, 10 * n + k, f"P{k}")
+                for k in range(4)
             ]
-            rnd = await usecases.start_round(s, room.id, rng)
+            rnd = await usecases.start_round(sessions, room.id, rng)
             rooms.append((rnd, players))
 
     batches: list[list[Attempt]] = []
@@ -132,8 +133,7 @@ async def test_overlapping_batches_race_to_one_winner_per_round_without_deadlock
         batches.append(batch)
 
     async def record(batch: list[Attempt]) -> list[Verdict]:
-        async with sessions() as s:
-            return await usecases.record_guesses(s, batch)
+        return await usecases.record_guesses(sessions, batch)
 
     results = await asyncio.wait_for(asyncio.gather(*(record(b) for b in batches)), 60)
     flat = [r for batch in results for r in batch]

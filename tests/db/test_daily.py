@@ -121,7 +121,7 @@ async def test_cracking_it_records_the_result_the_card_and_the_streak(
     assert card.markup is not None and "switch_inline_query" in card.markup
     # the daily books no points and no leaderboard
     assert await count(sessions, select(func.count()).select_from(LeaderboardEntry)) == 0
-    after = await todays(sessions(), ALICE, NOON + timedelta(hours=1), random.Random(0))
+    after = await todays(sessions, ALICE, NOON + timedelta(hours=1), random.Random(0))
     assert after.status == "finished" and after.cracked and len(after.rows) == 3
 
 
@@ -175,10 +175,8 @@ async def test_the_finishing_guess_delivered_again_tells_its_finish_again(
     room_id, player_id = await player_of(sessions, ALICE)
     rnd = await daily_round(sessions, ALICE, NOON)
     winning = Attempt(ids.mint(ids.JOB), rnd.id, player_id, room_id, rnd.secret_emojis, None)
-    async with sessions() as session:
-        [first] = await usecases.record_guesses(session, [winning], now=NOON)
-    async with sessions() as session:
-        [again] = await usecases.record_guesses(session, [winning], now=NOON + timedelta(seconds=9))
+    [first] = await usecases.record_guesses(sessions, [winning], now=NOON)
+    [again] = await usecases.record_guesses(sessions, [winning], now=NOON + timedelta(seconds=9))
     assert again.duplicate and again.finish == first.finish
     assert await count(sessions, select(func.count()).select_from(Guess)) == 1
 
@@ -191,9 +189,9 @@ async def test_an_unfinished_daily_closes_quietly_at_midnight(
     await play(sessions, ALICE, misses(rnd, 2), NOON)
     posted = await count(sessions, select(func.count()).select_from(Outbox))
     async with sessions() as session:
-        assert await usecases.expire_rounds(session, DAY + timedelta(hours=23)) == []
+        assert await usecases.expire_rounds(sessions, DAY + timedelta(hours=23)) == []
     async with sessions() as session:
-        closed = await usecases.expire_rounds(session, DAY + timedelta(days=1, seconds=1))
+        closed = await usecases.expire_rounds(sessions, DAY + timedelta(days=1, seconds=1))
     assert [r.id for r in closed] == [rnd.id]
     assert await count(sessions, select(func.count()).select_from(Outbox)) == posted
     late = await play(sessions, ALICE, misses(rnd, 1), DAY + timedelta(days=1, seconds=2), of=NOON)
@@ -226,10 +224,10 @@ async def test_a_groups_board_is_its_members_dailies(
     group = -100777
     async with sessions() as session:
         room = await usecases.ensure_room(
-            session, group, "G", default_ceiling=2, round_timeout_s=600
+            sessions, group, "G", default_ceiling=2, round_timeout_s=600
         )
         for user, name in ((ALICE, "Alice"), (BOB, "Bob"), (CAROL, "Carol")):
-            await usecases.ensure_player(session, room.id, user, name)
+            await usecases.ensure_player(sessions, room.id, user, name)
     for user in (ALICE, BOB, CAROL, 9999):  # 9999 never played in the group
         await open_for(sessions, user, NOON)
     rnd = await daily_round(sessions, ALICE, NOON)
@@ -256,9 +254,9 @@ async def test_a_groups_board_takes_the_others_seen_there_and_keeps_the_asker(
     group = -100778
     async with sessions() as session:
         room = await usecases.ensure_room(
-            session, group, "G", default_ceiling=2, round_timeout_s=600
+            sessions, group, "G", default_ceiling=2, round_timeout_s=600
         )
-        await usecases.ensure_player(session, room.id, ALICE, "Alice here")
+        await usecases.ensure_player(sessions, room.id, ALICE, "Alice here")
     for user in (ALICE, BOB, CAROL, 9999):
         await open_for(sessions, user, NOON)
     rnd = await daily_round(sessions, ALICE, NOON)
@@ -306,11 +304,11 @@ async def test_old_dailies_are_trimmed_and_records_kept(
             rnd = await daily_round(sessions, user, when)
             await play(sessions, user, [rnd.secret_emojis], when)
     async with sessions() as session:
-        assert await usecases.trim_daily(session, (NOON - timedelta(days=30)).date(), 1) == 1
+        assert await usecases.trim_daily(sessions, (NOON - timedelta(days=30)).date(), 1) == 1
     async with sessions() as session:
-        assert await usecases.trim_daily(session, (NOON - timedelta(days=30)).date(), 10) == 1
+        assert await usecases.trim_daily(sessions, (NOON - timedelta(days=30)).date(), 10) == 1
     async with sessions() as session:
-        assert await usecases.trim_daily(session, (NOON - timedelta(days=30)).date(), 10) == 0
+        assert await usecases.trim_daily(sessions, (NOON - timedelta(days=30)).date(), 10) == 0
     async with sessions() as session:
         days = set((await session.execute(select(DailyResult.day))).scalars())
         await session.commit()
@@ -387,5 +385,5 @@ async def test_the_daily_on_sqlite(sqlite_sessions: async_sessionmaker[AsyncSess
     assert (bob.streak, bob.histogram[-1]) == (0, 1)
     assert closed is not None and closed.end_reason == SOLVED
     async with sqlite_sessions() as session:
-        assert await usecases.trim_daily(session, NOON.date() + timedelta(days=1), 10) == 2
+        assert await usecases.trim_daily(sqlite_sessions, NOON.date() + timedelta(days=1), 10) == 2
     assert await count(sqlite_sessions, select(func.count()).select_from(Guess)) == 0

@@ -54,10 +54,9 @@ async def opens(
     chat = PrivateChat(
         user, user, name or f"user {user}", default_ceiling=ceiling, round_timeout_s=700
     )
-    async with sessions() as session:
-        return await open_daily(
-            session, chat=chat, language=language, rng=random.Random(user), now=now
-        )
+    return await open_daily(
+        sessions, chat=chat, language=language, rng=random.Random(user), now=now
+    )
 
 
 async def stored_card(sessions: async_sessionmaker[AsyncSession], chat_id: int) -> RoomCard:
@@ -143,10 +142,8 @@ async def test_the_next_day_renames_speaks_closes_yesterdays_and_keeps_seats_and
     # Someone else seated and banned in the private chat's room: the card carries both.
     room = (await stored_card(dbs, ALICE)).room
     async with dbs() as session:
-        other = await usecases.ensure_player(
-            session, room.id, BOB, "Bob", player_id=ids.mint("PLR")
-        )
-        await writes.ban(session, room.id, other.id, actor=None)
+        other = await usecases.ensure_player(dbs, room.id, BOB, "Bob", player_id=ids.mint("PLR"))
+        await writes.ban(dbs, room.id, other.id, actor=None)
     tomorrow = NOON + timedelta(days=1)
     opened = await opens(dbs, ALICE, tomorrow, name="Alice B.", language=RU)
     assert opened.view.status == "opened" and opened.view.puzzle.number == 2

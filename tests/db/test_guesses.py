@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex import scoring, usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, Player, Round
+from codemojex.db.engine import Sessions
 from codemojex.values.batch import Verdict
 from codemojex.values.types import TIMEOUT
 from tests.db.helpers import attempt, job_id, new_room, record_one, wrong_guess
@@ -20,16 +21,16 @@ from tests.helpers import writes
 CHAT = -1001
 
 
-async def _setup(session: AsyncSession, rng: random.Random) -> tuple[Round, Player, Player]:
-    room = await new_room(session, chat_id=CHAT)
-    alice = await usecases.ensure_player(session, room.id, 1, "Alice")
-    bob = await usecases.ensure_player(session, room.id, 2, "Bob")
-    rnd = await usecases.start_round(session, room.id, rng)
+async def _setup(sessions: Sessions, rng: random.Random) -> tuple[Round, Player, Player]:
+    room = await new_room(sessions, chat_id=CHAT)
+    alice = await usecases.ensure_player(sessions, room.id, 1, "Alice")
+    bob = await usecases.ensure_player(sessions, room.id, 2, "Bob")
+    rnd = await usecases.start_round(sessions, room.id, rng)
     return rnd, alice, bob
 
 
 async def _record(
-    session: AsyncSession,
+    sessions: Sessions,
     rnd: Round,
     player: Player,
     emojis: tuple[str, ...],
@@ -37,7 +38,7 @@ async def _record(
     reply_to: int = 77,
 ) -> Verdict:
     return await record_one(
-        session, attempt(rnd, player.id, emojis, guess_id=guess_id, reply_to=reply_to)
+        sessions, attempt(rnd, player.id, emojis, guess_id=guess_id, reply_to=reply_to)
     )
 
 
@@ -58,14 +59,14 @@ async def _count(session: AsyncSession, what: object, *where: object) -> int:
 
 
 async def test_scored_guess_is_recorded_with_its_result_row(
-    session: AsyncSession, rng: random.Random
+    session: AsyncSession, sessions: Sessions, rng: random.Random
 ) -> None:
-    rnd, alice, _ = await _setup(session, rng)
+    rnd, alice, _ = await _setup(sessions, rng)
     guess = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
     expected = scoring.feedback(guess, rnd.secret_emojis)
     gid = job_id()
 
-    result = await _record(session, rnd, alice, guess, guess_id=gid, reply_to=55)
+    result = await _record(sessions, rnd, alice, guess, guess_id=gid, reply_to=55)
 
     assert result == Verdict(
         "scored", exact=expected.exact, misplaced=expected.misplaced, attempt_no=1
@@ -91,25 +92,27 @@ async def test_scored_guess_is_recorded_with_its_result_row(
     assert (entry.points, entry.wins, entry.guesses, entry.best_solve) == (0, 0, 1, None)
 
 
-async def test_attempts_count_per_player(session: AsyncSession, rng: random.Random) -> None:
-    rnd, alice, bob = await _setup(session, rng)
+async def test_attempts_count_per_player(
+    session: AsyncSession, sessions: Sessions, rng: random.Random
+) -> None:
+    rnd, alice, bob = await _setup(sessions, rng)
     guess = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
     attempts = [
-        (await _record(session, rnd, who, guess)).attempt_no for who in (alice, alice, bob, alice)
+        (await _record(sessions, rnd, who, guess)).attempt_no for who in (alice, alice, bob, alice)
     ]
     assert attempts == [1, 2, 1, 3]
 
 
 async def test_winning_guess_closes_round_and_books_points_once(
-    session: AsyncSession, rng: random.Random
+    session: AsyncSession, sessions: Sessions, rng: random.Random
 ) -> None:
-    rnd, alice, bob = await _setup(session, rng)
+    rnd, alice, bob = await _setup(sessions, rng)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
-    await _record(session, rnd, alice, miss)
-    await _record(session, rnd, alice, miss)
+    await _record(sessions, rnd, alice, miss)
+    await _record(sessions, rnd, alice, miss)
     win_id = job_id()
 
-    result = await _record(session, rnd, alice, rnd.secret_emojis, guess_id=win_id)
+    result = await _record(sessions, rnd, alice, rnd.secret_emojis, guess_id=win_id)
 
     assert result.won and result.round_closed and not result.duplicate
     assert result.attempt_no == 3
@@ -132,7 +135,7 @@ async def test_winning_guess_closes_round_and_books_points_once(
 
     # A guess of the same round scored afterwards: answered, recorded as late, earns nothing.
     late_id = job_id()
-    late = await _record(session, rnd, bob, rnd.secret_emojis, guess_id=late_id)
+    late = await _record(sessions, rnd, bob, rnd.secret_emojis, guess_id=late_id)
     assert late == Verdict("late", round_closed=True, late=True)
     [answer] = (await session.execute(select(Outbox).where(Outbox.kind == "late"))).scalars()
     assert "already solved" in answer.text
@@ -140,27 +143,31 @@ async def test_winning_guess_closes_round_and_books_points_once(
     assert await session.get(LeaderboardEntry, (rnd.room_id, bob.id)) is None
     await session.commit()
     # ... and idempotently so: no second answer.
-    again = await _record(session, rnd, bob, rnd.secret_emojis, guess_id=late_id)
+    again = await _record(sessions, rnd, bob, rnd.secret_emojis, guess_id=late_id)
     assert again.duplicate and again.late and not again.won
     assert await _count(session, Outbox, Outbox.kind == "late") == 1
     assert await _count(session, Outbox, Outbox.kind == "win") == 1
 
 
-async def test_guess_after_timeout_says_over(session: AsyncSession, rng: random.Random) -> None:
-    rnd, alice, _ = await _setup(session, rng)
-    await usecases.close_round(session, rnd.id, TIMEOUT)
-    result = await _record(session, rnd, alice, rnd.secret_emojis)
+async def test_guess_after_timeout_says_over(
+    session: AsyncSession, sessions: Sessions, rng: random.Random
+) -> None:
+    rnd, alice, _ = await _setup(sessions, rng)
+    await usecases.close_round(sessions, rnd.id, TIMEOUT)
+    result = await _record(sessions, rnd, alice, rnd.secret_emojis)
     assert result.late and not result.won and result.points == 0
     [answer] = (await session.execute(select(Outbox).where(Outbox.kind == "late"))).scalars()
     assert "over" in answer.text
 
 
-async def test_redelivered_guess_changes_nothing(session: AsyncSession, rng: random.Random) -> None:
-    rnd, alice, _ = await _setup(session, rng)
+async def test_redelivered_guess_changes_nothing(
+    session: AsyncSession, sessions: Sessions, rng: random.Random
+) -> None:
+    rnd, alice, _ = await _setup(sessions, rng)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
     gid = job_id()
-    first = await _record(session, rnd, alice, miss, guess_id=gid)
-    second = await _record(session, rnd, alice, miss, guess_id=gid)
+    first = await _record(sessions, rnd, alice, miss, guess_id=gid)
+    second = await _record(sessions, rnd, alice, miss, guess_id=gid)
     assert second.duplicate and not first.duplicate
     assert (second.exact, second.misplaced, second.attempt_no, second.won) == (
         first.exact,
@@ -175,12 +182,12 @@ async def test_redelivered_guess_changes_nothing(session: AsyncSession, rng: ran
 
 
 async def test_redelivered_winning_guess_reports_the_win_once(
-    session: AsyncSession, rng: random.Random
+    session: AsyncSession, sessions: Sessions, rng: random.Random
 ) -> None:
-    rnd, alice, _ = await _setup(session, rng)
+    rnd, alice, _ = await _setup(sessions, rng)
     gid = job_id()
-    first = await _record(session, rnd, alice, rnd.secret_emojis, guess_id=gid)
-    second = await _record(session, rnd, alice, rnd.secret_emojis, guess_id=gid)
+    first = await _record(sessions, rnd, alice, rnd.secret_emojis, guess_id=gid)
+    second = await _record(sessions, rnd, alice, rnd.secret_emojis, guess_id=gid)
     assert first.won and second.won and second.duplicate
     assert second.points == first.points == 100
     assert await _count(session, Outbox, Outbox.kind == "win") == 1
@@ -198,13 +205,13 @@ async def test_redelivered_winning_guess_reports_the_win_once(
     ],
 )
 async def test_mismatched_guess_writes_nothing(
-    session: AsyncSession, rng: random.Random, bad: object
+    session: AsyncSession, sessions: Sessions, rng: random.Random, bad: object
 ) -> None:
-    rnd, alice, _ = await _setup(session, rng)
+    rnd, alice, _ = await _setup(sessions, rng)
     if "🦄" in rnd.palette_emojis:  # pragma: no cover - the seeded palette has no unicorn
         pytest.skip("palette happens to contain the probe")
     before = await _count(session, Outbox)
-    result = await _record(session, rnd, alice, bad(rnd))  # type: ignore[operator]
+    result = await _record(sessions, rnd, alice, bad(rnd))  # type: ignore[operator]
     assert result.kind == "mismatch" and result.refused
     assert await _count(session, Guess) == 0
     assert await _count(session, Outbox) == before
@@ -214,26 +221,26 @@ async def test_mismatched_guess_writes_nothing(
 
 
 async def test_unknown_round_and_foreign_player_are_refused(
-    session: AsyncSession, rng: random.Random
+    session: AsyncSession, sessions: Sessions, rng: random.Random
 ) -> None:
-    rnd, alice, _ = await _setup(session, rng)
-    other_room = await new_room(session, chat_id=-2002)
-    stranger = await usecases.ensure_player(session, other_room.id, 1, "Alice elsewhere")
+    rnd, alice, _ = await _setup(sessions, rng)
+    other_room = await new_room(sessions, chat_id=-2002)
+    stranger = await usecases.ensure_player(sessions, other_room.id, 1, "Alice elsewhere")
     no_round = attempt(rnd, alice.id, rnd.secret_emojis)
     no_round = replace(no_round, round_id=rnd.id + 1000)
-    assert (await record_one(session, no_round)).kind == "unknown_round"
+    assert (await record_one(sessions, no_round)).kind == "unknown_round"
     stranger_guess = attempt(rnd, stranger.id, rnd.secret_emojis)
-    assert (await record_one(session, stranger_guess)).kind == "unknown_player"
+    assert (await record_one(sessions, stranger_guess)).kind == "unknown_player"
     assert await _count(session, Guess) == 0
     assert (await _round(session, rnd.id)).is_open
 
 
 async def test_banned_players_guess_writes_nothing(
-    session: AsyncSession, rng: random.Random
+    session: AsyncSession, sessions: Sessions, rng: random.Random
 ) -> None:
-    rnd, alice, _ = await _setup(session, rng)
-    assert await writes.ban(session, rnd.room_id, alice.id, actor=999)
-    result = await _record(session, rnd, alice, rnd.secret_emojis)
+    rnd, alice, _ = await _setup(sessions, rng)
+    assert await writes.ban(sessions, rnd.room_id, alice.id, actor=999)
+    result = await _record(sessions, rnd, alice, rnd.secret_emojis)
     assert result.banned and not result.won and not result.round_closed
     assert await _count(session, Guess) == 0
     assert await _count(session, Outbox, Outbox.kind != "round") == 0
@@ -241,31 +248,33 @@ async def test_banned_players_guess_writes_nothing(
 
 
 async def test_leaderboard_accumulates_over_rounds(
-    session: AsyncSession, rng: random.Random
+    session: AsyncSession, sessions: Sessions, rng: random.Random
 ) -> None:
-    rnd, alice, _ = await _setup(session, rng)
+    rnd, alice, _ = await _setup(sessions, rng)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
-    await _record(session, rnd, alice, miss)
-    await _record(session, rnd, alice, rnd.secret_emojis)  # 2nd attempt: 90
-    rnd2 = await usecases.start_round(session, rnd.room_id, rng)
-    await _record(session, rnd2, alice, rnd2.secret_emojis)  # 1st attempt: 100
-    rnd3 = await usecases.start_round(session, rnd.room_id, rng)
+    await _record(sessions, rnd, alice, miss)
+    await _record(sessions, rnd, alice, rnd.secret_emojis)  # 2nd attempt: 90
+    rnd2 = await usecases.start_round(sessions, rnd.room_id, rng)
+    await _record(sessions, rnd2, alice, rnd2.secret_emojis)  # 1st attempt: 100
+    rnd3 = await usecases.start_round(sessions, rnd.room_id, rng)
     miss3 = wrong_guess(rnd3.secret_emojis, rnd3.palette_emojis)
     for _ in range(11):
-        await _record(session, rnd3, alice, miss3)
-    await _record(session, rnd3, alice, rnd3.secret_emojis)  # 12th attempt: floor of 10
+        await _record(sessions, rnd3, alice, miss3)
+    await _record(sessions, rnd3, alice, rnd3.secret_emojis)  # 12th attempt: floor of 10
     entry = await session.get(LeaderboardEntry, (rnd.room_id, alice.id), populate_existing=True)
     assert entry is not None
     assert (entry.points, entry.wins, entry.guesses, entry.best_solve) == (200, 3, 15, 1)
 
 
-async def test_emoji_spelling_is_normalised_to_the_palette(session: AsyncSession) -> None:
-    room = await new_room(session, chat_id=CHAT)
-    await usecases.update_room_settings(session, room.id, palette="❤️🍎🍌🍇", length=3)
-    alice = await usecases.ensure_player(session, room.id, 1, "Alice")
-    rnd = await usecases.start_round(session, room.id, random.Random(3))
+async def test_emoji_spelling_is_normalised_to_the_palette(
+    session: AsyncSession, sessions: Sessions
+) -> None:
+    room = await new_room(sessions, chat_id=CHAT)
+    await usecases.update_room_settings(sessions, room.id, palette="❤️🍎🍌🍇", length=3)
+    alice = await usecases.ensure_player(sessions, room.id, 1, "Alice")
+    rnd = await usecases.start_round(sessions, room.id, random.Random(3))
     # The same emojis typed without U+FE0F still score as the palette's emojis: the bot's
     # parse (the one validation a guess gets) puts them in the palette's spelling.
     typed = "".join(e.replace("\ufe0f", "") for e in rnd.secret_emojis)
-    result = await _record(session, rnd, alice, scoring.parse_guess(typed, rnd.palette, 3))
+    result = await _record(sessions, rnd, alice, scoring.parse_guess(typed, rnd.palette, 3))
     assert result.won

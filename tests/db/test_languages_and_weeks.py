@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from codemojex import scoring, usecases
 from codemojex.db import Outbox, Room, Round, store
+from codemojex.db.engine import Sessions
 from codemojex.game import texts
 from codemojex.locale import EN, Lang
 from codemojex.scoring import feedback, points_for
@@ -29,16 +30,18 @@ async def _outbox(session: AsyncSession, kind: str) -> list[str]:
     return rows
 
 
-async def test_the_first_round_adopts_its_starters_language(session: AsyncSession) -> None:
-    room = await new_room(session)
+async def test_the_first_round_adopts_its_starters_language(
+    session: AsyncSession, sessions: Sessions
+) -> None:
+    room = await new_room(sessions)
     assert room.language is None  # not chosen yet
-    rnd = await usecases.start_round(session, room.id, random.Random(1), language=RU)
+    rnd = await usecases.start_round(sessions, room.id, random.Random(1), language=RU)
     assert (await store.get_room(session, room.id)).language == "ru"  # type: ignore[union-attr]
     [announcement] = await _outbox(session, "round")
     assert announcement == texts.round_started(RU, rnd.palette_emojis, rnd.length, 600)
-    await usecases.close_round(session, rnd.id, "endround")
+    await usecases.close_round(sessions, rnd.id, "endround")
     # a later starter speaking another language does not change it
-    again = await usecases.start_round(session, room.id, random.Random(2), language=ES)
+    again = await usecases.start_round(sessions, room.id, random.Random(2), language=ES)
     assert (await store.get_room(session, room.id)).language == "ru"  # type: ignore[union-attr]
     assert (await _outbox(session, "round"))[1].startswith("🎯 Новый раунд!")
     assert again.id != rnd.id
@@ -46,40 +49,45 @@ async def test_the_first_round_adopts_its_starters_language(session: AsyncSessio
     assert reveal == texts.ended_by_admin(RU, rnd.secret)
 
 
-async def test_a_room_without_a_language_speaks_english(session: AsyncSession) -> None:
-    room = await new_room(session)
-    rnd = await usecases.start_round(session, room.id, random.Random(1))  # nobody's language known
+async def test_a_room_without_a_language_speaks_english(
+    session: AsyncSession, sessions: Sessions
+) -> None:
+    room = await new_room(sessions)
+    rnd = await usecases.start_round(sessions, room.id, random.Random(1))  # nobody's language known
     assert (await store.get_room(session, room.id)).language is None  # type: ignore[union-attr]
     [announcement] = await _outbox(session, "round")
     assert announcement == texts.round_started(EN, rnd.palette_emojis, rnd.length, 600)
 
 
-async def test_an_admin_sets_the_language_as_typed(session: AsyncSession) -> None:
-    room = await new_room(session)
-    updated = await usecases.update_room_settings(session, room.id, language="PT-br")
+async def test_an_admin_sets_the_language_as_typed(
+    session: AsyncSession, sessions: Sessions
+) -> None:
+    room = await new_room(sessions)
+    updated = await usecases.update_room_settings(sessions, room.id, language="PT-br")
     assert updated.language == "pt_BR"
     with pytest.raises(scoring.InvalidSettings) as info:
-        await usecases.update_room_settings(session, room.id, language="de", length=5)
+        await usecases.update_room_settings(sessions, room.id, language="de", length=5)
     assert info.value.kind == "lang_unknown"
     after = await store.get_room(session, room.id)
     assert after is not None and (after.language, after.length) == ("pt_BR", 4)  # unchanged
     # a chosen language wins over the first round's starter
-    await usecases.start_round(session, room.id, random.Random(1), language=UK)
+    await usecases.start_round(sessions, room.id, random.Random(1), language=UK)
     assert (await store.get_room(session, room.id)).language == "pt_BR"  # type: ignore[union-attr]
 
 
 async def test_results_wins_and_late_answers_are_in_the_rooms_language(
     session: AsyncSession,
+    sessions: Sessions,
 ) -> None:
-    room = await new_room(session)
-    rnd = await usecases.start_round(session, room.id, random.Random(3), language=UK)
-    ann = await usecases.ensure_player(session, room.id, 1, "Ann")
-    bob = await usecases.ensure_player(session, room.id, 2, "Bob")
+    room = await new_room(sessions)
+    rnd = await usecases.start_round(sessions, room.id, random.Random(3), language=UK)
+    ann = await usecases.ensure_player(sessions, room.id, 1, "Ann")
+    bob = await usecases.ensure_player(sessions, room.id, 2, "Bob")
     secret, palette = rnd.secret_emojis, rnd.palette_emojis
     miss = wrong_guess(secret, palette)
-    await record_one(session, attempt(rnd, ann.id, miss, reply_to=10))
-    await record_one(session, attempt(rnd, ann.id, secret, reply_to=11))
-    await record_one(session, attempt(rnd, bob.id, secret, reply_to=12))
+    await record_one(sessions, attempt(rnd, ann.id, miss, reply_to=10))
+    await record_one(sessions, attempt(rnd, ann.id, secret, reply_to=11))
+    await record_one(sessions, attempt(rnd, bob.id, secret, reply_to=12))
     [result, winning] = await _outbox(session, "result")
     assert result == texts.result_line(UK, miss, feedback(miss, secret), 1)
     assert winning == texts.result_line(UK, secret, feedback(secret, secret), 2)
@@ -93,16 +101,20 @@ async def test_results_wins_and_late_answers_are_in_the_rooms_language(
 
 
 async def _win(
-    session: AsyncSession, room: Room, player_id: str, at: datetime, attempts: int = 1
+    sessions: Sessions,
+    room: Room,
+    player_id: str,
+    at: datetime,
+    attempts: int = 1,
 ) -> Round:
     """A round started and won by `player_id` at `at`, on its `attempts`-th guess."""
-    rnd = await usecases.start_round(session, room.id, random.Random(at.toordinal()), now=at)
+    rnd = await usecases.start_round(sessions, room.id, random.Random(at.toordinal()), now=at)
     secret, palette = rnd.secret_emojis, rnd.palette_emojis
     for n in range(attempts - 1):
         await usecases.record_guesses(
-            session, [attempt(rnd, player_id, wrong_guess(secret, palette, n))], now=at
+            sessions, [attempt(rnd, player_id, wrong_guess(secret, palette, n))], now=at
         )
-    [verdict] = await usecases.record_guesses(session, [attempt(rnd, player_id, secret)], now=at)
+    [verdict] = await usecases.record_guesses(sessions, [attempt(rnd, player_id, secret)], now=at)
     assert verdict.won
     return rnd
 
@@ -117,20 +129,22 @@ def test_the_week_starts_on_monday_at_midnight_utc() -> None:
     assert store.week_start(datetime(2026, 11, 30, 1, 0, tzinfo=moscow)) == MONDAY - timedelta(7)
 
 
-async def test_this_weeks_board_counts_only_this_weeks_wins(session: AsyncSession) -> None:
-    room = await new_room(session)
-    other = await new_room(session, chat_id=-2002)
-    ann = await usecases.ensure_player(session, room.id, 1, "Ann")
-    bob = await usecases.ensure_player(session, room.id, 2, "Bob")
-    cat = await usecases.ensure_player(session, other.id, 3, "Cat")
-    await _win(session, room, ann.id, MONDAY - timedelta(seconds=1))  # Sunday 23:59:59: last week
-    await _win(session, room, ann.id, MONDAY - timedelta(days=3))
-    await _win(session, room, bob.id, MONDAY)  # Monday 00:00:00: this week
-    await _win(session, room, ann.id, MONDAY + timedelta(days=2), attempts=2)
-    await _win(session, room, bob.id, MONDAY + timedelta(days=3), attempts=3)
-    await _win(session, other, cat.id, MONDAY + timedelta(days=1))  # another room
-    timed_out = await usecases.start_round(session, room.id, random.Random(9), now=MONDAY)
-    await usecases.close_round(session, timed_out.id, "timeout", now=MONDAY + timedelta(hours=1))
+async def test_this_weeks_board_counts_only_this_weeks_wins(
+    session: AsyncSession, sessions: Sessions
+) -> None:
+    room = await new_room(sessions)
+    other = await new_room(sessions, chat_id=-2002)
+    ann = await usecases.ensure_player(sessions, room.id, 1, "Ann")
+    bob = await usecases.ensure_player(sessions, room.id, 2, "Bob")
+    cat = await usecases.ensure_player(sessions, other.id, 3, "Cat")
+    await _win(sessions, room, ann.id, MONDAY - timedelta(seconds=1))  # Sunday 23:59:59: last week
+    await _win(sessions, room, ann.id, MONDAY - timedelta(days=3))
+    await _win(sessions, room, bob.id, MONDAY)  # Monday 00:00:00: this week
+    await _win(sessions, room, ann.id, MONDAY + timedelta(days=2), attempts=2)
+    await _win(sessions, room, bob.id, MONDAY + timedelta(days=3), attempts=3)
+    await _win(sessions, other, cat.id, MONDAY + timedelta(days=1))  # another room
+    timed_out = await usecases.start_round(sessions, room.id, random.Random(9), now=MONDAY)
+    await usecases.close_round(sessions, timed_out.id, "timeout", now=MONDAY + timedelta(hours=1))
     friday = MONDAY + timedelta(days=4, hours=12)
 
     board = await store.weekly_board(session, room.id, now=friday)
@@ -152,11 +166,11 @@ async def test_this_weeks_board_counts_only_this_weeks_wins(session: AsyncSessio
 
 
 async def test_the_weekly_board_reads_the_won_rounds_index(
-    session: AsyncSession, pg_engine: AsyncEngine
+    session: AsyncSession, sessions: Sessions, pg_engine: AsyncEngine
 ) -> None:
     """The board's query, as the store sends it, is planned on the partial index of won
     rounds (sequential scans discouraged: on a handful of rows Postgres would scan anyway)."""
-    room = await new_room(session)
+    room = await new_room(sessions)
     sent: list[tuple[str, Any]] = []
 
     def grab(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:

@@ -25,10 +25,9 @@ async def _record_in_own_session(
     player_id: str,
     emojis: tuple[str, ...],
 ) -> Verdict:
-    async with sessions() as s:
-        return await record_one(
-            s, Attempt(guess_id, rnd.id, player_id, rnd.room_id, emojis, reply_to=1)
-        )
+    return await record_one(
+        sessions, Attempt(guess_id, rnd.id, player_id, rnd.room_id, emojis, reply_to=1)
+    )
 
 
 async def test_two_winning_guesses_at_once_make_one_winner(
@@ -36,13 +35,15 @@ async def test_two_winning_guesses_at_once_make_one_winner(
 ) -> None:
     rng = random.Random(99)
     async with sessions() as s:
-        room = await new_room(s, chat_id=CHAT)
-        players = [await usecases.ensure_player(s, room.id, uid, f"P{uid}") for uid in (1, 2, 3)]
+        room = await new_room(sessions, chat_id=CHAT)
+        players = [
+            await usecases.ensure_player(sessions, room.id, uid, f"P{uid}") for uid in (1, 2, 3)
+        ]
 
     winners: list[str] = []
     for _ in range(REPEATS):
         async with sessions() as s:
-            rnd = await usecases.start_round(s, room.id, rng)
+            rnd = await usecases.start_round(sessions, room.id, rng)
         ids_by_player = {p.id: job_id() for p in players}
         results = await asyncio.gather(
             *(
@@ -92,9 +93,9 @@ async def test_concurrent_duplicate_delivery_records_once(
 ) -> None:
     rng = random.Random(5)
     async with sessions() as s:
-        room = await new_room(s, chat_id=CHAT)
-        alice = await usecases.ensure_player(s, room.id, 1, "Alice")
-        rnd = await usecases.start_round(s, room.id, rng)
+        room = await new_room(sessions, chat_id=CHAT)
+        alice = await usecases.ensure_player(sessions, room.id, 1, "Alice")
+        rnd = await usecases.start_round(sessions, room.id, rng)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
     for _ in range(REPEATS):
         gid = job_id()
@@ -127,12 +128,12 @@ async def test_duplicate_of_a_winner_racing_a_rival(
     duplicate agrees with the original, one win announcement."""
     rng = random.Random(11)
     async with sessions() as s:
-        room = await new_room(s, chat_id=CHAT)
-        alice = await usecases.ensure_player(s, room.id, 1, "Alice")
-        bob = await usecases.ensure_player(s, room.id, 2, "Bob")
+        room = await new_room(sessions, chat_id=CHAT)
+        alice = await usecases.ensure_player(sessions, room.id, 1, "Alice")
+        bob = await usecases.ensure_player(sessions, room.id, 2, "Bob")
     for _ in range(10):
         async with sessions() as s:
-            rnd = await usecases.start_round(s, room.id, rng)
+            rnd = await usecases.start_round(sessions, room.id, rng)
         a_id, b_id = job_id(), job_id()
         calls = [(a_id, alice.id), (a_id, alice.id), (b_id, bob.id)]
         results = await asyncio.gather(

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import scoring, usecases
 from codemojex.db import Outbox, Round, store
+from codemojex.db.engine import Sessions
 from codemojex.values.types import ENDROUND
 from tests.db.helpers import new_room
 from tests.helpers import writes
@@ -19,9 +20,11 @@ from tests.helpers import writes
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
-async def test_start_round_draws_from_a_seeded_rng(session: AsyncSession) -> None:
-    room = await new_room(session)
-    rnd = await usecases.start_round(session, room.id, random.Random(7), now=T0)
+async def test_start_round_draws_from_a_seeded_rng(
+    session: AsyncSession, sessions: Sessions
+) -> None:
+    room = await new_room(sessions)
+    rnd = await usecases.start_round(sessions, room.id, random.Random(7), now=T0)
 
     palette = scoring.draw_palette(random.Random(7), scoring.DEFAULT_PALETTE_SIZE)
     expect_rng = random.Random(7)
@@ -40,18 +43,22 @@ async def test_start_round_draws_from_a_seeded_rng(session: AsyncSession) -> Non
     assert rnd.secret not in rows[0].text or len(set(secret)) == 1
 
 
-async def test_round_repr_never_shows_the_secret(session: AsyncSession, rng: random.Random) -> None:
-    room = await new_room(session)
-    rnd = await usecases.start_round(session, room.id, rng)
+async def test_round_repr_never_shows_the_secret(
+    session: AsyncSession, sessions: Sessions, rng: random.Random
+) -> None:
+    room = await new_room(sessions)
+    rnd = await usecases.start_round(sessions, room.id, rng)
     for emoji in set(rnd.secret_emojis):
         assert emoji not in repr(rnd)
         assert emoji not in str(rnd)
 
 
-async def test_start_round_uses_room_settings(session: AsyncSession, rng: random.Random) -> None:
-    room = await new_room(session)
-    await usecases.update_room_settings(session, room.id, length=5, palette="🍎🍌🍇🍒")
-    rnd = await usecases.start_round(session, room.id, rng)
+async def test_start_round_uses_room_settings(
+    session: AsyncSession, sessions: Sessions, rng: random.Random
+) -> None:
+    room = await new_room(sessions)
+    await usecases.update_room_settings(sessions, room.id, length=5, palette="🍎🍌🍇🍒")
+    rnd = await usecases.start_round(sessions, room.id, rng)
     assert rnd.length == 5
     assert rnd.palette_emojis == ("🍎", "🍌", "🍇", "🍒")
     assert len(rnd.secret_emojis) == 5
@@ -59,13 +66,13 @@ async def test_start_round_uses_room_settings(session: AsyncSession, rng: random
 
 
 async def test_second_round_is_refused_while_one_is_open(
-    session: AsyncSession, rng: random.Random
+    session: AsyncSession, sessions: Sessions, rng: random.Random
 ) -> None:
-    room_id = (await new_room(session)).id
-    first = await usecases.start_round(session, room_id, rng)
+    room_id = (await new_room(sessions)).id
+    first = await usecases.start_round(sessions, room_id, rng)
     first_id, secret = first.id, first.secret  # (the refusal's rollback expires them)
     with pytest.raises(store.RoundAlreadyOpen) as caught:
-        await usecases.start_round(session, room_id, rng)
+        await usecases.start_round(sessions, room_id, rng)
     assert caught.value.round_id == first_id
     assert secret not in str(caught.value)
     # Refused means unchanged: still one round, one announcement.
@@ -73,27 +80,29 @@ async def test_second_round_is_refused_while_one_is_open(
     assert (await session.execute(select(func.count(Outbox.id)))).scalar_one() == 1
     await session.commit()
     # Once closed, a new one may start.
-    assert await usecases.close_round(session, first_id, ENDROUND) is not None
-    second = await usecases.start_round(session, room_id, rng)
+    assert await usecases.close_round(sessions, first_id, ENDROUND) is not None
+    second = await usecases.start_round(sessions, room_id, rng)
     assert second.id != first_id
 
 
-async def test_two_rooms_each_have_their_round(session: AsyncSession, rng: random.Random) -> None:
-    a = await new_room(session, chat_id=-1)
-    b = await new_room(session, chat_id=-2)
-    ra = await usecases.start_round(session, a.id, rng)
-    rb = await usecases.start_round(session, b.id, rng)
+async def test_two_rooms_each_have_their_round(
+    session: AsyncSession, sessions: Sessions, rng: random.Random
+) -> None:
+    a = await new_room(sessions, chat_id=-1)
+    b = await new_room(sessions, chat_id=-2)
+    ra = await usecases.start_round(sessions, a.id, rng)
+    rb = await usecases.start_round(sessions, b.id, rng)
     assert (await store.open_round(session, a.id)).id == ra.id  # type: ignore[union-attr]
     assert (await store.open_round(session, b.id)).id == rb.id  # type: ignore[union-attr]
 
 
 async def test_database_refuses_a_second_open_round_even_bypassing_the_code(
-    session: AsyncSession, rng: random.Random
+    session: AsyncSession, sessions: Sessions, rng: random.Random
 ) -> None:
     from sqlalchemy.exc import IntegrityError
 
-    room = await new_room(session)
-    await usecases.start_round(session, room.id, rng)
+    room = await new_room(sessions)
+    await usecases.start_round(sessions, room.id, rng)
     session.add(
         Round(room_id=room.id, secret="🍎🍎🍎🍎", palette="🍎🍌🍇🍒", length=4, expires_at=T0)
     )
@@ -108,14 +117,13 @@ async def test_concurrent_start_round_opens_exactly_one(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     async with sessions() as s:
-        room = await new_room(s)
+        room = await new_room(sessions)
 
     async def attempt(seed: int) -> int | None:
-        async with sessions() as s:
-            try:
-                return (await usecases.start_round(s, room.id, random.Random(seed))).id
-            except store.RoundAlreadyOpen:
-                return None
+        try:
+            return (await usecases.start_round(sessions, room.id, random.Random(seed))).id
+        except store.RoundAlreadyOpen:
+            return None
 
     for repeat in range(5):
         started = await asyncio.gather(*(attempt(seed) for seed in range(8)))
@@ -134,19 +142,21 @@ async def test_concurrent_start_round_opens_exactly_one(
             ).scalar_one()
             assert open_now == 1
             assert announcements == repeat + 1
-            await usecases.close_round(s, opened[0], ENDROUND)
+            await usecases.close_round(sessions, opened[0], ENDROUND)
 
 
-async def test_close_round_reveals_once(session: AsyncSession, rng: random.Random) -> None:
-    room = await new_room(session)
-    rnd = await usecases.start_round(session, room.id, rng)
-    closed = await usecases.close_round(session, rnd.id, ENDROUND, now=T0)
+async def test_close_round_reveals_once(
+    session: AsyncSession, sessions: Sessions, rng: random.Random
+) -> None:
+    room = await new_room(sessions)
+    rnd = await usecases.start_round(sessions, room.id, rng)
+    closed = await usecases.close_round(sessions, rnd.id, ENDROUND, now=T0)
     assert closed is not None
     assert closed.ended_at == T0
     assert closed.end_reason == "endround"
     assert closed.winner_player_id is None
-    assert await usecases.close_round(session, rnd.id, ENDROUND) is None
-    assert await usecases.close_round(session, 999_999, ENDROUND) is None
+    assert await usecases.close_round(sessions, rnd.id, ENDROUND) is None
+    assert await usecases.close_round(sessions, 999_999, ENDROUND) is None
     reveals = list((await session.execute(select(Outbox).where(Outbox.kind == "reveal"))).scalars())
     assert len(reveals) == 1
     assert rnd.secret in reveals[0].text
@@ -154,23 +164,23 @@ async def test_close_round_reveals_once(session: AsyncSession, rng: random.Rando
 
 
 async def test_expire_rounds_closes_only_overdue_rounds(
-    session: AsyncSession, rng: random.Random
+    session: AsyncSession, sessions: Sessions, rng: random.Random
 ) -> None:
-    early = await new_room(session, chat_id=-10)
-    late = await new_room(session, chat_id=-20)
-    await usecases.update_room_settings(session, late.id, round_timeout_s=3600)
-    r_early = await usecases.start_round(session, early.id, rng, now=T0)
-    r_late = await usecases.start_round(session, late.id, rng, now=T0)
+    early = await new_room(sessions, chat_id=-10)
+    late = await new_room(sessions, chat_id=-20)
+    await usecases.update_room_settings(sessions, late.id, round_timeout_s=3600)
+    r_early = await usecases.start_round(sessions, early.id, rng, now=T0)
+    r_late = await usecases.start_round(sessions, late.id, rng, now=T0)
 
-    assert await usecases.expire_rounds(session, T0 + timedelta(seconds=599)) == []
-    expired = await usecases.expire_rounds(session, T0 + timedelta(seconds=600))
+    assert await usecases.expire_rounds(sessions, T0 + timedelta(seconds=599)) == []
+    expired = await usecases.expire_rounds(sessions, T0 + timedelta(seconds=600))
     assert [r.id for r in expired] == [r_early.id]
     assert expired[0].end_reason == "timeout"
     # Idempotent: nothing more to expire at the same time.
-    assert await usecases.expire_rounds(session, T0 + timedelta(seconds=601)) == []
+    assert await usecases.expire_rounds(sessions, T0 + timedelta(seconds=601)) == []
     still = await session.get(Round, r_late.id, populate_existing=True)
     assert still is not None and still.is_open
-    expired = await usecases.expire_rounds(session, T0 + timedelta(hours=2))
+    expired = await usecases.expire_rounds(sessions, T0 + timedelta(hours=2))
     assert [r.id for r in expired] == [r_late.id]
     reveals = (
         await session.execute(select(func.count(Outbox.id)).where(Outbox.kind == "reveal"))
@@ -179,16 +189,18 @@ async def test_expire_rounds_closes_only_overdue_rounds(
 
 
 async def test_announcement_sent_becomes_the_round_message(
-    session: AsyncSession, rng: random.Random
+    session: AsyncSession, sessions: Sessions, rng: random.Random
 ) -> None:
-    room = await new_room(session)
-    rnd = await usecases.start_round(session, room.id, rng)
+    room = await new_room(sessions)
+    rnd = await usecases.start_round(sessions, room.id, rng)
     [row] = await store.pending_outbox(session, 10)
-    assert await writes.mark_sent(session, [row.id], 4242) == 1
+    assert await writes.mark_sent(sessions, [row.id], 4242) == 1
     announced = await session.get(Round, rnd.id, populate_existing=True)
     assert announced is not None and announced.announce_message_id == 4242
 
 
-async def test_start_round_in_unknown_room(session: AsyncSession, rng: random.Random) -> None:
+async def test_start_round_in_unknown_room(
+    session: AsyncSession, sessions: Sessions, rng: random.Random
+) -> None:
     with pytest.raises(store.UnknownRoom):
-        await usecases.start_round(session, "ROM00000000000000000000000000", rng)
+        await usecases.start_round(sessions, "ROM00000000000000000000000000", rng)

@@ -29,9 +29,8 @@ def db(
 
 
 async def _round(db: async_sessionmaker[AsyncSession], chat: int) -> Round:
-    async with db() as s:
-        room = await new_room(s, chat_id=chat)
-        return await usecases.start_round(s, room.id, random.Random(chat))
+    room = await new_room(db, chat_id=chat)
+    return await usecases.start_round(db, room.id, random.Random(chat))
 
 
 async def _players(db: async_sessionmaker[AsyncSession]) -> dict[int, tuple[str, str]]:
@@ -46,23 +45,21 @@ async def test_a_new_player_is_written_with_the_guess_under_its_lane(
     rnd = await _round(db, -31)
     lane = ids.mint(ids.PLAYER)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
-    async with db() as s:
-        (verdict,) = await usecases.record_guesses(
-            s, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 11, "Ann")]
-        )
+    (verdict,) = await usecases.record_guesses(
+        db, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 11, "Ann")]
+    )
     assert verdict.kind == "scored" and verdict.attempt_no == 1
     assert await _players(db) == {11: (lane, "Ann")}
     # Her next guess carries no name (the bot sent it): the row keeps it; a new name renames.
-    async with db() as s:
-        await usecases.record_guesses(
-            s, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 11)]
-        )
-        assert await _players(db) == {11: (lane, "Ann")}
-        second, third = await usecases.record_guesses(
-            s,
-            [attempt(rnd, lane, miss), attempt(rnd, lane, miss)],
-            seats=[Seat(lane, rnd.room_id, 11, "Ann B."), Seat(lane, rnd.room_id, 11)],
-        )
+    await usecases.record_guesses(
+        db, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 11)]
+    )
+    assert await _players(db) == {11: (lane, "Ann")}
+    second, third = await usecases.record_guesses(
+        db,
+        [attempt(rnd, lane, miss), attempt(rnd, lane, miss)],
+        seats=[Seat(lane, rnd.room_id, 11, "Ann B."), Seat(lane, rnd.room_id, 11)],
+    )
     assert (second.attempt_no, third.attempt_no) == (3, 4)
     assert await _players(db) == {11: (lane, "Ann B.")}
 
@@ -73,11 +70,11 @@ async def test_a_guess_of_a_player_the_database_knows_under_another_id_is_theirs
     """Redis lost the id the bot had given (its data, say): the database's player wins."""
     rnd = await _round(db, -32)
     async with db() as s:
-        ann = await usecases.ensure_player(s, rnd.room_id, 12, "Ann")
+        ann = await usecases.ensure_player(db, rnd.room_id, 12, "Ann")
     lane = ids.mint(ids.PLAYER)
     async with db() as s:
         (verdict,) = await usecases.record_guesses(
-            s,
+            db,
             [attempt(rnd, lane, rnd.secret_emojis)],
             seats=[Seat(lane, rnd.room_id, 12, "Ann")],
         )
@@ -97,15 +94,13 @@ async def test_a_player_without_a_name_yet_gets_one_then_their_own(
     rnd = await _round(db, -33)
     lane = ids.mint(ids.PLAYER)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
-    async with db() as s:
-        await usecases.record_guesses(
-            s, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 13)]
-        )
+    await usecases.record_guesses(
+        db, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 13)]
+    )
     assert await _players(db) == {13: (lane, "player 13")}
-    async with db() as s:
-        await usecases.record_guesses(
-            s, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 13, "Cat")]
-        )
+    await usecases.record_guesses(
+        db, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 13, "Cat")]
+    )
     assert await _players(db) == {13: (lane, "Cat")}
 
 
@@ -119,10 +114,9 @@ async def test_two_workers_seat_a_new_player_at_once(
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
 
     async def flush() -> None:
-        async with sessions() as s:
-            await usecases.record_guesses(
-                s, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 14, "Dee")]
-            )
+        await usecases.record_guesses(
+            sessions, [attempt(rnd, lane, miss)], seats=[Seat(lane, rnd.room_id, 14, "Dee")]
+        )
 
     await asyncio.gather(flush(), flush())
     assert await _players(sessions) == {14: (lane, "Dee")}
@@ -139,12 +133,11 @@ async def test_two_lanes_of_one_player_in_a_batch_are_both_theirs(
     rnd = await _round(db, -35)
     first, second = ids.mint(ids.PLAYER), ids.mint(ids.PLAYER)
     miss = wrong_guess(rnd.secret_emojis, rnd.palette_emojis)
-    async with db() as s:
-        verdicts = await usecases.record_guesses(
-            s,
-            [attempt(rnd, first, miss), attempt(rnd, second, miss)],
-            seats=[Seat(first, rnd.room_id, 15, "Eve"), Seat(second, rnd.room_id, 15, "Eve")],
-        )
+    verdicts = await usecases.record_guesses(
+        db,
+        [attempt(rnd, first, miss), attempt(rnd, second, miss)],
+        seats=[Seat(first, rnd.room_id, 15, "Eve"), Seat(second, rnd.room_id, 15, "Eve")],
+    )
     assert [v.attempt_no for v in verdicts] == [1, 2]
     players = await _players(db)
     assert list(players) == [15] and players[15][0] in (first, second)

@@ -1,20 +1,19 @@
 """The unit of work (`db/unit.py`) and the read (`db/reading.py`), on the real Postgres
-through the migrations and on SQLite: a unit keeps everything its block wrote when the block
-ends and nothing when it raises, on a session or a connection, and hands over the engine's
-backend; a read keeps nothing, whatever is written in it."""
+through the migrations and on SQLite: a unit opens its own transaction, keeps everything its
+block wrote when the block ends and nothing when it raises, and hands over the engine's
+backend; a savepoint inside it undoes its own part alone; a read keeps nothing, whatever is
+written in it."""
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db import AuditLog, reading
 from codemojex.db.engine import backend_of
 from codemojex.db.store import admin
-from codemojex.db.unit import uow
+from codemojex.db.unit import Unit, uow
 
 
 class _Refused(Exception):
@@ -33,50 +32,58 @@ async def _audited(sessions: async_sessionmaker[AsyncSession]) -> list[str]:
         return list((await session.scalars(select(AuditLog.action).order_by(AuditLog.id))).all())
 
 
-async def _audit(session: AsyncSession, action: str) -> None:
-    await admin.audit(session, room_id=None, actor_tg_id=1, action=action, allowed=True)
+async def _audit(tx: Unit, action: str) -> None:
+    await admin.audit(tx, room_id=None, actor_tg_id=1, action=action, allowed=True)
 
 
 async def test_a_unit_keeps_all_when_its_block_ends_and_nothing_when_it_raises(
     dbs: async_sessionmaker[AsyncSession],
 ) -> None:
-    async with dbs() as session:
-        with pytest.raises(_Refused):
-            async with uow(session):
-                await _audit(session, "first")
-                await session.flush()  # written, not yet kept
-                await _audit(session, "second")
-                raise _Refused
-        assert not session.in_transaction()
-        assert await _audited(dbs) == []
-        async with uow(session):
-            await _audit(session, "first")
-            await _audit(session, "second")
-        assert not session.in_transaction()
+    with pytest.raises(_Refused):
+        async with uow(dbs) as tx:
+            await _audit(tx, "first")
+            await tx.session.flush()  # written, not yet kept
+            await _audit(tx, "second")
+            raise _Refused
+    assert not tx.session.in_transaction()
+    assert await _audited(dbs) == []
+    async with uow(dbs) as tx:
+        await _audit(tx, "first")
+        await _audit(tx, "second")
+    assert not tx.session.in_transaction()
     assert await _audited(dbs) == ["first", "second"]
 
 
-async def test_a_unit_on_a_connection_hands_over_the_engines_backend(
+async def test_a_unit_opens_its_own_transaction_and_hands_over_the_engines_backend(
     dbs: async_sessionmaker[AsyncSession],
 ) -> None:
-    engine = dbs.kw["bind"]
-    async with engine.connect() as conn:
-        for keep in (False, True):
-            with contextlib.suppress(_Refused):
-                async with uow(conn) as tx:
-                    assert tx.conn is conn and tx.backend is backend_of(conn)
-                    await conn.execute(
-                        insert(AuditLog).values(action="kept" if keep else "dropped", allowed=True)
-                    )
-                    if not keep:
-                        raise _Refused
-            assert not conn.in_transaction()
+    async with reading(dbs) as reader:
+        # A read begun on another session is not the unit's: what it sees, the unit ignores.
+        assert await reader.scalar(select(func.count()).select_from(AuditLog)) == 0
+        async with uow(dbs) as tx:
+            assert tx.session is not reader and tx.session.in_transaction()
+            assert tx.backend is backend_of(tx.conn)
+            await _audit(tx, "kept")
+        assert reader.in_transaction()  # untouched by the unit's commit
     assert await _audited(dbs) == ["kept"]
+
+
+async def test_a_savepoint_undoes_its_part_alone(dbs: async_sessionmaker[AsyncSession]) -> None:
+    async with uow(dbs) as tx:
+        await _audit(tx, "before")
+        with pytest.raises(_Refused):
+            async with tx.savepoint():
+                await _audit(tx, "undone")
+                await tx.session.flush()
+                raise _Refused
+        async with tx.savepoint():
+            await _audit(tx, "kept")
+    assert await _audited(dbs) == ["before", "kept"]
 
 
 async def test_a_read_keeps_nothing_written_in_it(dbs: async_sessionmaker[AsyncSession]) -> None:
     async with reading(dbs) as session:
-        await _audit(session, "read")
+        session.add(AuditLog(action="read", allowed=True, args=""))
         await session.flush()
         assert await session.scalar(select(func.count()).select_from(AuditLog)) == 1
     assert await _audited(dbs) == []

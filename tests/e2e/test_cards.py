@@ -49,8 +49,7 @@ async def test_a_stale_card_is_scored_too_late_then_heals(stack: Stack) -> None:
     chat = stack.new_group()
     async with in_process_worker(stack):
         ann, rnd = await stack.new_round(chat, by=ALICE)
-        async with stack.sessionmaker() as session:
-            await usecases.close_round(session, rnd.id, "endround")
+        await usecases.close_round(stack.sessionmaker, rnd.id, "endround")
         assert await _card_round(stack, chat) == rnd.id  # stale
         first = "".join(wrong_guess(rnd.secret_emojis, ann.palette))
         taken = stack.standin.send_text(chat, BOB, first)

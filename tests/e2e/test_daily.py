@@ -178,12 +178,11 @@ async def test_a_daily_played_typed_and_tapped_the_same_puzzle_for_two_players(
 
         # the group board of members who played, and the world's top
         group = stack.new_group(members=[CAROL])
-        async with stack.sessionmaker() as session:
-            room = await usecases.ensure_room(
-                session, group, "G", default_ceiling=2, round_timeout_s=600
-            )
-            for user, name in ((ALICE, "Alice"), (BOB, "Bob"), (CAROL, "Carol")):
-                await usecases.ensure_player(session, room.id, user, name)
+        room = await usecases.ensure_room(
+            stack.sessionmaker, group, "G", default_ceiling=2, round_timeout_s=600
+        )
+        for user, name in ((ALICE, "Alice"), (BOB, "Bob"), (CAROL, "Carol")):
+            await usecases.ensure_player(stack.sessionmaker, room.id, user, name)
         asked = stack.standin.send_text(group, CAROL, "/daily")
         board = await stack.reply_to(group, asked)
         lines = board.splitlines()

@@ -94,8 +94,7 @@ async def test_guessing_on_after_the_end_gets_no_more_lines_than_answers(stack: 
         ann, rnd = await stack.new_round(chat, by=DAVE)
         room = await stack.room_id(chat)
         await stack.lanes.pause(room)
-        async with stack.sessionmaker() as session:
-            await usecases.close_round(session, rnd.id, "endround")  # the card not closed
+        await usecases.close_round(stack.sessionmaker, rnd.id, "endround")  # the card not closed
         misses = ["".join(wrong_guess(rnd.secret_emojis, ann.palette, n)) for n in range(flood)]
         for miss in misses:
             stack.standin.send_text(chat, ALICE, miss)

@@ -22,9 +22,8 @@ from tests.helpers.support import wrong_guess
 
 async def player_of(sessions: async_sessionmaker[AsyncSession], user: int) -> tuple[str, str]:
     """The user's private chat as a room, and their player in it: (room id, player id)."""
-    async with sessions() as session:
-        room = await usecases.ensure_room(session, user, "", default_ceiling=2, round_timeout_s=600)
-        player = await usecases.ensure_player(session, room.id, user, f"user {user}")
+    room = await usecases.ensure_room(sessions, user, "", default_ceiling=2, round_timeout_s=600)
+    player = await usecases.ensure_player(sessions, room.id, user, f"user {user}")
     return room.id, player.id
 
 
@@ -36,14 +35,13 @@ async def open_for(
     language: Lang = EN,
 ) -> DailyView:
     await player_of(sessions, user)
-    async with sessions() as session:
-        opened = await open_daily(
-            session,
-            chat=PrivateChat(user, user, f"user {user}"),
-            language=language,
-            rng=rng or random.Random(user),
-            now=now,
-        )
+    opened = await open_daily(
+        sessions,
+        chat=PrivateChat(user, user, f"user {user}"),
+        language=language,
+        rng=rng or random.Random(user),
+        now=now,
+    )
     return opened.view
 
 
@@ -76,8 +74,7 @@ async def play(
         Attempt(ids.mint(ids.JOB), rnd.id, player_id, room_id, emojis, reply_to=None)
         for emojis in guesses
     ]
-    async with sessions() as session:
-        return await usecases.record_guesses(session, attempts, now=now, share=share)
+    return await usecases.record_guesses(sessions, attempts, now=now, share=share)
 
 
 def misses(rnd: Round, n: int) -> list[tuple[str, ...]]:

@@ -49,10 +49,9 @@ async def test_rooms_are_paged_by_title_pending_and_activity(
     try:
         rooms = {}
         for n in range(10):
-            async with sm() as session:
-                room = await usecases.ensure_room(
-                    session, -1000 - n, f"chat {n:02d}", default_ceiling=2, round_timeout_s=60
-                )
+            room = await usecases.ensure_room(
+                sm, -1000 - n, f"chat {n:02d}", default_ceiling=2, round_timeout_s=60
+            )
             rooms[room.id] = n
             for _ in range(n % 4):  # rooms 0, 4, 8 have nothing pending
                 await lanes.enqueue(room.id, ids.mint(ids.PLAYER), b"x")
@@ -81,11 +80,10 @@ async def test_a_forum_topics_rooms_are_told_apart_by_their_topic(
     lanes = Lanes(redis, queue_name)
     try:
         for thread_id in (0, 40):
-            async with sm() as session:
-                room = await usecases.ensure_room(
-                    session, -2000, "forum", default_ceiling=2, round_timeout_s=60,
-                    thread_id=thread_id,
-                )  # fmt: skip
+            room = await usecases.ensure_room(
+                sm, -2000, "forum", default_ceiling=2, round_timeout_s=60,
+                thread_id=thread_id,
+            )  # fmt: skip
             await lanes.enqueue(room.id, ids.mint(ids.PLAYER), b"x")
         [page] = await walk(lanes, sm, "title", False)
         assert sorted(r.title for r in page.rows) == ["forum", "forum · topic 40"]

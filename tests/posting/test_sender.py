@@ -88,7 +88,7 @@ async def add_rows(
 ) -> None:
     for text in texts:
         async with sm() as s:
-            await writes.write_messages(s, [Message(chat_id, text, "notice", None)], utcnow())
+            await writes.write_messages(sm, [Message(chat_id, text, "notice", None)], utcnow())
             await s.commit()
         if spacing_s:
             await asyncio.sleep(spacing_s)
@@ -116,7 +116,6 @@ async def test_scored_guesses_are_posted_as_replies_in_a_quiet_room(
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
     bot: Bot,
-    scorers: Callable[..., ScoreWorker],
 ) -> None:
     lanes = Lanes(redis_rc, queue=queue_name)
     table = await make_table(sessionmaker, standin, -2001)
@@ -127,7 +126,7 @@ async def test_scored_guesses_are_posted_as_replies_in_a_quiet_room(
     [announce] = standin.sent_messages(table.chat_id)
 
     await enqueue_guess(lanes, standin, table, ann, table.wrong_guess())
-    worker = scorers(sessionmaker)
+    worker = ScoreWorker(sessionmaker)
     batch = await lanes.wclaim(10_000)
     await worker(batch)
     await lanes.ack_many(batch)
@@ -245,7 +244,7 @@ async def test_results_that_are_not_replies_go_to_their_forum_topic(
                 Message(chat, text, "result", None, reply_to, player_name="Ann", thread_id=topic)
                 for text, reply_to in rows
             ]
-            await writes.write_messages(s, messages, utcnow())
+            await writes.write_messages(sessionmaker, messages, utcnow())
             await s.commit()
 
     sender = new_sender(sessionmaker, bot, redis_r, queue_name)
@@ -375,7 +374,7 @@ async def test_post_recorded_before_a_crash_is_not_posted_again(
     standin.add_group(chat, "crash")
     await add_rows(sessionmaker, chat, ["posted before the crash", "never posted"])
     async with sessionmaker() as s:
-        claimed = await writes.claim_outbox(s, 1, 0.3, "dead-sender", chat_id=chat)
+        claimed = await writes.claim_outbox(sessionmaker, 1, 0.3, "dead-sender", chat_id=chat)
     message_id = 4242
     await redis_rc.set(f"cmx:{{{queue_name}}}:send:posted:{claimed[0].id}", message_id)
     await asyncio.sleep(0.35)
@@ -401,8 +400,7 @@ async def test_rows_claimed_by_a_dead_sender_go_out_after_its_lease(
     chat = -2041
     standin.add_group(chat, "orphans")
     await add_rows(sessionmaker, chat, ["a", "b", "c"])
-    async with sessionmaker() as s:
-        await writes.claim_outbox(s, 10, 0.5, "dead-sender", chat_id=chat)
+    await writes.claim_outbox(sessionmaker, 10, 0.5, "dead-sender", chat_id=chat)
     sender = new_sender(sessionmaker, bot, redis_r, queue_name)
     await run_senders([sender], lambda: _zero(sessionmaker))
     assert lines_posted(standin, chat) == Counter(["a", "b", "c"])

@@ -68,8 +68,7 @@ async def test_rows_of_a_dead_sender_are_sorted_out_by_their_markers(
     chat = -2140
     standin.add_group(chat, "takeover")
     await add_rows(sessionmaker, chat, ["was posted", "was being posted", "not reached"])
-    async with sessionmaker() as s:
-        claimed = await writes.claim_outbox(s, 3, 0.3, "dead-sender", chat_id=chat)
+    claimed = await writes.claim_outbox(sessionmaker, 3, 0.3, "dead-sender", chat_id=chat)
     by_text = {r.text: r.id for r in claimed}
     prefix = f"cmx:{{{queue_name}}}:send"
     await redis_rc.set(f"{prefix}:posted:{by_text['was posted']}", 4242)

@@ -204,10 +204,11 @@ async def test_reload_writes_what_the_database_has(
     redis_r: AnyRedis, queue_name: str, sessionmaker: async_sessionmaker[AsyncSession]
 ) -> None:
     cards = RoomCards(redis_r, queue_name)
-    async with sessionmaker() as s:
-        room = await usecases.ensure_room(s, CHAT, "Club", default_ceiling=2, round_timeout_s=600)
-        rnd = await usecases.start_round(s, room.id, random.Random(1))
-        ann = await usecases.ensure_player(s, room.id, 1, "Ann")
+    room = await usecases.ensure_room(
+        sessionmaker, CHAT, "Club", default_ceiling=2, round_timeout_s=600
+    )
+    rnd = await usecases.start_round(sessionmaker, room.id, random.Random(1))
+    ann = await usecases.ensure_player(sessionmaker, room.id, 1, "Ann")
     card = await reload(cards, sessionmaker, room.id)
     assert card is not None and card.round is not None and card.round.id == rnd.id
     assert card.round.palette == rnd.palette_emojis and card.ceiling == 2

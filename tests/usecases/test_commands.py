@@ -51,10 +51,9 @@ def command(
 
 
 async def _room(sessions: async_sessionmaker[AsyncSession]) -> Room:
-    async with sessions() as session:
-        return await usecases.ensure_room(
-            session, CHAT, "Club", default_ceiling=3, round_timeout_s=600
-        )
+    return await usecases.ensure_room(
+        sessions, CHAT, "Club", default_ceiling=3, round_timeout_s=600
+    )
 
 
 async def _count(sessions: async_sessionmaker[AsyncSession], stmt: object) -> int:
@@ -77,18 +76,16 @@ async def test_a_newgame_message_opens_one_round_however_late_it_comes_again(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     room = await _room(sessions)
-    async with sessions() as session:
-        first = await usecases.start_round(session, room.id, random.Random(1), origin=origin(10))
+    first = await usecases.start_round(sessions, room.id, random.Random(1), origin=origin(10))
     assert (first.origin_chat_id, first.origin_message_id) == (CHAT, 10)
-    async with sessions() as session:
-        with pytest.raises(store.CommandRepeated):  # while its round runs
-            await usecases.start_round(session, room.id, random.Random(2), origin=origin(10))
-        await usecases.close_round(session, first.id, "endround")
-        with pytest.raises(store.CommandRepeated):  # and after it ended: a day later too
-            await usecases.start_round(session, room.id, random.Random(3), origin=origin(10))
+    with pytest.raises(store.CommandRepeated):  # while its round runs
+        await usecases.start_round(sessions, room.id, random.Random(2), origin=origin(10))
+    await usecases.close_round(sessions, first.id, "endround")
+    with pytest.raises(store.CommandRepeated):  # and after it ended: a day later too
+        await usecases.start_round(sessions, room.id, random.Random(3), origin=origin(10))
     assert await _rounds(sessions) == 1
-    async with sessions() as session:  # another message opens the next round
-        second = await usecases.start_round(session, room.id, random.Random(4), origin=origin(11))
+    # Another message opens the next round.
+    second = await usecases.start_round(sessions, room.id, random.Random(4), origin=origin(11))
     assert second.id != first.id and await _rounds(sessions) == 2
 
 
@@ -98,12 +95,11 @@ async def test_two_processes_with_one_newgame_open_one_round(
     room = await _room(sessions)
 
     async def start(seed: int) -> str:
-        async with sessions() as session:
-            try:
-                await usecases.start_round(session, room.id, random.Random(seed), origin=origin(20))
-            except store.CommandRepeated:
-                return "repeated"
-            return "opened"
+        try:
+            await usecases.start_round(sessions, room.id, random.Random(seed), origin=origin(20))
+        except store.CommandRepeated:
+            return "repeated"
+        return "opened"
 
     for _ in range(5):
         outcomes = sorted(await asyncio.gather(start(1), start(2), start(3)))
@@ -112,7 +108,7 @@ async def test_two_processes_with_one_newgame_open_one_round(
         async with sessions() as session:
             opened = await store.open_round(session, room.id)
             assert opened is not None
-            await usecases.close_round(session, opened.id, "endround")
+            await usecases.close_round(sessions, opened.id, "endround")
         async with sessions() as session:
             await session.execute(delete(Round))
             await session.commit()
@@ -122,11 +118,10 @@ async def test_the_origin_index_holds_on_sqlite(
     sqlite_sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     room = await _room(sqlite_sessions)
-    async with sqlite_sessions() as session:
-        rnd = await usecases.start_round(session, room.id, random.Random(1), origin=origin(5))
-        await usecases.close_round(session, rnd.id, "endround")
-        with pytest.raises(store.CommandRepeated):
-            await usecases.start_round(session, room.id, random.Random(1), origin=origin(5))
+    rnd = await usecases.start_round(sqlite_sessions, room.id, random.Random(1), origin=origin(5))
+    await usecases.close_round(sqlite_sessions, rnd.id, "endround")
+    with pytest.raises(store.CommandRepeated):
+        await usecases.start_round(sqlite_sessions, room.id, random.Random(1), origin=origin(5))
 
 
 # --- /endround: once per message, and only a round opened before it was sent -------------------
@@ -136,12 +131,11 @@ async def test_endround_ends_the_round_once_per_message(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     room = await _room(sessions)
-    async with sessions() as session:
-        rnd = await usecases.start_round(session, room.id, random.Random(1), origin=origin(30))
-        ended = await usecases.end_round(session, room.id, command(room, "endround", 31))
-        assert ended.status == "ended" and ended.round is not None and ended.round.id == rnd.id
-        again = await usecases.end_round(session, room.id, command(room, "endround", 31))
-        assert again.status == "repeated" and again.round is None
+    rnd = await usecases.start_round(sessions, room.id, random.Random(1), origin=origin(30))
+    ended = await usecases.end_round(sessions, room.id, command(room, "endround", 31))
+    assert ended.status == "ended" and ended.round is not None and ended.round.id == rnd.id
+    again = await usecases.end_round(sessions, room.id, command(room, "endround", 31))
+    assert again.status == "repeated" and again.round is None
     reveals = select(func.count()).select_from(Outbox).where(Outbox.kind == KIND_REVEAL)
     assert await _count(sessions, reveals) == 1
     assert await _audits(sessions) == 1
@@ -154,8 +148,8 @@ async def test_a_late_endround_does_not_end_a_round_opened_after_it_was_sent(
     comes again after the round it meant ended and a new one opened."""
     room = await _room(sessions)
     async with sessions() as session:
-        newer = await usecases.start_round(session, room.id, random.Random(1), origin=origin(41))
-        late = await usecases.end_round(session, room.id, command(room, "endround", 40))
+        newer = await usecases.start_round(sessions, room.id, random.Random(1), origin=origin(41))
+        late = await usecases.end_round(sessions, room.id, command(room, "endround", 40))
     assert late.status == "none"
     async with reading(sessions) as session:
         still = await store.open_round(session, room.id)
@@ -173,20 +167,20 @@ async def test_a_round_with_no_message_is_ended_by_the_second_it_started_in(
     sent = datetime(2026, 3, 14, 12, 0, 0, tzinfo=UTC)
     async with sessions() as session:
         await usecases.start_round(
-            session, room.id, random.Random(1), now=sent + timedelta(seconds=5)
+            sessions, room.id, random.Random(1), now=sent + timedelta(seconds=5)
         )
         later = await usecases.end_round(
-            session, room.id, command(room, "endround", 50, sent_at=sent)
+            sessions, room.id, command(room, "endround", 50, sent_at=sent)
         )
         assert later.status == "none"
         rnd = await store.open_round(session, room.id)
         assert rnd is not None
-        await usecases.close_round(session, rnd.id, "endround")
+        await usecases.close_round(sessions, rnd.id, "endround")
         await usecases.start_round(
-            session, room.id, random.Random(2), now=sent + timedelta(milliseconds=600)
+            sessions, room.id, random.Random(2), now=sent + timedelta(milliseconds=600)
         )
         same_second = await usecases.end_round(
-            session, room.id, command(room, "endround", 51, sent_at=sent)
+            sessions, room.id, command(room, "endround", 51, sent_at=sent)
         )
         assert same_second.status == "ended"
 
@@ -195,14 +189,10 @@ async def test_two_processes_with_one_endround_end_one_round(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     room = await _room(sessions)
-    async with sessions() as session:
-        await usecases.start_round(session, room.id, random.Random(1), origin=origin(60))
+    await usecases.start_round(sessions, room.id, random.Random(1), origin=origin(60))
 
     async def end() -> str:
-        async with sessions() as session:
-            return (
-                await usecases.end_round(session, room.id, command(room, "endround", 61))
-            ).status
+        return (await usecases.end_round(sessions, room.id, command(room, "endround", 61))).status
 
     assert sorted(await asyncio.gather(end(), end(), end())) == ["ended", "repeated", "repeated"]
     assert await _audits(sessions) == 1
@@ -217,12 +207,12 @@ async def test_one_audit_row_per_command_message(
     room = await _room(sessions)
     queue = command(room, "queue", 70)
     async with sessions() as session:
-        assert await usecases.audit_command(session, queue) is True
-        assert await usecases.audit_command(session, queue) is False
+        assert await usecases.audit_command(sessions, queue) is True
+        assert await usecases.audit_command(sessions, queue) is False
         # The operators' page writes rows with no message: never one another's duplicate.
         for _ in range(2):
             await usecases.audit(
-                session, room_id=room.id, actor_tg_id=None, action="pause", allowed=True
+                sessions, room_id=room.id, actor_tg_id=None, action="pause", allowed=True
             )
     assert await _audits(sessions) == 3
     async with sessions() as session:
@@ -245,10 +235,9 @@ async def test_one_audit_row_per_command_message_on_sqlite(
     sqlite_sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     room = await _room(sqlite_sessions)
-    async with sqlite_sessions() as session:
-        assert await usecases.audit_command(session, command(room, "queue", 71)) is True
-        assert await usecases.audit_command(session, command(room, "queue", 71)) is False
-        assert await usecases.audit_command(session, command(room, "queue", 72)) is True
+    assert await usecases.audit_command(sqlite_sessions, command(room, "queue", 71)) is True
+    assert await usecases.audit_command(sqlite_sessions, command(room, "queue", 71)) is False
+    assert await usecases.audit_command(sqlite_sessions, command(room, "queue", 72)) is True
     assert await _audits(sqlite_sessions) == 2
 
 
@@ -258,15 +247,15 @@ async def test_settings_apply_once_per_message(
     room = await _room(sessions)
     async with sessions() as session:
         changed = await usecases.update_room_settings(
-            session, room.id, length=5, command=command(room, "settings", 80)
+            sessions, room.id, length=5, command=command(room, "settings", 80)
         )
         assert changed.length == 5
         await usecases.update_room_settings(
-            session, room.id, length=4, command=command(room, "settings", 81)
+            sessions, room.id, length=4, command=command(room, "settings", 81)
         )
         with pytest.raises(store.CommandRepeated):
             await usecases.update_room_settings(
-                session, room.id, length=5, command=command(room, "settings", 80)
+                sessions, room.id, length=5, command=command(room, "settings", 80)
             )
     async with reading(sessions) as session:
         now = await store.get_room(session, room.id)
@@ -340,7 +329,7 @@ async def test_a_command_known_to_have_taken_effect_applies_nothing_without_its_
         assert not await store.is_banned(session, room.id, ANN)
     assert await _audits(sessions) == 0
     async with sessions() as session:
-        assert await usecases.audit_command(session, known) is False
+        assert await usecases.audit_command(sessions, known) is False
     assert await _audits(sessions) == 0
 
 
@@ -397,22 +386,21 @@ async def test_a_daily_of_a_day_that_is_over_is_not_opened(
     )
     yesterday = datetime(2026, 3, 14, 23, 59, tzinfo=UTC)
     now = yesterday + timedelta(minutes=2)
-    async with sessions() as session:
-        assert await usecases.daily_on(session, ANN, yesterday.date()) is None  # none drawn
-        opened = await usecases.open_daily(
-            session, chat=chat, language=EN, rng=random.Random(1), now=yesterday
+    assert await usecases.daily_on(sessions, ANN, yesterday.date()) is None  # none drawn
+    opened = await usecases.open_daily(
+        sessions, chat=chat, language=EN, rng=random.Random(1), now=yesterday
+    )
+    assert opened.view.status == "opened"
+    with pytest.raises(ValueError):
+        await usecases.open_daily(
+            sessions,
+            chat=chat,
+            language=EN,
+            rng=random.Random(1),
+            now=now,
+            day=yesterday.date(),
         )
-        assert opened.view.status == "opened"
-        with pytest.raises(ValueError):
-            await usecases.open_daily(
-                session,
-                chat=chat,
-                language=EN,
-                rng=random.Random(1),
-                now=now,
-                day=yesterday.date(),
-            )
-        view = await usecases.daily_on(session, ANN, yesterday.date())
+    view = await usecases.daily_on(sessions, ANN, yesterday.date())
     assert view is not None and view.status == "playing"
     assert view.puzzle.day == yesterday.date()
     assert await _rounds(sessions) == 1

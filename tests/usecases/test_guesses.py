@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex import usecases
 from codemojex.db import Guess, LeaderboardEntry, Outbox, make_engine, make_sessionmaker, store
-from codemojex.db.engine import backend_of
+from codemojex.db.engine import Sessions, backend_of
 from codemojex.db.reading import reading
 from codemojex.db.store.postgres import Postgres
 from codemojex.db.store.seats import Seat
@@ -31,12 +31,12 @@ from tests.db.helpers import attempt, new_room, wrong_guess
 from tests.helpers.sql import statements
 
 
-async def _rooms_with_rounds(session: AsyncSession, rng: Any, n: int) -> list[Any]:
+async def _rooms_with_rounds(sessions: Sessions, rng: Any, n: int) -> list[Any]:
     out = []
     for i in range(n):
-        room = await new_room(session, chat_id=-1000 - i, title=f"Room {i}")
-        player = await usecases.ensure_player(session, room.id, 500 + i, f"P{i}")
-        rnd = await usecases.start_round(session, room.id, rng)
+        room = await new_room(sessions, chat_id=-1000 - i, title=f"Room {i}")
+        player = await usecases.ensure_player(sessions, room.id, 500 + i, f"P{i}")
+        rnd = await usecases.start_round(sessions, room.id, rng)
         out.append((rnd, player.id))
     return out
 
@@ -54,9 +54,9 @@ async def test_the_engine_carries_its_database_backend(
 
 
 async def test_a_batch_on_postgres_is_the_same_statements_whatever_its_size(
-    pg_engine: AsyncEngine, session: AsyncSession, rng: Any
+    pg_engine: AsyncEngine, session: AsyncSession, sessions: Sessions, rng: Any
 ) -> None:
-    played = await _rooms_with_rounds(session, rng, 12)
+    played = await _rooms_with_rounds(sessions, rng, 12)
 
     def batch(k: int, per_round: int) -> list[Any]:
         return [
@@ -66,24 +66,23 @@ async def test_a_batch_on_postgres_is_the_same_statements_whatever_its_size(
         ]
 
     with statements(pg_engine) as one:
-        [verdict] = await usecases.record_guesses(session, batch(1, 1))
+        [verdict] = await usecases.record_guesses(sessions, batch(1, 1))
     assert verdict.kind == "scored"
     with statements(pg_engine) as many:
-        verdicts = await usecases.record_guesses(session, batch(12, 3))
+        verdicts = await usecases.record_guesses(sessions, batch(12, 3))
     assert [v.kind for v in verdicts] == ["scored"] * 36
     # the lock, the lookup, the write: no statement per guess, per round or per player
     assert len(one) == len(many) == 3
     assert (await session.scalar(select(func.count()).select_from(Guess))) == 37
-    await session.commit()
 
 
 async def test_a_win_adds_one_statement_and_closes_the_round(
-    pg_engine: AsyncEngine, session: AsyncSession, rng: Any
+    pg_engine: AsyncEngine, session: AsyncSession, sessions: Sessions, rng: Any
 ) -> None:
-    [(rnd, player)] = await _rooms_with_rounds(session, rng, 1)
+    [(rnd, player)] = await _rooms_with_rounds(sessions, rng, 1)
     with statements(pg_engine) as sent:
         [verdict] = await usecases.record_guesses(
-            session, [attempt(rnd, player, rnd.secret_emojis)]
+            sessions, [attempt(rnd, player, rnd.secret_emojis)]
         )
     assert verdict.won and verdict.round_closed
     # the keys_off row learns the announcement it takes the keyboard off
@@ -100,37 +99,35 @@ async def test_load_decide_write_is_one_transaction(
 ) -> None:
     """The backend never commits: a batch loaded and written in a unit that raises leaves
     nothing; in one that ends, everything at once."""
-    async with sessions() as s:
-        [(rnd, player)] = await _rooms_with_rounds(s, rng, 1)
-        attempts = [attempt(rnd, player, rnd.secret_emojis)]
-        round_id, secret = rnd.id, rnd.secret_emojis  # (a rollback expires the round object)
-        for commit in (False, True):
-            with contextlib.suppress(_Abandoned):
-                async with uow(s) as tx:
-                    state, mapped = await tx.backend.load_batch(tx.conn, attempts, {}, utcnow())
-                    assert state.rounds[round_id].secret == secret
-                    await tx.backend.write_batch(tx.conn, decide(mapped, state, utcnow()))
-                    if not commit:
-                        raise _Abandoned
-            async with reading(sessions) as other:
-                guesses = await other.scalar(select(func.count()).select_from(Guess))
-                board = await other.scalar(select(func.count()).select_from(LeaderboardEntry))
-                posts = await other.scalar(
-                    select(func.count()).select_from(Outbox).where(Outbox.kind == "win")
-                )
-            assert (guesses, board, posts) == ((1, 1, 1) if commit else (0, 0, 0))
+    [(rnd, player)] = await _rooms_with_rounds(sessions, rng, 1)
+    attempts = [attempt(rnd, player, rnd.secret_emojis)]
+    for commit in (False, True):
+        with contextlib.suppress(_Abandoned):
+            async with uow(sessions) as tx:
+                state, mapped = await tx.backend.load_batch(tx, attempts, {}, utcnow())
+                assert state.rounds[rnd.id].secret == rnd.secret_emojis
+                await tx.backend.write_batch(tx, decide(mapped, state, utcnow()))
+                if not commit:
+                    raise _Abandoned
+        async with reading(sessions) as other:
+            guesses = await other.scalar(select(func.count()).select_from(Guess))
+            board = await other.scalar(select(func.count()).select_from(LeaderboardEntry))
+            posts = await other.scalar(
+                select(func.count()).select_from(Outbox).where(Outbox.kind == "win")
+            )
+        assert (guesses, board, posts) == ((1, 1, 1) if commit else (0, 0, 0))
 
 
 @pytest.mark.parametrize("twice", [1, 2])
 async def test_a_batch_recorded_again_changes_nothing(
-    session: AsyncSession, rng: Any, twice: int
+    session: AsyncSession, sessions: Sessions, rng: Any, twice: int
 ) -> None:
-    [(rnd, player)] = await _rooms_with_rounds(session, rng, 1)
+    [(rnd, player)] = await _rooms_with_rounds(sessions, rng, 1)
     batch = [attempt(rnd, player, wrong_guess(rnd.secret_emojis, rnd.palette_emojis, j))
              for j in range(3)]  # fmt: skip
-    first = await usecases.record_guesses(session, batch)
+    first = await usecases.record_guesses(sessions, batch)
     for _ in range(twice):
-        again = await usecases.record_guesses(session, batch)
+        again = await usecases.record_guesses(sessions, batch)
         assert [v.kind for v in again] == ["duplicate"] * 3
         assert [v.attempt_no for v in again] == [v.attempt_no for v in first]
     assert (await session.scalar(select(func.count()).select_from(Guess))) == 3
@@ -155,11 +152,10 @@ async def test_a_copy_that_loses_the_primary_key_race_is_retried_as_a_duplicate(
     loser's snapshot is older than the winner's commit: it inserts the same guess id and
     hits the primary key. The use-case then rolls back and goes again, and the copy is a
     duplicate: no exception, nothing counted or answered twice."""
-    async with sessions() as s:
-        [(rnd, player)] = await _rooms_with_rounds(s, rng, 1)
-        job = attempt(rnd, player, wrong_guess(rnd.secret_emojis, rnd.palette_emojis))
-        round_id = rnd.id
-        assert await usecases.close_round(s, round_id, "endround") is not None
+    [(rnd, player)] = await _rooms_with_rounds(sessions, rng, 1)
+    job = attempt(rnd, player, wrong_guess(rnd.secret_emojis, rnd.palette_emojis))
+    round_id = rnd.id
+    assert await usecases.close_round(sessions, round_id, "endround") is not None
     workers = make_engine(
         migrated_pg_url,
         connect_args={"server_settings": {"default_transaction_isolation": isolation}},
@@ -197,8 +193,7 @@ async def test_a_copy_that_loses_the_primary_key_race_is_retried_as_a_duplicate(
 
 
 async def _record_alone(sessions: async_sessionmaker[AsyncSession], item: Any) -> Any:
-    async with sessions() as s:
-        [verdict] = await usecases.record_guesses(s, [item])
+    [verdict] = await usecases.record_guesses(sessions, [item])
     return verdict
 
 
@@ -220,25 +215,25 @@ async def _waiting_on_a_lock(session: AsyncSession, n: int) -> None:
 
 
 async def test_too_late_lines_spend_their_members_answer_budgets(
-    session: AsyncSession, rng: Any, real_redis: aioredis.Redis, queue_name: str
+    session: AsyncSession, sessions: Sessions, rng: Any, real_redis: aioredis.Redis, queue_name: str
 ) -> None:
     """Guesses after a round ended are recorded late; their "too late" lines spend their
     members' answer budgets in the chat (the bot's answers' own, on the real Redis): a member
     gets as many lines as answers left, then "slow down" once, then nothing, and another
     member's line is not crowded out."""
     chat, ann_id, bob_id = -2001, 701, 702
-    room = await new_room(session, chat_id=chat)
-    ann = await usecases.ensure_player(session, room.id, ann_id, "Ann")
-    bob = await usecases.ensure_player(session, room.id, bob_id, "Bob")
-    rnd = await usecases.start_round(session, room.id, rng)
-    await usecases.close_round(session, rnd.id, "endround")
+    room = await new_room(sessions, chat_id=chat)
+    ann = await usecases.ensure_player(sessions, room.id, ann_id, "Ann")
+    bob = await usecases.ensure_player(sessions, room.id, bob_id, "Bob")
+    rnd = await usecases.start_round(sessions, room.id, rng)
+    await usecases.close_round(sessions, rnd.id, "endround")
     budget = AnswerBudget(real_redis, queue_name, budget=3, window_s=3600)
     assert await budget.spend(chat, ann_id) is Say.ANSWER  # the bot answered Ann once
     misses = [wrong_guess(rnd.secret_emojis, rnd.palette_emojis, j) for j in range(5)]
     late = [attempt(rnd, ann.id, miss) for miss in misses] + [attempt(rnd, bob.id, misses[0])]
     seats = [Seat(ann.id, room.id, ann_id, "Ann"), Seat(bob.id, room.id, bob_id, "Bob")]
     verdicts = await usecases.record_guesses(
-        session, late, seats=seats, late_budget=budget.spend_many
+        sessions, late, seats=seats, late_budget=budget.spend_many
     )
     assert [v.kind for v in verdicts] == ["late"] * 6
     rows = (

@@ -23,9 +23,10 @@ ANN, BOB = 71, 72
 
 
 async def _room(sessions: async_sessionmaker[AsyncSession]) -> tuple[Room, int]:
-    async with sessions() as s:
-        room = await usecases.ensure_room(s, CHAT, "Club", default_ceiling=3, round_timeout_s=600)
-        rnd = await usecases.start_round(s, room.id, random.Random(1))
+    room = await usecases.ensure_room(
+        sessions, CHAT, "Club", default_ceiling=3, round_timeout_s=600
+    )
+    rnd = await usecases.start_round(sessions, room.id, random.Random(1))
     return room, rnd.id
 
 
@@ -75,8 +76,7 @@ async def test_the_databases_player_wins_over_the_cards_seat(
     player keeps the database's id, and the card's seat becomes it."""
     cards, lanes = RoomCards(real_redis, queue_name), Lanes(real_redis, queue_name)
     room, _ = await _room(sessions)
-    async with sessions() as s:
-        bob = await usecases.ensure_player(s, room.id, BOB, "Bob")
+    bob = await usecases.ensure_player(sessions, room.id, BOB, "Bob")
     await reload(cards, sessions, room.id)
     await cards.seat(room.id, BOB, ids.mint(ids.PLAYER))  # a seat the database never knew
 

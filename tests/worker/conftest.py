@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -31,25 +30,8 @@ from codemojex.values import ids
 from codemojex.values.jobs import GuessJob
 from codemojex.values.redistypes import AnyRedis
 from codemojex.worker.botapi import make_bot
-from codemojex.worker.score import ScoreWorker
 from tests.conftest import PG_ADMIN_URL, REDIS_URL, _admin
 from tests.helpers.support import drop_keys, free_port, wipe_tables, wrong_guess
-
-
-@pytest.fixture
-async def scorers() -> AsyncIterator[Callable[..., ScoreWorker]]:
-    """ScoreWorker(...) for a test: each gives back the connection its flushes hold when the
-    test ends (as run_worker does when the worker stops)."""
-    made: list[ScoreWorker] = []
-
-    def make(*args: Any, **kwargs: Any) -> ScoreWorker:
-        worker = ScoreWorker(*args, **kwargs)
-        made.append(worker)
-        return worker
-
-    yield make
-    for worker in made:
-        await worker.close()
 
 
 def _client(request: pytest.FixtureRequest, kind: str) -> AnyRedis:
@@ -199,16 +181,13 @@ async def make_table(
     for uid in user_ids:
         standin.add_user(uid, names[uid])
     standin.add_group(chat_id, f"Room {chat_id}", admins=user_ids[:1], members=user_ids)
-    async with sm() as s:
-        room = await usecases.ensure_room(
-            s, chat_id, f"Room {chat_id}", default_ceiling=2, round_timeout_s=600
-        )
+    room = await usecases.ensure_room(
+        sm, chat_id, f"Room {chat_id}", default_ceiling=2, round_timeout_s=600
+    )
     players: dict[int, str] = {}
     for uid in user_ids:
-        async with sm() as s:
-            players[uid] = (await usecases.ensure_player(s, room.id, uid, names[uid])).id
-    async with sm() as s:
-        rnd = await usecases.start_round(s, room.id, random.Random(seed))
+        players[uid] = (await usecases.ensure_player(sm, room.id, uid, names[uid])).id
+    rnd = await usecases.start_round(sm, room.id, random.Random(seed))
     return Table(
         chat_id=chat_id,
         room_id=room.id,

@@ -6,8 +6,6 @@ its Share button when inline mode is on, and old dailies are trimmed."""
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -48,15 +46,6 @@ async def enqueue_daily(
         await lanes.enqueue(room_id, player_id, payload, job_id=ids.mint(ids.JOB), max_attempts=20)
 
 
-@asynccontextmanager
-async def closing(worker: ScoreWorker) -> AsyncIterator[ScoreWorker]:
-    """The worker, its flushes' connection given back after (as the worker process does)."""
-    try:
-        yield worker
-    finally:
-        await worker.close()
-
-
 async def test_a_daily_played_through_the_lanes_lands_on_the_board(
     redis_r: aioredis.Redis, queue_name: str, sessionmaker: async_sessionmaker[AsyncSession]
 ) -> None:
@@ -70,11 +59,11 @@ async def test_a_daily_played_through_the_lanes_lands_on_the_board(
     rnd = await daily_round(sessionmaker, ALICE, now)
     await enqueue_daily(lanes, sessionmaker, ALICE, [*misses(rnd, 2), rnd.secret_emojis])
     await enqueue_daily(lanes, sessionmaker, BOB, [rnd.secret_emojis])
-    async with closing(ScoreWorker(sessionmaker, on_finished=board.finished, share=True)) as worker:
-        while batches := await claim_all(lanes):
-            for batch in batches:
-                await worker(batch)
-                await lanes.ack_many(batch)
+    worker = ScoreWorker(sessionmaker, on_finished=board.finished, share=True)
+    while batches := await claim_all(lanes):
+        for batch in batches:
+            await worker(batch)
+            await lanes.ack_many(batch)
     assert worker.stats.scored == 4 and worker.stats.won == 2
     assert await board.top(daily.day_of(now), 10) == [(BOB, 1), (ALICE, 3)]
     async with sessionmaker() as session:
@@ -100,9 +89,8 @@ async def test_a_finish_the_board_missed_is_told_again_when_its_guess_comes_back
     [batch] = await claim_all(lanes)
     # the finish is committed, but the board's Redis is out: the batch is handed back
     out = ScoreWorker(sessionmaker, on_finished=DailyBoard(redis_down, queue_name).finished)
-    async with closing(out):
-        with pytest.raises(Retry):
-            await out(batch)
+    with pytest.raises(Retry):
+        await out(batch)
     assert out.stats.retries == 1
     async with sessionmaker() as session:
         result = await session.get(DailyResult, (daily.day_of(now), ALICE))
@@ -111,8 +99,7 @@ async def test_a_finish_the_board_missed_is_told_again_when_its_guess_comes_back
     # it comes back: recorded already (a duplicate), its finish goes onto the board now
     board = DailyBoard(redis_r, queue_name)
     back = ScoreWorker(sessionmaker, on_finished=board.finished)
-    async with closing(back):
-        await back(batch)
+    await back(batch)
     assert back.stats.duplicates == 1 and back.stats.scored == 0
     assert await board.top(daily.day_of(now), 10) == [(ALICE, 1)]
 
@@ -136,10 +123,9 @@ async def test_the_round_timer_closes_a_daily_at_its_midnight_and_its_waiting_cr
     expiry = await expire_rounds_once(sessionmaker, lanes, clock=lambda: after)
     assert expiry == Expiry(closed=1, held=0)
     worker = ScoreWorker(sessionmaker, on_finished=board.finished, clock=lambda: after)
-    async with closing(worker):
-        for batch in await claim_all(lanes):
-            await worker(batch)
-            await lanes.ack_many(batch)
+    for batch in await claim_all(lanes):
+        await worker(batch)
+        await lanes.ack_many(batch)
     assert worker.stats.won == 1 and worker.stats.late == 0
     async with sessionmaker() as session:
         result = await session.get(DailyResult, (noon.date(), ALICE))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import pytest
 import redis.asyncio as aioredis
@@ -38,7 +37,6 @@ async def test_batch_of_one_player_scored_in_mint_order(
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
-    scorers: Callable[..., ScoreWorker],
 ) -> None:
     lanes = Lanes(redis_r, queue=queue_name)
     table = await make_table(sessionmaker, standin, -1001)
@@ -48,7 +46,7 @@ async def test_batch_of_one_player_scored_in_mint_order(
     job_ids = [
         await enqueue_guess(lanes, standin, table, ann, table.wrong_guess(i)) for i in range(4)
     ]
-    worker = scorers(sessionmaker)
+    worker = ScoreWorker(sessionmaker)
     [batch] = await claim_all(lanes)
     assert [j.id for j in batch] == job_ids
     await worker(batch)
@@ -68,13 +66,12 @@ async def test_redelivered_job_counts_once(
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
-    scorers: Callable[..., ScoreWorker],
 ) -> None:
     lanes = Lanes(redis_r, queue=queue_name)
     table = await make_table(sessionmaker, standin, -1002)
     ann = next(iter(table.players))
     job_id = await enqueue_guess(lanes, standin, table, ann, table.wrong_guess())
-    worker = scorers(sessionmaker)
+    worker = ScoreWorker(sessionmaker)
     [batch] = await claim_all(lanes)
     await worker(batch)
     # The worker died before its ack: the lease runs out and the job is served again (reap).
@@ -97,7 +94,6 @@ async def test_concurrent_copies_of_one_job_count_once(
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
-    scorers: Callable[..., ScoreWorker],
 ) -> None:
     """Two consumers holding the same job at once (a lease that expired under the first)."""
     lanes = Lanes(redis_r, queue=queue_name)
@@ -105,7 +101,7 @@ async def test_concurrent_copies_of_one_job_count_once(
     ann = next(iter(table.players))
     await enqueue_guess(lanes, standin, table, ann, table.wrong_guess())
     [batch] = await claim_all(lanes)
-    w1, w2 = scorers(sessionmaker), scorers(sessionmaker)
+    w1, w2 = ScoreWorker(sessionmaker), ScoreWorker(sessionmaker)
     await asyncio.gather(w1(batch), w2(batch))
     assert len(await guesses(sessionmaker)) == 1
     assert w1.stats.scored + w2.stats.scored == 1
@@ -118,7 +114,6 @@ async def test_postgres_unreachable_raises_retry_and_nothing_is_acked(
     sessionmaker: async_sessionmaker[AsyncSession],
     dead_sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
-    scorers: Callable[..., ScoreWorker],
 ) -> None:
     lanes = Lanes(redis_r, queue=queue_name)
     table = await make_table(sessionmaker, standin, -1004)
@@ -126,7 +121,7 @@ async def test_postgres_unreachable_raises_retry_and_nothing_is_acked(
     job_id = await enqueue_guess(lanes, standin, table, ann, table.wrong_guess())
     [batch] = await claim_all(lanes)
 
-    down = scorers(dead_sessionmaker, hold_s=0.3)
+    down = ScoreWorker(dead_sessionmaker, hold_s=0.3)
     with pytest.raises(Retry) as info:
         await down(batch)
     assert info.value.delay_ms > 0
@@ -141,7 +136,7 @@ async def test_postgres_unreachable_raises_retry_and_nothing_is_acked(
     await lanes.promote()
     [again] = await claim_all(lanes)
     assert again[0].id == job_id and again[0].attempts == 2
-    up = scorers(sessionmaker)
+    up = ScoreWorker(sessionmaker)
     await up(again)
     await lanes.ack_many(again)
     assert [g.id for g in await guesses(sessionmaker)] == [job_id]
@@ -152,14 +147,13 @@ async def test_guess_for_a_closed_round_is_answered(
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
-    scorers: Callable[..., ScoreWorker],
 ) -> None:
     lanes = Lanes(redis_r, queue=queue_name)
     table = await make_table(sessionmaker, standin, -1005)
     ann, bob = list(table.players)[:2]
     await enqueue_guess(lanes, standin, table, ann, table.secret)
     late_id = await enqueue_guess(lanes, standin, table, bob, table.wrong_guess())
-    worker = scorers(sessionmaker)
+    worker = ScoreWorker(sessionmaker)
     for batch in await claim_all(lanes):
         await worker(batch)
         await lanes.ack_many(batch)
@@ -181,7 +175,6 @@ async def test_payload_that_is_not_a_guess_changes_nothing(
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
     caplog: pytest.LogCaptureFixture,
-    scorers: Callable[..., ScoreWorker],
 ) -> None:
     lanes = Lanes(redis_r, queue=queue_name)
     table = await make_table(sessionmaker, standin, -1006)
@@ -194,7 +187,7 @@ async def test_payload_that_is_not_a_guess_changes_nothing(
     await enqueue_guess(lanes, standin, bad_round, ann, table.wrong_guess())
     off_palette = ("🦄",) * len(table.secret)
     await enqueue_guess(lanes, standin, table, ann, off_palette)
-    worker = scorers(sessionmaker)
+    worker = ScoreWorker(sessionmaker)
     for batch in await claim_all(lanes):
         await worker(batch)
         await lanes.ack_many(batch)
@@ -209,7 +202,6 @@ async def test_batches_in_hand_at_once_are_recorded_in_few_transactions(
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
-    scorers: Callable[..., ScoreWorker],
 ) -> None:
     """Group commit: the batches of many consumers (one guess each, from four rooms) handled
     at once share transactions, and every guess is recorded exactly once."""
@@ -222,7 +214,7 @@ async def test_batches_in_hand_at_once_are_recorded_in_few_transactions(
     ]
     batches = await claim_all(lanes)
     assert len(batches) == len(job_ids)  # weight 1: one guess per claim
-    worker = scorers(sessionmaker)
+    worker = ScoreWorker(sessionmaker)
     await asyncio.gather(*(worker(batch) for batch in batches))
     assert worker.stats.scored == len(job_ids)
     # The first batch flushes alone; everything that arrived while it ran goes in the next.
@@ -238,18 +230,17 @@ async def test_a_failed_flush_fails_every_batch_in_it_and_each_comes_back(
     sessionmaker: async_sessionmaker[AsyncSession],
     dead_sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
-    scorers: Callable[..., ScoreWorker],
 ) -> None:
     lanes = Lanes(redis_r, queue=queue_name)
     table = await make_table(sessionmaker, standin, -1200)
     for k, user in enumerate(table.players):
         await enqueue_guess(lanes, standin, table, user, table.wrong_guess(k))
     batches = await claim_all(lanes)
-    down = scorers(dead_sessionmaker, hold_s=0.2)
+    down = ScoreWorker(dead_sessionmaker, hold_s=0.2)
     outcomes = await asyncio.gather(*(down(b) for b in batches), return_exceptions=True)
     assert all(isinstance(o, Retry) for o in outcomes), outcomes
     assert await guesses(sessionmaker) == []
-    up = scorers(sessionmaker)
+    up = ScoreWorker(sessionmaker)
     await asyncio.gather(*(up(b) for b in batches))
     assert up.stats.scored == len(batches)
 
@@ -259,7 +250,6 @@ async def test_a_poison_batch_fails_alone_not_the_batches_it_was_recorded_with(
     queue_name: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
-    scorers: Callable[..., ScoreWorker],
 ) -> None:
     """One round's stored secret is damaged (shorter than its length), so scoring a guess of
     it raises. Recorded together with healthy batches, the flush fails; the worker then records
@@ -280,7 +270,7 @@ async def test_a_poison_batch_fails_alone_not_the_batches_it_was_recorded_with(
         lanes, standin, damaged, next(iter(damaged.players)), damaged.wrong_guess()
     )
     batches = await claim_all(lanes)
-    worker = scorers(sessionmaker)
+    worker = ScoreWorker(sessionmaker)
     outcomes = await asyncio.gather(*(worker(b) for b in batches), return_exceptions=True)
 
     failed = [b[0].id for b, o in zip(batches, outcomes, strict=True) if isinstance(o, Exception)]

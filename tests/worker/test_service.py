@@ -171,10 +171,12 @@ async def test_round_timeout_reveals_the_secret(
     chat = -3003
     standin.add_group(chat, "slow room")
     async with sessionmaker() as s:
-        room = await usecases.ensure_room(s, chat, "slow", default_ceiling=2, round_timeout_s=60)
+        room = await usecases.ensure_room(
+            sessionmaker, chat, "slow", default_ceiling=2, round_timeout_s=60
+        )
     async with sessionmaker() as s:
         rnd = await usecases.start_round(
-            s, room.id, random.Random(5), now=utcnow() - timedelta(seconds=120)
+            sessionmaker, room.id, random.Random(5), now=utcnow() - timedelta(seconds=120)
         )
     async with Running(
         settings=settings_for(standin, queue_name),

@@ -13,7 +13,6 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,14 +47,13 @@ async def test_a_round_locked_by_another_session_is_recorded_once_the_lock_goes(
     worker_pg_url: str,
     sessionmaker: async_sessionmaker[AsyncSession],
     standin: StandIn,
-    scorers: Callable[..., ScoreWorker],
 ) -> None:
     lanes = Lanes(redis_r, queue=queue_name)
     table = await make_table(sessionmaker, standin, -1101)
     player = next(iter(table.players))
     job_id = await enqueue_guess(lanes, standin, table, player, table.wrong_guess())
     batch = await lanes.wclaim(10_000)
-    worker = scorers(sessionmaker)
+    worker = ScoreWorker(sessionmaker)
     held_s = LOCK_S + 1.5  # past one lock timeout, within the worker's hold
 
     holder = await asyncpg.connect(asyncpg_url(worker_pg_url))
@@ -202,8 +200,7 @@ async def test_the_trims_and_the_migrations_are_not_cut_by_the_hot_paths_timeout
             seen.append(str(conn.exec_driver_sql("SHOW statement_timeout").scalar()))
 
     try:
-        async with sessionmaker() as session:
-            assert await usecases.trim_audit(session, utcnow(), 10) == 0
+        assert await usecases.trim_audit(sessionmaker, utcnow(), 10) == 0
     finally:
         event.remove(engine.sync_engine, "after_cursor_execute", _after)
     assert seen == [f"{CONNECTIONS.db_maintenance_statement_timeout_ms // 1000}s"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, delete, select, text
 from sqlalchemy.exc import IntegrityError
@@ -17,39 +17,40 @@ from codemojex.db.store.errors import UnknownPlayer
 from codemojex.values.clock import utcnow
 from codemojex.values.types import Origin
 
+if TYPE_CHECKING:
+    from codemojex.db.unit import Unit
 
-async def ban(session: AsyncSession, room_id: str, player_id: str, actor: int | None) -> bool:
+
+async def ban(tx: Unit, room_id: str, player_id: str, actor: int | None) -> bool:
     """Ban a player in one room (only that room: the same Telegram user plays on elsewhere).
     True if newly banned, False if already banned. UnknownPlayer if not a player of the room."""
     player_room = (
-        await session.execute(select(Player.room_id).where(Player.id == player_id))
+        await tx.session.execute(select(Player.room_id).where(Player.id == player_id))
     ).scalar()
     if player_room != room_id:
         raise UnknownPlayer(player_id)
-    if await _player_banned(session, room_id, player_id):
+    if await _player_banned(tx.session, room_id, player_id):
         return False
     try:
-        async with session.begin_nested():
-            session.add(Ban(room_id=room_id, player_id=player_id, actor_tg_id=actor))
+        async with tx.savepoint():
+            tx.session.add(Ban(room_id=room_id, player_id=player_id, actor_tg_id=actor))
     except IntegrityError:
-        if await _player_banned(session, room_id, player_id):  # banned concurrently
+        if await _player_banned(tx.session, room_id, player_id):  # banned concurrently
             return False
         raise UnknownPlayer(player_id) from None
     return True
 
 
-async def unban(
-    session: AsyncSession, room_id: str, player_id: str, actor: int | None = None
-) -> bool:
+async def unban(tx: Unit, room_id: str, player_id: str, actor: int | None = None) -> bool:
     """Lift a ban. True if there was one. (`actor` is for symmetry; the bot audits.)"""
-    result = await session.execute(
+    result = await tx.session.execute(
         delete(Ban).where(Ban.room_id == room_id, Ban.player_id == player_id)
     )
     return bool(getattr(result, "rowcount", 0))
 
 
 async def audit(
-    session: AsyncSession,
+    tx: Unit,
     *,
     room_id: str | None,
     actor_tg_id: int | None,
@@ -59,7 +60,7 @@ async def audit(
 ) -> AuditLog:
     """Write one admin action (allowed or refused) to the audit log."""
     row = _row(room_id, actor_tg_id, action, args, allowed)
-    session.add(row)
+    tx.session.add(row)
     return row
 
 
@@ -77,7 +78,7 @@ _AUDIT_ONCE = text(
 
 
 async def audit_once(
-    session: AsyncSession,
+    tx: Unit,
     *,
     room_id: str | None,
     actor_tg_id: int | None,
@@ -91,7 +92,7 @@ async def audit_once(
     transaction only when this is True, so it applies once per message, however often and
     however late the message is delivered."""
     row = _row(room_id, actor_tg_id, action, args, allowed)
-    written = await session.execute(
+    written = await tx.session.execute(
         _AUDIT_ONCE,
         {
             "room_id": row.room_id,
@@ -107,16 +108,16 @@ async def audit_once(
     return written.first() is not None
 
 
-async def trim_audit(session: AsyncSession, before: datetime, batch: int) -> int:
+async def trim_audit(tx: Unit, before: datetime, batch: int) -> int:
     """Delete up to `batch` audit rows older than `before`, oldest first; the number deleted.
     Two index walks: the ids from ix_audit_log_at, then the rows by primary key (a DELETE with
     the subquery inside plans as a scan of the whole table on Postgres). Safe to run from
     several workers at once."""
     oldest = select(AuditLog.id).where(AuditLog.at < before).order_by(AuditLog.at).limit(batch)
-    doomed = list((await session.execute(oldest)).scalars())
+    doomed = list((await tx.session.execute(oldest)).scalars())
     if not doomed:
         return 0
-    result = await session.execute(delete(AuditLog).where(AuditLog.id.in_(doomed)))
+    result = await tx.session.execute(delete(AuditLog).where(AuditLog.id.in_(doomed)))
     return int(getattr(result, "rowcount", 0) or 0)
 
 

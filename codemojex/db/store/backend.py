@@ -42,7 +42,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -57,6 +57,9 @@ from codemojex.values import daily
 from codemojex.values.batch import Attempt, BatchState, Decision, RoundState
 from codemojex.values.daily import PrivateChat
 from codemojex.values.types import ROUND_DAILY, TIMEOUT, Message
+
+if TYPE_CHECKING:
+    from codemojex.db.unit import Unit
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +107,7 @@ class Backend(ABC):
     @abstractmethod
     async def load_batch(
         self,
-        conn: AsyncConnection,
+        tx: Unit,
         attempts: Sequence[Attempt],
         seats: Mapping[str, Seat],
         now: datetime,
@@ -115,16 +118,16 @@ class Backend(ABC):
         player's of the seat's (room, user))."""
 
     @abstractmethod
-    async def write_batch(self, conn: AsyncConnection, decision: Decision) -> None:
+    async def write_batch(self, tx: Unit, decision: Decision) -> None:
         """Write what `decide` decided: guess rows, leaderboard changes, closed rounds, outbox
         rows and the daily rounds' progress (under the rounds' locks)."""
 
     @abstractmethod
-    async def look_daily(self, conn: AsyncConnection, chat: PrivateChat, day: date) -> Seen:
+    async def look_daily(self, tx: Unit, chat: PrivateChat, day: date) -> Seen:
         """What the player of `chat` has on `day`."""
 
     @abstractmethod
-    async def open_daily(self, conn: AsyncConnection, seen: Seen, new: NewDaily) -> RoomCard:
+    async def open_daily(self, tx: Unit, seen: Seen, new: NewDaily) -> RoomCard:
         """Write the daily (after `seen` found none; an open round in `seen` is closed first,
         quietly, as its timer would) and return the room's card as written. IntegrityError
         when another open of the same room or daily committed first."""

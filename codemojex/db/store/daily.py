@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Date, bindparam, delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
@@ -24,6 +25,9 @@ from codemojex.db.models import DailyPuzzle, DailyRecord, DailyResult, Round, UT
 from codemojex.db.store import rows
 from codemojex.values import daily
 from codemojex.values.clock import utcnow
+
+if TYPE_CHECKING:
+    from codemojex.db.unit import Unit
 
 
 async def get_puzzle(db: AsyncSession, day: date) -> daily.Puzzle | None:
@@ -46,11 +50,11 @@ _INSERT_PUZZLE = text(
 ).bindparams(bindparam("day", type_=Date()), bindparam("now", type_=UTCDateTime()))
 
 
-async def insert_puzzle(db: AsyncSession | AsyncConnection, puzzle: daily.Puzzle) -> None:
+async def insert_puzzle(tx: Unit, puzzle: daily.Puzzle) -> None:
     """Store `puzzle` as its day's, unless that day has one already (then nothing changes).
     On Postgres an insert racing another waits for it to commit, then does nothing: read the
     day's puzzle after this, it is the one everybody plays."""
-    await db.execute(
+    await tx.conn.execute(
         _INSERT_PUZZLE,
         {
             "day": puzzle.day,
@@ -138,7 +142,7 @@ _UPSERT_RECORD = text(
 )
 
 
-async def write_progress(conn: AsyncConnection, progress: Sequence[daily.Progress]) -> None:
+async def write_progress(tx: Unit, progress: Sequence[daily.Progress]) -> None:
     """What a batch changed in its daily rounds: every round's rows; a finish's result and the
     player's record (written whole: decided under the round's lock, and a player's dailies
     are scored one after another in their lane)."""
@@ -148,7 +152,7 @@ async def write_progress(conn: AsyncConnection, progress: Sequence[daily.Progres
     done = [p for p in progress if p.finish is not None]
     table = DailyResult
     if playing:
-        await conn.execute(
+        await tx.conn.execute(
             update(table)
             .where(table.round_id == bindparam("b_round"))
             .values(rows=bindparam("b_rows")),
@@ -156,7 +160,7 @@ async def write_progress(conn: AsyncConnection, progress: Sequence[daily.Progres
         )
     if not done:
         return
-    await conn.execute(
+    await tx.conn.execute(
         update(table)
         .where(table.round_id == bindparam("b_round"))
         .values(
@@ -188,13 +192,13 @@ async def write_progress(conn: AsyncConnection, progress: Sequence[daily.Progres
         if p.record is not None and p.finish is not None
     ]
     if records:
-        await conn.execute(_UPSERT_RECORD, records)
+        await tx.conn.execute(_UPSERT_RECORD, records)
 
 
 # --- retention ---------------------------------------------------------------------------------
 
 
-async def trim_daily(db: AsyncSession | AsyncConnection, before: date, batch: int) -> int:
+async def trim_daily(tx: Unit, before: date, batch: int) -> int:
     """Delete up to `batch` players' dailies of days before `before`, oldest first: their
     rounds, and with them (foreign keys, ON DELETE CASCADE) their results and guesses; the
     number deleted. The day's puzzle and the players' records stay. Safe from several
@@ -205,8 +209,8 @@ async def trim_daily(db: AsyncSession | AsyncConnection, before: date, batch: in
         .order_by(DailyResult.day)
         .limit(batch)
     )
-    doomed = list((await db.execute(oldest)).scalars())
+    doomed = list((await tx.conn.execute(oldest)).scalars())
     if not doomed:
         return 0
-    result = await db.execute(delete(Round).where(Round.id.in_(doomed)))
+    result = await tx.conn.execute(delete(Round).where(Round.id.in_(doomed)))
     return int(getattr(result, "rowcount", 0) or 0)

@@ -4,7 +4,7 @@ A sender claims rows with a lease (FOR UPDATE SKIP LOCKED on Postgres), so two s
 post the same row, posts them, and marks them sent; `sent_at` is only ever set once. What it
 holds are `OutboxRow` values, not ORM objects: the claim, the release and the mark are each
 one prepared statement, which is what a sender's turn costs the worker per post. Each is a
-part of the caller's transaction (the sender's books are `usecases.outbox`'s, one transaction
+part of the caller's unit of work (the sender's books, `posting/sender/delivery.py`, one unit
 each); what the outbox holds is looked up in `lookups.py`.
 """
 
@@ -13,15 +13,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, bindparam, exists, insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.dml import ReturningUpdate
 
 from codemojex.db.models import Outbox, Round
 from codemojex.values.clock import utcnow
 from codemojex.values.types import KIND_KEYS_OFF, KIND_ROUND, Message, OutboxRow
+
+if TYPE_CHECKING:
+    from codemojex.db.unit import Unit
 
 
 def message_rows(messages: Sequence[Message], now: datetime) -> list[dict[str, Any]]:
@@ -43,34 +46,32 @@ def message_rows(messages: Sequence[Message], now: datetime) -> list[dict[str, A
     ]
 
 
-async def write_messages(
-    db: AsyncSession | AsyncConnection, messages: Sequence[Message], now: datetime
-) -> None:
+async def write_messages(tx: Unit, messages: Sequence[Message], now: datetime) -> None:
     """Queue messages in the caller's transaction, in order (their ids are the posting order)."""
     if not messages:
         return
     rows = message_rows(messages, now)
     # The rows go as parameters (one multi-row statement), not inside the statement, which
     # would then be compiled anew on every call.
-    await db.execute(insert(Outbox), rows)
-    await keys_off_written(db, messages)
+    await tx.conn.execute(insert(Outbox), rows)
+    await keys_off_written(tx, messages)
 
 
-async def keys_off_written(db: AsyncSession | AsyncConnection, messages: Sequence[Message]) -> None:
+async def keys_off_written(tx: Unit, messages: Sequence[Message]) -> None:
     """After `messages` were queued: their keys_off rows that do not know their announcement
     yet are pointed at it (`_point_keys_off`)."""
     ended = [m.round_id for m in messages if m.kind == KIND_KEYS_OFF and m.reply_to is None]
     if ended:
-        await _point_keys_off(db, [r for r in ended if r is not None])
+        await _point_keys_off(tx.conn, [r for r in ended if r is not None])
 
 
-async def _point_keys_off(db: AsyncSession | AsyncConnection, round_ids: list[int]) -> None:
+async def _point_keys_off(conn: AsyncConnection, round_ids: list[int]) -> None:
     """Give the unsent keys_off rows of these rounds their announcement's message id, when it
     has one. Called where the round is closed (the announcement may be posted already) and
     where the announcement is marked sent (the round may be closed already): whichever comes
     second fills it in. (Closing holds the round's lock, which the announcement's update of
     the round waits for, so the second always sees what the first committed.)"""
-    await db.execute(
+    await conn.execute(
         update(Outbox)
         .where(
             Outbox.kind == KIND_KEYS_OFF,
@@ -154,7 +155,7 @@ _MARK_SENT = (
 
 
 async def claim_outbox(
-    db: AsyncSession | AsyncConnection,
+    tx: Unit,
     limit: int,
     lease_s: float,
     owner: str,
@@ -177,21 +178,21 @@ async def claim_outbox(
     }
     if chat_id is not None:
         params["chat"] = chat_id
-    result = await db.execute(_CLAIM_ANY if chat_id is None else _CLAIM_CHAT, params)
+    result = await tx.conn.execute(_CLAIM_ANY if chat_id is None else _CLAIM_CHAT, params)
     return sorted((OutboxRow(*row) for row in result), key=lambda row: row.id)
 
 
-async def release_outbox(db: AsyncSession | AsyncConnection, ids: Iterable[int], owner: str) -> int:
+async def release_outbox(tx: Unit, ids: Iterable[int], owner: str) -> int:
     """Give back unsent rows claimed by `owner` (e.g. after a 429) so they can be claimed again."""
     id_list = list(ids)
     if not id_list:
         return 0
-    result = await db.execute(_RELEASE, {"ids": id_list, "owner": owner[:64]})
+    result = await tx.conn.execute(_RELEASE, {"ids": id_list, "owner": owner[:64]})
     return int(getattr(result, "rowcount", 0))
 
 
 async def mark_sent(
-    db: AsyncSession | AsyncConnection,
+    tx: Unit,
     ids: Iterable[int],
     message_id: int | None,
     *,
@@ -204,14 +205,14 @@ async def mark_sent(
     if not id_list:
         return 0
     params = {"ids": id_list, "now": now or utcnow(), "message_id": message_id}
-    marked = (await db.execute(_MARK_SENT, params)).all()
+    marked = (await tx.conn.execute(_MARK_SENT, params)).all()
     round_ids = [r.round_id for r in marked if r.kind == KIND_ROUND and r.round_id is not None]
     if round_ids and message_id is not None:
-        await db.execute(
+        await tx.conn.execute(
             update(Round)
             .where(Round.id.in_(round_ids), Round.announce_message_id.is_(None))
             .values(announce_message_id=message_id)
             .execution_options(synchronize_session=False)
         )
-        await _point_keys_off(db, round_ids)
+        await _point_keys_off(tx.conn, round_ids)
     return len(marked)

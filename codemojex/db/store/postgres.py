@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -29,15 +29,19 @@ from codemojex.values.batch import Attempt, BatchState, Decision, PlayerState, S
 from codemojex.values.daily import PrivateChat
 from codemojex.values.types import ROUND_DAILY, Message
 
+if TYPE_CHECKING:
+    from codemojex.db.unit import Unit
+
 
 class Postgres(Backend):
     async def load_batch(
         self,
-        conn: AsyncConnection,
+        tx: Unit,
         attempts: Sequence[Attempt],
         seats: Mapping[str, Seat],
         now: datetime,
     ) -> tuple[BatchState, list[Attempt]]:
+        conn = tx.conn
         round_ids = sorted({a.round_id for a in attempts})
         locked = (await conn.execute(postgres_sql.LOCK, {"round_ids": round_ids})).all()
         rounds = await self._round_states(conn, locked)
@@ -69,15 +73,17 @@ class Postgres(Backend):
         )
         return state, [rows.as_player(a, player_of.get(a.guess_id)) for a in attempts]
 
-    async def write_batch(self, conn: AsyncConnection, decision: Decision) -> None:
+    async def write_batch(self, tx: Unit, decision: Decision) -> None:
+        conn = tx.conn
         if decision.new_guesses or decision.tallies or decision.closings or decision.messages:
             await conn.execute(postgres_sql.WRITE, _write_params(decision))
             # a won round's keys_off row learns its announcement's message id (a statement of
             # its own: it must see the row just inserted; only when a round closes)
-            await keys_off_written(conn, decision.messages)
-            await daily.write_progress(conn, decision.daily)
+            await keys_off_written(tx, decision.messages)
+            await daily.write_progress(tx, decision.daily)
 
-    async def look_daily(self, conn: AsyncConnection, chat: PrivateChat, day: date) -> Seen:
+    async def look_daily(self, tx: Unit, chat: PrivateChat, day: date) -> Seen:
+        conn = tx.conn
         params = {
             "day": day,
             "chat": chat.chat_id,
@@ -100,7 +106,8 @@ class Postgres(Backend):
             missed=rows.puzzle_from(r, "y"),
         )
 
-    async def open_daily(self, conn: AsyncConnection, seen: Seen, new: NewDaily) -> RoomCard:
+    async def open_daily(self, tx: Unit, seen: Seen, new: NewDaily) -> RoomCard:
+        conn = tx.conn
         if seen.new_round_id is None:  # pragma: no cover - the look reserves one
             raise RuntimeError("no round id reserved: the player has a daily today")
         await self._close_stale(conn, seen, new.now)

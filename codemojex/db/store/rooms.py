@@ -5,18 +5,21 @@ commit. Looking rooms and players up is `lookups.py`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from codemojex.db.models import Player, Room
 from codemojex.db.store.errors import UnknownRoom
 from codemojex.limits import GAME
 
+if TYPE_CHECKING:
+    from codemojex.db.unit import Unit
+
 
 async def ensure_room(
-    session: AsyncSession,
+    tx: Unit,
     chat_id: int,
     title: str,
     *,
@@ -31,7 +34,7 @@ async def ensure_room(
         .where(Room.chat_id == chat_id, Room.thread_id == thread_id)
         .execution_options(populate_existing=True)
     )
-    room = (await session.execute(stmt)).scalar_one_or_none()
+    room = (await tx.session.execute(stmt)).scalar_one_or_none()
     if room is None:
         room = Room(
             chat_id=chat_id,
@@ -45,11 +48,11 @@ async def ensure_room(
         )
         try:
             # A savepoint: losing the race must not expire what the caller holds.
-            async with session.begin_nested():
-                session.add(room)
+            async with tx.savepoint():
+                tx.session.add(room)
         except IntegrityError:
             # Created concurrently by another process: theirs is the room.
-            room = (await session.execute(stmt)).scalar_one()
+            room = (await tx.session.execute(stmt)).scalar_one()
         return room
     if title and room.title != title[:255]:
         room.title = title[:255]
@@ -57,7 +60,7 @@ async def ensure_room(
 
 
 async def ensure_player(
-    session: AsyncSession,
+    tx: Unit,
     room_id: str,
     tg_user_id: int,
     display_name: str,
@@ -72,17 +75,17 @@ async def ensure_player(
         .where(Player.room_id == room_id, Player.tg_user_id == tg_user_id)
         .execution_options(populate_existing=True)
     )
-    player = (await session.execute(stmt)).scalar_one_or_none()
+    player = (await tx.session.execute(stmt)).scalar_one_or_none()
     name = display_name[:255]
     if player is None:
         player = Player(room_id=room_id, tg_user_id=tg_user_id, display_name=name)
         if player_id is not None:
             player.id = player_id
         try:
-            async with session.begin_nested():
-                session.add(player)
+            async with tx.savepoint():
+                tx.session.add(player)
         except IntegrityError:
-            found = (await session.execute(stmt)).scalar_one_or_none()
+            found = (await tx.session.execute(stmt)).scalar_one_or_none()
             if found is None:  # not a race: the room does not exist
                 raise UnknownRoom(room_id) from None
             return found
@@ -104,11 +107,11 @@ class SettingsChange:
     round_timeout_s: int | None = None
 
 
-async def lock_room(session: AsyncSession, room_id: str) -> Room | None:
+async def lock_room(tx: Unit, room_id: str) -> Room | None:
     """The room, read fresh and locked against a concurrent change of its settings (FOR NO KEY
     UPDATE: rows that only reference it are not held up), in the caller's transaction."""
     return (
-        await session.execute(
+        await tx.session.execute(
             select(Room)
             .where(Room.id == room_id)
             .with_for_update(key_share=True)
@@ -133,10 +136,10 @@ def change_settings(room: Room, change: SettingsChange) -> None:
         room.round_timeout_s = change.round_timeout_s
 
 
-async def set_paused(session: AsyncSession, room_id: str, paused: bool) -> None:
+async def set_paused(tx: Unit, room_id: str, paused: bool) -> None:
     """Record whether the room's scoring is paused (`UnknownRoom` when there is no such
     room)."""
-    result = await session.execute(update(Room).where(Room.id == room_id).values(paused=paused))
+    result = await tx.session.execute(update(Room).where(Room.id == room_id).values(paused=paused))
     if not getattr(result, "rowcount", 0):
         raise UnknownRoom(room_id)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
@@ -24,47 +25,50 @@ from codemojex.db.models import Room, Round
 from codemojex.db.store.errors import RoundAlreadyOpen, UnknownRoom
 from codemojex.values.types import Origin
 
+if TYPE_CHECKING:
+    from codemojex.db.unit import Unit
 
-async def room_to_start(session: AsyncSession, room_id: str) -> Room:
+
+async def room_to_start(tx: Unit, room_id: str) -> Room:
     """The room, read fresh, about to get a new round: `UnknownRoom` when there is none,
     `RoundAlreadyOpen` when it has an open round."""
     room = (
-        await session.execute(
+        await tx.session.execute(
             select(Room).where(Room.id == room_id).execution_options(populate_existing=True)
         )
     ).scalar_one_or_none()
     if room is None:
         raise UnknownRoom(room_id)
-    existing = await _open_round_id(session, room_id)
+    existing = await _open_round_id(tx.session, room_id)
     if existing is not None:
         raise RoundAlreadyOpen(room_id, existing)
     return room
 
 
-async def adopt_language(session: AsyncSession, room: Room, language: str | None) -> str | None:
+async def adopt_language(tx: Unit, room: Room, language: str | None) -> str | None:
     """The room's language; a room without one takes `language` (only if still without one
     when written: an admin's concurrent /settings lang=… wins)."""
     if room.language is None and language is not None:
-        await session.execute(
+        await tx.session.execute(
             update(Room)
             .where(Room.id == room.id, Room.language.is_(None))
             .values(language=language)
         )
         stmt = select(Room.language).where(Room.id == room.id)
-        room.language = (await session.execute(stmt)).scalar_one()
+        room.language = (await tx.session.execute(stmt)).scalar_one()
     return room.language
 
 
-async def add_round(session: AsyncSession, rnd: Round) -> Round:
+async def add_round(tx: Unit, rnd: Round) -> Round:
     """Insert a new round (its id is set on return); `RoundAlreadyOpen` when a concurrent start
     opened the room's round first."""
     try:
         # A savepoint, so that losing the race leaves the caller's objects alone.
-        async with session.begin_nested():
-            session.add(rnd)
+        async with tx.savepoint():
+            tx.session.add(rnd)
     except IntegrityError:
         # `from None`: the failed INSERT's parameters (the secret) stay out of tracebacks.
-        raise RoundAlreadyOpen(rnd.room_id, await _open_round_id(session, rnd.room_id)) from None
+        raise RoundAlreadyOpen(rnd.room_id, await _open_round_id(tx.session, rnd.room_id)) from None
     return rnd
 
 
@@ -81,17 +85,17 @@ async def round_of_origin(session: AsyncSession, origin: Origin) -> int | None:
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def locked_open_round(session: AsyncSession, room_id: str) -> Round | None:
+async def locked_open_round(tx: Unit, room_id: str) -> Round | None:
     """The room's open round, locked as `locked_round` locks it (None: none open, or it
     closed between the look and the lock)."""
-    round_id = await _open_round_id(session, room_id)
+    round_id = await _open_round_id(tx.session, room_id)
     if round_id is None:
         return None
-    rnd = await locked_round(session, round_id)
+    rnd = await locked_round(tx, round_id)
     return rnd if rnd is not None and rnd.ended_at is None else None
 
 
-async def locked_round(session: AsyncSession, round_id: int) -> Round | None:
+async def locked_round(tx: Unit, round_id: int) -> Round | None:
     # FOR NO KEY UPDATE: exclusive among guesses and closers of the round, yet rows that only
     # reference the round (outbox, guesses: FOR KEY SHARE) are not held up by it.
     stmt = (
@@ -100,7 +104,7 @@ async def locked_round(session: AsyncSession, round_id: int) -> Round | None:
         .with_for_update(key_share=True)
         .execution_options(populate_existing=True)
     )
-    return (await session.execute(stmt)).scalar_one_or_none()
+    return (await tx.session.execute(stmt)).scalar_one_or_none()
 
 
 def mark_ended(rnd: Round, now: datetime, reason: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Executable, and_, case, func, insert, or_, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -36,6 +36,9 @@ from codemojex.values.batch import Attempt, BatchState, Decision, PlayerState, S
 from codemojex.values.daily import PrivateChat, Puzzle
 from codemojex.values.types import ROUND_DAILY
 
+if TYPE_CHECKING:
+    from codemojex.db.unit import Unit
+
 # The batch's rounds with their rooms, in id order. No row lock: SQLite's writers take turns
 # (BEGIN IMMEDIATE), so the transaction that reads them is the only writer until it ends.
 _LOCK = (
@@ -63,11 +66,12 @@ _LOCK = (
 class Sqlite(Backend):
     async def load_batch(
         self,
-        conn: AsyncConnection,
+        tx: Unit,
         attempts: Sequence[Attempt],
         seats: Mapping[str, Seat],
         now: datetime,
     ) -> tuple[BatchState, list[Attempt]]:
+        conn = tx.conn
         players = await _seat(conn, of_batch(attempts, seats), now)
         mapped = []
         for a in attempts:
@@ -113,7 +117,8 @@ class Sqlite(Backend):
             },
         )
 
-    async def write_batch(self, conn: AsyncConnection, decision: Decision) -> None:
+    async def write_batch(self, tx: Unit, decision: Decision) -> None:
+        conn = tx.conn
         now = decision.now
         if decision.new_guesses:
             guesses = [
@@ -144,10 +149,11 @@ class Sqlite(Backend):
                     winning_guess_id=c.winning_guess_id,
                 )
             )
-        await write_messages(conn, decision.messages, now)
-        await daily.write_progress(conn, decision.daily)
+        await write_messages(tx, decision.messages, now)
+        await daily.write_progress(tx, decision.daily)
 
-    async def look_daily(self, conn: AsyncConnection, chat: PrivateChat, day: date) -> Seen:
+    async def look_daily(self, tx: Unit, chat: PrivateChat, day: date) -> Seen:
+        conn = tx.conn
         user = chat.tg_user_id
         puzzle = await _first(conn, select(DailyPuzzle.__table__).where(DailyPuzzle.day == day))
         result = await _first(
@@ -205,7 +211,8 @@ class Sqlite(Backend):
             banned=frozenset(int(tg) for tg in banned.scalars()),
         )
 
-    async def open_daily(self, conn: AsyncConnection, seen: Seen, new: NewDaily) -> RoomCard:
+    async def open_daily(self, tx: Unit, seen: Seen, new: NewDaily) -> RoomCard:
+        conn = tx.conn
         room_id = await _room(conn, seen, new)
         player_id = await _player(conn, seen, new, room_id)
         await self._close_stale(conn, seen, new.now)

@@ -321,10 +321,9 @@ class OpsPage:
             async with reading(self.sessionmaker) as session:
                 if await store.get_room(session, room) is None:
                     room = None  # a room the lanes know and the database does not: audit anyway
-        async with self.sessionmaker() as session:
-            await usecases.audit(
-                session, room_id=room, actor_tg_id=None, action=what, args=args, allowed=True
-            )
+        await usecases.audit(
+            self.sessionmaker, room_id=room, actor_tg_id=None, action=what, args=args, allowed=True
+        )
         raise web.HTTPSeeOther(back)
 
     async def _limit(self, room: str, raw: str) -> int:
@@ -335,9 +334,8 @@ class OpsPage:
                 f"a ceiling is a whole number {LANES.ceiling_min}..{LANES.ceiling_max}"
             )
         ceiling = int(raw)
-        async with self.sessionmaker() as session:
-            with contextlib.suppress(store.UnknownRoom):
-                await usecases.update_room_settings(session, room, ceiling=ceiling)
+        with contextlib.suppress(store.UnknownRoom):
+            await usecases.update_room_settings(self.sessionmaker, room, ceiling=ceiling)
         await self.lanes.limit(room, ceiling)
         return ceiling
 

@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from typing import Literal
 
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db.store import outbox
 from codemojex.db.unit import uow
@@ -65,13 +65,8 @@ class Delivery:
         stats: SenderStats,
         stop: asyncio.Event,
     ) -> None:
-        # The books are three fixed statements (store.outbox), each its own transaction on a
-        # pooled connection of the sessionmaker's engine: a session per call would cost more
-        # than the statement.
-        engine = sessionmaker.kw.get("bind")
-        if not isinstance(engine, AsyncEngine):
-            raise TypeError("the sender's sessionmaker must be bound to an engine")
-        self._engine = engine
+        # The books are three fixed statements (store.outbox), each its own transaction.
+        self._sessions = sessionmaker
         self._redis = redis
         self._keys = keys
         self.owner = owner
@@ -97,9 +92,9 @@ class Delivery:
     async def claim(self, chat_id: int) -> list[OutboxRow]:
         """This chat's unsent rows, claimed for us, sorted out by their markers (`recover`):
         the rows to post."""
-        async with self._engine.connect() as conn, uow(conn):
+        async with uow(self._sessions) as tx:
             rows = await outbox.claim_outbox(
-                conn, self.claim_limit, self._claim_lease_s, self.owner, chat_id=chat_id
+                tx, self.claim_limit, self._claim_lease_s, self.owner, chat_id=chat_id
             )
         return await self.recover(rows)
 
@@ -107,8 +102,8 @@ class Delivery:
         if not rows:
             return
         try:
-            async with self._engine.connect() as conn, uow(conn):
-                await outbox.release_outbox(conn, [r.id for r in rows], self.owner)
+            async with uow(self._sessions) as tx:
+                await outbox.release_outbox(tx, [r.id for r in rows], self.owner)
         except Exception as exc:  # the claim runs out by itself; the rows are only delayed
             OUTAGES.swallow(exc, WHERE, f"{len(rows)} outbox rows not released")
 
@@ -117,8 +112,8 @@ class Delivery:
         await self.forget_posted(ids)
 
     async def _mark_once(self, ids: Sequence[int], message_id: int | None) -> None:
-        async with self._engine.connect() as conn, uow(conn):
-            await outbox.mark_sent(conn, ids, message_id)
+        async with uow(self._sessions) as tx:
+            await outbox.mark_sent(tx, ids, message_id)
 
     # -- the chat lease and the markers --------------------------------------------------------
 
