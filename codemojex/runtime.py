@@ -9,7 +9,7 @@ import asyncio
 import gc
 import logging
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +45,23 @@ def settle_process() -> None:
     bot allocates a few hundred objects per update; the worker per guess)."""
     gc.collect()
     gc.freeze()
+
+
+async def stop_tasks(tasks: Iterable[asyncio.Task[Any]], *, again_s: float = 1.0) -> None:
+    """Cancel the tasks and wait until every one has ended. A task still running `again_s`
+    after its cancellation swallowed it (a library that catches the cancellation arriving as
+    its own wait completes: Python 3.11's `wait_for` does), and would keep the process from
+    ever stopping: it is cancelled again, and said so, until it ends."""
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=again_s)
+        for task in pending:
+            log.warning("task %s went on after its cancellation; cancelled again", task.get_name())
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: what it raised on its way out is its own business
 
 
 def pool_size(settings: Settings) -> int:

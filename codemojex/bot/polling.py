@@ -59,6 +59,7 @@ from telegram.warnings import PTBUserWarning
 from codemojex.bot.processor import HELD_MAX, TICK_S, AnyApplication, Door
 from codemojex.limits import BOT, RETRIES
 from codemojex.outages import OUTAGES, pause_s, retry_after_ms
+from codemojex.runtime import stop_tasks
 from codemojex.state.inbox import PollerLease
 
 log = logging.getLogger(__name__)
@@ -137,9 +138,7 @@ class Poller:
         """Stop fetching, finish what is in hand within `stop_s`, confirm what was settled."""
         self._stopping.set()
         self._moved.set()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await stop_tasks(self._tasks)
         late = await self.door.stop(self._stop_s)
         if late:
             log.warning(

@@ -60,6 +60,7 @@ from telegram.ext import Application
 
 from codemojex.limits import BOT, RETRIES
 from codemojex.outages import OUTAGES, Component, outage_of, pause_s
+from codemojex.runtime import stop_tasks
 from codemojex.state.inbox import Inbox, Parked, record
 
 log = logging.getLogger(__name__)
@@ -491,9 +492,7 @@ class Door:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), stop_s)
         late = [t for t in self._tasks if not t.done()]
-        for task in late:
-            task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
+        await stop_tasks(late)
         try:
             await self.tick()  # forget what finished parked
             # What stays parked unfinished is the next process's at once, not after its lease.

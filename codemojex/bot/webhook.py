@@ -48,7 +48,6 @@ in deploy/.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import json
 import logging
@@ -62,6 +61,7 @@ from telegram import Update
 
 from codemojex.bot.processor import HELD_MAX, Door
 from codemojex.limits import BOT, TELEGRAM
+from codemojex.runtime import stop_tasks
 from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -155,9 +155,7 @@ class WebhookServer:
     async def stop(self) -> None:
         await self._runner.cleanup()
         if self._clock is not None:
-            self._clock.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._clock
+            await stop_tasks([self._clock])
             self._clock = None
             await self.door.stop(self._stop_s)
 
