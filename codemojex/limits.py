@@ -313,42 +313,6 @@ ANSWERS: Final = AnswerLimits()
 
 
 @dataclass(frozen=True, slots=True)
-class SenderLimits:
-    """The outbox sender (posting/sender/) and its Bot API client (worker/botapi.py)."""
-
-    # Chats one sender holds at once; the rest wait their turn in the posting ring.
-    hold_default: int = 32
-    # How often it looks at the ring when nobody woke it (writers of rows do), and scans the
-    # outbox for rows a dead process never announced (an idle sender's only SQL).
-    peek_s: float = 1.0
-    reconcile_s: float = 60.0
-    # A chat's lease (renewed before every post: the fence) and its rows' claim; a post is
-    # bounded well inside both, and a slot is never waited for past half the claim.
-    chat_lease_ms: int = 20_000
-    claim_lease_s: float = 20.0
-    post_timeout_s: float = 8.0
-    # Rows one turn claims at most.
-    claim_limit: int = 200
-    # A chat freed within this long waits in hand (cheaper than a turn of the ring).
-    short_wait_ms: int = 50
-    # A delivery marker outlives any outage between a post and its mark_sent (then deleted).
-    marker_ttl_s: int = 7 * _DAY_S
-    # After a post failed (no 429) the chat waits this plus up to as long again, at random.
-    failed_post_pause_ms: int = 1000
-    # A chat's turn that failed (a bug, an outage mid-turn) gives the chat back after this.
-    turn_failed_pause_s: float = 1.0
-    # The Bot API client's pool: python-telegram-bot's one connection times out concurrent posts.
-    botapi_connections: int = 32
-    botapi_pool_timeout_s: float = 10.0
-    botapi_connect_timeout_s: float = 5.0
-    botapi_read_timeout_s: float = 10.0
-    botapi_write_timeout_s: float = 10.0
-
-
-SENDER: Final = SenderLimits()
-
-
-@dataclass(frozen=True, slots=True)
 class DailyLimits:
     """The daily code (game/daily.py, state/board.py, state/members.py, bot/daily.py)."""
 

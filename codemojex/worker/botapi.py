@@ -5,21 +5,30 @@ from __future__ import annotations
 from telegram import Bot
 from telegram.request import HTTPXRequest
 
-from codemojex.limits import SENDER
 from codemojex.settings import Settings
 
 
-def make_bot(settings: Settings, *, connections: int = SENDER.botapi_connections) -> Bot:
-    """A PTB Bot for posting (not initialised: use `async with bot:`), with a pool of HTTP
-    connections (SENDER.botapi_connections says why)."""
+def make_bot(
+    settings: Settings,
+    *,
+    connections: int = 32,
+    pool_timeout_s: float = 10.0,
+    connect_timeout_s: float = 5.0,
+    read_timeout_s: float = 10.0,
+    write_timeout_s: float = 10.0,
+) -> Bot:
+    """A PTB Bot for posting (not initialised: use `async with bot:`), with a pool of
+    `connections` HTTP connections: python-telegram-bot's single default connection times out
+    the sender's concurrent posts (one per chat in hand). Every call is bounded by the
+    timeouts."""
     if settings.token is None:
         raise ValueError("the worker needs the bot token (CODEMOJEX_TOKEN) to post")
     request = HTTPXRequest(
         connection_pool_size=connections,
-        pool_timeout=SENDER.botapi_pool_timeout_s,
-        connect_timeout=SENDER.botapi_connect_timeout_s,
-        read_timeout=SENDER.botapi_read_timeout_s,
-        write_timeout=SENDER.botapi_write_timeout_s,
+        pool_timeout=pool_timeout_s,
+        connect_timeout=connect_timeout_s,
+        read_timeout=read_timeout_s,
+        write_timeout=write_timeout_s,
     )
     return Bot(
         settings.token.get_secret_value(),

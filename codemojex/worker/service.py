@@ -26,11 +26,12 @@ from codemojex.db.reading import reading
 from codemojex.game import rounds
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
-from codemojex.limits import ANSWERS, GAME, POOL, RETRIES, SENDER, WORKER
+from codemojex.limits import ANSWERS, GAME, POOL, RETRIES, WORKER
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
+from codemojex.posting.sender.loop import RECONCILE_S
 from codemojex.runtime import settle_process
 from codemojex.settings import Settings
 from codemojex.state.board import DailyBoard
@@ -235,7 +236,7 @@ class WorkerTimings:
     # The round timer's longest sleep (it wakes earlier for the next expiry).
     timer_s: float = GAME.round_timeout_s_min
     # The sender's reconcile pass over the outbox (the ring wakes it at once otherwise).
-    sender_poll_s: float = SENDER.reconcile_s
+    sender_poll_s: float = RECONCILE_S
     # A database outage waited out by the score worker before its batch goes back.
     score_hold_s: float = WORKER.hold_s
     # How long past its deadline a round is held open for the guesses taken before it.

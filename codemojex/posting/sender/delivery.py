@@ -10,7 +10,7 @@ takes over a dead one's rows what happened to them:
 - posted, `send:posted:<row>` → message id: set right after Telegram answers, before anything
   else (one script call for all the post's rows, then `mark_sent`).
 
-Both are deleted once `mark_sent` succeeded (they live SENDER.marker_ttl_s otherwise). A row
+Both are deleted once `mark_sent` succeeded (they live MARKER_TTL_S otherwise). A row
 with a posted marker is marked sent without posting it again. A row with neither was not being
 posted: it is simply posted. A row with an intent marker and no posted marker is ambiguous:
 its sender died during the post, before or after Telegram took it.
@@ -27,13 +27,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from typing import Literal
+from typing import Final, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db.store import outbox
 from codemojex.db.unit import uow
-from codemojex.limits import RETRIES, SENDER
+from codemojex.limits import RETRIES
 from codemojex.outages import OUTAGES, retrying
 from codemojex.posting import scripts
 from codemojex.posting.fold import OutMessage
@@ -44,6 +44,8 @@ from codemojex.values.types import OutboxRow
 
 Ambiguous = Literal["repost", "assume_sent"]
 WHERE = "the outbox sender"
+# A delivery marker outlives any outage between a post and its mark_sent (then deleted).
+MARKER_TTL_S: Final = 7 * 24 * 3600
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +128,7 @@ class Delivery:
         `row_ids` as about to go out (who and when, for an operator reading the keys)."""
         intent = f"{self.owner}:{time.time():.3f}"
         keys = [key, *(self._keys.sending(i) for i in row_ids)]
-        args: list[str | int] = [token, self._chat_lease_ms, intent, SENDER.marker_ttl_s]
+        args: list[str | int] = [token, self._chat_lease_ms, intent, MARKER_TTL_S]
         return bool(await self._fence(keys=keys, args=args))
 
     async def forget_intent(self, ids: Sequence[int]) -> None:
@@ -146,7 +148,7 @@ class Delivery:
             try:
                 await self._posted_mark(
                     keys=[self._keys.posted(i) for i in msg.row_ids],
-                    args=[message_id, SENDER.marker_ttl_s],
+                    args=[message_id, MARKER_TTL_S],
                 )
             except Exception as exc:  # mark_sent below is what matters; this narrows a window
                 OUTAGES.swallow(exc, WHERE, "posted rows not recorded in Redis")

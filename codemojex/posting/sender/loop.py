@@ -18,13 +18,14 @@ import os
 import socket
 import time
 import uuid
+from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
 from codemojex.db import store
 from codemojex.db.reading import reading
-from codemojex.limits import RETRIES, SENDER
+from codemojex.limits import RETRIES
 from codemojex.outages import OUTAGES, pause_s
 from codemojex.posting.fold import MAX_MESSAGE
 from codemojex.posting.keys import Keys
@@ -37,6 +38,14 @@ from codemojex.posting.sender.turn import Turns
 from codemojex.values.redistypes import AnyRedis
 
 log = logging.getLogger(__name__)
+
+
+# How often an idle sender scans the outbox for rows a dead process never announced (its only
+# SQL when idle), and looks at the ring when nobody woke it (writers of rows do).
+RECONCILE_S: Final = 60.0
+PEEK_S: Final = 1.0
+# A chat's turn that failed (a bug, an outage mid-turn) gives the chat back after this.
+TURN_FAILED_PAUSE_S: Final = 1.0
 
 
 class OutboxSender:
@@ -56,22 +65,26 @@ class OutboxSender:
         namespace: str,
         pacer: Pacer | None = None,
         owner: str | None = None,
-        max_chats: int = SENDER.hold_default,
-        poll_s: float = SENDER.reconcile_s,
-        peek_s: float = SENDER.peek_s,
-        chat_lease_ms: int = SENDER.chat_lease_ms,
-        claim_lease_s: float = SENDER.claim_lease_s,
-        claim_limit: int = SENDER.claim_limit,
+        max_chats: int = 32,
+        poll_s: float = RECONCILE_S,
+        peek_s: float = PEEK_S,
+        chat_lease_ms: int = 20_000,
+        claim_lease_s: float = 20.0,
+        claim_limit: int = 200,
         max_message: int = MAX_MESSAGE,
         stats: SenderStats | None = None,
         ambiguous: Ambiguous = "repost",
-        post_timeout_s: float = SENDER.post_timeout_s,
+        post_timeout_s: float = 8.0,
     ) -> None:
         """`namespace` scopes the Redis keys (use the queue name). `poll_s` is how often the
         outbox is scanned for chats with unsent rows that nobody added to the ring (a process
         that died between its commit and its `add`); `peek_s` how often an idle sender looks
         at the ring for chats other processes added (its own process wakes it at once through
-        `poke`). `max_chats` bounds the chats in hand at once.
+        `poke`). `max_chats` bounds the chats in hand at once; the rest wait their turn in
+        the posting ring. `chat_lease_ms` is a chat's lease (renewed before every post: the
+        fence) and `claim_lease_s` its rows' claim, of at most `claim_limit` rows a turn; a
+        post is bounded by `post_timeout_s`, well inside both, and a slot is never waited for
+        past half the claim.
         `ambiguous` is what to do when a post may or may not have reached Telegram (read
         timeout, connection dropped after sending, or a sender that died while posting):
         "repost" (at least once, the default: a result is never lost, rarely duplicated) or
@@ -206,7 +219,7 @@ class OutboxSender:
             self.stats.errors += 1
             if OUTAGES.failed(exc, WHERE) is None:
                 log.exception("sender for chat %d failed; it will be retried", chat_id)
-            await asyncio.sleep(SENDER.turn_failed_pause_s)
+            await asyncio.sleep(TURN_FAILED_PAUSE_S)
         finally:
             # The chat may already be in its next turn (taken again once handed back).
             if self._active.get(chat_id) is asyncio.current_task():

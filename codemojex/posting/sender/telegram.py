@@ -24,6 +24,7 @@ import logging
 import random
 from dataclasses import dataclass
 from enum import Enum
+from typing import Final
 
 import httpx
 from telegram import Bot, InlineKeyboardMarkup
@@ -37,7 +38,6 @@ from telegram.error import (
     TimedOut,
 )
 
-from codemojex.limits import SENDER
 from codemojex.outages import OUTAGES, retry_after_ms
 from codemojex.posting.fold import OutMessage
 from codemojex.posting.pace_policy import Grant
@@ -97,10 +97,14 @@ async def post(bot: Bot, chat_id: int, msg: OutMessage) -> int:
     return int(sent.message_id)
 
 
+# After a post that failed (no 429) the chat waits this plus up to as long again, at random.
+FAILED_POST_PAUSE_MS: Final = 1000
+
+
 def failed_post_pause_ms() -> int:
     """How long a chat waits after a post that failed (no 429): a second or two, at random,
     so that chats that failed together do not come back together."""
-    return SENDER.failed_post_pause_ms + random.randint(0, SENDER.failed_post_pause_ms)
+    return FAILED_POST_PAUSE_MS + random.randint(0, FAILED_POST_PAUSE_MS)
 
 
 class Poster:

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from codemojex import metrics
-from codemojex.limits import SENDER
 from codemojex.outages import OUTAGES
 from codemojex.posting.fold import OutMessage, fold
 from codemojex.posting.pace_policy import Grant, Wait
@@ -34,7 +33,8 @@ from codemojex.posting.sender.telegram import Outcome, Poster, failed_post_pause
 from codemojex.values.types import OutboxRow
 
 log = logging.getLogger(__name__)
-_SHORT_WAIT_MS: Final = SENDER.short_wait_ms  # read per post
+# A chat freed within this long waits in hand (cheaper than a turn of the ring).
+SHORT_WAIT_MS: Final = 50
 
 # A turn's answer: the ms until the chat's next turn, and whether it has more to post (False:
 # it leaves the ring unless it was given rows meanwhile).
@@ -85,7 +85,7 @@ class Turns:
     async def post_next(self, chat_id: int, key: str, token: str) -> Next:
         """Post the next message of this chat: everything waiting for it, folded."""
         wait = await self._pacer.wait(chat_id)
-        if not wait.by_bot and wait.ms > _SHORT_WAIT_MS:
+        if not wait.by_bot and wait.ms > SHORT_WAIT_MS:
             return wait.ms, True  # not yet: its turn comes when its pace allows
         hand = _Hand(chat_id, key, token, time.monotonic() + self._claim_lease_s / 2)
         if not await self._claim(hand):
@@ -178,7 +178,7 @@ class Turns:
         A wait for the bot's second is waited out here, in turn with the other chats in hand,
         and with `hold` a wait for the chat's own pace too; the chat lease is renewed
         meanwhile. With `ride_along`, results that landed while we waited are claimed before
-        a take that follows a wait of more than SENDER.short_wait_ms: in the same message, and
+        a take that follows a wait of more than SHORT_WAIT_MS: in the same message, and
         claimed before the slot is taken, not after, so that the slot is answered sooner."""
         grant = Grant(hand.chat_id)
         since = time.monotonic()
@@ -193,11 +193,11 @@ class Turns:
             wait = await self._pacer.take(hand.chat_id, grant)
             if wait.ms <= 0:
                 return grant
-        if not wait.by_bot and wait.ms > _SHORT_WAIT_MS:
+        if not wait.by_bot and wait.ms > SHORT_WAIT_MS:
             return wait
         async with self._bot_turn:
             while not self._stop.is_set():
-                if ride_along and time.monotonic() - since > _SHORT_WAIT_MS / 1000:
+                if ride_along and time.monotonic() - since > SHORT_WAIT_MS / 1000:
                     await self._claim(hand)
                     since = time.monotonic()
                 # Asked again now that it is this chat's turn for the bot's second: the wait
@@ -205,7 +205,7 @@ class Turns:
                 wait = await self._pacer.take(hand.chat_id, grant)
                 if wait.ms <= 0:
                     return grant
-                if not wait.by_bot and wait.ms > _SHORT_WAIT_MS:
+                if not wait.by_bot and wait.ms > SHORT_WAIT_MS:
                     return wait
                 pause = min(wait.ms / 1000, 1.0)
                 if not await self._may_wait(hand, pause):
