@@ -9,6 +9,7 @@ from telegram import Update
 from codemojex.game import texts
 from codemojex.locale import EN
 from codemojex.scoring import EMOJI_POOL
+from codemojex.standin.markup import utf16_len
 from codemojex.values.jobs import GuessJob
 from tests.bot.conftest import (
     ADMIN,
@@ -82,7 +83,7 @@ async def test_invalid_guesses_get_a_reason_and_enqueue_nothing(world: World) ->
         pal[0] * (n - 1),
         pal[0] * (n + 1),
         _outside(pal) * n,
-        pal[0] * 1900,
+        pal[0] * (3_800 // utf16_len(pal[0])),  # long, but one message (a flag takes 4 units)
         "a" * 4000,
         "\u202e" + pal[0] * n,  # bidi override: invisible, ignored like spaces
         pal[0] + "\u200b" + "x" * 3,
