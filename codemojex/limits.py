@@ -393,43 +393,6 @@ OPS: Final = OpsLimits()
 
 
 @dataclass(frozen=True, slots=True)
-class OpsPageLimits:
-    """The operator page (`codemojex ops`, ops/page/)."""
-
-    # The charts: a sample this often, this much kept in memory.
-    sample_s: float = 5.0
-    history_s: int = 15 * 60
-    # A table's rows per page (never a scan of every room), its offsets and title cursors.
-    page_rows: int = 25
-    offset_max: int = 10_000_000
-    cursor_max: int = 512
-    # CODEMOJEX_OPS_TOKEN's shortest (as the webhook's secret), and an operator's name.
-    token_min: int = 32
-    operator_name_chars_max: int = 64
-    # A session ends after `session_s`, after `session_idle_s` without a request (an open page
-    # refreshes itself), or when `sessions_max` newer ones push it out.
-    session_s: int = 12 * 3600
-    session_idle_s: int = 30 * 60
-    sessions_max: int = 64
-    # Login tries (ops/page/auth.py says why one budget refuses and the other only slows): an
-    # address has `login_burst_addr` tries, then one per `login_refill_addr_s`, past them 429;
-    # the page answers `login_burst` wrong tokens after `login_fail_delay_s`, then one per
-    # `login_refill_s`, past them after `login_slow_delay_s`. A right token never waits.
-    login_burst_addr: int = 10
-    login_refill_addr_s: float = 6.0
-    login_burst: int = 40
-    login_refill_s: float = 3.0
-    login_fail_delay_s: float = 0.5
-    login_slow_delay_s: float = 5.0
-    # Addresses remembered (LRU), and wrong answers held at once (each an open request).
-    login_addrs_max: int = 10_000
-    login_held_max: int = 1_000
-
-
-OPS_PAGE: Final = OpsPageLimits()
-
-
-@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """The wait after n failures (outages.pause_s): base_s * 2^(n-1) capped at cap_s, with
     `jitter` uniform in [0, that], at least floor_s; `outages.retrying` gives up after

@@ -18,7 +18,6 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from multidict import CIMultiDict
 
-from codemojex.limits import OPS_PAGE
 from codemojex.ops.page.auth import LoginBudget
 from codemojex.ops.page.proxies import TrustedProxies
 from tests.ops.clock import ManualClock, settled
@@ -29,8 +28,8 @@ ATTACKER: Final = "203.0.113.66"  # the address the attacker really connects fro
 OPERATOR: Final = "198.51.100.7"
 
 
-def budget_on(clock: ManualClock, held_most: int = OPS_PAGE.login_held_max) -> LoginBudget:
-    return LoginBudget(clock=clock, sleep=clock.sleep, held_most=held_most)
+def budget_on(clock: ManualClock, **kwargs: int) -> LoginBudget:
+    return LoginBudget(clock=clock, sleep=clock.sleep, **kwargs)
 
 
 Send = Callable[[dict[str, str], str], Coroutine[Any, Any, int]]
@@ -95,12 +94,12 @@ async def test_an_attacker_forging_addresses_cannot_lock_the_operator_out(
 
             await settled(answered_or_held, f"try {n}")
         await operator_logs_in_at_once(send, clock)
-        clock.advance(OPS_PAGE.login_slow_delay_s)
+        clock.advance(budget.slow_delay_s)
         statuses = Counter(await asyncio.gather(*tries))
     # One address's budget: its burst, one more every 6 s (the 20 s of the test), no more.
-    most = OPS_PAGE.login_burst_addr + int(steps * 0.5 / OPS_PAGE.login_refill_addr_s)
+    most = budget.burst_addr + int(steps * 0.5 / budget.refill_addr_s)
     assert set(statuses) == {401, 429}, statuses
-    assert OPS_PAGE.login_burst_addr <= statuses[401] <= most, statuses
+    assert budget.burst_addr <= statuses[401] <= most, statuses
 
 
 async def test_a_swarm_of_real_addresses_is_slowed_and_the_operator_gets_in(
@@ -126,10 +125,10 @@ async def test_a_swarm_of_real_addresses_is_slowed_and_the_operator_gets_in(
         await settled(lambda: answers.total() + clock.sleeping == 300, "300 tries")
         assert not answers, answers  # nothing refused, nothing answered before its delay
         await operator_logs_in_at_once(send, clock)
-        clock.advance(OPS_PAGE.login_fail_delay_s)
-        fast = OPS_PAGE.login_burst
+        clock.advance(budget.fail_delay_s)
+        fast = budget.burst
         await settled(lambda: answers[401] == fast and clock.sleeping == 300 - fast, "40 fast")
-        clock.advance(OPS_PAGE.login_slow_delay_s - OPS_PAGE.login_fail_delay_s)
+        clock.advance(budget.slow_delay_s - budget.fail_delay_s)
         assert Counter(await asyncio.gather(*tries)) == Counter({401: 300})
     assert answers == Counter({401: 300, 303: 1})
 
@@ -154,7 +153,7 @@ async def test_wrong_answers_held_at_once_are_bounded(
         await settled(lambda: answers.total() + clock.sleeping == 20, "20 tries")
         assert answers == Counter({401: 15}) and clock.sleeping == budget.held == 5
         await operator_logs_in_at_once(send, clock)
-        clock.advance(OPS_PAGE.login_slow_delay_s)
+        clock.advance(budget.slow_delay_s)
         assert Counter(await asyncio.gather(*tries)) == Counter({401: 20})
     assert budget.held == 0
 
@@ -164,7 +163,7 @@ async def test_one_address_is_refused_past_its_budget_and_no_other(
 ) -> None:
     """Per-address budgets refuse: the attacker's 11th try is 429 without a comparison, even
     with the right token; another address is not touched; the attacker's address gets a try
-    back after OPS_PAGE.login_refill_addr_s, and a right token does not spend it."""
+    back after budget.refill_addr_s, and a right token does not spend it."""
     clock = ManualClock()
     budget = budget_on(clock)
     answers: Counter[int] = Counter()
@@ -179,7 +178,7 @@ async def test_one_address_is_refused_past_its_budget_and_no_other(
         assert clock.sleeping == 10, answers
         assert await send(attacker, OPS_TOKEN) == 429  # not compared: right or wrong alike
         await operator_logs_in_at_once(send, clock)
-        clock.advance(OPS_PAGE.login_refill_addr_s)
+        clock.advance(budget.refill_addr_s)
         assert Counter(await asyncio.gather(*tries)) == Counter({401: 10})
         assert await send(attacker, OPS_TOKEN) == 303  # the try refilled, given back
         assert await send(attacker, OPS_TOKEN) == 303

@@ -17,7 +17,6 @@ from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from codemojex import cli
-from codemojex.limits import OPS_PAGE
 from codemojex.ops.page.auth import LoginBudget, Sessions, token_problem
 from codemojex.ops.page.main import run_ops
 from codemojex.settings import Settings
@@ -145,7 +144,7 @@ async def test_a_burst_of_wrong_tokens_gets_10_compared_at_most(
     """One client, 40 requests in parallel, 600 wrong tokens: its budget is taken before a
     token is compared, so 10 are (401, after their delay), the other 590 are answered 429 at
     once; the right token is refused too until the client's budget gives it one more try
-    (OPS_PAGE.login_refill_addr_s later, on the test's clock), then gets in."""
+    (budget.refill_addr_s later, on the test's clock), then gets in."""
     clock = ManualClock()
     budget = LoginBudget(clock=clock, sleep=clock.sleep)
     async with serve_ops(ops_database_url, queue_name, budget=budget) as ops:
@@ -165,14 +164,14 @@ async def test_a_burst_of_wrong_tokens_gets_10_compared_at_most(
             burst = asyncio.gather(*(client() for _ in range(40)))
             await settled(lambda: answers.total() + clock.sleeping == 600, "600 tries")
             assert answers == Counter({429: 590}) and clock.sleeping == 10, answers
-            clock.advance(OPS_PAGE.login_fail_delay_s)
+            clock.advance(budget.fail_delay_s)
             await burst
             assert answers == Counter({401: 10, 429: 590}), answers
             right = {"name": "Ann", "token": OPS_TOKEN}
             async with http.post(f"{ops.url}/login", data=right, allow_redirects=False) as r:
                 assert r.status == 429  # never compared, never "wrong"
-                assert r.headers["Retry-After"] == str(int(OPS_PAGE.login_refill_addr_s) + 1)
-            clock.advance(OPS_PAGE.login_refill_addr_s)
+                assert r.headers["Retry-After"] == str(int(budget.refill_addr_s) + 1)
+            clock.advance(budget.refill_addr_s)
             async with http.post(f"{ops.url}/login", data=right, allow_redirects=False) as r:
                 assert r.status == 303
 
@@ -198,7 +197,7 @@ async def test_a_client_that_is_no_trusted_proxy_is_one_address_whatever_it_clai
 
         tries = asyncio.gather(*(one(n) for n in range(40)))
         await settled(lambda: answers.total() + clock.sleeping == 40, "40 tries")
-        clock.advance(OPS_PAGE.login_fail_delay_s)
+        clock.advance(budget.fail_delay_s)
         await tries
     assert answers == Counter({401: 10, 429: 30}), answers
 

@@ -29,11 +29,18 @@ from codemojex.db import store
 from codemojex.db.reading import reading
 from codemojex.game.daily import day_of
 from codemojex.lanes import LaneError, Lanes
-from codemojex.limits import GAME, LANES, OPS_PAGE
+from codemojex.limits import GAME, LANES
 from codemojex.ops.page import auth
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import HSTS, Peer, TrustedProxies
-from codemojex.ops.page.views import SORTS, check_cursor, dead_page, rooms_page
+from codemojex.ops.page.views import (
+    CURSOR_MAX,
+    OFFSET_MAX,
+    SORTS,
+    check_cursor,
+    dead_page,
+    rooms_page,
+)
 from codemojex.state.board import DailyBoard
 from codemojex.state.inbox import Inbox
 from codemojex.values import ids
@@ -170,7 +177,7 @@ class OpsPage:
                 error="Too many tries: wait a minute, then log in again.",
                 name="",
             )
-            response.headers["Retry-After"] = str(int(OPS_PAGE.login_refill_addr_s) + 1)
+            response.headers["Retry-After"] = str(int(self.budget.refill_addr_s) + 1)
             return response
         form = await request.post()
         name = auth.clean_name(str(form.get("name", "")))
@@ -216,7 +223,7 @@ class OpsPage:
         if direction not in ("asc", "desc"):
             raise web.HTTPBadRequest(text="dir: asc or desc")
         if not _offset_ok(dead):
-            raise web.HTTPBadRequest(text=f"dead: a whole number up to {OPS_PAGE.offset_max}")
+            raise web.HTTPBadRequest(text=f"dead: a whole number up to {OFFSET_MAX}")
         problem = check_cursor(sort, cursor)
         if problem is not None:
             raise web.HTTPBadRequest(text=f"cursor: {problem}")
@@ -346,13 +353,13 @@ def _digits(raw: str, most: int) -> bool:
 
 
 def _offset_ok(raw: str) -> bool:
-    return _digits(raw, len(str(OPS_PAGE.offset_max))) and int(raw) <= OPS_PAGE.offset_max
+    return _digits(raw, len(str(OFFSET_MAX))) and int(raw) <= OFFSET_MAX
 
 
 def _back(raw: str) -> str:
     """The page's query an action returns to, rebuilt from its checked parts (400 when it is
     not one): nothing else reaches the redirect."""
-    if len(raw) > 4 * OPS_PAGE.cursor_max:
+    if len(raw) > 4 * CURSOR_MAX:
         raise web.HTTPBadRequest(text="back: too long")
     try:
         pairs = parse_qsl(raw, keep_blank_values=True, strict_parsing=bool(raw))

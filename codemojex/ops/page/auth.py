@@ -1,10 +1,10 @@
 """Who may use the ops page: the holder of CODEMOJEX_OPS_TOKEN, after the login form.
 
-The token must be strong to start at all (`token_problem`): at least OPS_PAGE.token_min
-characters and no placeholder. The comparison is constant-time over the whole token: a
-prefix, the token with a suffix or the empty string are all wrong.
+The token must be strong to start at all (`token_problem`): at least TOKEN_MIN characters and
+no placeholder. The comparison is constant-time over the whole token: a prefix, the token with
+a suffix or the empty string are all wrong.
 
-Login tries have two budgets (`LoginBudget`, OPS_PAGE.login_*), and only one of them refuses:
+Login tries have two budgets (`LoginBudget`, its keyword defaults), and only one of them refuses:
 
 - Each client address (an IPv6 client by its /64; behind a trusted proxy the address it
   forwards, ops/page/proxies.py) has a bucket of tries. A try takes from it before the token
@@ -12,8 +12,8 @@ Login tries have two budgets (`LoginBudget`, OPS_PAGE.login_*), and only one of 
   out their delay; an empty bucket is a 429 without a comparison. A right token gives its try
   back.
 - The whole page has a bucket too, and it never refuses: it slows wrong tries. While it lasts
-  a wrong token is answered after OPS_PAGE.login_fail_delay_s; once a swarm of addresses has
-  emptied it, after OPS_PAGE.login_slow_delay_s. A right token is never held, whatever the page's
+  a wrong token is answered after `fail_delay_s`; once a swarm of addresses has emptied it,
+  after `slow_delay_s`. A right token is never held, whatever the page's
   bucket holds: the token is compared first (cheap, and each address's bucket already bounds
   how many of its tries are compared), and only a wrong one is made to wait.
 
@@ -25,14 +25,14 @@ list of addresses that logged in before would not let in the operator who comes 
 bounded against the same swarm. Slowing wrong answers costs a right token nothing and costs a
 swarm time on every connection. What guards the token is its length (32 random characters are
 out of reach of guessing at any rate a network allows); the budgets keep the guessing, and the
-page's work, down. At most OPS_PAGE.login_held_max wrong answers are held at once (memory
+page's work, down. At most `held_most` wrong answers are held at once (memory
 stays bounded); past that a wrong token is answered at once.
 
 A login makes a server-side session (in memory: a restart logs everyone out) whose id is an
 HttpOnly, SameSite=Strict cookie: `__Host-cmx_ops`, `Secure`, over https (directly or from a
 trusted proxy, ops/page/proxies.py), `cmx_ops` over plain http (loopback). A session ends
-after OPS_PAGE.session_s, after OPS_PAGE.session_idle_s without a request, or when
-OPS_PAGE.sessions_max newer ones push it out; every action must carry the session's CSRF
+after `Sessions`' lifetime (12 h), after its idle time (30 min) without a request (an open page
+refreshes itself), or when 64 newer ones push it out; every action must carry the session's CSRF
 token. The operator's name, given at login, is what the audit log records of each action.
 """
 
@@ -50,12 +50,13 @@ from typing import Final
 
 from aiohttp import web
 
-from codemojex.limits import OPS_PAGE
 from codemojex.secrecy import weakness
 
 COOKIE: Final = "cmx_ops"
 SECURE_COOKIE: Final = "__Host-cmx_ops"  # Secure, path /, no Domain: this host's alone
-NAME_MAX: Final = OPS_PAGE.operator_name_chars_max
+NAME_MAX: Final = 64  # the operator's name, as the audit log records it
+# CODEMOJEX_OPS_TOKEN's shortest (as the webhook's secret).
+TOKEN_MIN: Final = 32
 # Paths anyone may fetch: the login form, its assets.
 OPEN_PATHS: Final = ("/login", "/static/")
 TOKEN_NAME: Final = "CODEMOJEX_OPS_TOKEN"
@@ -65,7 +66,7 @@ def token_problem(token: str | None) -> str | None:
     """Why the page will not start with this token (None: it will)."""
     if not token:
         return f"set {TOKEN_NAME}: the ops page lets whoever has it steer"
-    return weakness(token, TOKEN_NAME, OPS_PAGE.token_min)
+    return weakness(token, TOKEN_NAME, TOKEN_MIN)
 
 
 @dataclass(slots=True)
@@ -81,10 +82,10 @@ class Sessions:
     def __init__(
         self,
         token: str,
-        lifetime_s: float = OPS_PAGE.session_s,
+        lifetime_s: float = 12 * 3600,
         *,
-        idle_s: float = OPS_PAGE.session_idle_s,
-        most: int = OPS_PAGE.sessions_max,
+        idle_s: float = 30 * 60,
+        most: int = 64,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not token:
@@ -173,27 +174,32 @@ class _Buckets:
 
 class LoginBudget:
     """Login tries: per client address (refuses), for the whole page (slows wrong tries).
+
+    An address has `burst_addr` tries, then one per `refill_addr_s`, past them 429 (the last
+    `addresses` addresses are remembered, least recently used out). The page answers `burst`
+    wrong tokens after `fail_delay_s`, then one per `refill_s`, past them after
+    `slow_delay_s`; at most `held_most` wrong answers wait at once (each an open request).
     `clock` and `sleep` are the monotonic clock and the wait (tests pass their own)."""
 
     def __init__(
         self,
         *,
-        burst_addr: int = OPS_PAGE.login_burst_addr,
-        refill_addr_s: float = OPS_PAGE.login_refill_addr_s,
-        burst: int = OPS_PAGE.login_burst,
-        refill_s: float = OPS_PAGE.login_refill_s,
-        addresses: int = OPS_PAGE.login_addrs_max,
-        fail_delay_s: float = OPS_PAGE.login_fail_delay_s,
-        slow_delay_s: float = OPS_PAGE.login_slow_delay_s,
-        held_most: int = OPS_PAGE.login_held_max,
+        burst_addr: int = 10,
+        refill_addr_s: float = 6.0,
+        burst: int = 40,
+        refill_s: float = 3.0,
+        addresses: int = 10_000,
+        fail_delay_s: float = 0.5,
+        slow_delay_s: float = 5.0,
+        held_most: int = 1_000,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._addr = _Buckets(burst_addr, refill_addr_s, addresses, clock)
         self._all = _Buckets(burst, refill_s, 1, clock)
-        self._fail_delay_s = fail_delay_s
-        self._slow_delay_s = slow_delay_s
-        self._held_most = held_most
+        self.burst_addr, self.refill_addr_s, self.burst = burst_addr, refill_addr_s, burst
+        self.fail_delay_s, self.slow_delay_s = fail_delay_s, slow_delay_s
+        self.held_most = held_most
         self._sleep = sleep
         self.held = 0  # wrong answers waiting out their delay now
 
@@ -225,15 +231,15 @@ class LoginBudget:
 
     async def hold_wrong(self) -> None:
         """Wait before answering a wrong token: the short delay while the page's budget
-        lasts, the long one past it; no wait when OPS_PAGE.login_held_max answers wait
+        lasts, the long one past it; no wait when `held_most` answers wait
         already."""
-        if self.held >= self._held_most:
+        if self.held >= self.held_most:
             return
         if self._all.has(""):
             self._all.take("")
-            delay = self._fail_delay_s
+            delay = self.fail_delay_s
         else:
-            delay = self._slow_delay_s
+            delay = self.slow_delay_s
         self.held += 1
         try:
             await self._sleep(delay)

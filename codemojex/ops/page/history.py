@@ -1,5 +1,5 @@
 """The charts' numbers: the ops process samples the queue, the outbox and every process's
-published counters every OPS_PAGE.sample_s into a ring buffer of OPS_PAGE.history_s (15 minutes).
+published counters every `every_s` (5 s) into a ring buffer of `keep_s` (15 minutes).
 
 Why in memory: the history is for a glance at the last minutes (Prometheus and the Grafana
 dashboard in deploy/ keep the long one), it costs the deployment nothing between page
@@ -24,7 +24,6 @@ from codemojex.db.reading import reading
 from codemojex.db.store.ops import outbox_backlog
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import QueueStats
-from codemojex.limits import OPS_PAGE
 from codemojex.ops.fleet import Proc, read_fleet
 from codemojex.values.redistypes import AnyRedis
 
@@ -80,8 +79,8 @@ class History:
         redis: AnyRedis,
         queue: str,
         *,
-        every_s: float = OPS_PAGE.sample_s,
-        keep_s: float = OPS_PAGE.history_s,
+        every_s: float = 5.0,
+        keep_s: float = 15 * 60,
     ) -> None:
         self.lanes = lanes
         self.sessionmaker = sessionmaker

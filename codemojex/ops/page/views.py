@@ -16,12 +16,15 @@ from codemojex.db.reading import reading
 from codemojex.db.store.ops import rooms_by_title, rooms_info
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import DeadJob
-from codemojex.limits import OPS_PAGE
 from codemojex.values import ids
 
 Sort = Literal["pending", "activity", "title"]
 SORTS: Final[tuple[Sort, ...]] = ("pending", "activity", "title")
 _SEP: Final = "\x1f"  # between title and id in a title cursor (never in either)
+# A table's rows per page (never a scan of every room), its offsets and title cursors at most.
+PAGE_ROWS: Final = 25
+OFFSET_MAX: Final = 10_000_000
+CURSOR_MAX: Final = 512
 
 
 def check_cursor(sort: Sort, cursor: str) -> str | None:
@@ -32,14 +35,14 @@ def check_cursor(sort: Sort, cursor: str) -> str | None:
     if sort == "title":
         title, sep, last_id = cursor.partition(_SEP)
         wrong = "not a cursor of the table by title"
-        if len(cursor) > OPS_PAGE.cursor_max or not sep or "\x00" in title:
+        if len(cursor) > CURSOR_MAX or not sep or "\x00" in title:
             return wrong
         try:
             title.encode("utf-8")  # no lone surrogate (a %ED%A0%80 in the URL)
         except UnicodeEncodeError:
             return wrong
         return None if ids.is_valid(last_id, ids.ROOM) else wrong
-    most = OPS_PAGE.offset_max
+    most = OFFSET_MAX
     if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= len(str(most))):
         return f"a whole number up to {most}"
     return None if int(cursor) <= most else f"a whole number up to {most}"
@@ -83,7 +86,7 @@ async def rooms_page(
     descending: bool,
     cursor: str,
     now_ms: int,
-    rows: int = OPS_PAGE.page_rows,
+    rows: int = PAGE_ROWS,
 ) -> RoomsPage:
     total: int | None = None
     offset = 0
