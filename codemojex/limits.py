@@ -32,7 +32,8 @@ class ConnectionLimits:
     redis_keepalive: tuple[int, int, int] = (10, 5, 3)
     redis_health_check_s: int = 15
     # Database connections kept, and more for a burst: work queues rather than churning
-    # connections. Postgres's max_connections (100) is shared: 2 bots and 3 workers keep 100.
+    # connections. Postgres's max_connections (100) is shared: 2 bots and 3 workers keep 100
+    # (a worker's flushes keep one of its own: worker/service.py FLUSH_CONNECTIONS).
     db_pool_size: int = 16
     db_pool_overflow: int = 4
     # A pooled connection is replaced (none is pinged) before an idle timeout can cut it.

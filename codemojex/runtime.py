@@ -234,10 +234,12 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings, fake_server: Any | None = None
+    settings: Settings, fake_server: Any | None = None, *, db_pool_size: int | None = None
 ) -> AsyncIterator[Runtime]:
+    """The process's Redis, database engine (`db_pool_size` connections kept, by default
+    CONNECTIONS.db_pool_size) and lanes, closed when the block ends."""
     redis = redis_client(settings, fake_server)
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, pool_size=db_pool_size)
     try:
         yield Runtime(
             settings=settings,

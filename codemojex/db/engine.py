@@ -212,13 +212,13 @@ def make_sessionmaker(engine: AsyncEngine) -> Sessions:
 
 
 def own_pool(sessions: Sessions, size: int) -> Sessions:
-    """Sessions on the same database as `sessions`, from a pool of `size` connections of
-    their own: whoever takes them never waits behind the users of the first pool. Its engine
-    is `sessions.kw["bind"]`, to dispose of when done."""
+    """Sessions on the same database as `sessions`, from a pool of exactly `size` connections
+    of their own (no overflow): whoever takes them never waits behind the users of the first
+    pool. Its engine is `sessions.kw["bind"]`, to dispose of when done."""
     engine = sessions.kw.get("bind")
     if not isinstance(engine, AsyncEngine):
         raise TypeError("sessions not bound to an engine")
-    return make_sessionmaker(make_engine(engine.url, pool_size=size))
+    return make_sessionmaker(make_engine(engine.url, pool_size=size, max_overflow=0))
 
 
 def alembic_config(url: str | None = None) -> Any:

@@ -6,12 +6,13 @@ import asyncio
 import logging
 import signal
 
+from codemojex.limits import CONNECTIONS
 from codemojex.ops.collect import WorkerCollector
 from codemojex.ops.server import ProcessOps
 from codemojex.runtime import open_runtime, settle_process, warn_without_persistence
 from codemojex.settings import Settings
 from codemojex.worker.botapi import make_bot
-from codemojex.worker.service import WorkerStats, run_worker
+from codemojex.worker.service import FLUSH_CONNECTIONS, WorkerStats, run_worker
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,10 @@ async def main(settings: Settings) -> WorkerStats:
     # down at start-up must not keep the pool from scoring; posts wait until it is back.
     bot = make_bot(settings)
     try:
-        async with open_runtime(settings) as rt:
+        # The score worker's flushes keep connections of their own (service.FLUSH_CONNECTIONS):
+        # the process keeps as many in all as any other.
+        pool = CONNECTIONS.db_pool_size - FLUSH_CONNECTIONS
+        async with open_runtime(settings, db_pool_size=pool) as rt:
             await warn_without_persistence(rt.redis)
             log.info(
                 "worker up: queue %s, concurrency %d, lease %d ms",

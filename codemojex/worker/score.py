@@ -109,8 +109,10 @@ class ScoreWorker:
         clock: Callable[[], datetime] = utcnow,
         late_budget: usecases.LateBudget | None = None,
     ) -> None:
-        """`hold_s` is how long a database outage is waited out before the batch is handed
-        back with Retry. `max_flush` caps the guesses recorded in one transaction.
+        """`sessionmaker`: where each flush's unit of work takes its session (the worker
+        process gives the flushes a pool of their own, `engine.own_pool`). `hold_s` is how
+        long a database outage is waited out before the batch is handed back with Retry.
+        `max_flush` caps the guesses recorded in one transaction.
         `on_recorded(chat_id)` is told after a batch wrote outbox rows for a chat (the sender
         uses it to look at that chat sooner). `on_finished(finishes)` is told the dailies a
         batch finished, once committed (the world board takes them; a finish delivered again

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
@@ -55,6 +56,13 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# The score worker's flushes take their connection from a pool of their own (they run one at
+# a time): never a wait behind the sender's books and the round timer, which share the
+# process's pool. A flush that queued behind 32 chats in hand held every consumer's batch: 343
+# guesses/s end to end in bench.ingest, 746 on a connection of its own. The worker process
+# keeps that many fewer in its main pool (worker/main.py): as many in all as any process.
+FLUSH_CONNECTIONS: Final = 1
 
 
 @dataclass
@@ -301,11 +309,7 @@ async def run_worker(
     async def late_budget(members: Sequence[tuple[int, int]]) -> list[Say]:
         return await budget.spend_many(members, wait_s=ANSWERS.late_budget_wait_s)
 
-    # The flushes take their connection from a pool of their own (they run one at a time):
-    # never a wait behind the sender's books and the round timer, which share the process's
-    # pool. A flush that queued behind 32 chats in hand held every consumer's batch: 343
-    # guesses/s end to end in bench.ingest, 746 on a connection of its own.
-    flushes = own_pool(sessionmaker, 1)
+    flushes = own_pool(sessionmaker, FLUSH_CONNECTIONS)
     scorer = ScoreWorker(
         flushes,
         hold_s=timings.score_hold_s,
