@@ -1,8 +1,8 @@
 """What the code's shape promises, read from its syntax trees so it cannot drift: the unit of
-work is the only place that begins, commits or rolls back a transaction or makes a savepoint,
-and every store function that writes takes it, the database is told apart in one place
-(the engine's backend), no module imports another's private name, and the formatter lays out
-every statement (no `fmt: skip`)."""
+work is the only place that begins, commits or rolls back a transaction or makes a savepoint
+(by a method call or in SQL), and every store function that writes takes it, the database is
+told apart in one place (the engine's backend), no module imports another's private name, and
+the formatter lays out every statement (no `fmt: skip`)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,29 @@ def test_only_the_unit_of_work_begins_commits_rolls_back_or_makes_a_savepoint() 
         if (lines := _calls_to(tree, {"begin", "begin_nested", "commit", "rollback"}))
     }
     assert found.keys() == {"codemojex/db/unit.py"}, found
+
+
+# A transaction statement spelled in SQL, alone or after another (`text("COMMIT")`).
+_TRANSACTION_SQL = re.compile(r"(^|;)\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b")
+
+
+def test_no_module_spells_a_transaction_statement_in_sql() -> None:
+    """A `text("COMMIT")` or `exec_driver_sql("SAVEPOINT ...")` would go round the unit as a
+    method call cannot. The one spelling allowed is SQLite's begin, in the engine's hook that
+    the unit's own begin fires (`engine._sqlite_serialised_writers`)."""
+    found = {
+        where: sorted(
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and _TRANSACTION_SQL.search(node.value)
+        )
+        for where, tree in _modules()
+    }
+    assert {where: spelled for where, spelled in found.items() if spelled} == {
+        "codemojex/db/engine.py": ["BEGIN", "BEGIN IMMEDIATE"]
+    }
 
 
 # What a store function calls that writes: an ORM object added, a Core statement built.
