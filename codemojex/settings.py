@@ -42,7 +42,7 @@ class Settings(BaseSettings):
     webhook_url: str | None = None
     webhook_secret: SecretStr | None = None
     webhook_listen: str = "127.0.0.1"
-    webhook_port: int = 8443
+    webhook_port: int = Field(default=8443, ge=1, le=65535)
 
     # Storage. No Redis URL means the in-process stand-in (demo only: one process).
     redis_url: str | None = None

@@ -1,0 +1,88 @@
+"""Every setting, walked from `Settings` itself so that a new one cannot slip by: documented
+once, in deploy/codemojex.env.example (the file the README and docs/operations.md send an
+operator to), showing the default it has rather than setting it again; every number bounded
+in its field, by constants of limits.py rather than numbers written in settings.py."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import annotated_types
+import pytest
+from pydantic.fields import FieldInfo
+
+from codemojex.settings import Settings
+from tests.helpers.support import ROOT
+
+ENV_EXAMPLE = ROOT / "deploy" / "codemojex.env.example"
+SOURCE = ROOT / "codemojex" / "settings.py"
+# `CODEMOJEX_X=value` set, or `# CODEMOJEX_X=value` showing the default.
+_VARIABLE = re.compile(r"^(#\s*)?(CODEMOJEX_[A-Z0-9_]+)=(.*)$", re.MULTILINE)
+_BOUNDS = (annotated_types.Ge, annotated_types.Gt, annotated_types.Le, annotated_types.Lt)
+
+
+def _env(name: str) -> str:
+    return f"CODEMOJEX_{name.upper()}"
+
+
+def _lines() -> list[tuple[bool, str, str]]:
+    """(commented?, variable, value) for every variable line of the example."""
+    return [(bool(m[1]), m[2], m[3]) for m in _VARIABLE.finditer(ENV_EXAMPLE.read_text())]
+
+
+def test_every_setting_is_documented_once_and_nothing_else_is() -> None:
+    named = [variable for _, variable, _ in _lines()]
+    settings = {_env(name) for name in Settings.model_fields}
+    assert sorted(v for v in settings if named.count(v) != 1) == []
+    assert sorted(set(named) - settings) == []
+
+
+def _shown(field: FieldInfo) -> str | None:
+    """The default as the example writes it, for the settings that have a plain one."""
+    default = field.default
+    if isinstance(default, bool):
+        return str(default).lower()
+    if isinstance(default, int | float | str):
+        return f"{default:g}" if isinstance(default, float) else str(default)
+    return None
+
+
+def test_the_example_shows_the_defaults_and_sets_only_what_an_operator_must_choose() -> None:
+    """A commented line shows the default; an active line is a choice (a URL, a token, who
+    the operators are), never a default written again, which would pin a deployment to a
+    number the code has since changed."""
+    fields = {_env(name): field for name, field in Settings.model_fields.items()}
+    wrong = []
+    for commented, variable, value in _lines():
+        shown = _shown(fields[variable])
+        if commented and value and shown is not None and value != shown:
+            wrong.append(f"# {variable}={value}, the default is {shown}")
+        if not commented and shown is not None and value == shown:
+            wrong.append(f"{variable}={value} sets the default: comment it out")
+    assert not wrong, wrong
+
+
+def _bounds(field: FieldInfo) -> list[object]:
+    return [m for m in field.metadata if isinstance(m, _BOUNDS)]
+
+
+@pytest.mark.parametrize("name", sorted(Settings.model_fields))
+def test_every_number_is_bounded_below_and_above(name: str) -> None:
+    field = Settings.model_fields[name]
+    kinds = {type(bound) for bound in _bounds(field)}
+    if field.annotation in (int, float, int | None):
+        assert kinds & {annotated_types.Ge, annotated_types.Gt}, name
+        assert kinds & {annotated_types.Le, annotated_types.Lt}, name
+
+
+def test_every_bound_is_a_constant_named_in_the_field() -> None:
+    """settings.py writes no number in a bound but a floor of 0 or 1 and a port's top: every
+    other bound is a constant of limits.py, named in the field (`le=LANES.dead_max_max`)."""
+    written = [
+        ast.unparse(node.value)
+        for node in ast.walk(ast.parse(SOURCE.read_text()))
+        if isinstance(node, ast.keyword) and node.arg in ("ge", "gt", "le", "lt")
+    ]
+    numbers = [w for w in written if re.fullmatch(r"[\d_.]+", w) and w not in ("0", "1", "65535")]
+    assert written and not numbers, numbers
