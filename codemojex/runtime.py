@@ -12,7 +12,7 @@ import socket
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
@@ -25,8 +25,10 @@ from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
 from codemojex.limits import CONNECTIONS, OPS
 from codemojex.outages import OUTAGES
-from codemojex.settings import Settings
 from codemojex.values.redistypes import AnyRedis
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -29,6 +29,7 @@ from codemojex.limits import (
     POOL,
     TELEGRAM,
 )
+from codemojex.values.hosts import is_loopback
 
 
 class Settings(BaseSettings):
@@ -170,18 +171,6 @@ class Settings(BaseSettings):
         if isinstance(value, int):
             return [value]
         return value
-
-
-def is_loopback(host: str | None) -> bool:
-    """127.0.0.0/8, ::1 or "localhost": this machine alone (a name is not resolved)."""
-    if host is None:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def load_settings() -> Settings:

@@ -53,7 +53,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -62,7 +62,9 @@ from telegram import Update
 from codemojex.bot.processor import HELD_MAX, Door
 from codemojex.limits import BOT, TELEGRAM
 from codemojex.runtime import stop_tasks
-from codemojex.settings import Settings
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
@@ -33,7 +34,6 @@ from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.posting.sender.loop import RECONCILE_S
 from codemojex.runtime import settle_process
-from codemojex.settings import Settings
 from codemojex.state.board import DailyBoard
 from codemojex.state.budget import AnswerBudget
 from codemojex.state.cards import RoomCards
@@ -44,6 +44,9 @@ from codemojex.values.types import ROUND_DAILY, Say
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.retention import AuditTrim, DailyTrim, Trim
 from codemojex.worker.score import ScoreStats, ScoreWorker
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 __all__ = [
     "Expiry",
