@@ -112,15 +112,6 @@ class LaneLimits:
     # Expired leases reaped, due retries promoted, per script call of the maintenance pass.
     maintenance_batch_default: int = 1000
     maintenance_batch_max: int = 100_000
-    # Dead-lettered jobs kept for a look: at most so many (the oldest go first), none older.
-    dead_max_default: int = 10_000
-    dead_max_max: int = 10_000_000
-    dead_age_ms_default: int = 7 * _DAY_S * 1000
-    # A lane with no work and no new job for this long is forgotten (the player's next guess
-    # makes it anew); one due that still has work is looked at again after `recheck_ms`.
-    idle_ms_default: int = 7 * _DAY_S * 1000
-    retention_ms_max: int = 10 * 365 * _DAY_S * 1000
-    recheck_ms: int = 60_000
 
 
 LANES: Final = LaneLimits()

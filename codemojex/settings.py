@@ -5,7 +5,10 @@ win over it): `codemojex` started from a directory holding someone else's `.env`
 settings, token included. Run it from a directory of its own (systemd starts the units in
 deploy/ in /, with EnvironmentFile=).
 
-Defaults and ranges come from codemojex/limits.py (the why of each number is there)."""
+A setting's default and range are its owner's, where that part says why (`lanes/facade.py`
+`DEAD_MAX` and the bound type `DeadMax`, which the owner checks its callers against too);
+values several parts share come from codemojex/limits.py. No number is written here but a
+port's."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from codemojex.lanes import facade
 from codemojex.limits import (
     ANSWERS,
     AUDIT,
@@ -67,11 +71,9 @@ class Settings(BaseSettings):
     pace_bot_per_s: int = Field(default=TELEGRAM.bot_per_s, ge=1, le=PACE.rate_max)
 
     # Lanes retention: dead jobs kept (count and age), how long an empty lane is remembered.
-    lanes_dead_max: int = Field(default=LANES.dead_max_default, ge=0, le=LANES.dead_max_max)
-    lanes_dead_age_ms: int = Field(
-        default=LANES.dead_age_ms_default, ge=1, le=LANES.retention_ms_max
-    )
-    lanes_idle_ms: int = Field(default=LANES.idle_ms_default, ge=1, le=LANES.retention_ms_max)
+    lanes_dead_max: facade.DeadMax = facade.DEAD_MAX
+    lanes_dead_age_ms: facade.RetentionMs = facade.DEAD_AGE_MS
+    lanes_idle_ms: facade.RetentionMs = facade.IDLE_MS
     # How long an update handled is remembered in Redis (LANES.dedupe_window_s_default says
     # why minutes are enough): dedupe keys, callback queries and commands seen.
     dedupe_window_s: int = Field(

@@ -1,7 +1,9 @@
 """Every setting, walked from `Settings` itself so that a new one cannot slip by: documented
 once, in deploy/codemojex.env.example (the file the README and docs/operations.md send an
 operator to), showing the default it has rather than setting it again; every number bounded
-in its field, by constants of limits.py rather than numbers written in settings.py."""
+once: by the bound type its owner defines (`lanes/facade.py` `DeadMax`), which the owner
+checks its callers against too (`values/bounds.py` `within`), or, for a value several parts
+share, by constants of limits.py named in the field; never a number written in settings.py."""
 
 from __future__ import annotations
 
@@ -74,6 +76,18 @@ def test_every_number_is_bounded_below_and_above(name: str) -> None:
     if field.annotation in (int, float, int | None):
         assert kinds & {annotated_types.Ge, annotated_types.Gt}, name
         assert kinds & {annotated_types.Le, annotated_types.Lt}, name
+
+
+def test_a_field_typed_by_its_owner_states_no_bound_of_its_own() -> None:
+    twice = []
+    for node in ast.walk(ast.parse(SOURCE.read_text())):
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.annotation, ast.Attribute)):
+            continue
+        if isinstance(node.value, ast.Call) and any(
+            k.arg in ("ge", "gt", "le", "lt") for k in node.value.keywords
+        ):
+            twice.append(ast.unparse(node.target))
+    assert not twice, twice
 
 
 def test_every_bound_is_a_constant_named_in_the_field() -> None:
