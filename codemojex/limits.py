@@ -188,23 +188,9 @@ GAME: Final = GameLimits()
 class BotLimits:
     """The front door: the bot process taking updates (codemojex/bot)."""
 
-    # Updates handled at once: half those in hand, one half handled while the other is fetched.
-    # With cores of its own a bot may take more; beside a worker, more takes the worker's CPU.
-    concurrency_default: int = 50
-    concurrency_max: int = 1024
-    # Updates held unsettled (confirmed once finished or parked): a backlog waits at Telegram.
-    # Polling confirms in order, so this window must stay wider than `concurrency_default`, or
-    # a slow update at its front idles the slots: the most Telegram allows.
-    in_hand_default: int = TELEGRAM.updates_max
-    in_hand_max: int = TELEGRAM.updates_max
     # A polling bot's long poll, and the read timeout it allows on top for the answer.
     poll_timeout_s: int = 10
     poll_read_margin_s: float = 5.0
-    # An update not finished this long after it was taken is parked in Redis (and confirmed),
-    # so that it holds neither the window nor its webhook request: long enough for every
-    # handler on a busy host, short enough that a stuck one costs the others only this.
-    update_deadline_s_default: float = 1.0
-    update_deadline_s_max: float = 30.0
     # SIGTERM: the updates in hand are finished and confirmed within this long, under the 20 s
     # that deploy/'s systemd and Kubernetes give the process.
     stop_s: float = 12.0
@@ -214,10 +200,6 @@ class BotLimits:
     webhook_secret_min: int = 32
     # Webhook bodies over this are refused unread: an update is a few kB.
     webhook_body_max: int = 2 * 1024 * 1024
-    # How long a chat's admin list is trusted, and at most: where the bot is no admin, a
-    # demoted admin keeps acting until then (Telegram tells only admin bots of changes).
-    admin_cache_ttl_s_default: float = 300.0
-    admin_cache_ttl_s_max: float = 600.0
     # A command's run mark is a lease (bot/once.py), renewed every third of it while the
     # command runs: a process that died lets go of it within this long. Another process
     # given the same message waits up to `command_wait_s` (past the lease, so that a dead

@@ -20,11 +20,11 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from codemojex.bot import admin, processor
 from codemojex.lanes import facade
 from codemojex.limits import (
     ANSWERS,
     AUDIT,
-    BOT,
     DAILY,
     GAME,
     LANES,
@@ -94,19 +94,15 @@ class Settings(BaseSettings):
     max_depth: int = Field(default=LANES.depth_default, ge=1, le=LANES.depth_max)
     # The bot's answers one member gets in one chat per ANSWERS.budget_window_s
     answer_budget: int = Field(default=ANSWERS.budget_default, ge=1, le=ANSWERS.budget_max)
-    admin_cache_ttl_s: float = Field(
-        default=BOT.admin_cache_ttl_s_default, gt=0, le=BOT.admin_cache_ttl_s_max
-    )
+    admin_cache_ttl_s: admin.TtlS = admin.TTL_S
     # Updates handled at once (in order per sender); guesses need no database connection
-    bot_concurrency: int = Field(default=BOT.concurrency_default, ge=1, le=BOT.concurrency_max)
+    bot_concurrency: processor.Concurrency = processor.CONCURRENCY
     # Updates the bot holds unconfirmed at most (polling: its window; webhook: requests in
     # hand, and setWebhook's max_connections); the rest wait at Telegram
-    bot_in_hand: int = Field(default=BOT.in_hand_default, ge=1, le=BOT.in_hand_max)
+    bot_in_hand: processor.InHand = processor.IN_HAND
     # An update not finished this long after the bot took it is parked in Redis and confirmed
     # (bot/processor.py): what one stuck update costs every other chat, at most
-    bot_update_deadline_s: float = Field(
-        default=BOT.update_deadline_s_default, gt=0, le=BOT.update_deadline_s_max
-    )
+    bot_update_deadline_s: processor.DeadlineS = processor.DEADLINE_S
 
     # Operators (codemojex/ops): /metrics, /healthz and /readyz of this process on
     # metrics_host:metrics_port (off without a port; give each process its own); per-room
