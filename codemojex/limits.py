@@ -293,11 +293,6 @@ class DailyLimits:
     length: int = 4
     palette_size: int = 6
     attempts: int = 8
-    # Days a player's daily rows are kept, then trimmed a batch at a time (the puzzles, streaks
-    # and histograms are kept for good).
-    keep_days_default: int = 30
-    keep_days_max: int = 3650
-    trim_batch: int = 1000
     # The world board's life from its day's start: yesterday's stays readable past midnight.
     board_ttl_s: int = 3 * _DAY_S
     # A lost board's rebuild: rows per round trip, its lock's life (a dead rebuilder's ends).
@@ -327,23 +322,6 @@ class DailyLimits:
 
 
 DAILY: Final = DailyLimits()
-
-
-@dataclass(frozen=True, slots=True)
-class AuditLimits:
-    """The audit log of admin commands (bot/admin_commands.py, worker/retention.py)."""
-
-    # An admin command's arguments as kept.
-    args_chars_max: int = 200
-    # Days rows are kept, then trimmed a batch per round-timer tick while behind, otherwise
-    # looked at every `trim_every_s`.
-    keep_days_default: int = 90
-    keep_days_max: int = 3650
-    trim_batch: int = 1000
-    trim_every_s: float = 60.0
-
-
-AUDIT: Final = AuditLimits()
 
 
 @dataclass(frozen=True, slots=True)

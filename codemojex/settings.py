@@ -24,8 +24,6 @@ from codemojex.bot import admin, processor
 from codemojex.lanes import facade
 from codemojex.limits import (
     ANSWERS,
-    AUDIT,
-    DAILY,
     GAME,
     LANES,
     OPS,
@@ -34,6 +32,7 @@ from codemojex.limits import (
     TELEGRAM,
 )
 from codemojex.values.hosts import is_loopback
+from codemojex.worker import retention
 
 
 class Settings(BaseSettings):
@@ -128,13 +127,13 @@ class Settings(BaseSettings):
     ops_plain_http_ok: bool = False
 
     # Hardening: how long the audit log of admin commands is kept (the workers trim it)
-    audit_keep_days: int = Field(default=AUDIT.keep_days_default, ge=1, le=AUDIT.keep_days_max)
+    audit_keep_days: retention.KeepDays = retention.AUDIT_KEEP_DAYS
 
     # The daily code: how long players' daily rows are kept (the workers trim them), and
     # whether inline mode is switched on for the bot (BotFather: /setinline). Only then does
     # a daily card carry a Share button: without inline mode Telegram never sends the bot
     # the query the button starts, so the button would share nothing.
-    daily_keep_days: int = Field(default=DAILY.keep_days_default, ge=1, le=DAILY.keep_days_max)
+    daily_keep_days: retention.KeepDays = retention.DAILY_KEEP_DAYS
     inline_mode: bool = False
 
     @field_validator("bot_api_base_url", "bot_api_base_file_url")
