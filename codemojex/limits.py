@@ -325,25 +325,6 @@ DAILY: Final = DailyLimits()
 
 
 @dataclass(frozen=True, slots=True)
-class OpsLimits:
-    """What every process shows operators: metrics, health, the fleet (codemojex/ops)."""
-
-    # Per-room series only for the rooms with the deepest queues: cardinality stays bounded.
-    metrics_top_rooms_default: int = 20
-    metrics_top_rooms_max: int = 1000
-    # The queue's numbers are read at most once per this long, however often it is scraped.
-    metrics_cache_s: float = 1.0
-    health_probe_timeout_s: float = 2.0
-    # Each process publishes its counters this often; one silent `fleet_stale_s` is gone.
-    fleet_publish_s: float = 5.0
-    fleet_stale_s: float = 30.0
-    fleet_read_timeout_s: float = 2.0
-
-
-OPS: Final = OpsLimits()
-
-
-@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """The wait after n failures (outages.pause_s): base_s * 2^(n-1) capped at cap_s, with
     `jitter` uniform in [0, that], at least floor_s; `outages.retrying` gives up after

@@ -26,11 +26,11 @@ from codemojex.limits import (
     ANSWERS,
     GAME,
     LANES,
-    OPS,
     PACE,
     POOL,
     TELEGRAM,
 )
+from codemojex.ops import collect
 from codemojex.values.hosts import is_loopback
 from codemojex.worker import retention
 
@@ -109,9 +109,7 @@ class Settings(BaseSettings):
     # ops_host:ops_port to whoever has ops_token (it refuses to start without one).
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     metrics_host: str = "127.0.0.1"
-    metrics_top_rooms: int = Field(
-        default=OPS.metrics_top_rooms_default, ge=0, le=OPS.metrics_top_rooms_max
-    )
+    metrics_top_rooms: collect.TopRooms = collect.TOP_ROOMS
     ops_port: int = Field(default=8080, ge=1, le=65535)
     ops_host: str = "127.0.0.1"
     ops_token: SecretStr | None = None
