@@ -268,11 +268,6 @@ class AnswerLimits:
     # Chat intervals between two answers to one chat: an answer never takes two of its seconds
     # in a row, so a waiting result gets the one between.
     chat_gap: int = 2
-    # Each answer spends one of its member's budget in the chat, refilled over the window; past
-    # it one "slow down", then silence (and no audit row). In Redis, shared by every process.
-    budget_default: int = 4
-    budget_max: int = 1000
-    budget_window_s: int = 60
     # An answer waits so long for a slot (outside the update's handling), then is dropped.
     wait_s_default: float = 3.0
     # The worker's "too late" lines spend the same budget inside the transaction recording them

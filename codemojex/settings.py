@@ -23,7 +23,6 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from codemojex.bot import admin, processor
 from codemojex.lanes import facade
 from codemojex.limits import (
-    ANSWERS,
     GAME,
     LANES,
     PACE,
@@ -31,6 +30,7 @@ from codemojex.limits import (
     TELEGRAM,
 )
 from codemojex.ops import collect
+from codemojex.state import budget
 from codemojex.values.hosts import is_loopback
 from codemojex.worker import retention
 
@@ -91,8 +91,8 @@ class Settings(BaseSettings):
 
     # Bot: guesses a player may have waiting before "slow down"; how long admin lists are cached
     max_depth: int = Field(default=LANES.depth_default, ge=1, le=LANES.depth_max)
-    # The bot's answers one member gets in one chat per ANSWERS.budget_window_s
-    answer_budget: int = Field(default=ANSWERS.budget_default, ge=1, le=ANSWERS.budget_max)
+    # The bot's answers one member gets in one chat per budget.WINDOW_S
+    answer_budget: budget.Budget = budget.BUDGET
     admin_cache_ttl_s: admin.TtlS = admin.TTL_S
     # Updates handled at once (in order per sender); guesses need no database connection
     bot_concurrency: processor.Concurrency = processor.CONCURRENCY
