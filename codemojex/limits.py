@@ -93,9 +93,6 @@ class LaneLimits:
     # Guesses a player may have waiting in their lane before "slow down".
     depth_default: int = 20
     depth_max: int = 10_000
-    # A claimed batch's lease; the pool's heartbeat extends it while the batch is handled.
-    lease_ms_default: int = 30_000
-    lease_ms_max: int = _DAY_S * 1000
     # A job's attempts when its enqueuer names none.
     job_max_attempts_default: int = 5
     # A guess's attempts: every lease it loses spends one (a worker killed, a Redis restart);
@@ -115,27 +112,6 @@ class LaneLimits:
 
 
 LANES: Final = LaneLimits()
-
-
-@dataclass(frozen=True, slots=True)
-class PoolLimits:
-    """A worker's consumers (lanes/consumer.py `ConsumerPool`)."""
-
-    # Consumers per process: the batches in hand are recorded in one transaction, so more make
-    # bigger transactions (less Postgres CPU per guess), not more connections; idle, one parks.
-    concurrency_default: int = 128
-    concurrency_max: int = 1024
-    # An idle pool's one BLPOP: a wake token ends it at once; each timeout costs a safety claim.
-    park_timeout_s_default: float = 5.0
-    # Consumers' requests one claim round serves at most; the rest go in the next.
-    claim_round_max: int = 256
-    # The reap/promote/retention pass's interval, `maintenance_idle_factor` times longer while
-    # the pool is idle (a dead worker's leases are reaped that much later).
-    maintenance_interval_s_default: float = 2.0
-    maintenance_idle_factor: int = 5
-
-
-POOL: Final = PoolLimits()
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,12 +21,11 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from codemojex.bot import admin, processor
-from codemojex.lanes import facade
+from codemojex.lanes import consumer, facade
 from codemojex.limits import (
     GAME,
     LANES,
     PACE,
-    POOL,
     TELEGRAM,
 )
 from codemojex.ops import collect
@@ -55,10 +54,10 @@ class Settings(BaseSettings):
     database_url: str = "sqlite+aiosqlite:///./codemojex.db"
     queue: str = "cm"
 
-    # Worker: consumers per process (POOL.concurrency_default says why), a claimed batch's
+    # Worker: consumers per process (lanes/consumer.py CONCURRENCY says why), a claimed batch's
     # lease.
-    concurrency: int = Field(default=POOL.concurrency_default, ge=1, le=POOL.concurrency_max)
-    lease_ms: int = Field(default=LANES.lease_ms_default, ge=1, le=LANES.lease_ms_max)
+    concurrency: consumer.Concurrency = consumer.CONCURRENCY
+    lease_ms: facade.LeaseMs = facade.LEASE_MS
     # A post the sender cannot tell went out (its answer was lost, or a sender died while
     # posting): "repost" (at least once: never lost, rarely twice) or "assume_sent" (at most
     # once: never twice, rarely lost).

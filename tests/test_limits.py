@@ -43,7 +43,7 @@ def _policies() -> Iterator[tuple[str, limits.RetryPolicy]]:
 
 def test_every_group_is_frozen_and_says_what_it_owns() -> None:
     groups = _groups()
-    assert {"LANES", "POOL", "PACE", "ANSWERS", "BOT", "DAILY"} <= groups.keys()
+    assert {"LANES", "PACE", "ANSWERS", "BOT", "DAILY"} <= groups.keys()
     for name, group in groups.items():
         params = type(group).__dataclass_params__  # type: ignore[attr-defined]
         assert params.frozen, name

@@ -39,6 +39,10 @@ DEAD_AGE_MS: Final = 7 * _DAY_MS
 IDLE_MS: Final = 7 * _DAY_MS
 RECHECK_MS: Final = 60_000
 RETENTION_MS_MAX: Final = 10 * 365 * _DAY_MS
+# A claimed batch's lease (CODEMOJEX_LEASE_MS), a day at most; the pool's heartbeat extends it
+# while the batch is handled.
+LEASE_MS: Final = 30_000
+LeaseMs = Annotated[int, Field(ge=1, le=_DAY_MS)]
 DeadMax = Annotated[int, Field(ge=0, le=10_000_000)]
 RetentionMs = Annotated[int, Field(ge=1, le=RETENTION_MS_MAX)]
 
@@ -71,7 +75,7 @@ def _int(value: object, name: str, low: int, high: int) -> int:
 
 
 def _lease(lease_ms: object) -> int:
-    return _int(lease_ms, "lease_ms", 1, LANES.lease_ms_max)
+    return within(cast(int, lease_ms), LeaseMs, "lease_ms", LaneError)  # within checks the type
 
 
 def _park_cap_s(client: AnyRedis) -> float:

@@ -25,9 +25,9 @@ from codemojex.db import store
 from codemojex.db.engine import own_pool
 from codemojex.db.reading import reading
 from codemojex.game import rounds
-from codemojex.lanes import Lanes
+from codemojex.lanes import Lanes, consumer
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
-from codemojex.limits import ANSWERS, GAME, POOL, RETRIES, WORKER
+from codemojex.limits import ANSWERS, GAME, RETRIES, WORKER
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
@@ -247,8 +247,8 @@ class WorkerTimings:
     # After a stop: the sender's time to post what is left in the outbox (0: none).
     drain_s: float = 0.0
     # The consumer pool's maintenance pass, and its idle waiter's BLPOP.
-    maintenance_interval_s: float = POOL.maintenance_interval_s_default
-    park_timeout_s: float = POOL.park_timeout_s_default
+    maintenance_interval_s: float = consumer.MAINTENANCE_INTERVAL_S
+    park_timeout_s: float = consumer.PARK_TIMEOUT_S
 
 
 async def run_worker(
