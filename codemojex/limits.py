@@ -221,8 +221,6 @@ class PaceLimits:
     # second counts a grant as in flight until answered, for at most `flight_ms` (past any post).
     margin_ms: int = 100
     flight_ms: int = 12_000
-    # The settings CODEMOJEX_PACE_* at most.
-    rate_max: int = 1000
 
 
 PACE: Final = PaceLimits()

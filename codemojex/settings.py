@@ -25,10 +25,10 @@ from codemojex.lanes import consumer, facade
 from codemojex.limits import (
     GAME,
     LANES,
-    PACE,
     TELEGRAM,
 )
 from codemojex.ops import collect
+from codemojex.posting import pace_policy
 from codemojex.state import budget
 from codemojex.values.hosts import is_loopback
 from codemojex.worker import retention
@@ -64,9 +64,9 @@ class Settings(BaseSettings):
     sender_ambiguous: Literal["repost", "assume_sent"] = "repost"
     # Telegram's posting limits, kept by every process together (the pace is in Redis):
     # messages a second per chat, a minute per group, a second for the whole bot.
-    pace_chat_per_s: int = Field(default=TELEGRAM.chat_per_s, ge=1, le=PACE.rate_max)
-    pace_group_per_min: int = Field(default=TELEGRAM.group_per_min, ge=1, le=PACE.rate_max)
-    pace_bot_per_s: int = Field(default=TELEGRAM.bot_per_s, ge=1, le=PACE.rate_max)
+    pace_chat_per_s: pace_policy.Rate = TELEGRAM.chat_per_s
+    pace_group_per_min: pace_policy.Rate = TELEGRAM.group_per_min
+    pace_bot_per_s: pace_policy.Rate = TELEGRAM.bot_per_s
 
     # Lanes retention: dead jobs kept (count and age), how long an empty lane is remembered.
     lanes_dead_max: facade.DeadMax = facade.DEAD_MAX
