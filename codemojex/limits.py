@@ -90,9 +90,6 @@ class LaneLimits:
     # A player's heads per turn of their room's lane ring (/weight).
     weight_min: int = 1
     weight_max: int = 100
-    # Guesses a player may have waiting in their lane before "slow down".
-    depth_default: int = 20
-    depth_max: int = 10_000
     # A job's attempts when its enqueuer names none.
     job_max_attempts_default: int = 5
     # A guess's attempts: every lease it loses spends one (a worker killed, a Redis restart);

@@ -21,7 +21,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from codemojex.bot import admin, processor
-from codemojex.lanes import consumer, facade
+from codemojex.lanes import admission, consumer, facade
 from codemojex.limits import (
     GAME,
     LANES,
@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     )
 
     # Bot: guesses a player may have waiting before "slow down"; how long admin lists are cached
-    max_depth: int = Field(default=LANES.depth_default, ge=1, le=LANES.depth_max)
+    max_depth: admission.Depth = admission.DEPTH
     # The bot's answers one member gets in one chat per budget.WINDOW_S
     answer_budget: budget.Budget = budget.BUDGET
     admin_cache_ttl_s: admin.TtlS = admin.TTL_S

@@ -207,7 +207,7 @@ class Lanes:
             raise LaneError(f"payload must be bytes, got {type(payload).__name__}")
         _int(max_attempts, "max_attempts", 1, 1_000)
         if max_depth is not None:
-            _int(max_depth, "max_depth", 1, LANES.depth_max)
+            within(max_depth, admission.Depth, "max_depth", LaneError)
         digest = ""
         if dedupe_key is not None:
             if not isinstance(dedupe_key, str) or not dedupe_key:
