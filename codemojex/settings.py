@@ -30,7 +30,7 @@ from codemojex.limits import (
 from codemojex.ops import collect
 from codemojex.posting import pace_policy
 from codemojex.state import budget
-from codemojex.values.hosts import is_loopback
+from codemojex.values.hosts import Port, is_loopback
 from codemojex.worker import retention
 
 
@@ -45,7 +45,7 @@ class Settings(BaseSettings):
     webhook_url: str | None = None
     webhook_secret: SecretStr | None = None
     webhook_listen: str = "127.0.0.1"
-    webhook_port: int = Field(default=8443, ge=1, le=65535)
+    webhook_port: Port = 8443
 
     # Storage. No Redis URL means the in-process stand-in (demo only: one process).
     redis_url: str | None = None
@@ -106,10 +106,10 @@ class Settings(BaseSettings):
     # metrics_host:metrics_port (off without a port; give each process its own); per-room
     # series for the deepest rooms only. `codemojex ops` serves the operator page on
     # ops_host:ops_port to whoever has ops_token (it refuses to start without one).
-    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    metrics_port: Port | None = None
     metrics_host: str = "127.0.0.1"
     metrics_top_rooms: collect.TopRooms = collect.TOP_ROOMS
-    ops_port: int = Field(default=8080, ge=1, le=65535)
+    ops_port: Port = 8080
     ops_host: str = "127.0.0.1"
     ops_token: SecretStr | None = None
     # The TLS proxies in front of the ops page (addresses or networks, comma or space

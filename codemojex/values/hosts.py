@@ -1,9 +1,16 @@
-"""Whether a host is this machine: the one place plain http may carry a secret (the Bot API
-URL with the token, the ops page's cookie)."""
+"""Where a process listens and talks: a TCP port's range, and whether a host is this machine
+(the one place plain http may carry a secret: the Bot API URL with the token, the ops page's
+cookie)."""
 
 from __future__ import annotations
 
 import ipaddress
+from typing import Annotated
+
+from pydantic import Field
+
+# A TCP port to listen on (the webhook, the metrics, the ops page).
+Port = Annotated[int, Field(ge=1, le=65535)]
 
 
 def is_loopback(host: str | None) -> bool:
