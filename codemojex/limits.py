@@ -1,8 +1,11 @@
-"""Every limit and default of Codemojex, defined once: a frozen dataclass per owning component
-with one instance (`LANES`, `PACE`, `BOT`…), each field saying what it bounds and why. Settings
-take their defaults and ranges from here. Measurements behind a value: docs/benchmarks.md; what
-changed and when: CHANGELOG.md. Nothing here imports the project; code that reads a limit per
-guess binds it to a module constant."""
+"""Limits and defaults that are not one part's own: Telegram's, and values several parts read
+(the lanes and the bot's commands, the bot and the worker), each field saying what it bounds
+and why, and what shares it where that is not the group's whole. A value one part uses is
+that part's: a documented constant and keyword default where it is used, a setting's range a
+bound type there (`lanes/facade.py` `DeadMax`), which `Settings` types its field with; some
+groups here still wait to move. Measurements behind a value: docs/benchmarks.md; what changed
+and when: CHANGELOG.md. Nothing here imports the project; code that reads a limit per guess
+binds it to a module constant."""
 
 from __future__ import annotations
 
@@ -84,10 +87,12 @@ class LaneLimits:
     """The fair queue (codemojex/lanes): what it accepts, and how long it keeps what it held."""
 
     # A room's guesses in flight at once: every room has a ceiling, so none holds every worker.
+    # Shared: the lanes keep it, /limit, the ops page and a room's settings (use-cases) take it,
+    # CODEMOJEX_DEFAULT_CEILING gives new rooms theirs.
     ceiling_min: int = 1
     ceiling_max: int = 1000
     ceiling_default: int = 2
-    # A player's heads per turn of their room's lane ring (/weight).
+    # A player's heads per turn of their room's lane ring (the lanes keep it, /weight sets it).
     weight_min: int = 1
     weight_max: int = 100
     # A job's attempts when its enqueuer names none.
@@ -100,7 +105,8 @@ class LaneLimits:
     ack_chunk: int = 1_000
     # How long an update handled is remembered (a dedupe key, a callback query or command seen)
     # so that one delivered again changes nothing: redelivery comes within a restart. At most
-    # an hour: no key of ours outlives that but those docs/architecture.md lists.
+    # an hour: no key of ours outlives that but those docs/architecture.md lists. Shared: the
+    # lanes' dedupe keys and the bot's command marks and taps (CODEMOJEX_DEDUPE_WINDOW_S).
     dedupe_window_s_default: int = 600
     dedupe_window_s_max: int = 3600
     # Expired leases reaped, due retries promoted, per script call of the maintenance pass.
@@ -136,6 +142,9 @@ class GameLimits:
     palette_min: int = 4
     palette_max: int = 10
     palette_size_default: int = 6
+    # A round's timeout. Shared: the game's rules, a room's settings (use-cases), the round
+    # timer's pace (worker/service.py: a round lasts at least the minimum), and
+    # CODEMOJEX_ROUND_TIMEOUT_S for new rooms.
     round_timeout_s_min: int = 30
     round_timeout_s_max: int = 7 * _DAY_S
     round_timeout_s_default: int = 600
