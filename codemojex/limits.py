@@ -202,22 +202,6 @@ BOT: Final = BotLimits()
 
 
 @dataclass(frozen=True, slots=True)
-class CardLimits:
-    """A room's card: what taking a guess needs, in Redis (state/cards.py, bot/cards.py)."""
-
-    # A card's life after its last write from the database: what a process that died between
-    # a commit and the card's write left stale is gone by then.
-    ttl_s: int = 3600
-    # Writes of a card read from the database, when it changes under the write (then CardBusy).
-    reload_tries: int = 3
-    # Rooms a bot remembers the card of (a forgotten one costs a read), and 16 times as many seats.
-    cache_rooms: int = 100_000
-
-
-CARDS: Final = CardLimits()
-
-
-@dataclass(frozen=True, slots=True)
 class PaceLimits:
     """The posting pace all processes keep together in Redis, within TELEGRAM's rates."""
 
