@@ -1,8 +1,11 @@
-"""Every limit and default of Codemojex, defined once: a frozen dataclass per owning component
-with one instance (`LANES`, `PACE`, `BOT`…), each field saying what it bounds and why. Settings
-take their defaults and ranges from here. Measurements behind a value: docs/benchmarks.md; what
-changed and when: CHANGELOG.md. Nothing here imports the project; code that reads a limit per
-guess binds it to a module constant."""
+"""Limits and defaults that are not one part's own: Telegram's, and values several parts read
+(the lanes and the bot's commands, the bot and the worker), each field saying what it bounds
+and why, and what shares it where that is not the group's whole. A value one part uses is
+that part's: a documented constant and keyword default where it is used, a setting's range a
+bound type there (`lanes/facade.py` `DeadMax`), which `Settings` types its field with; some
+groups here still wait to move. Measurements behind a value: docs/benchmarks.md; what changed
+and when: CHANGELOG.md. Nothing here imports the project; code that reads a limit per guess
+binds it to a module constant."""
 
 from __future__ import annotations
 
@@ -85,18 +88,14 @@ class LaneLimits:
     """The fair queue (codemojex/lanes): what it accepts, and how long it keeps what it held."""
 
     # A room's guesses in flight at once: every room has a ceiling, so none holds every worker.
+    # Shared: the lanes keep it, /limit, the ops page and a room's settings (use-cases) take it,
+    # CODEMOJEX_DEFAULT_CEILING gives new rooms theirs.
     ceiling_min: int = 1
     ceiling_max: int = 1000
     ceiling_default: int = 2
-    # A player's heads per turn of their room's lane ring (/weight).
+    # A player's heads per turn of their room's lane ring (the lanes keep it, /weight sets it).
     weight_min: int = 1
     weight_max: int = 100
-    # Guesses a player may have waiting in their lane before "slow down".
-    depth_default: int = 20
-    depth_max: int = 10_000
-    # A claimed batch's lease; the pool's heartbeat extends it while the batch is handled.
-    lease_ms_default: int = 30_000
-    lease_ms_max: int = _DAY_S * 1000
     # A job's attempts when its enqueuer names none.
     job_max_attempts_default: int = 5
     # A guess's attempts: every lease it loses spends one (a worker killed, a Redis restart);
@@ -107,45 +106,16 @@ class LaneLimits:
     ack_chunk: int = 1_000
     # How long an update handled is remembered (a dedupe key, a callback query or command seen)
     # so that one delivered again changes nothing: redelivery comes within a restart. At most
-    # an hour: no key of ours outlives that but those docs/architecture.md lists.
+    # an hour: no key of ours outlives that but those docs/architecture.md lists. Shared: the
+    # lanes' dedupe keys and the bot's command marks and taps (CODEMOJEX_DEDUPE_WINDOW_S).
     dedupe_window_s_default: int = 600
     dedupe_window_s_max: int = 3600
     # Expired leases reaped, due retries promoted, per script call of the maintenance pass.
     maintenance_batch_default: int = 1000
     maintenance_batch_max: int = 100_000
-    # Dead-lettered jobs kept for a look: at most so many (the oldest go first), none older.
-    dead_max_default: int = 10_000
-    dead_max_max: int = 10_000_000
-    dead_age_ms_default: int = 7 * _DAY_S * 1000
-    # A lane with no work and no new job for this long is forgotten (the player's next guess
-    # makes it anew); one due that still has work is looked at again after `recheck_ms`.
-    idle_ms_default: int = 7 * _DAY_S * 1000
-    retention_ms_max: int = 10 * 365 * _DAY_S * 1000
-    recheck_ms: int = 60_000
 
 
 LANES: Final = LaneLimits()
-
-
-@dataclass(frozen=True, slots=True)
-class PoolLimits:
-    """A worker's consumers (lanes/consumer.py `ConsumerPool`)."""
-
-    # Consumers per process: the batches in hand are recorded in one transaction, so more make
-    # bigger transactions (less Postgres CPU per guess), not more connections; idle, one parks.
-    concurrency_default: int = 128
-    concurrency_max: int = 1024
-    # An idle pool's one BLPOP: a wake token ends it at once; each timeout costs a safety claim.
-    park_timeout_s_default: float = 5.0
-    # Consumers' requests one claim round serves at most; the rest go in the next.
-    claim_round_max: int = 256
-    # The reap/promote/retention pass's interval, `maintenance_idle_factor` times longer while
-    # the pool is idle (a dead worker's leases are reaped that much later).
-    maintenance_interval_s_default: float = 2.0
-    maintenance_idle_factor: int = 5
-
-
-POOL: Final = PoolLimits()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +143,9 @@ class GameLimits:
     palette_min: int = 4
     palette_max: int = 10
     palette_size_default: int = 6
+    # A round's timeout. Shared: the game's rules, a room's settings (use-cases), the round
+    # timer's pace (worker/service.py: a round lasts at least the minimum), and
+    # CODEMOJEX_ROUND_TIMEOUT_S for new rooms.
     round_timeout_s_min: int = 30
     round_timeout_s_max: int = 7 * _DAY_S
     round_timeout_s_default: int = 600
@@ -198,23 +171,9 @@ GAME: Final = GameLimits()
 class BotLimits:
     """The front door: the bot process taking updates (codemojex/bot)."""
 
-    # Updates handled at once: half those in hand, one half handled while the other is fetched.
-    # With cores of its own a bot may take more; beside a worker, more takes the worker's CPU.
-    concurrency_default: int = 50
-    concurrency_max: int = 1024
-    # Updates held unsettled (confirmed once finished or parked): a backlog waits at Telegram.
-    # Polling confirms in order, so this window must stay wider than `concurrency_default`, or
-    # a slow update at its front idles the slots: the most Telegram allows.
-    in_hand_default: int = TELEGRAM.updates_max
-    in_hand_max: int = TELEGRAM.updates_max
     # A polling bot's long poll, and the read timeout it allows on top for the answer.
     poll_timeout_s: int = 10
     poll_read_margin_s: float = 5.0
-    # An update not finished this long after it was taken is parked in Redis (and confirmed),
-    # so that it holds neither the window nor its webhook request: long enough for every
-    # handler on a busy host, short enough that a stuck one costs the others only this.
-    update_deadline_s_default: float = 1.0
-    update_deadline_s_max: float = 30.0
     # SIGTERM: the updates in hand are finished and confirmed within this long, under the 20 s
     # that deploy/'s systemd and Kubernetes give the process.
     stop_s: float = 12.0
@@ -224,10 +183,6 @@ class BotLimits:
     webhook_secret_min: int = 32
     # Webhook bodies over this are refused unread: an update is a few kB.
     webhook_body_max: int = 2 * 1024 * 1024
-    # How long a chat's admin list is trusted, and at most: where the bot is no admin, a
-    # demoted admin keeps acting until then (Telegram tells only admin bots of changes).
-    admin_cache_ttl_s_default: float = 300.0
-    admin_cache_ttl_s_max: float = 600.0
     # A command's run mark is a lease (bot/once.py), renewed every third of it while the
     # command runs: a process that died lets go of it within this long. Another process
     # given the same message waits up to `command_wait_s` (past the lease, so that a dead
@@ -248,22 +203,6 @@ BOT: Final = BotLimits()
 
 
 @dataclass(frozen=True, slots=True)
-class CardLimits:
-    """A room's card: what taking a guess needs, in Redis (state/cards.py, bot/cards.py)."""
-
-    # A card's life after its last write from the database: what a process that died between
-    # a commit and the card's write left stale is gone by then.
-    ttl_s: int = 3600
-    # Writes of a card read from the database, when it changes under the write (then CardBusy).
-    reload_tries: int = 3
-    # Rooms a bot remembers the card of (a forgotten one costs a read), and 16 times as many seats.
-    cache_rooms: int = 100_000
-
-
-CARDS: Final = CardLimits()
-
-
-@dataclass(frozen=True, slots=True)
 class PaceLimits:
     """The posting pace all processes keep together in Redis, within TELEGRAM's rates."""
 
@@ -273,8 +212,6 @@ class PaceLimits:
     # second counts a grant as in flight until answered, for at most `flight_ms` (past any post).
     margin_ms: int = 100
     flight_ms: int = 12_000
-    # The settings CODEMOJEX_PACE_* at most.
-    rate_max: int = 1000
 
 
 PACE: Final = PaceLimits()
@@ -296,11 +233,6 @@ class AnswerLimits:
     # Chat intervals between two answers to one chat: an answer never takes two of its seconds
     # in a row, so a waiting result gets the one between.
     chat_gap: int = 2
-    # Each answer spends one of its member's budget in the chat, refilled over the window; past
-    # it one "slow down", then silence (and no audit row). In Redis, shared by every process.
-    budget_default: int = 4
-    budget_max: int = 1000
-    budget_window_s: int = 60
     # An answer waits so long for a slot (outside the update's handling), then is dropped.
     wait_s_default: float = 3.0
     # The worker's "too late" lines spend the same budget inside the transaction recording them
@@ -321,11 +253,6 @@ class DailyLimits:
     length: int = 4
     palette_size: int = 6
     attempts: int = 8
-    # Days a player's daily rows are kept, then trimmed a batch at a time (the puzzles, streaks
-    # and histograms are kept for good).
-    keep_days_default: int = 30
-    keep_days_max: int = 3650
-    trim_batch: int = 1000
     # The world board's life from its day's start: yesterday's stays readable past midnight.
     board_ttl_s: int = 3 * _DAY_S
     # A lost board's rebuild: rows per round trip, its lock's life (a dead rebuilder's ends).
@@ -355,42 +282,6 @@ class DailyLimits:
 
 
 DAILY: Final = DailyLimits()
-
-
-@dataclass(frozen=True, slots=True)
-class AuditLimits:
-    """The audit log of admin commands (bot/admin_commands.py, worker/retention.py)."""
-
-    # An admin command's arguments as kept.
-    args_chars_max: int = 200
-    # Days rows are kept, then trimmed a batch per round-timer tick while behind, otherwise
-    # looked at every `trim_every_s`.
-    keep_days_default: int = 90
-    keep_days_max: int = 3650
-    trim_batch: int = 1000
-    trim_every_s: float = 60.0
-
-
-AUDIT: Final = AuditLimits()
-
-
-@dataclass(frozen=True, slots=True)
-class OpsLimits:
-    """What every process shows operators: metrics, health, the fleet (codemojex/ops)."""
-
-    # Per-room series only for the rooms with the deepest queues: cardinality stays bounded.
-    metrics_top_rooms_default: int = 20
-    metrics_top_rooms_max: int = 1000
-    # The queue's numbers are read at most once per this long, however often it is scraped.
-    metrics_cache_s: float = 1.0
-    health_probe_timeout_s: float = 2.0
-    # Each process publishes its counters this often; one silent `fleet_stale_s` is gone.
-    fleet_publish_s: float = 5.0
-    fleet_stale_s: float = 30.0
-    fleet_read_timeout_s: float = 2.0
-
-
-OPS: Final = OpsLimits()
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import socket
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
@@ -23,12 +23,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
-from codemojex.limits import CONNECTIONS, OPS
+from codemojex.limits import CONNECTIONS
 from codemojex.outages import OUTAGES
-from codemojex.settings import Settings
 from codemojex.values.redistypes import AnyRedis
 
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
+
 log = logging.getLogger(__name__)
+# A health probe's answer (Redis's persistence at start-up, /readyz's dependencies) is
+# waited for this long, then the dependency counts as down.
+PROBE_TIMEOUT_S: Final = 2.0
 
 # Said once at start-up by the bot and the worker when Redis keeps no append-only file.
 NO_AOF = (
@@ -195,7 +200,7 @@ async def warn_without_persistence(redis: AnyRedis) -> None:
     """One WARNING (`NO_AOF`) when the Redis, or a master of the cluster, has AOF off. Never
     refuses to start: the demo and the tests run on a Redis that keeps nothing."""
     try:
-        async with asyncio.timeout(OPS.health_probe_timeout_s):
+        async with asyncio.timeout(PROBE_TIMEOUT_S):
             if isinstance(redis, RedisCluster):
                 answers = await redis.info("persistence", target_nodes=RedisCluster.PRIMARIES)
                 found = [dict(node).get("aof_enabled") for node in answers.values()]

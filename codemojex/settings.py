@@ -5,7 +5,10 @@ win over it): `codemojex` started from a directory holding someone else's `.env`
 settings, token included. Run it from a directory of its own (systemd starts the units in
 deploy/ in /, with EnvironmentFile=).
 
-Defaults and ranges come from codemojex/limits.py (the why of each number is there)."""
+A setting's default and range are its owner's, where that part says why (`lanes/facade.py`
+`DEAD_MAX` and the bound type `DeadMax`, which the owner checks its callers against too);
+values several parts share come from codemojex/limits.py. No number is written here but a
+port's."""
 
 from __future__ import annotations
 
@@ -17,18 +20,18 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from codemojex.bot import admin, processor
+from codemojex.lanes import admission, consumer, facade
 from codemojex.limits import (
-    ANSWERS,
-    AUDIT,
-    BOT,
-    DAILY,
     GAME,
     LANES,
-    OPS,
-    PACE,
-    POOL,
     TELEGRAM,
 )
+from codemojex.ops import collect
+from codemojex.posting import pace_policy
+from codemojex.state import budget
+from codemojex.values.hosts import Port, is_loopback
+from codemojex.worker import retention
 
 
 class Settings(BaseSettings):
@@ -42,7 +45,7 @@ class Settings(BaseSettings):
     webhook_url: str | None = None
     webhook_secret: SecretStr | None = None
     webhook_listen: str = "127.0.0.1"
-    webhook_port: int = 8443
+    webhook_port: Port = 8443
 
     # Storage. No Redis URL means the in-process stand-in (demo only: one process).
     redis_url: str | None = None
@@ -51,26 +54,24 @@ class Settings(BaseSettings):
     database_url: str = "sqlite+aiosqlite:///./codemojex.db"
     queue: str = "cm"
 
-    # Worker: consumers per process (POOL.concurrency_default says why), a claimed batch's
+    # Worker: consumers per process (lanes/consumer.py CONCURRENCY says why), a claimed batch's
     # lease.
-    concurrency: int = Field(default=POOL.concurrency_default, ge=1, le=POOL.concurrency_max)
-    lease_ms: int = Field(default=LANES.lease_ms_default, ge=1, le=LANES.lease_ms_max)
+    concurrency: consumer.Concurrency = consumer.CONCURRENCY
+    lease_ms: facade.LeaseMs = facade.LEASE_MS
     # A post the sender cannot tell went out (its answer was lost, or a sender died while
     # posting): "repost" (at least once: never lost, rarely twice) or "assume_sent" (at most
     # once: never twice, rarely lost).
     sender_ambiguous: Literal["repost", "assume_sent"] = "repost"
     # Telegram's posting limits, kept by every process together (the pace is in Redis):
     # messages a second per chat, a minute per group, a second for the whole bot.
-    pace_chat_per_s: int = Field(default=TELEGRAM.chat_per_s, ge=1, le=PACE.rate_max)
-    pace_group_per_min: int = Field(default=TELEGRAM.group_per_min, ge=1, le=PACE.rate_max)
-    pace_bot_per_s: int = Field(default=TELEGRAM.bot_per_s, ge=1, le=PACE.rate_max)
+    pace_chat_per_s: pace_policy.Rate = TELEGRAM.chat_per_s
+    pace_group_per_min: pace_policy.Rate = TELEGRAM.group_per_min
+    pace_bot_per_s: pace_policy.Rate = TELEGRAM.bot_per_s
 
     # Lanes retention: dead jobs kept (count and age), how long an empty lane is remembered.
-    lanes_dead_max: int = Field(default=LANES.dead_max_default, ge=0, le=LANES.dead_max_max)
-    lanes_dead_age_ms: int = Field(
-        default=LANES.dead_age_ms_default, ge=1, le=LANES.retention_ms_max
-    )
-    lanes_idle_ms: int = Field(default=LANES.idle_ms_default, ge=1, le=LANES.retention_ms_max)
+    lanes_dead_max: facade.DeadMax = facade.DEAD_MAX
+    lanes_dead_age_ms: facade.RetentionMs = facade.DEAD_AGE_MS
+    lanes_idle_ms: facade.RetentionMs = facade.IDLE_MS
     # How long an update handled is remembered in Redis (LANES.dedupe_window_s_default says
     # why minutes are enough): dedupe keys, callback queries and commands seen.
     dedupe_window_s: int = Field(
@@ -88,33 +89,27 @@ class Settings(BaseSettings):
     )
 
     # Bot: guesses a player may have waiting before "slow down"; how long admin lists are cached
-    max_depth: int = Field(default=LANES.depth_default, ge=1, le=LANES.depth_max)
-    # The bot's answers one member gets in one chat per ANSWERS.budget_window_s
-    answer_budget: int = Field(default=ANSWERS.budget_default, ge=1, le=ANSWERS.budget_max)
-    admin_cache_ttl_s: float = Field(
-        default=BOT.admin_cache_ttl_s_default, gt=0, le=BOT.admin_cache_ttl_s_max
-    )
+    max_depth: admission.Depth = admission.DEPTH
+    # The bot's answers one member gets in one chat per budget.WINDOW_S
+    answer_budget: budget.Budget = budget.BUDGET
+    admin_cache_ttl_s: admin.TtlS = admin.TTL_S
     # Updates handled at once (in order per sender); guesses need no database connection
-    bot_concurrency: int = Field(default=BOT.concurrency_default, ge=1, le=BOT.concurrency_max)
+    bot_concurrency: processor.Concurrency = processor.CONCURRENCY
     # Updates the bot holds unconfirmed at most (polling: its window; webhook: requests in
     # hand, and setWebhook's max_connections); the rest wait at Telegram
-    bot_in_hand: int = Field(default=BOT.in_hand_default, ge=1, le=BOT.in_hand_max)
+    bot_in_hand: processor.InHand = processor.IN_HAND
     # An update not finished this long after the bot took it is parked in Redis and confirmed
     # (bot/processor.py): what one stuck update costs every other chat, at most
-    bot_update_deadline_s: float = Field(
-        default=BOT.update_deadline_s_default, gt=0, le=BOT.update_deadline_s_max
-    )
+    bot_update_deadline_s: processor.DeadlineS = processor.DEADLINE_S
 
     # Operators (codemojex/ops): /metrics, /healthz and /readyz of this process on
     # metrics_host:metrics_port (off without a port; give each process its own); per-room
     # series for the deepest rooms only. `codemojex ops` serves the operator page on
     # ops_host:ops_port to whoever has ops_token (it refuses to start without one).
-    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    metrics_port: Port | None = None
     metrics_host: str = "127.0.0.1"
-    metrics_top_rooms: int = Field(
-        default=OPS.metrics_top_rooms_default, ge=0, le=OPS.metrics_top_rooms_max
-    )
-    ops_port: int = Field(default=8080, ge=1, le=65535)
+    metrics_top_rooms: collect.TopRooms = collect.TOP_ROOMS
+    ops_port: Port = 8080
     ops_host: str = "127.0.0.1"
     ops_token: SecretStr | None = None
     # The TLS proxies in front of the ops page (addresses or networks, comma or space
@@ -129,13 +124,13 @@ class Settings(BaseSettings):
     ops_plain_http_ok: bool = False
 
     # Hardening: how long the audit log of admin commands is kept (the workers trim it)
-    audit_keep_days: int = Field(default=AUDIT.keep_days_default, ge=1, le=AUDIT.keep_days_max)
+    audit_keep_days: retention.KeepDays = retention.AUDIT_KEEP_DAYS
 
     # The daily code: how long players' daily rows are kept (the workers trim them), and
     # whether inline mode is switched on for the bot (BotFather: /setinline). Only then does
     # a daily card carry a Share button: without inline mode Telegram never sends the bot
     # the query the button starts, so the button would share nothing.
-    daily_keep_days: int = Field(default=DAILY.keep_days_default, ge=1, le=DAILY.keep_days_max)
+    daily_keep_days: retention.KeepDays = retention.DAILY_KEEP_DAYS
     inline_mode: bool = False
 
     @field_validator("bot_api_base_url", "bot_api_base_file_url")
@@ -170,18 +165,6 @@ class Settings(BaseSettings):
         if isinstance(value, int):
             return [value]
         return value
-
-
-def is_loopback(host: str | None) -> bool:
-    """127.0.0.0/8, ::1 or "localhost": this machine alone (a name is not resolved)."""
-    if host is None:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def load_settings() -> Settings:

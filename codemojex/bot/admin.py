@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
+from typing import Annotated, Final
 
+from pydantic import Field
 from telegram import Bot, ChatMemberUpdated, Message
 from telegram.constants import ChatMemberStatus
 
-from codemojex.limits import BOT
+from codemojex.values.bounds import within
+
+# How long a chat's admin list is trusted (CODEMOJEX_ADMIN_CACHE_TTL_S), and at most: where
+# the bot is no admin, a demoted admin keeps acting until then (Telegram tells only admin
+# bots of changes).
+TTL_S: Final = 300.0
+TtlS = Annotated[float, Field(gt=0, le=600.0)]
 
 _ADMIN_STATUSES = frozenset({ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
 
@@ -19,18 +27,16 @@ class AdminCache:
     A chat-member update that makes or unmakes an admin or owner calls `forget`, so a
     promotion or demotion counts at once; joins and leaves keep the list (asking again on each
     would cost a getChatAdministrators per join in a big group). The TTL, at most
-    BOT.admin_cache_ttl_s_max, covers the updates Telegram does not send: bots get chat_member
+    ten minutes (TtlS), covers the updates Telegram does not send: bots get chat_member
     updates only where they are administrators themselves (docs/game.md).
     """
 
     def __init__(
         self,
-        ttl_s: float = BOT.admin_cache_ttl_s_default,
+        ttl_s: float = TTL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not 0 < ttl_s <= BOT.admin_cache_ttl_s_max:
-            raise ValueError(f"the admin cache TTL is 0 < ttl <= {BOT.admin_cache_ttl_s_max} s")
-        self._ttl_s = ttl_s
+        self._ttl_s = within(ttl_s, TtlS, "the admin cache's ttl_s")
         self._clock = clock
         self._entries: dict[int, tuple[float, frozenset[int]]] = {}
 

@@ -39,14 +39,15 @@ from codemojex.bot.once import Run, origin_of
 from codemojex.bot.replies import outbox_written
 from codemojex.db import Room, reading, store
 from codemojex.game import texts
-from codemojex.limits import AUDIT, LANES
+from codemojex.limits import LANES
 from codemojex.locale import Lang
 from codemojex.scoring import InvalidSettings, parse_settings
 from codemojex.values.types import Say
 
 LIMIT_RANGE: Final = (LANES.ceiling_min, LANES.ceiling_max)
 WEIGHT_RANGE: Final = (LANES.weight_min, LANES.weight_max)
-AUDIT_ARGS_MAX: Final = AUDIT.args_chars_max
+# An admin command's arguments as the audit log keeps them.
+AUDIT_ARGS_MAX: Final = 200
 QUEUE_LINES_MAX: Final = texts.QUEUE_LINES_MAX
 
 

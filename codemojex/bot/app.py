@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import (
@@ -72,7 +73,6 @@ from codemojex.outages import OUTAGES, outage_of
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
-from codemojex.settings import Settings
 from codemojex.state.board import DailyBoard
 from codemojex.state.budget import AnswerBudget
 from codemojex.state.cards import RoomCards
@@ -81,6 +81,9 @@ from codemojex.state.inbox import Inbox, PollerLease
 from codemojex.state.members import GroupMembers
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 

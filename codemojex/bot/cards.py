@@ -24,9 +24,8 @@ from telegram.constants import ChatType
 from codemojex import usecases
 from codemojex.bot.names import room_title
 from codemojex.db import Room, reading, store
-from codemojex.limits import CARDS
 from codemojex.outages import is_outage
-from codemojex.state.cards import Card, CardBusy, CardRead, RoomCards, reload
+from codemojex.state.cards import CACHE_ROOMS, Card, CardBusy, CardRead, RoomCards, reload
 from codemojex.state.cards import refresh as refresh_card
 
 ChatKey = tuple[int, int]  # (chat id, forum topic)
@@ -50,7 +49,7 @@ class SeatSeen:
 class CardCache:
     """Cards by chat and seats by (room, user), the least recently used forgotten first."""
 
-    def __init__(self, size: int = CARDS.cache_rooms) -> None:
+    def __init__(self, size: int = CACHE_ROOMS) -> None:
         self._size = size
         self._cards: OrderedDict[ChatKey, Card] = OrderedDict()
         self._seats: OrderedDict[tuple[str, int], SeatSeen] = OrderedDict()

@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram.ext import Application, CallbackContext, ExtBot
@@ -29,10 +29,12 @@ from codemojex.bot.once import CommandMarks
 from codemojex.bot.replies import Answers
 from codemojex.lanes import Lanes
 from codemojex.posting.ring import PostingRing
-from codemojex.settings import Settings
 from codemojex.state.board import DailyBoard
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from typing import TYPE_CHECKING
 
 from telegram.error import InvalidToken
 
@@ -14,7 +15,9 @@ from codemojex.limits import CONNECTIONS
 from codemojex.ops.collect import BotCollector
 from codemojex.ops.server import ProcessOps
 from codemojex.runtime import make_lanes, redis_client, settle_process, warn_without_persistence
-from codemojex.settings import Settings
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 TOKEN_REJECTED = (
     "the token was rejected by Telegram: check CODEMOJEX_TOKEN (a revoked or mistyped token; "

@@ -56,11 +56,20 @@ from telegram import Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter
 from telegram.warnings import PTBUserWarning
 
-from codemojex.bot.processor import HELD_MAX, TICK_S, AnyApplication, Door
+from codemojex.bot.processor import (
+    CONCURRENCY,
+    HELD_MAX,
+    IN_HAND,
+    TICK_S,
+    AnyApplication,
+    Door,
+    InHand,
+)
 from codemojex.limits import BOT, RETRIES
 from codemojex.outages import OUTAGES, pause_s, retry_after_ms
 from codemojex.runtime import stop_tasks
 from codemojex.state.inbox import PollerLease
+from codemojex.values.bounds import within
 
 log = logging.getLogger(__name__)
 
@@ -80,16 +89,15 @@ class Poller:
         door: Door,
         lease: PollerLease,
         *,
-        in_hand: int = BOT.in_hand_default,
+        in_hand: int = IN_HAND,
         timeout: float = BOT.poll_timeout_s,
         allowed_updates: Sequence[str] | None = None,
         stop_s: float = BOT.stop_s,
-        concurrency: int = BOT.concurrency_default,
+        concurrency: int = CONCURRENCY,
         held_max: int = HELD_MAX,
         refetch_s: float = REFETCH_S,
     ) -> None:
-        if not 1 <= in_hand <= BOT.in_hand_max:
-            raise ValueError(f"in_hand must be 1 to {BOT.in_hand_max}")
+        within(in_hand, InHand, "in_hand")
         self._app = application
         self._bot = application.bot
         self.door = door

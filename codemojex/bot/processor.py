@@ -52,19 +52,38 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
+from pydantic import Field
 from telegram import Update
 from telegram.constants import ChatType
 from telegram.ext import Application
 
-from codemojex.limits import BOT, RETRIES
+from codemojex.limits import RETRIES, TELEGRAM
 from codemojex.outages import OUTAGES, Component, outage_of, pause_s
 from codemojex.runtime import stop_tasks
 from codemojex.state.inbox import Inbox, Parked, record
+from codemojex.values.bounds import within
 
 log = logging.getLogger(__name__)
 
+# Updates handled at once (CODEMOJEX_BOT_CONCURRENCY): half those in hand, one half handled
+# while the other is fetched. With cores of its own a bot may take more; beside a worker,
+# more takes the worker's CPU.
+CONCURRENCY: Final = 50
+Concurrency = Annotated[int, Field(ge=1, le=1024)]
+# Updates held unsettled, confirmed once finished or parked (CODEMOJEX_BOT_IN_HAND): a backlog
+# waits at Telegram. Polling confirms in order, so this window must stay wider than
+# CONCURRENCY, or a slow update at its front idles the slots: the most Telegram allows (a
+# getUpdates's most, and setWebhook's max_connections).
+IN_HAND: Final = TELEGRAM.updates_max
+InHand = Annotated[int, Field(ge=1, le=TELEGRAM.updates_max)]
+# An update not finished this long after it was taken is parked in Redis (and confirmed), so
+# that it holds neither the window nor its webhook request (CODEMOJEX_BOT_UPDATE_DEADLINE_S):
+# long enough for every handler on a busy host, short enough that a stuck one costs the
+# others only this.
+DEADLINE_S: Final = 1.0
+DeadlineS = Annotated[float, Field(gt=0, le=30.0)]
 # One try of an update's handlers at most: past it the try is cancelled and counts as failed
 # (every call under it has a timeout of its own well within this).
 ATTEMPT_S: Final = 30.0
@@ -185,15 +204,17 @@ class Door:
         hooks: DoorHooks,
         *,
         key_of: Callable[[Update], Hashable],
-        concurrency: int = BOT.concurrency_default,
-        deadline_s: float = BOT.update_deadline_s_default,
+        concurrency: int = CONCURRENCY,
+        deadline_s: float = DEADLINE_S,
         attempt_s: float = ATTEMPT_S,
         tries: int = TRIES,
         waiting_max: int = WAITING_MAX,
         give_back: bool = False,
     ) -> None:
-        if deadline_s <= 0 or attempt_s <= 0 or tries < 1 or waiting_max < 1 or concurrency < 1:
-            raise ValueError("a door needs a deadline, a try's bound, a try, and room for one")
+        within(concurrency, Concurrency, "concurrency")
+        within(deadline_s, DeadlineS, "deadline_s")
+        if attempt_s <= 0 or tries < 1 or waiting_max < 1:
+            raise ValueError("a door needs a try's bound, a try, and room for one")
         self._app = application
         self.inbox = inbox
         self._hooks = hooks

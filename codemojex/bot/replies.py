@@ -11,7 +11,7 @@ two of a chat's seconds in a row), so that the results keep the rest whatever a 
 send.
 
 Each member's answers in a chat are budgeted first (state/budget.py, the setting
-CODEMOJEX_ANSWER_BUDGET, ANSWERS.budget_default a minute): past the budget the member gets one
+CODEMOJEX_ANSWER_BUDGET, state/budget.py BUDGET a minute): past the budget the member gets one
 "slow down" instead of the answer, then nothing until the budget is whole again, so one
 member's spam cannot take the chat's whole share of answers either. A command spends it before
 its work (`spend_first`, then `answer_paid`), so one past the budget costs one Redis call and no

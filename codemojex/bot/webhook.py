@@ -53,16 +53,19 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 from aiohttp import web
 from telegram import Update
 
-from codemojex.bot.processor import HELD_MAX, Door
+from codemojex.bot.processor import HELD_MAX, IN_HAND, Door, InHand
 from codemojex.limits import BOT, TELEGRAM
 from codemojex.runtime import stop_tasks
-from codemojex.settings import Settings
+from codemojex.values.bounds import within
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -119,13 +122,13 @@ class WebhookServer:
         config: WebhookConfig,
         door: Door,
         *,
-        in_hand: int = BOT.in_hand_default,
+        in_hand: int = IN_HAND,
         held_max: int = HELD_MAX,
         stop_s: float = BOT.stop_s,
     ) -> None:
         self.config = config
         self.door = door
-        self.in_hand = in_hand
+        self.in_hand = within(in_hand, InHand, "in_hand")
         self.busy = 0  # requests answered 503 (past in_hand, or given back)
         self._held_max = held_max
         self._stop_s = stop_s

@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 from rich.console import Console
@@ -40,10 +40,12 @@ from codemojex.demo.report import (
     sample_queues,
 )
 from codemojex.runtime import Runtime, open_runtime
-from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.service import WorkerStats, WorkerTimings, run_worker
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 
 async def run_demo(settings: Settings, plan: DemoPlan) -> int:

@@ -16,15 +16,23 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
+
+from pydantic import Field
 
 from codemojex.lanes import keys as K
 from codemojex.lanes.errors import LaneError
 from codemojex.limits import LANES
 from codemojex.values import ids
+from codemojex.values.bounds import limits_of
+
+# Guesses a player may have waiting in their lane before "slow down" (CODEMOJEX_MAX_DEPTH).
+DEPTH: Final = 20
+Depth = Annotated[int, Field(ge=1, le=10_000)]
 
 # Read per admitted guess: bound once.
-_DEPTH_MAX: Final = LANES.depth_max
+_DEPTH_MIN: Final[int] = limits_of(Depth)["ge"]
+_DEPTH_MAX: Final[int] = limits_of(Depth)["le"]
 _CEILING_MIN: Final = LANES.ceiling_min
 _CEILING_MAX: Final = LANES.ceiling_max
 
@@ -138,7 +146,9 @@ def encode(admissions: Sequence[Admission], keys: K.Keys) -> list[bytes]:
         if not isinstance(a.payload, bytes | bytearray | memoryview):
             raise LaneError(f"payload must be bytes, got {type(a.payload).__name__}")
         _number(a.max_attempts, "max_attempts", 1, 1_000)
-        depth = 0 if a.max_depth is None else _number(a.max_depth, "max_depth", 1, _DEPTH_MAX)
+        depth = (
+            0 if a.max_depth is None else _number(a.max_depth, "max_depth", _DEPTH_MIN, _DEPTH_MAX)
+        )
         digest = ""
         if a.dedupe_key is not None:
             if not isinstance(a.dedupe_key, str) or not a.dedupe_key:

@@ -36,16 +36,30 @@ import random
 import signal
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass
-from typing import Final
+from typing import Annotated, Final
+
+from pydantic import Field
 
 from codemojex.lanes.errors import Retry
-from codemojex.lanes.facade import Job, Lanes
-from codemojex.limits import LANES, POOL, RETRIES, RetryPolicy
+from codemojex.lanes.facade import LEASE_MS, Job, Lanes, LeaseMs
+from codemojex.limits import RETRIES, RetryPolicy
 from codemojex.outages import OUTAGES, is_outage, pause_s
+from codemojex.values.bounds import within
 
 log = logging.getLogger("codemojex.lanes.consumer")
-_CLAIM_ROUND_MAX: Final = POOL.claim_round_max
-_IDLE_FACTOR: Final = POOL.maintenance_idle_factor
+# Consumers per process (CODEMOJEX_CONCURRENCY): the batches in hand are recorded in one
+# transaction, so more make bigger transactions (less Postgres CPU per guess), not more
+# connections; idle, one parks.
+CONCURRENCY: Final = 128
+Concurrency = Annotated[int, Field(ge=1, le=1024)]
+# An idle pool's one BLPOP: a wake token ends it at once; each timeout costs a safety claim.
+PARK_TIMEOUT_S: Final = 5.0
+# The reap/promote/retention pass's interval, IDLE_FACTOR times longer while the pool is idle
+# (a dead worker's leases are reaped that much later).
+MAINTENANCE_INTERVAL_S: Final = 2.0
+IDLE_FACTOR: Final = 5
+# Consumers' requests one claim round serves at most; the rest go in the next.
+CLAIM_ROUND_MAX: Final = 256
 
 Handler = Callable[[list[Job]], Awaitable[None]]
 
@@ -103,20 +117,18 @@ class ConsumerPool:
         lanes: Lanes,
         handler: Handler,
         *,
-        concurrency: int = POOL.concurrency_default,
-        lease_ms: int = LANES.lease_ms_default,
+        concurrency: int = CONCURRENCY,
+        lease_ms: int = LEASE_MS,
         backoff: RetryPolicy = RETRIES.job,
-        maintenance_interval_s: float = POOL.maintenance_interval_s_default,
-        park_timeout_s: float = POOL.park_timeout_s_default,
+        maintenance_interval_s: float = MAINTENANCE_INTERVAL_S,
+        park_timeout_s: float = PARK_TIMEOUT_S,
         extend_leases: bool = True,
         rng: random.Random | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
         self.lanes = lanes
         self.handler = handler
-        self.concurrency = concurrency
-        self.lease_ms = lease_ms
+        self.concurrency = within(concurrency, Concurrency, "concurrency")
+        self.lease_ms = within(lease_ms, LeaseMs, "lease_ms")
         self.backoff = backoff
         self.maintenance_interval_s = maintenance_interval_s
         self.park_timeout_s = park_timeout_s
@@ -231,7 +243,7 @@ class ConsumerPool:
         while True:
             await self._asked.wait()
             self._asked.clear()
-            asks, self._asks = self._asks[:_CLAIM_ROUND_MAX], self._asks[_CLAIM_ROUND_MAX:]
+            asks, self._asks = self._asks[:CLAIM_ROUND_MAX], self._asks[CLAIM_ROUND_MAX:]
             if self._asks:
                 self._asked.set()  # the rest go in the next round
             if not asks:
@@ -385,7 +397,7 @@ class ConsumerPool:
 
     async def _maintain(self) -> None:
         """Reap + promote + one batch of retention every `maintenance_interval_s` (that many
-        times POOL.maintenance_idle_factor after a tick in which the pool handled nothing), and
+        times IDLE_FACTOR after a tick in which the pool handled nothing), and
         promote alone whenever a retry this pool scheduled comes due in between. Sleeps
         otherwise: no polling."""
         loop = asyncio.get_running_loop()
@@ -403,7 +415,7 @@ class ConsumerPool:
             if periodic:
                 idle = batches == self.stats.batches and not self._in_hand
                 batches = self.stats.batches
-                factor = _IDLE_FACTOR if idle else 1
+                factor = IDLE_FACTOR if idle else 1
                 tick = loop.time() + self.maintenance_interval_s * factor
             # cleared after the pass: a deadline pushed during it is in the heap read here
             self._earlier_deadline.clear()

@@ -6,8 +6,9 @@ import functools
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Annotated, Any, Final, cast
 
+from pydantic import Field
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import AbstractConnection
 from redis.commands.core import AsyncScript
@@ -21,10 +22,29 @@ from codemojex.lanes.scripts import source
 from codemojex.lanes.views import DeadJob, QueueStats, RoomQueue
 from codemojex.limits import LANES
 from codemojex.values import ids
+from codemojex.values.bounds import within
 from codemojex.values.redistypes import AnyRedis
 
 MAX_ERROR_CHARS: Final = LANES.job_error_chars_max
 ACK_CHUNK: Final = LANES.ack_chunk
+
+_DAY_MS: Final = 24 * 3600 * 1000
+# Retention (`retain`). Dead-lettered jobs are kept for a look: at most DEAD_MAX (the oldest
+# go first), none older than DEAD_AGE_MS. A lane with no work and no new job for IDLE_MS is
+# forgotten (the player's next guess makes it anew); one due whose room still has work in
+# flight is looked at again RECHECK_MS later. The settings CODEMOJEX_LANES_DEAD_MAX,
+# _DEAD_AGE_MS and _IDLE_MS; a retention of ten years (RETENTION_MS_MAX) is for ever.
+DEAD_MAX: Final = 10_000
+DEAD_AGE_MS: Final = 7 * _DAY_MS
+IDLE_MS: Final = 7 * _DAY_MS
+RECHECK_MS: Final = 60_000
+RETENTION_MS_MAX: Final = 10 * 365 * _DAY_MS
+# A claimed batch's lease (CODEMOJEX_LEASE_MS), a day at most; the pool's heartbeat extends it
+# while the batch is handled.
+LEASE_MS: Final = 30_000
+LeaseMs = Annotated[int, Field(ge=1, le=_DAY_MS)]
+DeadMax = Annotated[int, Field(ge=0, le=10_000_000)]
+RetentionMs = Annotated[int, Field(ge=1, le=RETENTION_MS_MAX)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +75,7 @@ def _int(value: object, name: str, low: int, high: int) -> int:
 
 
 def _lease(lease_ms: object) -> int:
-    return _int(lease_ms, "lease_ms", 1, LANES.lease_ms_max)
+    return within(cast(int, lease_ms), LeaseMs, "lease_ms", LaneError)  # within checks the type
 
 
 def _park_cap_s(client: AnyRedis) -> float:
@@ -118,18 +138,18 @@ class Lanes:
         *,
         dedupe_window_ms: int = LANES.dedupe_window_s_default * 1000,
         batch: int = LANES.maintenance_batch_default,
-        dead_max: int = LANES.dead_max_default,
-        dead_age_ms: int = LANES.dead_age_ms_default,
-        lane_idle_ms: int = LANES.idle_ms_default,
+        dead_max: int = DEAD_MAX,
+        dead_age_ms: int = DEAD_AGE_MS,
+        lane_idle_ms: int = IDLE_MS,
     ) -> None:
         self.client = client
         self.keys = K.Keys(queue)
         self.queue = queue
         self.dedupe_window_ms = _int(dedupe_window_ms, "dedupe_window_ms", 1, 2**40)
         self.batch = _int(batch, "batch", 1, LANES.maintenance_batch_max)
-        self.dead_max = _int(dead_max, "dead_max", 0, LANES.dead_max_max)
-        self.dead_age_ms = _int(dead_age_ms, "dead_age_ms", 1, LANES.retention_ms_max)
-        self.lane_idle_ms = _int(lane_idle_ms, "lane_idle_ms", 1, LANES.retention_ms_max)
+        self.dead_max = within(dead_max, DeadMax, "dead_max", LaneError)
+        self.dead_age_ms = within(dead_age_ms, RetentionMs, "dead_age_ms", LaneError)
+        self.lane_idle_ms = within(lane_idle_ms, RetentionMs, "lane_idle_ms", LaneError)
         # KEYS[1] is the prefix the scripts build every name from; it names no key, so the
         # mint counter is declared too, as KEYS[2] (the scripts reach it by name). Two
         # declared keys, one never present: while the queue's slot is being migrated, Redis
@@ -187,7 +207,7 @@ class Lanes:
             raise LaneError(f"payload must be bytes, got {type(payload).__name__}")
         _int(max_attempts, "max_attempts", 1, 1_000)
         if max_depth is not None:
-            _int(max_depth, "max_depth", 1, LANES.depth_max)
+            within(max_depth, admission.Depth, "max_depth", LaneError)
         digest = ""
         if dedupe_key is not None:
             if not isinstance(dedupe_key, str) or not dedupe_key:
@@ -311,7 +331,7 @@ class Lanes:
             self.dead_max,
             self.dead_age_ms,
             self.lane_idle_ms,
-            LANES.recheck_ms,
+            RECHECK_MS,
             self.batch,
         )
         return int(dead), int(forgotten)

@@ -3,7 +3,7 @@
 They run at scrape time and only read memory: `Shared.refresh()` (awaited by the /metrics
 handler and the fleet publisher before they collect) fetches the queue's numbers with one
 `stats` script call and the outbox backlog with one count, at most once per
-OPS.metrics_cache_s however often the process is scraped. Per-room series are for the deepest
+CACHE_S however often the process is scraped. Per-room series are for the deepest
 `top_rooms` rooms only, so a deployment with 100,000 rooms exports top_rooms x 2 of them.
 """
 
@@ -13,19 +13,20 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from typing import Annotated, Final, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db.reading import reading
 from codemojex.db.store.ops import outbox_backlog
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import QueueStats
-from codemojex.limits import OPS
 from codemojex.metrics import EVENTS
 from codemojex.outages import OUTAGES, Component
+from codemojex.values.bounds import within
 
 COMPONENTS: tuple[Component, ...] = ("redis", "postgres", "telegram")
 # The bot's outcomes (bot/guesses.py) as codemojex_guesses_total's; "ignored" is chatter.
@@ -37,7 +38,14 @@ BOT_OUTCOMES = {
     "no_round": "no_round",
 }
 POST_KINDS = ("result", "folded", "reply", "round", "keys_off")
-READ_TIMEOUT_S = OPS.fleet_read_timeout_s
+# Per-room series only for the rooms with the deepest queues (CODEMOJEX_METRICS_TOP_ROOMS):
+# the series' cardinality stays bounded however many rooms there are.
+TOP_ROOMS: Final = 20
+TopRooms = Annotated[int, Field(ge=0, le=1000)]
+# The queue's numbers are read at most once per CACHE_S, however often it is scraped; a read
+# (the queue's, the fleet's) waits READ_TIMEOUT_S at most.
+CACHE_S: Final = 1.0
+READ_TIMEOUT_S: Final = 2.0
 
 
 class Shared:
@@ -48,12 +56,12 @@ class Shared:
         self,
         lanes: Lanes,
         sessionmaker: async_sessionmaker[AsyncSession],
-        top_rooms: int,
-        ttl_s: float = OPS.metrics_cache_s,
+        top_rooms: int = TOP_ROOMS,
+        ttl_s: float = CACHE_S,
     ) -> None:
         self.lanes = lanes
         self.sessionmaker = sessionmaker
-        self.top_rooms = top_rooms
+        self.top_rooms = within(top_rooms, TopRooms, "top_rooms")
         self.ttl_s = ttl_s
         self.stats: QueueStats | None = None
         self.outbox_pending: int | None = None

@@ -2,8 +2,8 @@
 them all. So the page charts guesses scored per second and wait percentiles for the whole
 deployment without a Prometheus, and without knowing where the processes run.
 
-A process writes one hash (`Keys.proc`) every OPS.fleet_publish_s, which expires after
-OPS.fleet_stale_s: a process that died drops out by itself. Counters only grow within a process's
+A process writes one hash (`Keys.proc`) every PUBLISH_S, which expires after
+STALE_S: a process that died drops out by itself. Counters only grow within a process's
 life; a restarted process is a new id, so the page takes rates per process (ops/page/history).
 """
 
@@ -22,12 +22,14 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 from redis.typing import EncodableT
 
-from codemojex.limits import OPS
 from codemojex.outages import OUTAGES
 from codemojex.state.keys import Keys
 from codemojex.values.redistypes import AnyRedis
 
 # The series the ops page charts (sample names, i.e. with _total, _bucket, ...).
+# Each process publishes its counters every PUBLISH_S; one silent for STALE_S is gone.
+PUBLISH_S: Final = 5.0
+STALE_S: Final = 30.0
 PUBLISHED: Final = frozenset(
     {
         "codemojex_guesses_scored_total",
@@ -95,11 +97,11 @@ class Publisher:
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.delete(key)
             pipe.hset(key, mapping=fields)
-            pipe.pexpire(key, int(OPS.fleet_stale_s * 1000))
+            pipe.pexpire(key, int(STALE_S * 1000))
             pipe.zadd(self.keys.procs, {self.id: now})
             await pipe.execute()
 
-    async def run(self, stop: asyncio.Event, every_s: float = OPS.fleet_publish_s) -> None:
+    async def run(self, stop: asyncio.Event, every_s: float = PUBLISH_S) -> None:
         while not stop.is_set():
             try:
                 await self.publish()
@@ -123,10 +125,10 @@ def _s(value: Any) -> str:
 
 
 async def read_fleet(redis: AnyRedis, queue: str) -> list[Proc]:
-    """The processes that published within OPS.fleet_stale_s (gone ones are dropped)."""
+    """The processes that published within STALE_S (gone ones are dropped)."""
     keys = Keys(queue)
     now = int(time.time() * 1000)
-    await redis.zremrangebyscore(keys.procs, "-inf", now - int(OPS.fleet_stale_s * 1000))
+    await redis.zremrangebyscore(keys.procs, "-inf", now - int(STALE_S * 1000))
     ids = [_s(i) for i in await redis.zrange(keys.procs, 0, -1)]
     async with redis.pipeline(transaction=False) as pipe:
         for proc_id in ids:

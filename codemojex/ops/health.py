@@ -20,12 +20,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.db.engine import alembic_config
 from codemojex.db.reading import reading
-from codemojex.limits import OPS, RETRIES
+from codemojex.limits import RETRIES
 from codemojex.outages import Component, outage_of, retrying
+from codemojex.runtime import PROBE_TIMEOUT_S
 from codemojex.values.redistypes import AnyRedis
 
 NOT_AT_HEAD: Final = "the database is not at the latest schema: run `codemojex migrate`"
-PROBE_TIMEOUT_S: Final = OPS.health_probe_timeout_s
 
 
 @functools.cache

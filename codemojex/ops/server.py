@@ -25,11 +25,12 @@ from codemojex.ops.collect import Shared, SharedCollector
 from codemojex.ops.fleet import Publisher
 from codemojex.ops.health import readiness
 from codemojex.outages import OUTAGES
-from codemojex.settings import Settings
 from codemojex.values.redistypes import AnyRedis
 
 if TYPE_CHECKING:  # aiohttp is imported only when a metrics port is set: a faster start
     from aiohttp import web
+
+    from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -7,12 +7,20 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import Field
 
 from codemojex.limits import ANSWERS, PACE, TELEGRAM
+from codemojex.values.bounds import within
 
 if TYPE_CHECKING:
     from codemojex.settings import Settings
+
+# A rate of the settings CODEMOJEX_PACE_* (a chat's second, a group's minute, the bot's second):
+# Telegram's published ones by default (limits.py TELEGRAM); lower for a throttled bot, higher
+# only for one Telegram lets post more, never past a thousand.
+Rate = Annotated[int, Field(ge=1, le=1000)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +86,12 @@ class PacePolicy:
         share of the minute (ANSWERS.group_share_pct) and of the bot's second
         (ANSWERS.bot_share_pct), and ANSWERS.chat_gap chat intervals between two answers to one
         chat. Both on the same keys: each sees the other's posts."""
+        for name, rate in (
+            ("chat_per_s", chat_per_s),
+            ("group_per_min", group_per_min),
+            ("bot_per_s", bot_per_s),
+        ):
+            within(rate, Rate, name)
         chat_ms = -(-1000 // chat_per_s)
         if answers:
             return cls(

@@ -2,8 +2,8 @@
 
 Every answer the bot gives (to a command, a refused guess or admin command, a "slow down") is
 spent from its member's budget in that chat when it is given, whether or not the pace then
-lets it out in time: ANSWERS.budget_default answers (the setting CODEMOJEX_ANSWER_BUDGET),
-refilled evenly over ANSWERS.budget_window_s. Past it the member is told once to slow down,
+lets it out in time: BUDGET answers (the setting CODEMOJEX_ANSWER_BUDGET, at most
+BUDGET_MAX), refilled evenly over WINDOW_S. Past it the member is told once to slow down,
 and then gets no answer at all until the budget is whole again. So a member sending a command
 every half second gets a few answers and one notice a minute, and the chat's posts stay free
 for its results (the pace, pacer.py, caps what all of a chat's answers together may take; the
@@ -26,13 +26,24 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Annotated, Final
 
-from codemojex.limits import ANSWERS
+from pydantic import Field
+
 from codemojex.outages import OUTAGES, is_outage
 from codemojex.state import scripts
 from codemojex.state.keys import Keys
+from codemojex.values.bounds import within
 from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import Say as Say  # budget_take.lua's answer, named by its callers
+
+# Each answer spends one of its member's budget in the chat, refilled over the window: a
+# few answers a minute; past it one "slow down", then silence (and no audit row). In Redis,
+# shared by every process.
+BUDGET: Final = 4
+BUDGET_MAX: Final = 1000
+Budget = Annotated[int, Field(ge=1, le=BUDGET_MAX)]
+WINDOW_S: Final = 60
 
 
 class AnswerBudget:
@@ -41,12 +52,12 @@ class AnswerBudget:
         redis: AnyRedis,
         namespace: str,
         *,
-        budget: int = ANSWERS.budget_default,
-        window_s: float = ANSWERS.budget_window_s,
+        budget: int = BUDGET,
+        window_s: float = WINDOW_S,
     ) -> None:
         self._redis = redis
         self._keys = Keys(namespace)
-        self._args = [budget, int(window_s * 1000)]
+        self._args = [within(budget, Budget, "budget"), int(window_s * 1000)]
         self._take = scripts.register(redis, "budget_take")
 
     async def spend(self, chat_id: int, member_id: int, *, check: bool = False) -> Say:

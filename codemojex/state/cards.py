@@ -19,7 +19,7 @@ Why a stale card cannot lose or double a guess, and heals:
 - A round that ended with its card still open (a worker died between its commit and
   `close`) takes guesses that the worker scores "too late", as for any guess that races the
   end of a round; the worker closes the card again when it scores one (`close` is idempotent),
-  and the card expires `CARDS.ttl_s` after its last write in any case.
+  and the card expires `TTL_S` after its last write in any case.
 - A round opened with the card still saying none (the bot died between its commit and the
   card's write): /newgame finds the round open and writes the card.
 - After Redis lost its data every card is read from the database again on the room's next
@@ -38,7 +38,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex.db import store
 from codemojex.db.reading import reading
 from codemojex.lanes.admission import Guard
-from codemojex.limits import CARDS
 from codemojex.outages import is_outage
 from codemojex.scoring import split_emojis
 from codemojex.state.keys import Keys
@@ -46,7 +45,13 @@ from codemojex.state.scripts import register
 from codemojex.values.redistypes import AnyRedis
 
 log = logging.getLogger(__name__)
-_CACHE_ROOMS: Final = CARDS.cache_rooms  # read per guess
+# A card's life after its last write from the database: what a process that died between a
+# commit and the card's write left stale is gone by then.
+TTL_S: Final = 3600
+# Writes of a card read from the database, when it changes under the write (then CardBusy).
+RELOAD_TRIES: Final = 3
+# Rooms a bot remembers the card of (a forgotten one costs a read), and 16 times as many seats.
+CACHE_ROOMS: Final = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +169,7 @@ def _fields(card: Card) -> list[str]:
 class RoomCards:
     """The cards of one queue (bot and worker share them)."""
 
-    def __init__(self, redis: AnyRedis, queue: str, *, ttl_s: int = CARDS.ttl_s) -> None:
+    def __init__(self, redis: AnyRedis, queue: str, *, ttl_s: int = TTL_S) -> None:
         self._redis = redis
         self.keys = Keys(queue)
         self._ttl_s = ttl_s
@@ -248,7 +253,7 @@ class RoomCards:
         room needs them)."""
         keys = self._room_keys.get(room_id)
         if keys is None:
-            if len(self._room_keys) >= _CACHE_ROOMS:
+            if len(self._room_keys) >= CACHE_ROOMS:
                 self._room_keys.clear()
             keys = (self.keys.card(room_id), self.keys.bans(room_id), self.keys.seats(room_id))
             self._room_keys[room_id] = keys
@@ -288,7 +293,7 @@ async def reload(
     sessionmaker: async_sessionmaker[AsyncSession],
     room_id: str,
     *,
-    tries: int = CARDS.reload_tries,
+    tries: int = RELOAD_TRIES,
 ) -> Card | None:
     """The room's card read from the database and written (None: no such room). CardBusy
     when it changed under every try."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from telegram import Bot
 from telegram.request import HTTPXRequest
 
-from codemojex.settings import Settings
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 
 def make_bot(

@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from typing import TYPE_CHECKING
 
 from codemojex.limits import CONNECTIONS
 from codemojex.ops.collect import WorkerCollector
 from codemojex.ops.server import ProcessOps
 from codemojex.runtime import open_runtime, settle_process, warn_without_persistence
-from codemojex.settings import Settings
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.service import FLUSH_CONNECTIONS, WorkerStats, run_worker
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 players' dailies (their results, rounds and guesses) past theirs.
 
 Run from the round timer (worker/service.py): a bounded batch per tick while there is a
-backlog, otherwise one look (one index probe) every AUDIT.trim_every_s per worker.
+backlog, otherwise one look (one index probe) every TRIM_EVERY_S per worker.
 """
 
 from __future__ import annotations
@@ -10,12 +10,25 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from typing import Annotated, Final
+
+from pydantic import Field
 
 from codemojex import usecases
 from codemojex.db.engine import Sessions
 from codemojex.game.daily import day_of
-from codemojex.limits import AUDIT, DAILY
+from codemojex.values.bounds import within
 from codemojex.values.clock import utcnow
+
+# Days rows are kept (CODEMOJEX_AUDIT_KEEP_DAYS, CODEMOJEX_DAILY_KEEP_DAYS): the audit log of
+# admin commands three months, players' daily rows (results, rounds, guesses) a month; their
+# puzzles, streaks and histograms are kept for good. Ten years at most.
+AUDIT_KEEP_DAYS: Final = 90
+DAILY_KEEP_DAYS: Final = 30
+KeepDays = Annotated[int, Field(ge=1, le=3650)]
+# Rows deleted per round-timer tick while behind; otherwise one look every TRIM_EVERY_S.
+TRIM_BATCH: Final = 1000
+TRIM_EVERY_S: Final = 60.0
 
 # Delete up to `batch` rows older than `before`; the number deleted.
 Delete = Callable[[Sessions, datetime, int], Awaitable[int]]
@@ -30,10 +43,10 @@ class Trim:
         delete: Delete,
         *,
         batch: int,
-        every_s: float = AUDIT.trim_every_s,
+        every_s: float = TRIM_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.keep = timedelta(days=keep_days)
+        self.keep = timedelta(days=within(keep_days, KeepDays, "keep_days"))
         self.delete = delete
         self.batch = batch
         self.every_s = every_s
@@ -57,10 +70,10 @@ class AuditTrim(Trim):
 
     def __init__(
         self,
-        keep_days: int,
+        keep_days: int = AUDIT_KEEP_DAYS,
         *,
-        batch: int = AUDIT.trim_batch,
-        every_s: float = AUDIT.trim_every_s,
+        batch: int = TRIM_BATCH,
+        every_s: float = TRIM_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(keep_days, usecases.trim_audit, batch=batch, every_s=every_s, clock=clock)
@@ -76,10 +89,10 @@ class DailyTrim(Trim):
 
     def __init__(
         self,
-        keep_days: int,
+        keep_days: int = DAILY_KEEP_DAYS,
         *,
-        batch: int = DAILY.trim_batch,
-        every_s: float = AUDIT.trim_every_s,
+        batch: int = TRIM_BATCH,
+        every_s: float = TRIM_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(keep_days, _trim_daily, batch=batch, every_s=every_s, clock=clock)

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
@@ -25,16 +25,15 @@ from codemojex.db import store
 from codemojex.db.engine import own_pool
 from codemojex.db.reading import reading
 from codemojex.game import rounds
-from codemojex.lanes import Lanes
+from codemojex.lanes import Lanes, consumer
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
-from codemojex.limits import ANSWERS, GAME, POOL, RETRIES, WORKER
+from codemojex.limits import ANSWERS, GAME, RETRIES, WORKER
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.posting.sender.loop import RECONCILE_S
 from codemojex.runtime import settle_process
-from codemojex.settings import Settings
 from codemojex.state.board import DailyBoard
 from codemojex.state.budget import AnswerBudget
 from codemojex.state.cards import RoomCards
@@ -45,6 +44,9 @@ from codemojex.values.types import ROUND_DAILY, Say
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.retention import AuditTrim, DailyTrim, Trim
 from codemojex.worker.score import ScoreStats, ScoreWorker
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 __all__ = [
     "Expiry",
@@ -252,8 +254,8 @@ class WorkerTimings:
     # After a stop: the sender's time to post what is left in the outbox (0: none).
     drain_s: float = 0.0
     # The consumer pool's maintenance pass, and its idle waiter's BLPOP.
-    maintenance_interval_s: float = POOL.maintenance_interval_s_default
-    park_timeout_s: float = POOL.park_timeout_s_default
+    maintenance_interval_s: float = consumer.MAINTENANCE_INTERVAL_S
+    park_timeout_s: float = consumer.PARK_TIMEOUT_S
 
 
 async def run_worker(

@@ -41,14 +41,13 @@ from codemojex.bot import (
 from codemojex.db import AuditLog, Room, Round, make_engine, make_sessionmaker, store, upgrade
 from codemojex.game import texts
 from codemojex.lanes import Lanes
-from codemojex.limits import ANSWERS
 from codemojex.locale import EN
 from codemojex.outages import outage_of
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.settings import Settings
 from codemojex.standin import SentMessage, StandIn
-from codemojex.state.budget import AnswerBudget
+from codemojex.state.budget import BUDGET, BUDGET_MAX, AnswerBudget
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
 from tests.conftest import REDIS_URL
@@ -229,7 +228,7 @@ async def bot_world(
             # The shared pacer, and an answer budget, with limits no test reaches
             # (test_pacing uses Telegram's limits and the default budget, `budgeted`).
             pacer=Pacer(redis, queue, UNPACED),
-            budget=AnswerBudget(redis, queue, budget=ANSWERS.budget_max),
+            budget=AnswerBudget(redis, queue, budget=BUDGET_MAX),
         ),
     )
     world = World(standin, app, lanes, redis, engine, sessionmaker, settings)
@@ -272,7 +271,7 @@ def budgeted(world: World, bot_queue: str) -> Iterator[World]:
     """The world with the default answer budget (its members' budgets start whole)."""
     answers = world.app.bot_data.answers
     before = answers.budget
-    answers.budget = AnswerBudget(world.redis, bot_queue, budget=ANSWERS.budget_default)
+    answers.budget = AnswerBudget(world.redis, bot_queue, budget=BUDGET)
     yield world
     answers.budget = before
 

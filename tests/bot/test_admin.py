@@ -12,8 +12,8 @@ import regex
 from codemojex import usecases
 from codemojex.db import Room, store
 from codemojex.game import texts
-from codemojex.limits import ANSWERS
 from codemojex.locale import EN
+from codemojex.state.budget import BUDGET
 from tests.bot.conftest import (
     ADMIN,
     ALICE,
@@ -177,7 +177,7 @@ async def test_a_spammer_is_answered_and_audited_only_within_the_answer_budget(
     answered and audited; then told once to slow down; then neither answered nor audited."""
     world = budgeted
     chat = world.new_group()
-    budget = ANSWERS.budget_default
+    budget = BUDGET
     spam = [world.standin.send_text(chat, BOB, f"/pause {i}") for i in range(budget + 15)]
     await world.settle()
     answers = [text for mid in spam for text in world.replies_to(chat, mid)]

@@ -20,9 +20,8 @@ from telegram import Update
 from codemojex.bot import BotParts, CodemojexApp, CodemojexContext, build_application
 from codemojex.db import AuditLog, Outbox, Round
 from codemojex.lanes import Lanes
-from codemojex.limits import ANSWERS
 from codemojex.posting.pacer import Pacer
-from codemojex.state.budget import AnswerBudget
+from codemojex.state.budget import BUDGET_MAX, AnswerBudget
 from codemojex.state.keys import Keys
 from codemojex.values.types import KIND_REVEAL, KIND_ROUND
 from tests.bot.conftest import ADMIN, ALICE, E2E, MAX_DEPTH, UNPACED, World, open_round, start_round
@@ -51,7 +50,7 @@ async def second_process(world: World) -> AsyncIterator[CodemojexApp]:
             rng=random.Random(11),
             max_depth=MAX_DEPTH,
             pacer=Pacer(world.redis, queue, UNPACED),
-            budget=AnswerBudget(world.redis, queue, budget=ANSWERS.budget_max),
+            budget=AnswerBudget(world.redis, queue, budget=BUDGET_MAX),
         ),
     )
 

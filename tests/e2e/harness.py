@@ -49,7 +49,7 @@ T = TypeVar("T")
 
 ALICE, BOB, CAROL, DAVE, OPERATOR = 2001, 2002, 2003, 2004, 2009
 ADMIN = CAROL  # the owner (an administrator) of every test group
-# Barrier users take turns, so that none of them runs out of answers (ANSWERS.budget_default).
+# Barrier users take turns, so that none of them runs out of answers (`state/budget.py` `BUDGET`).
 BARRIERS = range(2900, 3000)
 NAMES = {
     ALICE: "Alice",

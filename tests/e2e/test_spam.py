@@ -15,9 +15,9 @@ import time
 
 from codemojex import usecases
 from codemojex.game import texts
-from codemojex.limits import ANSWERS
 from codemojex.locale import EN
 from codemojex.standin import SentMessage
+from codemojex.state.budget import BUDGET
 from tests.e2e.harness import ALICE, BOB, DAVE, Stack, in_process_worker
 from tests.helpers.support import wrong_guess
 
@@ -69,7 +69,7 @@ async def test_a_members_command_spam_does_not_hold_a_players_results(stack: Sta
         assert result.ts - sent_at < GENEROUS_S
     # The spammer got their answer budget's worth and one "slow down", then silence. (Answers
     # waiting for the chat fold into one post, a line each: count what was answered.)
-    assert commands > 2 * (ANSWERS.budget_default + 1)
+    assert commands > 2 * (BUDGET + 1)
     answered = [m.text for m in answers if m.reply_to_message_id is not None] + [
         line.removeprefix("Bob: ")
         for m in answers
@@ -77,7 +77,7 @@ async def test_a_members_command_spam_does_not_hold_a_players_results(stack: Sta
         for line in m.text.split("\n")
         if line.startswith("Bob: ")
     ]
-    assert len(answered) <= ANSWERS.budget_default + 1
+    assert len(answered) <= BUDGET + 1
     assert answered.count(texts.answers_spent(EN)) == 1
     assert stack.standin.rate_violations == 0
 
@@ -110,7 +110,7 @@ async def test_guessing_on_after_the_end_gets_no_more_lines_than_answers(stack: 
              for name in ("Alice", "Bob")}  # fmt: skip
     alices = lines["Alice"]
     told = len(alices) - 1  # the lines before "slow down": what her budget had left
-    assert 1 <= told <= ANSWERS.budget_default, alices  # 3, or more if it came back meanwhile
+    assert 1 <= told <= BUDGET, alices  # 3, or more if it came back meanwhile
     assert alices == [texts.already_over(EN, tuple(m)) for m in misses[:told]] + [
         texts.answers_spent(EN)
     ]

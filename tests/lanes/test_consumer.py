@@ -265,7 +265,7 @@ class CountingLanes(Lanes):
 async def test_a_round_takes_at_most_its_cap_the_rest_go_in_the_next(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("codemojex.lanes.consumer._CLAIM_ROUND_MAX", 2)
+    monkeypatch.setattr("codemojex.lanes.consumer.CLAIM_ROUND_MAX", 2)
     lanes = CountingLanes(env.client, env.queue)
     lanes.calls = {}
     r = ids.mint(ids.ROOM)

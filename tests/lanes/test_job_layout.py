@@ -24,6 +24,7 @@ import redis.asyncio as aioredis
 
 from codemojex.lanes import Admission, Guard, Lanes
 from codemojex.lanes import keys as K
+from codemojex.lanes.admission import DEPTH
 from codemojex.limits import LANES
 from codemojex.settings import Settings
 from codemojex.values import ids
@@ -111,12 +112,12 @@ async def test_a_pending_guess_costs_at_most_300_bytes(
         origin = f"m:-1001234567890:{654_321 + n}:1760000000"
         return Admission(
             r, a, payload.encode(), max_attempts=LANES.guess_max_attempts,
-            max_depth=LANES.depth_default, job_id=ids.derived(ids.JOB, origin),
+            max_depth=DEPTH, job_id=ids.derived(ids.JOB, origin),
         )  # fmt: skip
 
     await lanes.admit([guess(0)])
     one = await total()
-    n = LANES.depth_default
+    n = DEPTH
     got = await lanes.admit([guess(i) for i in range(1, n)])
     assert {x.status for x in got} == {"enqueued"}
     per_guess = (await total() - one) / (n - 1)

@@ -29,8 +29,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from codemojex import limits
 from codemojex.lanes import Admission, Guard, Job, LaneError, LaneFull, Lanes
+from codemojex.lanes.facade import RETENTION_MS_MAX
 from codemojex.lanes.keys import Keys
 from tests.conftest import REDIS_URL
 
@@ -39,7 +39,7 @@ LANES = [f"PLR{'0' * 25}{c}" for c in "12345"]
 LEASE_MS = 600_000
 DELAY_MS = 600_000
 HOUR_MS = 3_600_000  # the retention rules' dead age and lane idle time
-FOREVER_MS = limits.LANES.retention_ms_max  # retention that never applies in the other rule
+FOREVER_MS = RETENTION_MS_MAX  # retention that never applies in the other rule
 STEPS = {"count": 0}
 
 

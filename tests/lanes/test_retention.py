@@ -13,14 +13,14 @@ from unittest.mock import ANY
 from redis.asyncio.cluster import RedisCluster
 
 from codemojex.lanes import ConsumerPool, Job, Lanes
-from codemojex.limits import LANES
+from codemojex.lanes.facade import RECHECK_MS, RETENTION_MS_MAX
 from tests.helpers.waiting import until
 from tests.lanes.conftest import Env
 from tests.lanes.test_consumer import run_pool
 from tests.lanes.test_verbs import lane, room
 
 HOUR_MS = 3_600_000
-FOREVER_MS = LANES.retention_ms_max
+FOREVER_MS = RETENTION_MS_MAX
 
 
 async def server_ms(env: Env) -> int:
@@ -147,8 +147,8 @@ async def test_a_lane_is_not_forgotten_while_a_job_of_its_room_is_in_flight(env:
     assert await lanes.retain() == (0, 0)
     after = await server_ms(env)
     (_, seen), *_ = (await env.dump())["lseen"]
-    # looked at again after LANES.recheck_ms, not after a whole idle time
-    recheck = LANES.recheck_ms - HOUR_MS
+    # looked at again after RECHECK_MS, not after a whole idle time
+    recheck = RECHECK_MS - HOUR_MS
     assert before + recheck <= seen <= after + recheck
     assert await env.lanes.ack(mine)
     await env.lanes.enqueue(r, other, b"y")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
 
@@ -14,7 +14,10 @@ from codemojex.ops.page.auth import token_problem
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import TrustedProxies
 from codemojex.runtime import open_runtime
-from codemojex.settings import Settings, is_loopback
+from codemojex.values.hosts import is_loopback
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 PLAIN_HTTP_OK: Final = "CODEMOJEX_OPS_PLAIN_HTTP_OK"
