@@ -111,7 +111,9 @@ async def test_plain_chat_is_ignored_and_plain_emoji_guesses_are_answered(world:
     quiet = [world.standin.send_text(chat, BOB, text) for text in chatter]
     too_many = world.standin.send_text(chat, BOB, pal[0] * (n + 2))
     wrong = world.standin.send_text(chat, BOB, _outside(pal) * n)
-    good = world.standin.send_text(chat, BOB, " ".join(valid_guess(rnd)))
+    # Spaced emoji by emoji (a flag is two code points: joining the string's characters
+    # would split it).
+    good = world.standin.send_text(chat, BOB, " ".join(pal[i % len(pal)] for i in range(n)))
     await world.settle()
     for mid in quiet:
         assert world.replies_to(chat, mid) == []
