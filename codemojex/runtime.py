@@ -52,18 +52,25 @@ def settle_process() -> None:
     gc.freeze()
 
 
-async def stop_tasks(tasks: Iterable[asyncio.Task[Any]], *, again_s: float = 1.0) -> None:
+async def stop_tasks(
+    tasks: Iterable[asyncio.Task[Any]], *, again_s: float = 1.0, tries: int = 10
+) -> None:
     """Cancel the tasks and wait until every one has ended. A task still running `again_s`
     after its cancellation swallowed it (a library that catches the cancellation arriving as
     its own wait completes: Python 3.11's `wait_for` does), and would keep the process from
-    ever stopping: it is cancelled again, and said so, until it ends."""
+    ever stopping: it is cancelled again, and said so. After `tries` cancellations a task that
+    still runs is left behind (an error line names it): stopping goes on without it."""
     pending = {task for task in tasks if not task.done()}
-    while pending:
+    for _ in range(tries):
+        if not pending:
+            break
         for task in pending:
             task.cancel()
         _, pending = await asyncio.wait(pending, timeout=again_s)
         for task in pending:
             log.warning("task %s went on after its cancellation; cancelled again", task.get_name())
+    for task in pending:
+        log.error("task %s would not stop; left behind", task.get_name())
     for task in tasks:
         if task.done() and not task.cancelled():
             task.exception()  # retrieved: what it raised on its way out is its own business
