@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bench.processes import ROOT, CodemojexProcess
 from codemojex import usecases
 from codemojex.lanes import Lanes
-from codemojex.limits import GAME, LANES
+from codemojex.limits import ROOM
 from codemojex.scoring import split_emojis
 from codemojex.standin import StandIn
 
@@ -95,8 +95,8 @@ class Backlog:
                 sessionmaker,
                 chat,
                 f"backlog {g}",
-                default_ceiling=LANES.ceiling_default,
-                round_timeout_s=GAME.round_timeout_s_max,
+                default_ceiling=ROOM.ceiling_default,
+                round_timeout_s=ROOM.round_timeout_s_max,
             )
             rnd = await usecases.start_round(sessionmaker, room.id, rng)
             self.rooms[chat] = room.id

@@ -20,7 +20,7 @@ The results go to bench/out/ (untracked) unless ``--save`` puts them into bench/
 ``--profile DIR`` samples every worker process with py-spy (raw stacks in DIR) and prints
 the top entries of one process per side. ``--sql-times`` times every statement and every
 `record_guesses` transaction the workers make (client side: p50, p99, p99.9 and max by kind):
-what `limits.CONNECTIONS`' statement and lock timeouts are chosen from.
+what the statement and lock timeouts of `codemojex/db/engine.py` are chosen from.
 
 Run: ``.venv/bin/python -m bench.pipeline --quick`` (under a minute) or without ``--quick``.
 Needs the machine's Postgres (CODEMOJEX_BENCH_PG_ADMIN_URL, default

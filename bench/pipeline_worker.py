@@ -12,7 +12,7 @@ Protocol on stdin/stdout, one line each: it prints ``ready`` once connected, wai
 With ``CODEMOJEX_BENCH_SQL_TIMES=1`` it also times, on the client's clock, every statement the
 worker sends (by kind: its first words and table) and every `record_guesses` transaction (from
 its first statement to its commit answered: how long the rounds' row locks are held), for the
-timeouts of `limits.CONNECTIONS` (docs/benchmarks.md, "Statement times").
+timeouts of `codemojex/db/engine.py` (`DB_*`) (docs/benchmarks.md, "Statement times").
 """
 
 from __future__ import annotations

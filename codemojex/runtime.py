@@ -23,7 +23,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
-from codemojex.limits import CONNECTIONS
 from codemojex.outages import OUTAGES
 from codemojex.values.redistypes import AnyRedis
 
@@ -34,6 +33,22 @@ log = logging.getLogger(__name__)
 # A health probe's answer (Redis's persistence at start-up, /readyz's dependencies) is
 # waited for this long, then the dependency counts as down.
 PROBE_TIMEOUT_S: Final = 2.0
+
+# Redis connections a process may use, at least the minimum: per consumer (its claim round,
+# its waiter's BLPOP) plus a spare for the sender, which speaks for every chat, and the bot.
+REDIS_POOL_MIN: Final = 64
+REDIS_POOL_PER_CONSUMER: Final = 4
+REDIS_POOL_SPARE: Final = 16
+# A command waits this long for a free connection, then fails as an outage.
+REDIS_POOL_WAIT_S: Final = 10.0
+# A Redis that stops answering fails a call (an outage), never hangs it (an idle BLPOP stays
+# under it: lanes/facade.py `park`; `codemojex lanes` the admin one); keepalive (idle,
+# interval, count); a connection idle 15 s is PINGed before use.
+REDIS_SOCKET_TIMEOUT_S: Final = 5.0
+REDIS_ADMIN_TIMEOUT_S: Final = 300.0
+REDIS_CONNECT_TIMEOUT_S: Final = 3.0
+REDIS_KEEPALIVE: Final = (10, 5, 3)
+REDIS_HEALTH_CHECK_S: Final = 15
 
 # Said once at start-up by the bot and the worker when Redis keeps no append-only file.
 NO_AOF = (
@@ -77,10 +92,10 @@ async def stop_tasks(
 
 
 def pool_size(settings: Settings) -> int:
-    """Connections a process may use at once (per node on a cluster; CONNECTIONS.redis_pool_*)."""
+    """Connections a process may use at once (per node on a cluster; REDIS_POOL_*)."""
     return max(
-        CONNECTIONS.redis_pool_min,
-        CONNECTIONS.redis_pool_per_consumer * settings.concurrency + CONNECTIONS.redis_pool_spare,
+        REDIS_POOL_MIN,
+        REDIS_POOL_PER_CONSUMER * settings.concurrency + REDIS_POOL_SPARE,
     )
 
 
@@ -101,7 +116,7 @@ class GatedRedisCluster(RedisCluster):
         self,
         *args: Any,
         max_in_flight: int,
-        wait_s: float = CONNECTIONS.redis_pool_wait_s,
+        wait_s: float = REDIS_POOL_WAIT_S,
         **kw: Any,
     ) -> None:
         kw.setdefault("max_connections", 2 * max_in_flight)
@@ -143,26 +158,24 @@ def _raised_in_redis_connection(exc: BaseException) -> bool:
 
 
 def redis_timeouts(*, admin: bool = False) -> dict[str, Any]:
-    """What every Redis connection of ours is built with (CONNECTIONS.redis_*): a socket and a
+    """What every Redis connection of ours is built with (the `REDIS_*` constants): a socket and a
     connect timeout, TCP keepalive and a health check, so that a Redis that stops answering,
     or a connection that died without a word, costs seconds: an outage the caller waits out
     (outages.py), never a call that hangs. `admin`: the whole-queue scripts' longer read
     timeout (`codemojex lanes ...`). An option in the URL's query wins (redis-py's from_url)."""
     keepalive: dict[int, int] = {}
     for name, value in zip(
-        ("TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"), CONNECTIONS.redis_keepalive, strict=True
+        ("TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"), REDIS_KEEPALIVE, strict=True
     ):
         option = getattr(socket, name, None)  # Linux's names; elsewhere the system's defaults
         if option is not None:
             keepalive[option] = value
     return {
-        "socket_timeout": (
-            CONNECTIONS.redis_admin_timeout_s if admin else CONNECTIONS.redis_socket_timeout_s
-        ),
-        "socket_connect_timeout": CONNECTIONS.redis_connect_timeout_s,
+        "socket_timeout": (REDIS_ADMIN_TIMEOUT_S if admin else REDIS_SOCKET_TIMEOUT_S),
+        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S,
         "socket_keepalive": True,
         "socket_keepalive_options": keepalive,
-        "health_check_interval": CONNECTIONS.redis_health_check_s,
+        "health_check_interval": REDIS_HEALTH_CHECK_S,
     }
 
 
@@ -189,7 +202,7 @@ def redis_client(
         pool = aioredis.BlockingConnectionPool.from_url(
             settings.redis_url,
             max_connections=pool_size(settings),
-            timeout=CONNECTIONS.redis_pool_wait_s,
+            timeout=REDIS_POOL_WAIT_S,
             **timeouts,
         )
         return aioredis.Redis.from_pool(pool)
@@ -249,7 +262,7 @@ async def open_runtime(
     settings: Settings, fake_server: Any | None = None, *, db_pool_size: int | None = None
 ) -> AsyncIterator[Runtime]:
     """The process's Redis, database engine (`db_pool_size` connections kept, by default
-    CONNECTIONS.db_pool_size) and lanes, closed when the block ends."""
+    engine.DB_POOL_SIZE) and lanes, closed when the block ends."""
     redis = redis_client(settings, fake_server)
     engine = make_engine(settings.database_url, pool_size=db_pool_size)
     try:

@@ -23,8 +23,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from codemojex.bot import admin, processor
 from codemojex.lanes import admission, consumer, facade
 from codemojex.limits import (
-    GAME,
-    LANES,
+    ROOM,
     TELEGRAM,
 )
 from codemojex.ops import collect
@@ -72,20 +71,18 @@ class Settings(BaseSettings):
     lanes_dead_max: facade.DeadMax = facade.DEAD_MAX
     lanes_dead_age_ms: facade.RetentionMs = facade.DEAD_AGE_MS
     lanes_idle_ms: facade.RetentionMs = facade.IDLE_MS
-    # How long an update handled is remembered in Redis (LANES.dedupe_window_s_default says
-    # why minutes are enough): dedupe keys, callback queries and commands seen.
-    dedupe_window_s: int = Field(
-        default=LANES.dedupe_window_s_default, ge=1, le=LANES.dedupe_window_s_max
-    )
+    # How long an update handled is remembered in Redis (facade.DEDUPE_WINDOW_S says why
+    # minutes are enough): dedupe keys, callback queries and commands seen.
+    dedupe_window_s: facade.DedupeWindowS = facade.DEDUPE_WINDOW_S
 
     # Game defaults for new rooms
     default_ceiling: int = Field(
-        default=LANES.ceiling_default, ge=LANES.ceiling_min, le=LANES.ceiling_max
+        default=ROOM.ceiling_default, ge=ROOM.ceiling_min, le=ROOM.ceiling_max
     )
     round_timeout_s: int = Field(
-        default=GAME.round_timeout_s_default,
-        ge=GAME.round_timeout_s_min,
-        le=GAME.round_timeout_s_max,
+        default=ROOM.round_timeout_s_default,
+        ge=ROOM.round_timeout_s_min,
+        le=ROOM.round_timeout_s_max,
     )
 
     # Bot: guesses a player may have waiting before "slow down"; how long admin lists are cached

@@ -107,7 +107,7 @@ def test_a_field_typed_by_its_owner_states_no_bound_of_its_own() -> None:
 
 def test_every_bound_is_a_constant_named_in_the_field() -> None:
     """settings.py writes no number in a bound but a floor of 0 or 1: every other bound is a
-    constant of limits.py, named in the field (`le=GAME.round_timeout_s_max`), for a value
+    constant of limits.py, named in the field (`le=ROOM.round_timeout_s_max`), for a value
     several parts share; the rest are their owners' bound types."""
     written = [
         ast.unparse(node.value)

@@ -23,13 +23,13 @@ from bench.soak.world import (
     SoakState,
 )
 from codemojex import usecases
+from codemojex.bot.guesses import GUESS_ATTEMPTS
 from codemojex.db import (
     Room,
     Round,
     store,
 )
 from codemojex.lanes import LaneFull, Lanes
-from codemojex.limits import LANES
 from codemojex.standin import StandIn
 from codemojex.values import ids
 from codemojex.values.jobs import GuessJob
@@ -196,7 +196,7 @@ class Feeding(SoakState):
                 sim.room_id,
                 lane,
                 job.encode(),
-                max_attempts=LANES.guess_max_attempts,  # as the bot enqueues
+                max_attempts=GUESS_ATTEMPTS,  # as the bot enqueues
                 max_depth=self.plan.max_depth,
                 # derived from the message, as the bot derives a guess's job id
                 job_id=ids.derived(ids.JOB, f"m:{sim.chat_id}:{message_id}"),

@@ -32,7 +32,7 @@ from bench.soak.world import ADMIN_ID, FIRST_CHAT_ID, FIRST_PLAYER_ID, Recording
 from codemojex import usecases
 from codemojex.db import store
 from codemojex.game import texts
-from codemojex.limits import GAME
+from codemojex.limits import ROOM
 from codemojex.locale import EN
 from codemojex.standin import StandIn
 
@@ -78,7 +78,7 @@ class AvailabilityPhases(SoakState):
             stuck_chat,
             "stuck",
             default_ceiling=2,
-            round_timeout_s=GAME.round_timeout_s_max,
+            round_timeout_s=ROOM.round_timeout_s_max,
         )
         round_id = (await usecases.start_round(sessionmaker, room.id, random.Random(1))).id
         rooms = set(backlog.rooms.values())

@@ -39,13 +39,14 @@ from codemojex.bot.once import Run, origin_of
 from codemojex.bot.replies import outbox_written
 from codemojex.db import Room, reading, store
 from codemojex.game import texts
-from codemojex.limits import LANES
+from codemojex.lanes.facade import WEIGHT_MAX, WEIGHT_MIN
+from codemojex.limits import ROOM
 from codemojex.locale import Lang
 from codemojex.scoring import InvalidSettings, parse_settings
 from codemojex.values.types import Say
 
-LIMIT_RANGE: Final = (LANES.ceiling_min, LANES.ceiling_max)
-WEIGHT_RANGE: Final = (LANES.weight_min, LANES.weight_max)
+LIMIT_RANGE: Final = (ROOM.ceiling_min, ROOM.ceiling_max)
+WEIGHT_RANGE: Final = (WEIGHT_MIN, WEIGHT_MAX)
 # An admin command's arguments as the audit log keeps them.
 AUDIT_ARGS_MAX: Final = 200
 QUEUE_LINES_MAX: Final = texts.QUEUE_LINES_MAX

@@ -59,15 +59,14 @@ from codemojex.bot.player_commands import (
     on_group_text,
     on_private_text,
 )
-from codemojex.bot.polling import Poller
-from codemojex.bot.processor import Door, failed, order_key
+from codemojex.bot.polling import POLL_TIMEOUT_S, Poller
+from codemojex.bot.processor import STOP_S, Door, failed, order_key
 from codemojex.bot.replies import Answers
 from codemojex.bot.taps import on_tap
 from codemojex.bot.webhook import WebhookServer, webhook_config
 from codemojex.game import texts
 from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
-from codemojex.limits import BOT
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.outages import OUTAGES, outage_of
 from codemojex.posting.pace_policy import PacePolicy
@@ -372,8 +371,8 @@ async def running(
     application: CodemojexApp,
     *,
     webhook: bool = False,
-    poll_timeout: float = BOT.poll_timeout_s,
-    stop_s: float = BOT.stop_s,
+    poll_timeout: float = POLL_TIMEOUT_S,
+    stop_s: float = STOP_S,
     stop: asyncio.Event | None = None,
 ) -> AsyncIterator[Front]:
     """Run the bot inside the caller's event loop: our polling loop (codemojex.bot.polling,

@@ -25,6 +25,7 @@ import logging
 import random
 from collections.abc import Awaitable
 from datetime import date, datetime, timedelta
+from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import InlineQueryResultArticle, InputTextMessageContent, Message, Update, User
@@ -48,7 +49,6 @@ from codemojex.bot.player_commands import cmd_top
 from codemojex.bot.replies import outbox_written
 from codemojex.db import reading, store
 from codemojex.game import daily, texts
-from codemojex.limits import DAILY
 from codemojex.locale import EN, Lang
 from codemojex.outages import outage_of
 from codemojex.state.board import DailyBoard
@@ -58,6 +58,13 @@ from codemojex.values.daily import PrivateChat
 log = logging.getLogger(__name__)
 
 TOP_DAILY = "daily"  # /top daily
+# /top daily shows so many; /daily in a group at most so many of its members.
+TOP_ROWS: Final = 10
+GROUP_ROWS: Final = 20
+# How long Telegram may cache an inline answer: an invitation (it may become a card any
+# moment), and a card (the same until the next code).
+INLINE_CACHE_S: Final = 5
+INLINE_CARD_CACHE_S: Final = 300
 
 
 class DailyCommands:
@@ -171,7 +178,7 @@ class DailyCommands:
         puzzle = await usecases.puzzle_today(services.sessionmaker, sent, services.rng)
         async with reading(services.sessionmaker) as session:
             members = await store.group_dailies(
-                session, who.chat.id, day, DAILY.group_rows, also=also, keep=asker
+                session, who.chat.id, day, GROUP_ROWS, also=also, keep=asker
             )
         board = services.board
         await board.ensure(day, services.sessionmaker)
@@ -233,7 +240,7 @@ class DailyCommands:
     async def on_inline_query(self, update: Update, context: CodemojexContext) -> None:
         """The asker's card of today, to post in the chat they picked; nothing that tells
         the code to someone who has not finished it (an invitation to play instead). At most
-        DAILY.inline_rate_max a user per window are answered."""
+        inline.INLINE_RATE_MAX a user per window are answered."""
         query = update.inline_query
         if query is None:
             return
@@ -247,9 +254,9 @@ class DailyCommands:
         number = view.puzzle.number
         # Telegram keeps an answer for `cache_time` and asks again only after it: a card stays
         # the same until the next code; an invitation may turn into a card at any moment.
-        cache_s = DAILY.inline_cache_s
+        cache_s = INLINE_CACHE_S
         if view.status == "finished":
-            cache_s = max(1, min(DAILY.inline_card_cache_s, daily.seconds_to_next(now)))
+            cache_s = max(1, min(INLINE_CARD_CACHE_S, daily.seconds_to_next(now)))
             card = view.card(lang)
             result = InlineQueryResultArticle(
                 id=f"card-{number}",
@@ -297,7 +304,7 @@ async def world_top(
         view = await usecases.todays(sessionmaker, user.id, now, rng)
         puzzle = view.puzzle
     await board.ensure(day, sessionmaker)
-    best = await board.top(day, DAILY.top_rows)
+    best = await board.top(day, TOP_ROWS)
     async with reading(sessionmaker) as session:
         names = await store.daily_names(session, day, [uid for uid, _ in best])
     mine = None

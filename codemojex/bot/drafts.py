@@ -13,21 +13,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from codemojex.game import taps
-from codemojex.limits import BOT, LANES
+from codemojex.lanes.facade import DEDUPE_WINDOW_S
 from codemojex.state.keys import Keys
 from codemojex.state.scripts import register
 from codemojex.values.redistypes import AnyRedis
+
+# A player's taps allowed per window, in every chat together (a toast past it): a thumb taps
+# four or five times a second; this stops scripted hammering.
+TAP_RATE_MAX: Final = 8
+TAP_RATE_WINDOW_MS: Final = 2_000
 
 
 @dataclass(frozen=True, slots=True)
 class TapRate:
     """At most `most` taps per `window_ms` per user (tests may set their own)."""
 
-    most: int = BOT.tap_rate_max
-    window_ms: int = BOT.tap_rate_window_ms
+    most: int = TAP_RATE_MAX
+    window_ms: int = TAP_RATE_WINDOW_MS
 
 
 class Drafts:
@@ -69,7 +74,7 @@ class Drafts:
         user_id: int,
         draft: tuple[int, ...],
         expires_at: datetime,
-        seen_s: int = LANES.dedupe_window_s_default,
+        seen_s: int = DEDUPE_WINDOW_S,
     ) -> bool:
         """The tap's effect and its mark together: the draft written (deleted when empty: the
         guess it completed was admitted) and the query marked seen for `seen_s` (the dedupe

@@ -56,7 +56,6 @@ from codemojex.bot.names import display_name, room_title, topic_of
 from codemojex.bot.replies import Answers
 from codemojex.game import daily, texts
 from codemojex.lanes import Admission, Admitted, LaneError
-from codemojex.limits import LANES
 from codemojex.locale import Lang
 from codemojex.scoring import (
     MAX_GUESS_CHARS,
@@ -75,7 +74,9 @@ from codemojex.values import ids
 from codemojex.values.jobs import GuessJob
 
 log = logging.getLogger(__name__)
-_GUESS_ATTEMPTS: Final = LANES.guess_max_attempts  # read per guess
+# A guess's attempts in its lane: every lease it loses spends one (a worker killed, a Redis
+# restart); recording it again costs nothing, while a dead-lettered guess is a lost guess.
+GUESS_ATTEMPTS: Final = 25
 
 # Fewer emojis than the shortest code in a plain message is a reaction, not a guess; more than
 # the longest code is an emoji wall. The scan stops there, so the work per message is bounded
@@ -314,7 +315,7 @@ class Guesses:
                     room_id,
                     player_id,
                     job.encode(),
-                    max_attempts=_GUESS_ATTEMPTS,
+                    max_attempts=GUESS_ATTEMPTS,
                     max_depth=self._max_depth,
                     job_id=job_id,
                     guards=shared.guards(room_id, round_id, user.id, player_id),

@@ -5,18 +5,23 @@ read (an inline query needs no answer; Telegram shows the asker nothing)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
-from codemojex.limits import DAILY
 from codemojex.state.keys import Keys
 from codemojex.values.redistypes import AnyRedis
+
+# A user's inline queries answered per window, the rest ignored before any read: a person
+# typing stays well under it.
+INLINE_RATE_MAX: Final = 10
+INLINE_RATE_WINDOW_MS: Final = 10_000
 
 
 @dataclass(frozen=True, slots=True)
 class InlineRate:
     """At most `most` inline queries per `window_ms` per user (tests may set their own)."""
 
-    most: int = DAILY.inline_rate_max
-    window_ms: int = DAILY.inline_rate_window_ms
+    most: int = INLINE_RATE_MAX
+    window_ms: int = INLINE_RATE_WINDOW_MS
 
 
 class InlineQueries:

@@ -11,7 +11,7 @@ from telegram.error import InvalidToken
 from codemojex.bot.app import build_application, running
 from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.db import make_engine, make_sessionmaker
-from codemojex.limits import CONNECTIONS
+from codemojex.db.engine import DB_POOL_SIZE
 from codemojex.ops.collect import BotCollector
 from codemojex.ops.server import ProcessOps
 from codemojex.runtime import make_lanes, redis_client, settle_process, warn_without_persistence
@@ -60,10 +60,10 @@ async def _serve(settings: Settings) -> None:
         loop.add_signal_handler(sig, stop.set)
     redis = redis_client(settings)
     await warn_without_persistence(redis)
-    # As many connections as updates handled at once (up to CONNECTIONS.db_pool_size: a guess
+    # As many connections as updates handled at once (up to engine.DB_POOL_SIZE: a guess
     # needs none), so that none is opened per update.
     engine = make_engine(
-        settings.database_url, pool_size=min(settings.bot_concurrency, CONNECTIONS.db_pool_size)
+        settings.database_url, pool_size=min(settings.bot_concurrency, DB_POOL_SIZE)
     )
     lanes = make_lanes(redis, settings)
     sessionmaker = make_sessionmaker(engine)

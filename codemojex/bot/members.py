@@ -22,15 +22,18 @@ import asyncio
 import functools
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from telegram import Chat, ChatMember, ChatMemberUpdated, User
 from telegram.constants import ChatMemberStatus, ChatType
 
-from codemojex.limits import DAILY
 from codemojex.outages import OUTAGES, is_outage
 from codemojex.state.members import GroupMembers
 
+# Members noted in memory are written together once a FLUSH_S (no round trip per message); at
+# most PENDING_MAX wait (about 1 MB), a new one past them dropped.
+FLUSH_S: Final = 1.0
+PENDING_MAX: Final = 10_000
 GROUPS = frozenset({ChatType.GROUP, ChatType.SUPERGROUP})
 _IN = frozenset({ChatMemberStatus.MEMBER, ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER})
 
@@ -53,8 +56,8 @@ class Members:
         group: GroupMembers,
         clock: Callable[[], datetime],
         *,
-        flush_s: float = DAILY.group_members_flush_s,
-        pending_max: int = DAILY.group_members_pending_max,
+        flush_s: float = FLUSH_S,
+        pending_max: int = PENDING_MAX,
     ) -> None:
         self.group = group  # the sets in Redis
         self._clock = clock

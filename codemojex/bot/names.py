@@ -10,10 +10,9 @@ from typing import Final
 import regex
 from telegram import Chat, Message, User
 
-from codemojex.limits import BOT
-
-NAME_MAX: Final = BOT.name_chars_max
-SHOWN_CACHE: Final = BOT.shown_names_cache
+# A player's name as kept, and the names a process remembers how to show (LRU).
+NAME_MAX: Final = 64
+SHOWN_CACHE: Final = 8192
 
 # The Unicode bidi controls (embeddings, overrides, isolates, marks: U+061C, U+200E-F,
 # U+202A-E, U+2066-9). In a name they would reorder the rest of the line it is shown in:

@@ -21,9 +21,9 @@ Two guards, the durable one first:
   died between the commit and Redis, without undoing a later command.
 - **The mark in Redis** (`cmx:{q}:seen:<chat>:<message>`, state/keys.py), which keeps the
   work and the answers to once: `run:<owner>` while a process runs the command, a lease of
-  `BOT.command_lease_s` (`state/lua/command_claim.lua`) renewed while it runs
+  `COMMAND_LEASE_S` (`state/lua/command_claim.lua`) renewed while it runs
   (`command_renew.lua`), so that a second live process waits for it (up to
-  `BOT.command_wait_s`, then "try again": the holder is alive and slow) rather than running
+  `COMMAND_WAIT_S`, then "try again": the holder is alive and slow) rather than running
   it beside it, and a dead holder lets go
   within the lease; `done` once the effect committed (`Run.took_effect`), kept for the dedupe
   window (`Settings.dedupe_window_s`) and never taken back, whatever raises after (an
@@ -52,7 +52,6 @@ from typing import Final, Literal
 
 from telegram import Message
 
-from codemojex.limits import BOT
 from codemojex.outages import OUTAGES
 from codemojex.state.keys import Keys
 from codemojex.state.scripts import register
@@ -62,6 +61,13 @@ from codemojex.values.types import Origin
 log = logging.getLogger(__name__)
 
 DONE: Final = "done"
+# A command's run mark is a lease, renewed every third of it while the command runs: a process
+# that died lets go of it within this long. Another process given the same message waits up
+# to COMMAND_WAIT_S (past the lease, so that a dead holder's has run out) for it to be done
+# or let go, polling every COMMAND_POLL_S.
+COMMAND_LEASE_S: Final = 15.0
+COMMAND_WAIT_S: Final = 20.0
+COMMAND_POLL_S: Final = 0.2
 Taken = Literal["run", "done"]
 
 
@@ -121,9 +127,9 @@ class CommandMarks:
         queue: str,
         window_s: int,
         *,
-        lease_s: float = BOT.command_lease_s,
-        wait_s: float = BOT.command_wait_s,
-        poll_s: float = BOT.command_poll_s,
+        lease_s: float = COMMAND_LEASE_S,
+        wait_s: float = COMMAND_WAIT_S,
+        poll_s: float = COMMAND_POLL_S,
     ) -> None:
         self._redis = redis
         self._keys = Keys(queue)

@@ -34,10 +34,11 @@ from codemojex.bot.once import Run, origin_of
 from codemojex.bot.replies import outbox_written
 from codemojex.db import reading, store
 from codemojex.game import texts
-from codemojex.limits import GAME
 from codemojex.scoring import DEFAULT_LENGTH
 
 TOP_WEEK: Final = "week"  # /top week: this week's board
+# /top and /top week show this many players.
+LEADERBOARD_ROWS: Final = 10
 
 
 @guarded
@@ -241,12 +242,12 @@ async def cmd_top(update: Update, context: CodemojexContext) -> None:
         if which not in ("", TOP_WEEK):
             board = texts.top_usage(lang)
         elif which == TOP_WEEK:
-            week = await store.weekly_board(session, room.id, limit=GAME.leaderboard_rows)
+            week = await store.weekly_board(session, room.id, limit=LEADERBOARD_ROWS)
             board = texts.leaderboard(
                 lang, [(r.display_name, r.points, r.wins) for r in week], week=True
             )
         else:
-            rows = await store.leaderboard(session, room.id, limit=GAME.leaderboard_rows)
+            rows = await store.leaderboard(session, room.id, limit=LEADERBOARD_ROWS)
             board = texts.leaderboard(lang, [(r.display_name, r.points, r.wins) for r in rows])
     await services.answers.answer_paid(who.message, board)
 

@@ -60,12 +60,13 @@ from codemojex.bot.processor import (
     CONCURRENCY,
     HELD_MAX,
     IN_HAND,
+    STOP_S,
     TICK_S,
     AnyApplication,
     Door,
     InHand,
 )
-from codemojex.limits import BOT, RETRIES
+from codemojex.limits import RETRIES
 from codemojex.outages import OUTAGES, pause_s, retry_after_ms
 from codemojex.runtime import stop_tasks
 from codemojex.state.inbox import PollerLease
@@ -77,6 +78,9 @@ WHERE = "the bot's getUpdates"
 # While updates are in hand, fetch again at least this often that the window has room: at a
 # trickle, a new update never waits for the slowest one in hand.
 REFETCH_S: Final = 0.1
+# The long poll, and the read timeout allowed on top for its answer.
+POLL_TIMEOUT_S: Final = 10
+POLL_READ_MARGIN_S: Final = 5.0
 _OWN_METHOD = r"Please use 'Bot\.getUpdates'"
 
 
@@ -90,9 +94,9 @@ class Poller:
         lease: PollerLease,
         *,
         in_hand: int = IN_HAND,
-        timeout: float = BOT.poll_timeout_s,
+        timeout: float = POLL_TIMEOUT_S,
         allowed_updates: Sequence[str] | None = None,
-        stop_s: float = BOT.stop_s,
+        stop_s: float = STOP_S,
         concurrency: int = CONCURRENCY,
         held_max: int = HELD_MAX,
         refetch_s: float = REFETCH_S,
@@ -279,7 +283,7 @@ class Poller:
                     "timeout": poll_s,
                     "allowed_updates": self._allowed,
                 },
-                read_timeout=poll_s + BOT.poll_read_margin_s,
+                read_timeout=poll_s + POLL_READ_MARGIN_S,
             )
         if offset is not None:
             self._confirmed = max(self._confirmed, offset)

@@ -101,6 +101,9 @@ TICK_S: Final = 0.1
 SWEEP_S: Final = 5.0
 # An unreadable body is kept up to this many characters (an update is a few kB).
 DEAD_TEXT_MAX: Final = 16_384
+# SIGTERM: the updates in hand are finished and confirmed within this long, under the 20 s that
+# deploy/'s systemd and Kubernetes give the process.
+STOP_S: Final = 12.0
 
 AnyApplication = Application[Any, Any, Any, Any, Any, Any]
 Settlement = Literal["done", "parked", "dead", "shed", "given_back"]

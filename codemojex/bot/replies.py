@@ -6,9 +6,9 @@ worker's outbox sender and the bot post into the same chats, so both take their 
 same `Pacer` (its state is in Redis, namespace = the queue, limits from the settings
 CODEMOJEX_PACE_*; while Redis is down, each process keeps the pace alone). The answers are held
 to a share of each limit (`PacePolicy.from_settings(..., answers=True)`:
-ANSWERS.group_share_pct of a group's minute, ANSWERS.bot_share_pct of the bot's second, never
-two of a chat's seconds in a row), so that the results keep the rest whatever a chat's members
-send.
+pace_policy.ANSWER_GROUP_SHARE_PCT of a group's minute, pace_policy.ANSWER_BOT_SHARE_PCT of
+the bot's second, never two of a chat's seconds in a row), so that the results keep the rest
+whatever a chat's members send.
 
 Each member's answers in a chat are budgeted first (state/budget.py, the setting
 CODEMOJEX_ANSWER_BUDGET, state/budget.py BUDGET a minute): past the budget the member gets one
@@ -27,7 +27,7 @@ The rule for an answer (a refusal, "slow down", an admin reply):
 - the queue posts at the chat's first slot, and every answer waiting for the chat then goes
   into that one message (folded as the sender folds results: one line each, naming whom it
   answers), never mixing forum topics;
-- an answer not posted within `reply_wait_s` (ANSWERS.wait_s_default) of being asked is
+- an answer not posted within `reply_wait_s` (WAIT_S) of being asked is
   dropped, and so is one whose chat's pace is known to need longer (said at once: nothing
   sleeps towards a deadline it will miss); a dropped answer is logged and its `on_dropped`
   called (a once-per-episode notice is then not spent);
@@ -56,7 +56,6 @@ from telegram.error import RetryAfter, TelegramError
 
 from codemojex.bot.names import display_name
 from codemojex.game import texts
-from codemojex.limits import ANSWERS
 from codemojex.locale import Lang, resolve
 from codemojex.outages import OUTAGES, is_outage, retry_after_ms
 from codemojex.posting.fold import OutMessage, fold
@@ -73,6 +72,8 @@ OnDropped = Callable[[], Awaitable[None]]
 # process that remembers at most so many chats told.
 CATCHING_UP_EVERY_S: Final = 60.0
 CATCHING_UP_CHATS_MAX: Final = 10_000
+# An answer waits so long for a posting slot (outside the update's handling), then is dropped.
+WAIT_S: Final = 3.0
 _ids = itertools.count(1)
 
 
@@ -114,9 +115,7 @@ class Answers:
     waiting). Built with the pacer and the budget it spends; `reply_wait_s` is how long an
     answer may wait for a posting slot before it is dropped."""
 
-    def __init__(
-        self, pacer: Pacer, budget: AnswerBudget, reply_wait_s: float = ANSWERS.wait_s_default
-    ) -> None:
+    def __init__(self, pacer: Pacer, budget: AnswerBudget, reply_wait_s: float = WAIT_S) -> None:
         self.pacer = pacer
         self.budget = budget
         self.reply_wait_s = reply_wait_s

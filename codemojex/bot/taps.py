@@ -9,7 +9,7 @@ marked seen only with its effect (bot/drafts.py `Drafts.done`): one whose handli
 whose process died half-way takes effect when Telegram delivers it again.
 
 Refused with a toast, changing nothing: a tap faster than the player's tap rate
-(limits.TAP_RATE_*), on the keyboard of a round that is not the chat's open round (an old
+(drafts.TAP_RATE_MAX a window), on the keyboard of a round that is not the chat's open round (an old
 message, or the round ended), or by a player banned in the room. The callback data is trusted
 no further than what it names: the round must be the open round of the very chat and topic
 the tapped message is in, and the index within its palette.

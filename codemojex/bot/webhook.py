@@ -13,7 +13,7 @@ one costs:
    with the body unread and the connection closed;
 3. more than `in_hand` requests unsettled, or the door holding `held_max` updates: 503 with a
    Retry-After (below), unread;
-4. the declared length over `BOT.webhook_body_max`: 413, unread; a body sent without a length
+4. the declared length over `BODY_MAX`: 413, unread; a body sent without a length
    is read up to the cap and refused past it (aiohttp's `client_max_size`);
 5. a body python-telegram-bot cannot read as an `Update` (not JSON, not an update, an update
    of a shape it does not know): a dead letter, then 200 (it would never be read, and Telegram
@@ -59,8 +59,8 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from telegram import Update
 
-from codemojex.bot.processor import HELD_MAX, IN_HAND, Door, InHand
-from codemojex.limits import BOT, TELEGRAM
+from codemojex.bot.processor import HELD_MAX, IN_HAND, STOP_S, Door, InHand
+from codemojex.limits import TELEGRAM
 from codemojex.runtime import stop_tasks
 from codemojex.values.bounds import within
 
@@ -70,14 +70,19 @@ if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build 
 log = logging.getLogger(__name__)
 
 SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
-_SECRET_MIN: Final = BOT.webhook_secret_min
+# The shortest secret we start with: a guessable one lets anyone inject updates.
+SECRET_MIN: Final = 32
 _SECRET_MAX: Final = TELEGRAM.webhook_secret_max
-_SECRET_RE: Final = re.compile(rf"[A-Za-z0-9_-]{{{_SECRET_MIN},{_SECRET_MAX}}}")
+_SECRET_RE: Final = re.compile(rf"[A-Za-z0-9_-]{{{SECRET_MIN},{_SECRET_MAX}}}")
 SECRET_RULE: Final = (
-    f"CODEMOJEX_WEBHOOK_SECRET must be {_SECRET_MIN} to {_SECRET_MAX} characters "
+    f"CODEMOJEX_WEBHOOK_SECRET must be {SECRET_MIN} to {_SECRET_MAX} characters "
     "of A-Z a-z 0-9 _ - (e.g. the output of: python3 -c 'import secrets; "
     "print(secrets.token_urlsafe(32))')"
 )
+# Bodies over this are refused unread: an update is a few kB.
+BODY_MAX: Final = 2 * 1024 * 1024
+# A request past the updates in hand gets 503 with this Retry-After (Telegram waits so long).
+BUSY_RETRY_AFTER_S: Final = 1
 
 
 class WeakWebhook(ValueError):
@@ -91,7 +96,7 @@ class WebhookConfig:
     secret: str = ""
     listen: str = "127.0.0.1"
     port: int = 8443
-    body_max: int = BOT.webhook_body_max
+    body_max: int = BODY_MAX
 
     def __repr__(self) -> str:  # never the secret
         return f"WebhookConfig(url={self.url!r}, listen={self.listen!r}, port={self.port!r})"
@@ -124,7 +129,7 @@ class WebhookServer:
         *,
         in_hand: int = IN_HAND,
         held_max: int = HELD_MAX,
-        stop_s: float = BOT.stop_s,
+        stop_s: float = STOP_S,
     ) -> None:
         self.config = config
         self.door = door
@@ -201,7 +206,7 @@ class WebhookServer:
     def _busy(self) -> web.Response:
         self.busy += 1
         response = _refused(503)
-        response.headers["Retry-After"] = str(BOT.webhook_busy_retry_after_s)
+        response.headers["Retry-After"] = str(BUSY_RETRY_AFTER_S)
         return response
 
 

@@ -11,8 +11,8 @@ reader upgrades to a writer; a transaction marked READ_ONLY (it never writes) be
 DEFERRED and so never queues behind the writers.
 
 Postgres gets bounds, so that a held lock or a dead connection costs seconds, never hours
-(`CONNECTIONS.db_*`, measured in docs/benchmarks.md, "Statement times"): every session of the
-bot, the worker and the ops page has a `lock_timeout`, a `statement_timeout` and an
+(the `DB_*` constants below, measured in docs/benchmarks.md, "Statement times"): every session
+of the bot, the worker and the ops page has a `lock_timeout`, a `statement_timeout` and an
 `idle_in_transaction_session_timeout` (a client that stopped mid-transaction, its process
 frozen or its host gone, gives its row locks back), TCP keepalives on the server's side of
 the socket, a connect timeout, and asyncpg's own `command_timeout` a margin past the
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, make_url
@@ -42,7 +42,32 @@ from sqlalchemy.pool import NullPool
 from codemojex.db.store.backend import Backend
 from codemojex.db.store.postgres import Postgres
 from codemojex.db.store.sqlite import Sqlite
-from codemojex.limits import CONNECTIONS
+
+# Database connections kept, and more for a burst: work queues rather than churning
+# connections. Postgres's max_connections (100) is shared: 2 bots and 3 workers keep 100 (a
+# worker's flushes keep one of its own: worker/service.py FLUSH_CONNECTIONS).
+DB_POOL_SIZE: Final = 16
+DB_POOL_OVERFLOW: Final = 4
+# A pooled connection is replaced (none is pinged) before an idle timeout can cut it.
+DB_POOL_RECYCLE_S: Final = 600
+# Every Postgres session of bot, worker and ops page. The longest hot-path transaction and
+# lock holder, record_guesses, took 169 ms at full load, its statements 145 ms
+# (docs/benchmarks.md, "Statement times"): a lock is waited for 18 times that, a statement
+# runs 34 times; past them a Postgres outage, tried again (outages.py).
+DB_LOCK_TIMEOUT_MS: Final = 3_000
+DB_STATEMENT_TIMEOUT_MS: Final = 5_000
+# A client frozen or gone mid-transaction gives its locks back after this (not the two hours
+# of TCP keepalive): ours wait on nothing but the database and a bounded Redis call.
+DB_IDLE_IN_TRANSACTION_MS: Final = 10_000
+# Server keepalive (idle, interval, count), connecting, asyncpg's bound past the statement
+# timeouts (a hung server sends none); the trims' own bounds (`SET LOCAL`; migrations none).
+DB_KEEPALIVE: Final = (10, 5, 3)
+DB_CONNECT_TIMEOUT_S: Final = 5.0
+DB_COMMAND_MARGIN_S: Final = 5.0
+DB_MAINTENANCE_STATEMENT_TIMEOUT_MS: Final = 20_000
+DB_MAINTENANCE_LOCK_TIMEOUT_MS: Final = 10_000
+# SQLite (the embedded demo): a writer waits this long for the write lock.
+SQLITE_BUSY_TIMEOUT_S: Final = 30.0
 
 
 def _migrations_dir() -> Path:
@@ -86,18 +111,17 @@ def backend_of(conn: AsyncConnection) -> Backend:
 
 def postgres_session(
     *,
-    lock_timeout_ms: int = CONNECTIONS.db_lock_timeout_ms,
-    statement_timeout_ms: int = CONNECTIONS.db_statement_timeout_ms,
-    idle_in_transaction_ms: int = CONNECTIONS.db_idle_in_transaction_ms,
+    lock_timeout_ms: int = DB_LOCK_TIMEOUT_MS,
+    statement_timeout_ms: int = DB_STATEMENT_TIMEOUT_MS,
+    idle_in_transaction_ms: int = DB_IDLE_IN_TRANSACTION_MS,
 ) -> dict[str, Any]:
     """asyncpg's connect arguments for a session of ours (the module's doc says why each): 0
     turns a timeout off."""
     command_timeout = (
-        max(statement_timeout_ms, CONNECTIONS.db_maintenance_statement_timeout_ms) / 1000
-        + CONNECTIONS.db_command_margin_s
+        max(statement_timeout_ms, DB_MAINTENANCE_STATEMENT_TIMEOUT_MS) / 1000 + DB_COMMAND_MARGIN_S
     )
     return {
-        "timeout": CONNECTIONS.db_connect_timeout_s,
+        "timeout": DB_CONNECT_TIMEOUT_S,
         "command_timeout": command_timeout if statement_timeout_ms else None,
         "server_settings": {
             "lock_timeout": str(lock_timeout_ms),
@@ -105,9 +129,7 @@ def postgres_session(
             "idle_in_transaction_session_timeout": str(idle_in_transaction_ms),
             **{
                 f"tcp_keepalives_{name}": str(value)
-                for name, value in zip(
-                    ("idle", "interval", "count"), CONNECTIONS.db_keepalive, strict=True
-                )
+                for name, value in zip(("idle", "interval", "count"), DB_KEEPALIVE, strict=True)
             },
         },
     }
@@ -118,14 +140,14 @@ def make_engine(url: str | URL, *, pool_size: int | None = None, **kwargs: Any) 
     database's store backend.
 
     Statement parameters are hidden from error messages and logs: they include secret codes.
-    On Postgres, `pool_size` connections are kept (`CONNECTIONS.db_pool_size` by default, not
+    On Postgres, `pool_size` connections are kept (`DB_POOL_SIZE` by default, not
     SQLAlchemy's 5: a process that runs N use-cases at once and keeps fewer opens and closes
     connections as it goes) with a few more for a burst, and no connection is pinged before
     each use: that is a round trip per checkout. A connection that was dropped (Postgres
     restarted, a proxy cut it) fails its next statement instead, which `outages` takes for a
     Postgres outage: the caller says "try again" or retries, and SQLAlchemy invalidates the
     pool's connections of before the failure at once. Connections are replaced after
-    `CONNECTIONS.db_pool_recycle_s`, before an idle timeout on the way can cut them.
+    `DB_POOL_RECYCLE_S`, before an idle timeout on the way can cut them.
     """
     name = make_url(url).get_backend_name()
     if name not in _BACKENDS:
@@ -135,9 +157,9 @@ def make_engine(url: str | URL, *, pool_size: int | None = None, **kwargs: Any) 
     kwargs["execution_options"] = {**kwargs.get("execution_options", {}), BACKEND: backend}
     if not isinstance(backend, Sqlite):
         kwargs.setdefault("pool_pre_ping", False)
-        kwargs.setdefault("pool_recycle", CONNECTIONS.db_pool_recycle_s)
-        kwargs.setdefault("pool_size", CONNECTIONS.db_pool_size if pool_size is None else pool_size)
-        kwargs.setdefault("max_overflow", CONNECTIONS.db_pool_overflow)
+        kwargs.setdefault("pool_recycle", DB_POOL_RECYCLE_S)
+        kwargs.setdefault("pool_size", DB_POOL_SIZE if pool_size is None else pool_size)
+        kwargs.setdefault("max_overflow", DB_POOL_OVERFLOW)
         given = kwargs.get("connect_args", {})
         session = postgres_session()
         kwargs["connect_args"] = {
@@ -149,7 +171,7 @@ def make_engine(url: str | URL, *, pool_size: int | None = None, **kwargs: Any) 
         _postgres_maintenance(engine)
         return engine
     connect_args = dict(kwargs.pop("connect_args", {}))
-    connect_args.setdefault("timeout", CONNECTIONS.sqlite_busy_timeout_s)
+    connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)
     engine = create_async_engine(url, connect_args=connect_args, **kwargs)
     _sqlite_serialised_writers(engine)
     return engine
@@ -164,8 +186,8 @@ def _postgres_maintenance(engine: AsyncEngine) -> None:
                 "SELECT set_config('statement_timeout', $1, true),"
                 " set_config('lock_timeout', $2, true)",
                 (
-                    str(CONNECTIONS.db_maintenance_statement_timeout_ms),
-                    str(CONNECTIONS.db_maintenance_lock_timeout_ms),
+                    str(DB_MAINTENANCE_STATEMENT_TIMEOUT_MS),
+                    str(DB_MAINTENANCE_LOCK_TIMEOUT_MS),
                 ),
             )
 
@@ -192,7 +214,7 @@ def _sqlite_serialised_writers(engine: AsyncEngine) -> None:
         try:
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA busy_timeout={int(CONNECTIONS.sqlite_busy_timeout_s * 1000)}")
+            cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
         finally:
             cursor.close()
 

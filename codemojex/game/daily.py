@@ -31,7 +31,6 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
 from codemojex.game import texts
-from codemojex.limits import DAILY
 from codemojex.locale import Lang
 from codemojex.scoring import Feedback, draw_palette, draw_secret
 from codemojex.values.daily import (
@@ -46,7 +45,8 @@ from codemojex.values.daily import (
 )
 from codemojex.values.types import KIND_CARD, Message
 
-PALETTE_SIZE: Final = DAILY.palette_size
+# The daily code's palette (its length and attempts: values/daily.py).
+PALETTE_SIZE: Final = 6
 DAY: Final = timedelta(days=1)
 # What a card's Share button asks Telegram to type after the bot's name in the chosen chat.
 SHARE_QUERY: Final = "daily"

@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from codemojex.limits import GAME
-
 BACKSPACE: Final = "b"
 CLEAR: Final = "c"
 BACKSPACE_LABEL: Final = "⌫"
 CLEAR_LABEL: Final = "✖"
 EMPTY_SLOT: Final = "·"
+# Emoji buttons per row of a round's keyboard (Telegram allows 8; 5 fit a phone's width).
+TAP_ROW_MAX: Final = 5
 
 _DATA = re.compile(r"t([1-9][0-9]{0,18}):([0-9]{1,2}|b|c)")
 # What the bot's callback handler takes: any data of ours (parse_tap checks the rest).
@@ -56,8 +56,8 @@ def parse_tap(data: str | None) -> Tap | None:
 
 def keyboard(round_id: int, palette: Sequence[str]) -> str:
     """The round's keyboard as Telegram's InlineKeyboardMarkup JSON: the palette in rows of at
-    most GAME.tap_row_max (as even as they can be), then ⌫ and ✖."""
-    rows_needed = -(-len(palette) // GAME.tap_row_max)
+    most TAP_ROW_MAX (as even as they can be), then ⌫ and ✖."""
+    rows_needed = -(-len(palette) // TAP_ROW_MAX)
     per_row = -(-len(palette) // rows_needed) if palette else 1
     buttons = [
         {"text": emoji, "callback_data": tap_data(round_id, i)} for i, emoji in enumerate(palette)

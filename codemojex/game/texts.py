@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
-from codemojex.limits import GAME
 from codemojex.locale import LANGUAGES, NAMES, Lang, tag, translation
 from codemojex.scoring import (
     EXACT,
@@ -44,6 +43,7 @@ from codemojex.scoring import (
     render_result,
     split_emojis,
 )
+from codemojex.scoring.rules import ROUND_HOLD_S_MAX
 
 
 def _(lang: Lang, message: str, **params: object) -> str:
@@ -226,14 +226,14 @@ def anonymous_player(lang: Lang) -> str:
 
 
 def paused(lang: Lang) -> str:
-    # The round timer holds a paused room's round open for GAME.round_hold_s_max past its end, so
+    # The round timer holds a paused room's round open for rules.ROUND_HOLD_S_MAX past its end, so
     # that guesses sent in time are still scored in time after /resume (docs/game.md).
     return _(
         lang,
         "Scoring paused here; guesses are kept. Rounds go on: a guess sent before its round "
         "ended still counts if scoring resumes (/resume) in time (at most %(duration)s after "
         "that end).",
-        duration=duration(lang, GAME.round_hold_s_max),
+        duration=duration(lang, ROUND_HOLD_S_MAX),
     )
 
 

@@ -22,7 +22,7 @@ from pydantic import Field
 
 from codemojex.lanes import keys as K
 from codemojex.lanes.errors import LaneError
-from codemojex.limits import LANES
+from codemojex.limits import ROOM
 from codemojex.values import ids
 from codemojex.values.bounds import limits_of
 
@@ -33,8 +33,8 @@ Depth = Annotated[int, Field(ge=1, le=10_000)]
 # Read per admitted guess: bound once.
 _DEPTH_MIN: Final[int] = limits_of(Depth)["ge"]
 _DEPTH_MAX: Final[int] = limits_of(Depth)["le"]
-_CEILING_MIN: Final = LANES.ceiling_min
-_CEILING_MAX: Final = LANES.ceiling_max
+_CEILING_MIN: Final = ROOM.ceiling_min
+_CEILING_MAX: Final = ROOM.ceiling_max
 
 GuardOp = Literal["eq", "nx", "out"]
 GUARD_OPS: Final = ("eq", "nx", "out")

@@ -20,15 +20,29 @@ from codemojex.lanes.admission import Admission, Admitted
 from codemojex.lanes.errors import LaneError, LaneFull
 from codemojex.lanes.scripts import source
 from codemojex.lanes.views import DeadJob, QueueStats, RoomQueue
-from codemojex.limits import LANES
+from codemojex.limits import ROOM
 from codemojex.values import ids
 from codemojex.values.bounds import within
 from codemojex.values.redistypes import AnyRedis
 
-MAX_ERROR_CHARS: Final = LANES.job_error_chars_max
-ACK_CHUNK: Final = LANES.ack_chunk
-
 _DAY_MS: Final = 24 * 3600 * 1000
+# A job's attempts when its enqueuer names none; a failed job's error as kept; jobs acked per
+# script call (Lua's unpack() has a limit).
+MAX_ATTEMPTS: Final = 5
+MAX_ERROR_CHARS: Final = 2_000
+ACK_CHUNK: Final = 1_000
+# A player's heads per turn of their room's lane ring (/weight sets it).
+WEIGHT_MIN: Final = 1
+WEIGHT_MAX: Final = 100
+# Expired leases reaped, due retries promoted, per script call of the maintenance pass.
+MAINTENANCE_BATCH: Final = 1000
+MAINTENANCE_BATCH_MAX: Final = 100_000
+# How long an update handled is remembered (a dedupe key here; the bot's command marks and
+# taps take the same setting, CODEMOJEX_DEDUPE_WINDOW_S) so that one delivered again changes
+# nothing: redelivery comes within a restart. At most an hour: no key of ours outlives that
+# but those docs/architecture.md lists.
+DEDUPE_WINDOW_S: Final = 600
+DedupeWindowS = Annotated[int, Field(ge=1, le=3600)]
 # Retention (`retain`). Dead-lettered jobs are kept for a look: at most DEAD_MAX (the oldest
 # go first), none older than DEAD_AGE_MS. A lane with no work and no new job for IDLE_MS is
 # forgotten (the player's next guess makes it anew); one due whose room still has work in
@@ -136,8 +150,8 @@ class Lanes:
         client: AnyRedis,
         queue: str = "cm",
         *,
-        dedupe_window_ms: int = LANES.dedupe_window_s_default * 1000,
-        batch: int = LANES.maintenance_batch_default,
+        dedupe_window_ms: int = DEDUPE_WINDOW_S * 1000,
+        batch: int = MAINTENANCE_BATCH,
         dead_max: int = DEAD_MAX,
         dead_age_ms: int = DEAD_AGE_MS,
         lane_idle_ms: int = IDLE_MS,
@@ -146,7 +160,7 @@ class Lanes:
         self.keys = K.Keys(queue)
         self.queue = queue
         self.dedupe_window_ms = _int(dedupe_window_ms, "dedupe_window_ms", 1, 2**40)
-        self.batch = _int(batch, "batch", 1, LANES.maintenance_batch_max)
+        self.batch = _int(batch, "batch", 1, MAINTENANCE_BATCH_MAX)
         self.dead_max = within(dead_max, DeadMax, "dead_max", LaneError)
         self.dead_age_ms = within(dead_age_ms, RetentionMs, "dead_age_ms", LaneError)
         self.lane_idle_ms = within(lane_idle_ms, RetentionMs, "lane_idle_ms", LaneError)
@@ -195,7 +209,7 @@ class Lanes:
         lane: str,
         payload: bytes,
         *,
-        max_attempts: int = LANES.job_max_attempts_default,
+        max_attempts: int = MAX_ATTEMPTS,
         max_depth: int | None = None,
         dedupe_key: str | None = None,
         job_id: str | None = None,
@@ -234,7 +248,7 @@ class Lanes:
         if not admissions:
             return []
         records = admission.encode(admissions, self.keys)
-        reply = await self._call("admit", self.dedupe_window_ms, LANES.ceiling_max, *records)
+        reply = await self._call("admit", self.dedupe_window_ms, ROOM.ceiling_max, *records)
         return admission.decode(reply)
 
     # -- consumer -------------------------------------------------------------------------
@@ -352,16 +366,14 @@ class Lanes:
     # -- admin ----------------------------------------------------------------------------
 
     async def limit(self, room: str, n: int) -> None:
-        ceiling = _int(n, "ceiling", LANES.ceiling_min, LANES.ceiling_max)
+        ceiling = _int(n, "ceiling", ROOM.ceiling_min, ROOM.ceiling_max)
         await self._call("limit", K.check_room(room), ceiling)
 
     async def unlimit(self, room: str) -> None:
         await self._call("unlimit", K.check_room(room))
 
     async def weight(self, lane: str, w: int) -> None:
-        await self._call(
-            "weight", K.check_lane(lane), _int(w, "weight", LANES.weight_min, LANES.weight_max)
-        )
+        await self._call("weight", K.check_lane(lane), _int(w, "weight", WEIGHT_MIN, WEIGHT_MAX))
 
     @staticmethod
     def _kind(room_or_lane: str) -> str:

@@ -57,7 +57,7 @@ class LocalPace:
         so: a chat's first post a chat interval after the outage began, and in a group no
         more than `group_alone` posts of this process in the sliding minute, those it made
         through Redis before the outage included (the answers' reserve,
-        ANSWERS.group_reserve: the results may have used the rest of the minute)."""
+        pace_policy.ANSWER_GROUP_RESERVE: the results may have used the rest of the minute)."""
         self.alone()
         assert self._alone_since is not None
         p, now, chat = self.policy, self._now(), grant.chat_id

@@ -1,17 +1,17 @@
 """The vocabulary of the posting pace (pacer.py): the limits one kind of post keeps
-(`PacePolicy`: the results' or the bot's answers', from the settings CODEMOJEX_PACE_* and
-limits.py's PACE and ANSWERS), a slot taken for one post (`Grant`) and the answer to a take
+(`PacePolicy`: the results' or the bot's answers', from the settings CODEMOJEX_PACE_* and the
+constants below), a slot taken for one post (`Grant`) and the answer to a take
 (`Wait`)."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 from pydantic import Field
 
-from codemojex.limits import ANSWERS, PACE, TELEGRAM
+from codemojex.limits import TELEGRAM
 from codemojex.values.bounds import within
 
 if TYPE_CHECKING:
@@ -21,6 +21,26 @@ if TYPE_CHECKING:
 # Telegram's published ones by default (limits.py TELEGRAM); lower for a throttled bot, higher
 # only for one Telegram lets post more, never past a thousand.
 Rate = Annotated[int, Field(ge=1, le=1000)]
+# A group's minute is spread evenly, with this burst for a quiet room, within its rate.
+GROUP_BURST: Final = 3
+# Added to a chat's second and a group's minute for a post's time on the wire. The bot's second
+# counts a grant as in flight until answered, for at most FLIGHT_MS (past any post).
+MARGIN_MS: Final = 100
+FLIGHT_MS: Final = 12_000
+
+# The bot's own answers get what the results leave, never all of it. The results spread a
+# group's minute less ANSWER_GROUP_RESERVE, so a full room still has a post for a refusal or a
+# "slow down".
+ANSWER_GROUP_RESERVE: Final = 1
+# Answers take at most this percentage of a group's minute, past the reserve only while the
+# results' part still fits.
+ANSWER_GROUP_SHARE_PCT: Final = 25
+# Answers take at most this percentage of the bot's second, only while the results' part still
+# fits: spammers in many chats take nothing from the results.
+ANSWER_BOT_SHARE_PCT: Final = 20
+# Chat intervals between two answers to one chat: an answer never takes two of its seconds in
+# a row, so a waiting result gets the one between.
+ANSWER_CHAT_GAP: Final = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,23 +72,23 @@ class PacePolicy:
     (for at most `flight_ms`), so it needs no margin."""
 
     chat_ms: int = 1000 // TELEGRAM.chat_per_s
-    group_spacing_ms: int = -(-60_000 // (TELEGRAM.group_per_min - ANSWERS.group_reserve))
-    group_burst: int = PACE.group_burst
-    group_limit: int = TELEGRAM.group_per_min - ANSWERS.group_reserve
+    group_spacing_ms: int = -(-60_000 // (TELEGRAM.group_per_min - ANSWER_GROUP_RESERVE))
+    group_burst: int = GROUP_BURST
+    group_limit: int = TELEGRAM.group_per_min - ANSWER_GROUP_RESERVE
     group_window_ms: int = 60_000
     group_total: int = TELEGRAM.group_per_min
     bot_limit: int = TELEGRAM.bot_per_s
-    bot_share: int = TELEGRAM.bot_per_s * ANSWERS.bot_share_pct // 100
+    bot_share: int = TELEGRAM.bot_per_s * ANSWER_BOT_SHARE_PCT // 100
     bot_window_ms: int = 1000
-    margin_ms: int = PACE.margin_ms
-    flight_ms: int = PACE.flight_ms
+    margin_ms: int = MARGIN_MS
+    flight_ms: int = FLIGHT_MS
     # A group's posts a minute a process may make alone, while Redis is away (LocalPace).
-    group_alone: int = ANSWERS.group_reserve
+    group_alone: int = ANSWER_GROUP_RESERVE
     # The bot's own answers (else results), the ms between two of them to one chat, and how
     # many a group's minute they may post whatever the results use.
     answers: bool = False
     answer_gap_ms: int = 0
-    answer_reserve: int = ANSWERS.group_reserve
+    answer_reserve: int = ANSWER_GROUP_RESERVE
 
     @classmethod
     def from_rates(
@@ -78,13 +98,13 @@ class PacePolicy:
         bot_per_s: int = TELEGRAM.bot_per_s,
         *,
         answers: bool = False,
-        margin_ms: int = PACE.margin_ms,
+        margin_ms: int = MARGIN_MS,
     ) -> PacePolicy:
         """The pace of the settings CODEMOJEX_PACE_CHAT_PER_S, _GROUP_PER_MIN, _BOT_PER_S: for
-        the results (the sender), a group's minute less ANSWERS.group_reserve spread evenly and
+        the results (the sender), a group's minute less ANSWER_GROUP_RESERVE spread evenly and
         the whole bot's second; for the bot's own answers (`answers`), no spacing but their
-        share of the minute (ANSWERS.group_share_pct) and of the bot's second
-        (ANSWERS.bot_share_pct), and ANSWERS.chat_gap chat intervals between two answers to one
+        share of the minute (ANSWER_GROUP_SHARE_PCT) and of the bot's second
+        (ANSWER_BOT_SHARE_PCT), and ANSWER_CHAT_GAP chat intervals between two answers to one
         chat. Both on the same keys: each sees the other's posts."""
         for name, rate in (
             ("chat_per_s", chat_per_s),
@@ -98,19 +118,19 @@ class PacePolicy:
                 chat_ms=chat_ms,
                 group_spacing_ms=0,
                 group_burst=1,
-                group_limit=_share(group_per_min, ANSWERS.group_share_pct),
+                group_limit=_share(group_per_min, ANSWER_GROUP_SHARE_PCT),
                 group_total=group_per_min,
                 bot_limit=bot_per_s,
-                bot_share=_share(bot_per_s, ANSWERS.bot_share_pct),
+                bot_share=_share(bot_per_s, ANSWER_BOT_SHARE_PCT),
                 margin_ms=margin_ms,
                 answers=True,
-                answer_gap_ms=ANSWERS.chat_gap * (chat_ms + margin_ms),
+                answer_gap_ms=ANSWER_CHAT_GAP * (chat_ms + margin_ms),
             )
-        share = max(1, group_per_min - ANSWERS.group_reserve)
+        share = max(1, group_per_min - ANSWER_GROUP_RESERVE)
         return cls(
             chat_ms=chat_ms,
             group_spacing_ms=-(-60_000 // share),
-            group_burst=min(PACE.group_burst, share),
+            group_burst=min(GROUP_BURST, share),
             group_limit=share,
             group_total=group_per_min,
             bot_limit=bot_per_s,

@@ -11,7 +11,7 @@ Redis server (TIME: hosts with skewed clocks still agree) and answers with the w
 - a group's minute, spread evenly: its last `limit` grants (a sorted set), the k-th newest
   at least k spacings of 60 s / limit old less a burst credit that shrinks to nothing at the
   limit-th, which must be a whole minute old (the sliding window): a room that was quiet
-  posts PACE.group_burst messages at its second's pace, a busy one every spacing, paying its
+  posts pace_policy.GROUP_BURST messages at its second's pace, a busy one every spacing, paying its
   burst back over the minute, never the whole minute's posts at once and then silence
   (a plain GCRA with a burst, checked against the window, falls silent for 9 s a minute
   under a steady flood);
@@ -27,10 +27,11 @@ Two kinds of post share these limits, each with a policy of its own (`PacePolicy
 results (the outbox sender: results, round announcements) and the bot's own answers
 (`PacePolicy.from_settings(..., answers=True)`). Every grant is logged with its kind, so the
 answers get what the results leave, never all of it, whatever a chat's members send: at most
-ANSWERS.group_share_pct of a group's minute, and beyond ANSWERS.group_reserve only while the
-minute has room for the results' part; at most ANSWERS.bot_share_pct of the bot's second,
-and only while it has room for the results' part; never two of a chat's seconds in a row
-(ANSWERS.chat_gap). A member's spam cannot starve a result, nor spammers in many chats the
+pace_policy.ANSWER_GROUP_SHARE_PCT of a group's minute, and beyond
+pace_policy.ANSWER_GROUP_RESERVE only while the minute has room for the results' part; at most
+pace_policy.ANSWER_BOT_SHARE_PCT of the bot's second, and only while it has room for the
+results' part; never two of a chat's seconds in a row (pace_policy.ANSWER_CHAT_GAP). A
+member's spam cannot starve a result, nor spammers in many chats the
 results of all.
 
 A RetryAfter blocks the chat it answered a post to: Telegram's 429 names no other scope, and

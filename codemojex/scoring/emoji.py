@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from typing import Final
 
 import emoji as unicode_emoji
 import regex
-
-from codemojex.limits import GAME
 
 # The emojis rooms' palettes come from. Distinct by `key()`, each a single grapheme
 # cluster in its fully-qualified form. A few are deliberately tricky as graphemes
@@ -66,7 +65,10 @@ _EMOJI_RE = regex.compile(
 )
 _EMOJI_PRESENTATION_RE = regex.compile(r"\p{Emoji_Presentation}")
 
-MAX_CLUSTER_CODEPOINTS = GAME.emoji_codepoints_max
+# No real emoji has more code points (RGI: about 10): a longer cluster is refused at once.
+MAX_CLUSTER_CODEPOINTS: Final = 32
+# Stored palettes and secrets whose split a process keeps: a busy worker's open rounds'.
+SPLIT_CACHE: Final = 4096
 
 
 def key(cluster: str) -> str:
@@ -115,7 +117,7 @@ def clusters(text: str) -> Iterator[str]:
             yield match.group()
 
 
-@functools.lru_cache(maxsize=GAME.emoji_split_cache)
+@functools.lru_cache(maxsize=SPLIT_CACHE)
 def split_emojis(text: str) -> tuple[str, ...]:
     """Split a trusted string of emojis (a stored palette or secret) into clusters.
 

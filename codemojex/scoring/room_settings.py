@@ -4,20 +4,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 import regex
 
 from codemojex import locale
-from codemojex.limits import GAME
 from codemojex.scoring.emoji import clusters, key, rgi
 from codemojex.scoring.errors import InvalidSettings
 
-# The scoring names of limits.py's numbers (many callers use them).
-MIN_LENGTH = GAME.length_min
-MAX_LENGTH = GAME.length_max
-MIN_PALETTE = GAME.palette_min
-MAX_PALETTE = GAME.palette_max
-_MAX_SETTINGS_CHARS = GAME.settings_chars_max
+# What an admin may choose: a code's length, a palette's size.
+MIN_LENGTH: Final = 3
+MAX_LENGTH: Final = 6
+MIN_PALETTE: Final = 4
+MAX_PALETTE: Final = 10
+# A settings line: far more than any real palette, and the work per command stays small.
+MAX_SETTINGS_CHARS: Final = 1024
 
 _KEY_RE = regex.compile(r"(?<!\S)([A-Za-z_]+)[ \t]*=")
 _NAME_RE = regex.compile(r"[a-z_]{1,20}")
@@ -31,7 +32,7 @@ def parse_palette(text: str) -> tuple[str, ...]:
     """4..10 distinct RGI emojis (Unicode's recommended set: no look-alike flags made of tag
     characters), spaces between them allowed, in their fully-qualified spelling (❤ becomes
     ❤️). Raises `InvalidSettings` with the reason."""
-    if len(text) > _MAX_SETTINGS_CHARS:
+    if len(text) > MAX_SETTINGS_CHARS:
         raise InvalidSettings("palette_count")
     out: list[str] = []
     seen: set[str] = set()
@@ -108,7 +109,7 @@ def parse_settings(text: str) -> SettingsUpdate:
     and/or `lang=<code>`, any order; a palette may contain spaces. Raises `InvalidSettings` with
     the reason (also for repeats=off with a given palette shorter than a given length; the
     store checks the combination with the room's current settings)."""
-    if len(text) > _MAX_SETTINGS_CHARS:
+    if len(text) > MAX_SETTINGS_CHARS:
         raise InvalidSettings("palette_count")
     found = list(_KEY_RE.finditer(text))
     if not found or text[: found[0].start()].strip():

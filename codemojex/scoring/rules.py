@@ -1,4 +1,5 @@
-"""Feedback, points, and drawing palettes and secrets."""
+"""The game's rules: feedback, points, a new room's shape, a round's hold past its end, and
+drawing palettes and secrets."""
 
 from __future__ import annotations
 
@@ -6,12 +7,17 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
-from codemojex.limits import GAME
 from codemojex.scoring.emoji import DRAW_POOL, key, split_emojis
 
-DEFAULT_LENGTH = GAME.length_default
-DEFAULT_PALETTE_SIZE = GAME.palette_size_default
+# A new room's code length and palette (an admin changes them: scoring/room_settings.py).
+DEFAULT_LENGTH: Final = 4
+DEFAULT_PALETTE_SIZE: Final = 6
+# A round stays open past its deadline while guesses taken in time wait to be scored
+# (game/rounds.py `holds_open`); at most this long, so a paused room or a dead worker fleet
+# cannot hold it for ever.
+ROUND_HOLD_S_MAX: Final = 600
 # The palette the docs use in their examples; rooms start with a drawn one unless
 # the store decides otherwise.
 DEFAULT_PALETTE: tuple[str, ...] = ("🍎", "🍌", "🍇", "🍒", "🍋", "🥝")

@@ -12,7 +12,7 @@ Postgres is the record; this is an index of it, rebuilt when lost. Every write i
 (ZADD of a finisher's one score, PFADD), so a rebuild and the finishes written meanwhile add up
 to the whole day whatever their order. A finish whose ZADD failed is recorded again when its
 guess comes back (the worker hands the batch back; its duplicate carries the finish), so the
-marker never stands for a board with a hole. The keys expire DAILY.board_ttl_s after their
+marker never stands for a board with a hole. The keys expire BOARD_TTL_S after their
 last write: yesterday's board stays readable for a while after midnight, then goes by itself.
 """
 
@@ -30,12 +30,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex.db import store
 from codemojex.db.reading import reading
 from codemojex.game import daily
-from codemojex.limits import DAILY
 from codemojex.state.keys import Keys
 from codemojex.values.daily import ATTEMPTS, Finish
 from codemojex.values.redistypes import AnyRedis
 
-REBUILD_LOCK_MS: Final = DAILY.rebuild_lock_ms
+# The world board's life from its day's start: yesterday's stays readable past midnight.
+BOARD_TTL_S: Final = 3 * 24 * 3600
+# A lost board's rebuild: rows per round trip, its lock's life (a dead rebuilder's ends).
+REBUILD_CHUNK: Final = 5000
+REBUILD_LOCK_MS: Final = 120_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +66,7 @@ class DailyBoard:
         redis: AnyRedis,
         queue: str,
         *,
-        ttl_s: int = DAILY.board_ttl_s,
+        ttl_s: int = BOARD_TTL_S,
         max_attempts: int = ATTEMPTS,
     ) -> None:
         self._redis = redis
@@ -150,7 +153,7 @@ class DailyBoard:
         day: date,
         sessionmaker: async_sessionmaker[AsyncSession],
         *,
-        chunk: int = DAILY.rebuild_chunk,
+        chunk: int = REBUILD_CHUNK,
     ) -> bool:
         """Read `day`'s players and finishes from Postgres a page at a time into the board, then
         set the marker. One process at a time (a lock); False when another holds it (its

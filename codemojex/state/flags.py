@@ -9,17 +9,19 @@ notice, later ones within the TTL stay silent.
 
 from __future__ import annotations
 
-from codemojex.limits import ANSWERS
+from typing import Final
+
 from codemojex.state.keys import Keys, Notice
 from codemojex.values.redistypes import AnyRedis
 
 __all__ = ["FloodNotices", "Notice"]
 
+# A "slow down" or "scoring is paused" notice is given once per this long per player.
+NOTICE_EPISODE_S: Final = 60
+
 
 class FloodNotices:
-    def __init__(
-        self, redis: AnyRedis, queue: str, *, ttl_s: int = ANSWERS.notice_episode_s
-    ) -> None:
+    def __init__(self, redis: AnyRedis, queue: str, *, ttl_s: int = NOTICE_EPISODE_S) -> None:
         self._redis = redis
         self._keys = Keys(queue)
         self._ttl_s = ttl_s

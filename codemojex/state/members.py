@@ -9,8 +9,8 @@ tap rate's own round trip. A guesser is on the board by their player row.
 
 In Redis (`cmx:{q}:members:<chat>`, state/keys.py): a sorted set of user ids scored by when
 each was last seen (ms, on the caller's clock: the bot's, which the tests move). Bounded: each
-note keeps the `most` last seen (DAILY.group_members_max). Expiring: a member not seen for `ttl_s`
-(DAILY.group_members_ttl_s) is no longer read, and the set goes with its last member's time.
+note keeps the `most` last seen (MEMBERS_MAX). Expiring: a member not seen for `ttl_s`
+(MEMBERS_TTL_S) is no longer read, and the set goes with its last member's time.
 The notes of a group are three commands in one MULTI (atomic: the set never exceeds its bound
 or outlives its TTL), and ride in a pipeline the caller sends anyway (`add_to`) or in one of
 their own for many groups at once (`seen_many`).
@@ -20,11 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
-from codemojex.limits import DAILY
 from codemojex.state.keys import Keys
 from codemojex.values.redistypes import AnyRedis
+
+# A group's members as the bot saw them: the last seen, each forgotten this long after. 128
+# keeps the set in Redis's compact encoding: about 2 kB a group.
+MEMBERS_MAX: Final = 128
+MEMBERS_TTL_S: Final = 30 * 24 * 3600
 
 
 def _ms(moment: datetime) -> int:
@@ -39,8 +43,8 @@ class GroupMembers:
         redis: AnyRedis,
         queue: str,
         *,
-        most: int = DAILY.group_members_max,
-        ttl_s: int = DAILY.group_members_ttl_s,
+        most: int = MEMBERS_MAX,
+        ttl_s: int = MEMBERS_TTL_S,
     ) -> None:
         if most < 1 or ttl_s < 1:
             raise ValueError("a group keeps at least one member, for at least a second")

@@ -19,7 +19,7 @@ from codemojex.db.store.errors import CommandRepeated, SettingOutOfRange, Unknow
 from codemojex.db.store.rooms import SettingsChange, change_settings, lock_room, set_paused
 from codemojex.db.unit import uow
 from codemojex.lanes import Lanes
-from codemojex.limits import GAME, LANES
+from codemojex.limits import ROOM
 from codemojex.usecases import derived
 from codemojex.usecases.audit import Audit, Committed, first_time, not_told
 
@@ -107,16 +107,14 @@ def _parsed(
     if palette is not None:
         text = palette if isinstance(palette, str) else " ".join(palette)
         new_palette = scoring.parse_palette(text)
-    if ceiling is not None and not LANES.ceiling_min <= ceiling <= LANES.ceiling_max:
-        raise SettingOutOfRange(
-            f"The limit must be from {LANES.ceiling_min} to {LANES.ceiling_max}."
-        )
+    if ceiling is not None and not ROOM.ceiling_min <= ceiling <= ROOM.ceiling_max:
+        raise SettingOutOfRange(f"The limit must be from {ROOM.ceiling_min} to {ROOM.ceiling_max}.")
     if round_timeout_s is not None and not (
-        GAME.round_timeout_s_min <= round_timeout_s <= GAME.round_timeout_s_max
+        ROOM.round_timeout_s_min <= round_timeout_s <= ROOM.round_timeout_s_max
     ):
         raise SettingOutOfRange(
-            f"The round timeout must be from {GAME.round_timeout_s_min} to "
-            f"{GAME.round_timeout_s_max} seconds."
+            f"The round timeout must be from {ROOM.round_timeout_s_min} to "
+            f"{ROOM.round_timeout_s_max} seconds."
         )
     return SettingsChange(
         length=new_length,

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Final
 
-from codemojex.limits import DAILY, GAME, LANES
+from codemojex.limits import ROOM
 
-LENGTH: Final = DAILY.length
-ATTEMPTS: Final = DAILY.attempts
+# One code a UTC day: its length and attempts (Wordle's six, two more for repeats); its
+# palette's size is the game's (game/daily.py PALETTE_SIZE).
+LENGTH: Final = 4
+ATTEMPTS: Final = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +28,8 @@ class PrivateChat:
     title: str = ""
     thread_id: int = 0
     # a room made on first sight gets these (as a group's room does)
-    default_ceiling: int = LANES.ceiling_default
-    round_timeout_s: int = GAME.round_timeout_s_default
+    default_ceiling: int = ROOM.ceiling_default
+    round_timeout_s: int = ROOM.round_timeout_s_default
 
 
 @dataclass(frozen=True, slots=True)

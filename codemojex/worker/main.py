@@ -7,7 +7,7 @@ import logging
 import signal
 from typing import TYPE_CHECKING
 
-from codemojex.limits import CONNECTIONS
+from codemojex.db.engine import DB_POOL_SIZE
 from codemojex.ops.collect import WorkerCollector
 from codemojex.ops.server import ProcessOps
 from codemojex.runtime import open_runtime, settle_process, warn_without_persistence
@@ -33,7 +33,7 @@ async def main(settings: Settings) -> WorkerStats:
     try:
         # The score worker's flushes keep connections of their own (service.FLUSH_CONNECTIONS):
         # the process keeps as many in all as any other.
-        pool = CONNECTIONS.db_pool_size - FLUSH_CONNECTIONS
+        pool = DB_POOL_SIZE - FLUSH_CONNECTIONS
         async with open_runtime(settings, db_pool_size=pool) as rt:
             await warn_without_persistence(rt.redis)
             log.info(

@@ -45,13 +45,14 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import metrics, usecases
 from codemojex.db import store
 from codemojex.lanes import Job, Retry
-from codemojex.limits import RETRIES, WORKER
+from codemojex.limits import RETRIES
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
 from codemojex.values import ids
 from codemojex.values.batch import Attempt, Verdict
@@ -60,6 +61,12 @@ from codemojex.values.daily import Finish
 from codemojex.values.jobs import GuessJob
 
 log = logging.getLogger(__name__)
+
+# Guesses recorded in one transaction at most (group commit).
+FLUSH_MAX: Final = 512
+# A database outage is waited out this long with the batch in hand (RETRIES.record's quick
+# tries), then the batch goes back to its lane.
+HOLD_S: Final = 5.0
 
 
 @dataclass
@@ -99,8 +106,8 @@ class ScoreWorker:
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         *,
-        hold_s: float = WORKER.hold_s,
-        max_flush: int = WORKER.flush_max,
+        hold_s: float = HOLD_S,
+        max_flush: int = FLUSH_MAX,
         stats: ScoreStats | None = None,
         on_recorded: Callable[[int], Awaitable[None]] | None = None,
         on_finished: Callable[[list[Finish]], Awaitable[None]] | None = None,

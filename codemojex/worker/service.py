@@ -27,13 +27,14 @@ from codemojex.db.reading import reading
 from codemojex.game import rounds
 from codemojex.lanes import Lanes, consumer
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
-from codemojex.limits import ANSWERS, GAME, RETRIES, WORKER
+from codemojex.limits import RETRIES, ROOM
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
 from codemojex.posting.sender.loop import RECONCILE_S
 from codemojex.runtime import settle_process
+from codemojex.scoring.rules import ROUND_HOLD_S_MAX
 from codemojex.state.board import DailyBoard
 from codemojex.state.budget import AnswerBudget
 from codemojex.state.cards import RoomCards
@@ -43,7 +44,7 @@ from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import ROUND_DAILY, Say
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.retention import AuditTrim, DailyTrim, Trim
-from codemojex.worker.score import ScoreStats, ScoreWorker
+from codemojex.worker.score import HOLD_S, ScoreStats, ScoreWorker
 
 if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
     from codemojex.settings import Settings
@@ -65,6 +66,11 @@ log = logging.getLogger(__name__)
 # guesses/s end to end in bench.ingest, 746 on a connection of its own. The worker process
 # keeps that many fewer in its main pool (worker/main.py): as many in all as any process.
 FLUSH_CONNECTIONS: Final = 1
+# A round held open for guesses taken before its deadline is looked at this often.
+ROUND_HOLD_RECHECK_S: Final = 1.0
+# The worker's "too late" lines spend the answer budget inside the transaction recording them
+# (rounds locked): Redis gets this long, then the lines go as while it is out.
+LATE_BUDGET_WAIT_S: Final = 0.5
 
 
 @dataclass
@@ -115,7 +121,7 @@ async def expire_rounds_once(
     sender: OutboxSender | None = None,
     cards: RoomCards | None = None,
     *,
-    hold_s: float = GAME.round_hold_s_max,
+    hold_s: float = ROUND_HOLD_S_MAX,
     clock: Callable[[], datetime] = utcnow,
 ) -> Expiry:
     """Close the rounds whose time ran out at `clock()` (their reveal goes to the outbox),
@@ -167,11 +173,11 @@ async def _round_timer(
     clock: Callable[[], datetime],
 ) -> None:
     """Close rounds when their time runs out. It sleeps until the first open round's expiry,
-    or `every_s` at most: a round the bot starts meanwhile runs at least GAME.round_timeout_s_min,
+    or `every_s` at most: a round the bot starts meanwhile runs at least ROOM.round_timeout_s_min,
     so with `every_s` no longer than that (the default) no round is closed late, and an idle
     deployment costs one index probe per `every_s`, not a scan every few seconds. A round
     held open for guesses taken before its deadline is looked at again every
-    WORKER.round_hold_recheck_s. Postgres out: again soon (RETRIES.loop, never later than
+    ROUND_HOLD_RECHECK_S. Postgres out: again soon (RETRIES.loop, never later than
     `every_s`), so that rounds that expired meanwhile close once it is back. Time is
     `clock()` (the tests move it over a midnight)."""
 
@@ -186,7 +192,7 @@ async def _round_timer(
                 sessionmaker, lanes, sender, cards, hold_s=hold_s, clock=clock
             )
             stats.rounds_expired += expiry.closed
-            wait_s = min(every_s, WORKER.round_hold_recheck_s) if expiry.held else 0.0
+            wait_s = min(every_s, ROUND_HOLD_RECHECK_S) if expiry.held else 0.0
         elif first is not None:
             wait_s = min(every_s, (first - now).total_seconds())
         for trim in (audit, dailies):
@@ -244,13 +250,13 @@ class WorkerTimings:
     or a posted result shows within their run."""
 
     # The round timer's longest sleep (it wakes earlier for the next expiry).
-    timer_s: float = GAME.round_timeout_s_min
+    timer_s: float = ROOM.round_timeout_s_min
     # The sender's reconcile pass over the outbox (the ring wakes it at once otherwise).
     sender_poll_s: float = RECONCILE_S
     # A database outage waited out by the score worker before its batch goes back.
-    score_hold_s: float = WORKER.hold_s
+    score_hold_s: float = HOLD_S
     # How long past its deadline a round is held open for the guesses taken before it.
-    round_hold_s: float = GAME.round_hold_s_max
+    round_hold_s: float = ROUND_HOLD_S_MAX
     # After a stop: the sender's time to post what is left in the outbox (0: none).
     drain_s: float = 0.0
     # The consumer pool's maintenance pass, and its idle waiter's BLPOP.
@@ -309,7 +315,7 @@ async def run_worker(
     budget = AnswerBudget(redis, settings.queue, budget=settings.answer_budget)
 
     async def late_budget(members: Sequence[tuple[int, int]]) -> list[Say]:
-        return await budget.spend_many(members, wait_s=ANSWERS.late_budget_wait_s)
+        return await budget.spend_many(members, wait_s=LATE_BUDGET_WAIT_S)
 
     flushes = own_pool(sessionmaker, FLUSH_CONNECTIONS)
     scorer = ScoreWorker(

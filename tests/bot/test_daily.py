@@ -20,13 +20,12 @@ from telegram.constants import ChatType
 from codemojex import usecases
 from codemojex.db import Outbox, Round, store
 from codemojex.game import daily, taps, texts
-from codemojex.limits import DAILY
 from codemojex.locale import EN, Lang
 from codemojex.scoring import feedback
 from codemojex.state.board import DailyBoard
 from codemojex.state.cards import card_of
 from codemojex.state.keys import Keys
-from codemojex.state.members import GroupMembers
+from codemojex.state.members import MEMBERS_TTL_S, GroupMembers
 from codemojex.values.daily import Row
 from codemojex.values.types import KIND_ROUND, ROUND_DAILY
 from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round
@@ -370,7 +369,7 @@ async def test_a_member_who_only_chats_in_a_group_is_on_its_board(world: World) 
     elapsed = time.monotonic() - began
     assert members.flushes - flushes <= 2 + elapsed / members.flush_s
     key = Keys(world.settings.queue).group_members(group)
-    assert 0 < await world.redis.pttl(key) <= DAILY.group_members_ttl_s * 1000
+    assert 0 < await world.redis.pttl(key) <= MEMBERS_TTL_S * 1000
 
 
 async def test_the_notes_waiting_in_memory_are_bounded(world: World) -> None:

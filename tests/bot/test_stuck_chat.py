@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
-from codemojex.limits import CONNECTIONS
+from codemojex.db.engine import DB_LOCK_TIMEOUT_MS
 from codemojex.outages import OUTAGES
 from tests.bot.conftest import (
     ADMIN,
@@ -35,7 +35,7 @@ from tests.helpers.support import free_port
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SECRET = "s3cret-Token_for-the-stuck-chat-test-0123456789"
-LOCK_S = CONNECTIONS.db_lock_timeout_ms / 1000
+LOCK_S = DB_LOCK_TIMEOUT_MS / 1000
 DEADLINE_S = 0.5
 HELD_S = LOCK_S + 3.0  # past the lock timeout, so that the command fails once at least
 

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 import pytest_asyncio
 
+from codemojex.bot.webhook import BODY_MAX
 from codemojex.game import texts
-from codemojex.limits import BOT
 from codemojex.locale import EN
 from codemojex.standin import SECRET_HEADER
 from codemojex.state.inbox import Inbox
@@ -152,9 +152,9 @@ async def test_bodies_over_the_cap_are_refused_unread(world: World) -> None:
     assert (status, sent < HUGE // 3) == (413, True), sent
     # Just over the cap: refused; an update padded to the cap still goes through.
     update = json.dumps({"update_id": 10**9, **_private_help(911)}).encode()
-    status, _ = await _post(url, body=update, spaces=BOT.webhook_body_max + 1 - len(update))
+    status, _ = await _post(url, body=update, spaces=BODY_MAX + 1 - len(update))
     assert status == 413
-    status, _ = await _post(url, body=update, spaces=BOT.webhook_body_max - len(update))
+    status, _ = await _post(url, body=update, spaces=BODY_MAX - len(update))
     assert status == 200
     said = await world.standin.wait_for_sent_count(before + 1, chat_id=BOB)
     assert said[-1].text == texts.help_text(EN)

@@ -19,10 +19,10 @@ import pytest
 from sqlalchemy import select
 
 from codemojex import usecases
+from codemojex.bot.daily import INLINE_CACHE_S, INLINE_CARD_CACHE_S
 from codemojex.bot.inline import InlineRate
 from codemojex.db import Guess, store
 from codemojex.game import daily, texts
-from codemojex.limits import DAILY
 from codemojex.locale import EN
 from codemojex.scoring import feedback
 from codemojex.standin import SentMessage
@@ -172,8 +172,8 @@ async def test_a_daily_played_typed_and_tapped_the_same_puzzle_for_two_players(
         assert not set(palette) & set(invitation)
         # Telegram keeps a card (personal) until the next code at most, an invitation briefly
         kept = {a["user_id"]: a for a in stack.standin.inline_answers}
-        assert kept[ALICE]["cache_time"] == min(DAILY.inline_card_cache_s, seconds)
-        assert kept[CAROL]["cache_time"] == DAILY.inline_cache_s
+        assert kept[ALICE]["cache_time"] == min(INLINE_CARD_CACHE_S, seconds)
+        assert kept[CAROL]["cache_time"] == INLINE_CACHE_S
         assert kept[ALICE]["is_personal"] and kept[CAROL]["is_personal"]
 
         # the group board of members who played, and the world's top

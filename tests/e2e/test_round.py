@@ -99,7 +99,8 @@ async def test_a_round_is_played_won_and_booked(stack: Stack) -> None:
 
         # The records (docs/game.md, Points): only the winner scores, max(10, 100 - 10 x (2 - 1))
         # = 90 for Bob; every scored guess counts, the late /g and the late message do not.
-        # (Five answers in the group: the answers' share of its minute, ANSWERS.group_share_pct.)
+        # (Five answers in the group: the answers' share of its minute,
+        # pace_policy.ANSWER_GROUP_SHARE_PCT.)
         bob = "90 points, 1 win, 2 guesses, best solve in 2 attempts."
         alice = "0 points, 0 wins, 1 guess."
         assert await ask(stack, chat, BOB, "/stats") == f"Bob here: {bob}"

@@ -8,12 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codemojex.game import taps
-from codemojex.limits import GAME
+from codemojex.game.taps import TAP_ROW_MAX
+from codemojex.scoring.room_settings import MAX_PALETTE
 
 PALETTE = ("🍎", "🍌", "🍇", "🍒", "🍋", "🥝")
 
 
-@given(st.integers(1, 2**63 - 1), st.sampled_from([*range(GAME.palette_max), "b", "c"]))
+@given(st.integers(1, 2**63 - 1), st.sampled_from([*range(MAX_PALETTE), "b", "c"]))
 def test_callback_data_names_a_round_and_a_button_in_at_most_64_bytes(
     round_id: int, action: taps.Action
 ) -> None:
@@ -28,10 +29,10 @@ def test_data_we_did_not_write_is_refused() -> None:
 
 
 def test_the_keyboard_has_every_palette_emoji_then_backspace_and_clear() -> None:
-    for size in range(4, GAME.palette_max + 1):
+    for size in range(4, MAX_PALETTE + 1):
         palette = tuple(chr(0x1F600 + i) for i in range(size))
         rows = json.loads(taps.keyboard(77, palette))["inline_keyboard"]
-        assert all(len(row) <= GAME.tap_row_max for row in rows)
+        assert all(len(row) <= TAP_ROW_MAX for row in rows)
         *emoji_rows, last = rows
         assert [b["text"] for row in emoji_rows for b in row] == list(palette)
         assert [b["text"] for b in last] == ["⌫", "✖"]

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from codemojex.bot.guesses import GUESS_ATTEMPTS
 from codemojex.lanes import Admission, Guard, Lanes
 from codemojex.lanes import keys as K
 from codemojex.lanes.admission import DEPTH
-from codemojex.limits import LANES
 from codemojex.settings import Settings
 from codemojex.values import ids
 from codemojex.values.jobs import GuessJob
@@ -111,7 +111,7 @@ async def test_a_pending_guess_costs_at_most_300_bytes(
         payload = GuessJob(123_456, 654_321 + n, ("🍎", "🍌", "🍇", "🍒"), user_id=5_123_456_789)
         origin = f"m:-1001234567890:{654_321 + n}:1760000000"
         return Admission(
-            r, a, payload.encode(), max_attempts=LANES.guess_max_attempts,
+            r, a, payload.encode(), max_attempts=GUESS_ATTEMPTS,
             max_depth=DEPTH, job_id=ids.derived(ids.JOB, origin),
         )  # fmt: skip
 

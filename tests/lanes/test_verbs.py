@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 
 from codemojex.lanes import Job, LaneError, LaneFull, Lanes
 from codemojex.lanes import keys as K
-from codemojex.limits import LANES
+from codemojex.lanes.facade import DEDUPE_WINDOW_S
 from codemojex.values import ids
 from tests.conftest import REDIS_URL
 from tests.lanes.conftest import Env
@@ -510,7 +510,7 @@ async def test_dedupe_returns_the_first_job(env: Env) -> None:
     again = await env.lanes.enqueue(r, ln, b"a", dedupe_key="update:42")
     assert again == first and await env.dump() == before
     ttl = await env.client.pttl(env.keys.prefix + dd[0])
-    window = LANES.dedupe_window_s_default * 1000  # minutes: as long as redelivery needs
+    window = DEDUPE_WINDOW_S * 1000  # minutes: as long as redelivery needs
     assert window - 60_000 < ttl <= window <= 3600 * 1000
     job = await env.lanes.claim(30_000)
     assert job is not None

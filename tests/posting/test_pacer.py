@@ -220,9 +220,9 @@ def test_the_limits_are_settings() -> None:
     # they may use the whole bot's second.
     assert (policy.group_spacing_ms, policy.group_limit, policy.group_total) == (5455, 11, 12)
     assert (policy.bot_limit, policy.own_bot_limit, policy.answer_gap_ms) == (10, 10, 0)
-    # The answers: no spacing, but ANSWERS.group_share_pct of the minute,
-    # ANSWERS.bot_share_pct of the bot's second, and ANSWERS.chat_gap chat intervals between
-    # two of them in a chat.
+    # The answers: no spacing, but pace_policy.ANSWER_GROUP_SHARE_PCT of the minute,
+    # pace_policy.ANSWER_BOT_SHARE_PCT of the bot's second, and pace_policy.ANSWER_CHAT_GAP chat
+    # intervals between two of them in a chat.
     answers = PacePolicy.from_settings(settings, answers=True)
     assert (answers.group_spacing_ms, answers.group_limit, answers.group_total) == (0, 3, 12)
     assert (answers.bot_limit, answers.own_bot_limit, answers.answer_gap_ms) == (10, 2, 1200)

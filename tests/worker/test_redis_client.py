@@ -21,9 +21,16 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import SlotNotCoveredError
 
 from codemojex.lanes import Lanes
-from codemojex.limits import CONNECTIONS
 from codemojex.outages import outage_of
-from codemojex.runtime import GatedRedisCluster, pool_size, redis_client
+from codemojex.runtime import (
+    REDIS_ADMIN_TIMEOUT_S,
+    REDIS_CONNECT_TIMEOUT_S,
+    REDIS_HEALTH_CHECK_S,
+    REDIS_SOCKET_TIMEOUT_S,
+    GatedRedisCluster,
+    pool_size,
+    redis_client,
+)
 from codemojex.settings import Settings
 from codemojex.values.redistypes import AnyRedis
 from tests.conftest import REDIS_URL
@@ -170,12 +177,12 @@ async def test_a_redis_that_stops_answering_fails_a_call_within_the_socket_timeo
             for call in (client.get("k"), lanes.stats()):
                 began = time.monotonic()
                 with pytest.raises(Exception) as failed:
-                    await asyncio.wait_for(call, CONNECTIONS.redis_socket_timeout_s * 4)
+                    await asyncio.wait_for(call, REDIS_SOCKET_TIMEOUT_S * 4)
                 took = time.monotonic() - began
                 assert outage_of(failed.value) == "redis", repr(failed.value)
                 assert not isinstance(failed.value, TimeoutError | asyncio.TimeoutError)
-                assert CONNECTIONS.redis_socket_timeout_s - 0.5 <= took
-                assert took <= CONNECTIONS.redis_socket_timeout_s + 2.0, took
+                assert took >= REDIS_SOCKET_TIMEOUT_S - 0.5
+                assert took <= REDIS_SOCKET_TIMEOUT_S + 2.0, took
             server.send_signal(signal.SIGCONT)
             assert await client.set("k", b"v") and await client.get("k") == b"v"
         finally:
@@ -199,18 +206,18 @@ async def test_every_client_a_process_builds_has_the_timeouts(redis_cluster_url:
             cluster.connection_kwargs,
             *(node.connection_kwargs for node in nodes),
         ):
-            assert kwargs["socket_timeout"] == CONNECTIONS.redis_socket_timeout_s
-            assert kwargs["socket_connect_timeout"] == CONNECTIONS.redis_connect_timeout_s
+            assert kwargs["socket_timeout"] == REDIS_SOCKET_TIMEOUT_S
+            assert kwargs["socket_connect_timeout"] == REDIS_CONNECT_TIMEOUT_S
             assert kwargs["socket_keepalive"] is True and kwargs["socket_keepalive_options"]
-            assert kwargs["health_check_interval"] == CONNECTIONS.redis_health_check_s
+            assert kwargs["health_check_interval"] == REDIS_HEALTH_CHECK_S
         kwargs = admin.connection_pool.connection_kwargs
-        assert kwargs["socket_timeout"] == CONNECTIONS.redis_admin_timeout_s
+        assert kwargs["socket_timeout"] == REDIS_ADMIN_TIMEOUT_S
         # The connections themselves (what redis-py opens from those).
         await single.ping()
         conn = await single.connection_pool.get_connection()  # type: ignore[no-untyped-call]
         try:
-            assert conn.socket_timeout == CONNECTIONS.redis_socket_timeout_s
-            assert conn.health_check_interval == CONNECTIONS.redis_health_check_s
+            assert conn.socket_timeout == REDIS_SOCKET_TIMEOUT_S
+            assert conn.health_check_interval == REDIS_HEALTH_CHECK_S
         finally:
             await single.connection_pool.release(conn)
     finally:

@@ -1,5 +1,5 @@
 """A held row lock costs the worker seconds, never its whole wait: its sessions have a
-`lock_timeout` (and a `statement_timeout`, limits.CONNECTIONS), a statement cut by one is a
+`lock_timeout` (and a `statement_timeout`, engine.DB_*), a statement cut by one is a
 Postgres outage (outages.py), and the score worker's retry (RETRIES.record) records the batch
 once the lock is gone. The lock is held by the test's own Postgres session, as a worker that
 died mid-transaction, or an admin's session left open, would hold it.
@@ -24,16 +24,23 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex import usecases
 from codemojex.db import Guess, make_engine
-from codemojex.db.engine import MAINTENANCE, make_migration_engine
+from codemojex.db.engine import (
+    DB_IDLE_IN_TRANSACTION_MS,
+    DB_LOCK_TIMEOUT_MS,
+    DB_MAINTENANCE_LOCK_TIMEOUT_MS,
+    DB_MAINTENANCE_STATEMENT_TIMEOUT_MS,
+    DB_STATEMENT_TIMEOUT_MS,
+    MAINTENANCE,
+    make_migration_engine,
+)
 from codemojex.lanes import Lanes
-from codemojex.limits import CONNECTIONS
 from codemojex.outages import OUTAGES, outage_of
 from codemojex.standin import StandIn
 from codemojex.values.clock import utcnow
 from codemojex.worker.score import ScoreWorker
 from tests.worker.conftest import enqueue_guess, make_table
 
-LOCK_S = CONNECTIONS.db_lock_timeout_ms / 1000
+LOCK_S = DB_LOCK_TIMEOUT_MS / 1000
 TIMEOUTS = ("lock_timeout", "statement_timeout", "idle_in_transaction_session_timeout")
 
 
@@ -92,18 +99,16 @@ async def test_a_statement_past_its_timeout_is_an_outage(worker_pg_url: str) -> 
         async with engine.connect() as conn:
             shown = {name: (await conn.execute(text(f"SHOW {name}"))).scalar() for name in TIMEOUTS}
             assert shown == {
-                "lock_timeout": f"{CONNECTIONS.db_lock_timeout_ms // 1000}s",
-                "statement_timeout": f"{CONNECTIONS.db_statement_timeout_ms // 1000}s",
-                "idle_in_transaction_session_timeout": (
-                    f"{CONNECTIONS.db_idle_in_transaction_ms // 1000}s"
-                ),
+                "lock_timeout": f"{DB_LOCK_TIMEOUT_MS // 1000}s",
+                "statement_timeout": f"{DB_STATEMENT_TIMEOUT_MS // 1000}s",
+                "idle_in_transaction_session_timeout": (f"{DB_IDLE_IN_TRANSACTION_MS // 1000}s"),
             }
             began = time.monotonic()
             with pytest.raises(Exception) as cut:
                 await conn.execute(text("SELECT pg_sleep(60)"))
             took = time.monotonic() - began
             assert outage_of(cut.value) == "postgres", repr(cut.value)
-            assert took < CONNECTIONS.db_statement_timeout_ms / 1000 + 2.0
+            assert took < DB_STATEMENT_TIMEOUT_MS / 1000 + 2.0
     finally:
         await engine.dispose()
 
@@ -118,11 +123,11 @@ async def test_a_maintenance_transaction_runs_under_its_own_bounds(worker_pg_url
             async with conn.begin():
                 timeout = (await conn.execute(text("SHOW statement_timeout"))).scalar()
                 lock = (await conn.execute(text("SHOW lock_timeout"))).scalar()
-        assert timeout == f"{CONNECTIONS.db_maintenance_statement_timeout_ms // 1000}s"
-        assert lock == f"{CONNECTIONS.db_maintenance_lock_timeout_ms // 1000}s"
+        assert timeout == f"{DB_MAINTENANCE_STATEMENT_TIMEOUT_MS // 1000}s"
+        assert lock == f"{DB_MAINTENANCE_LOCK_TIMEOUT_MS // 1000}s"
         async with engine.connect() as conn:  # the same connection, out of the pool
             timeout = (await conn.execute(text("SHOW statement_timeout"))).scalar()
-        assert timeout == f"{CONNECTIONS.db_statement_timeout_ms // 1000}s"
+        assert timeout == f"{DB_STATEMENT_TIMEOUT_MS // 1000}s"
     finally:
         await engine.dispose()
 
@@ -203,7 +208,7 @@ async def test_the_trims_and_the_migrations_are_not_cut_by_the_hot_paths_timeout
         assert await usecases.trim_audit(sessionmaker, utcnow(), 10) == 0
     finally:
         event.remove(engine.sync_engine, "after_cursor_execute", _after)
-    assert seen == [f"{CONNECTIONS.db_maintenance_statement_timeout_ms // 1000}s"]
+    assert seen == [f"{DB_MAINTENANCE_STATEMENT_TIMEOUT_MS // 1000}s"]
 
     migrations = make_migration_engine(worker_pg_url)
     try:

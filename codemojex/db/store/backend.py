@@ -52,7 +52,7 @@ from codemojex.db.store import rows
 from codemojex.db.store.daily import load_rounds
 from codemojex.db.store.lookups import RoomCard
 from codemojex.db.store.seats import Seat
-from codemojex.limits import GAME
+from codemojex.scoring.rules import DEFAULT_LENGTH, DEFAULT_PALETTE_SIZE
 from codemojex.values import daily
 from codemojex.values.batch import Attempt, BatchState, Decision, RoundState
 from codemojex.values.daily import PrivateChat
@@ -166,9 +166,9 @@ class Backend(ABC):
                 chat_id=chat.chat_id,
                 thread_id=chat.thread_id,
                 title=chat.title[:255],
-                length=GAME.length_default,
+                length=DEFAULT_LENGTH,
                 palette=None,
-                palette_size=GAME.palette_size_default,
+                palette_size=DEFAULT_PALETTE_SIZE,
                 repeats=True,
                 language=new.language,
                 ceiling=chat.default_ceiling,

@@ -23,7 +23,7 @@ from codemojex.db.store.backend import Backend, NewDaily, Seen
 from codemojex.db.store.lookups import RoomCard
 from codemojex.db.store.outbox import keys_off_written
 from codemojex.db.store.seats import Seat, of_batch
-from codemojex.limits import GAME
+from codemojex.scoring.rules import DEFAULT_LENGTH, DEFAULT_PALETTE_SIZE
 from codemojex.values import ids
 from codemojex.values.batch import Attempt, BatchState, Decision, PlayerState, StoredGuess
 from codemojex.values.daily import PrivateChat
@@ -252,8 +252,8 @@ def _room_params(seen: Seen, new: NewDaily, room_id: str) -> dict[str, Any]:
         "chat": chat.chat_id,
         "thread": chat.thread_id,
         "title": chat.title[:255],
-        "room_length": GAME.length_default,
-        "palette_size": GAME.palette_size_default,
+        "room_length": DEFAULT_LENGTH,
+        "palette_size": DEFAULT_PALETTE_SIZE,
         "lang": new.language,
         "ceiling": chat.default_ceiling,
         "timeout": chat.round_timeout_s,

@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from codemojex.db.models import Player, Room
 from codemojex.db.store.errors import UnknownRoom
-from codemojex.limits import GAME
+from codemojex.scoring.rules import DEFAULT_LENGTH, DEFAULT_PALETTE_SIZE
 
 if TYPE_CHECKING:
     from codemojex.db.unit import Unit
@@ -40,9 +40,9 @@ async def ensure_room(
             chat_id=chat_id,
             thread_id=thread_id,
             title=title[:255],
-            length=GAME.length_default,
+            length=DEFAULT_LENGTH,
             palette=None,
-            palette_size=GAME.palette_size_default,
+            palette_size=DEFAULT_PALETTE_SIZE,
             ceiling=default_ceiling,
             round_timeout_s=round_timeout_s,
         )

@@ -7,15 +7,16 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 from datetime import date
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from codemojex.db.models import Base, split_emojis
-from codemojex.limits import DAILY
 from codemojex.locale import resolve
 from codemojex.values import daily
 from codemojex.values.batch import Attempt, RoundState, deadline_ms
 
 _Model = TypeVar("_Model", bound=Base)
+# Days' puzzles whose emojis a process keeps split (cheaper than splitting per /daily).
+PUZZLES_SPLIT: Final = 4
 
 
 def entity(model: type[_Model], row: Any) -> _Model:
@@ -51,7 +52,7 @@ def as_player(attempt: Attempt, player_id: str | None) -> Attempt:
     return replace(attempt, player_id=player_id)
 
 
-@functools.lru_cache(maxsize=DAILY.puzzles_split)
+@functools.lru_cache(maxsize=PUZZLES_SPLIT)
 def puzzle_of(
     day: date, number: int, palette: str, secret: str, length: int, max_attempts: int
 ) -> daily.Puzzle:

@@ -30,7 +30,7 @@ from codemojex.db.store.backend import Backend, NewDaily, Seen
 from codemojex.db.store.lookups import RoomCard
 from codemojex.db.store.outbox import message_rows, write_messages
 from codemojex.db.store.seats import Seat, of_batch
-from codemojex.limits import GAME
+from codemojex.scoring.rules import DEFAULT_LENGTH, DEFAULT_PALETTE_SIZE
 from codemojex.values import ids
 from codemojex.values.batch import Attempt, BatchState, Decision, PlayerState, StoredGuess, Tally
 from codemojex.values.daily import PrivateChat, Puzzle
@@ -336,9 +336,9 @@ async def _room(conn: AsyncConnection, seen: Seen, new: NewDaily) -> str:
         "chat_id": chat.chat_id,
         "thread_id": chat.thread_id,
         "title": chat.title[:255],
-        "length": GAME.length_default,
+        "length": DEFAULT_LENGTH,
         "palette": None,
-        "palette_size": GAME.palette_size_default,
+        "palette_size": DEFAULT_PALETTE_SIZE,
         "repeats": True,
         "language": new.language,
         "ceiling": chat.default_ceiling,

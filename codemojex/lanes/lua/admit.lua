@@ -6,7 +6,7 @@
 --
 -- KEYS[1]  the queue prefix `emq:{q}:`
 -- KEYS[2]  `emq:{q}:seq`, declared so a Redis Cluster refuses the script mid-migration (facade.py)
--- ARGV[1]  dedupe window in ms          ARGV[2]  the highest ceiling (LANES.ceiling_max)
+-- ARGV[1]  dedupe window in ms          ARGV[2]  the highest ceiling (ROOM.ceiling_max)
 -- ARGV[3..] one record per job: its fields as netstrings run together ("<length>:<bytes>"
 --          each; one argument a job, not thirty, is what keeps a producer's batch cheap to
 --          send), 12 fields, then its guards and its notes:

@@ -29,7 +29,7 @@ from codemojex.db import store
 from codemojex.db.reading import reading
 from codemojex.game.daily import day_of
 from codemojex.lanes import LaneError, Lanes
-from codemojex.limits import GAME, LANES
+from codemojex.limits import ROOM
 from codemojex.ops.page import auth
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import HSTS, Peer, TrustedProxies
@@ -41,6 +41,7 @@ from codemojex.ops.page.views import (
     dead_page,
     rooms_page,
 )
+from codemojex.scoring.rules import ROUND_HOLD_S_MAX
 from codemojex.state.board import DailyBoard
 from codemojex.state.inbox import Inbox
 from codemojex.values import ids
@@ -277,7 +278,7 @@ class OpsPage:
             "csrf": session.csrf,
             "operator": session.operator,
             "now_ms": now_ms,
-            "hold_min": GAME.round_hold_s_max // 60,
+            "hold_min": ROUND_HOLD_S_MAX // 60,
         }
 
     async def index(self, request: web.Request) -> web.Response:
@@ -336,10 +337,8 @@ class OpsPage:
     async def _limit(self, room: str, raw: str) -> int:
         """Set a room's ceiling: the room row first (the record the bot applies again on its
         next first sight of the room), then the lanes, as /limit does."""
-        if not _digits(raw, 4) or not LANES.ceiling_min <= int(raw) <= LANES.ceiling_max:
-            raise ValueError(
-                f"a ceiling is a whole number {LANES.ceiling_min}..{LANES.ceiling_max}"
-            )
+        if not _digits(raw, 4) or not ROOM.ceiling_min <= int(raw) <= ROOM.ceiling_max:
+            raise ValueError(f"a ceiling is a whole number {ROOM.ceiling_min}..{ROOM.ceiling_max}")
         ceiling = int(raw)
         with contextlib.suppress(store.UnknownRoom):
             await usecases.update_room_settings(self.sessionmaker, room, ceiling=ceiling)

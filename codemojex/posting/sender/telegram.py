@@ -120,7 +120,9 @@ class Poster:
         """The grant's post is answered, or will not be made: the pace measures from now."""
         try:
             await self._pacer.settle(grant)
-        except Exception as exc:  # the grant stops counting as in flight after PACE.flight_ms
+        except (
+            Exception
+        ) as exc:  # the grant stops counting as in flight after pace_policy.FLIGHT_MS
             OUTAGES.swallow(exc, "the outbox sender", "a pace slot not settled")
 
     async def attempt(self, chat_id: int, msg: OutMessage, grant: Grant) -> Answer:
