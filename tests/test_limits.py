@@ -1,12 +1,11 @@
 """What codemojex/limits.py promises, read from the module and its text so it cannot drift:
-one retry policy per distinct set of numbers, one backoff formula, no measurements or history
-in its comments (they live in docs/benchmarks.md and CHANGELOG.md), the settings' defaults
-and bounds taken from it, and every limit the docs and comments name by its constant
-existing under that name."""
+only what no one part owns, one retry policy per distinct set of numbers, one backoff formula,
+no measurements or history in its comments (they live in docs/benchmarks.md and
+CHANGELOG.md), and every limit the docs and comments name by its constant existing under that
+name. What Settings takes from it and from the parts: tests/test_settings.py."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import random
 import re
@@ -92,25 +91,6 @@ def test_limits_keeps_no_figures_or_history(what: str) -> None:
     lines = enumerate(SOURCE.read_text().splitlines(), 1)
     found = [(n, line) for n, line in lines if re.search(_NOT_IN_LIMITS[what], line)]
     assert not found, f"{what} in limits.py: {found}"
-
-
-def test_settings_take_their_defaults_and_bounds_from_limits() -> None:
-    """No number of Settings is written in settings.py in a field but 0 and 1 (a bound's own
-    floor): every default and bound there is a constant of limits.py or its owner's."""
-    tree = ast.parse((ROOT / "codemojex" / "settings.py").read_text())
-    literals: list[str] = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
-            continue
-        if not isinstance(node.value, ast.Call):
-            continue
-        for keyword in node.value.keywords:
-            value = keyword.value
-            if not (isinstance(value, ast.Constant) and isinstance(value.value, int | float)):
-                continue
-            if keyword.arg == "default" or value.value not in (0, 1):
-                literals.append(f"{node.target.id} {keyword.arg}={value.value}")
-    assert not literals, literals
 
 
 # `GROUP.field`, or `GROUP.prefix_*` for every field of that prefix.

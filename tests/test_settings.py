@@ -3,13 +3,14 @@ once, in deploy/codemojex.env.example (the file the README and docs/operations.m
 operator to), showing the default it has rather than setting it again; every number bounded
 once: by the bound type its owner defines (`lanes/facade.py` `DeadMax`), which the owner
 checks its callers against too (`values/bounds.py` `within`), or, for a value several parts
-share, by constants of limits.py named in the field; never a number written in settings.py."""
+share, by constants of limits.py named in the field; never a number written in settings.py,
+no bound's number compared again anywhere, no default written out again at its owner."""
 
 from __future__ import annotations
 
 import ast
 import re
-from types import UnionType
+from types import ModuleType, UnionType
 from typing import Union, get_args, get_origin
 
 import annotated_types
@@ -17,6 +18,7 @@ import pytest
 from pydantic.fields import FieldInfo
 
 from codemojex.settings import Settings
+from codemojex.values.bounds import limits_of
 from tests.helpers.support import ROOT
 
 ENV_EXAMPLE = ROOT / "deploy" / "codemojex.env.example"
@@ -105,14 +107,124 @@ def test_a_field_typed_by_its_owner_states_no_bound_of_its_own() -> None:
     assert not twice, twice
 
 
-def test_every_bound_is_a_constant_named_in_the_field() -> None:
-    """settings.py writes no number in a bound but a floor of 0 or 1: every other bound is a
-    constant of limits.py, named in the field (`le=ROOM.round_timeout_s_max`), for a value
-    several parts share; the rest are their owners' bound types."""
-    written = [
-        ast.unparse(node.value)
-        for node in ast.walk(ast.parse(SOURCE.read_text()))
-        if isinstance(node, ast.keyword) and node.arg in ("ge", "gt", "le", "lt")
-    ]
-    numbers = [w for w in written if re.fullmatch(r"[\d_.]+", w) and w not in ("0", "1")]
-    assert written and not numbers, numbers
+def _number(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def test_settings_writes_no_number_but_a_port() -> None:
+    """No default or bound is written in settings.py but a port's default and a floor of 0 or
+    1: the rest are their owners' constants and bound types, or limits.py's shared values
+    named in the field (`le=ROOM.round_timeout_s_max`)."""
+    written = []
+    for node in ast.walk(ast.parse(SOURCE.read_text())):
+        if not (isinstance(node, ast.AnnAssign) and node.value is not None):
+            continue
+        value, port = node.value, "Port" in ast.unparse(node.annotation)
+        if _number(value) and not port:
+            written.append(f"{ast.unparse(node.target)} = {ast.unparse(value)}")
+        for keyword in value.keywords if isinstance(value, ast.Call) else ():
+            floor = ast.unparse(keyword.value) in ("0", "1") and keyword.arg != "default"
+            if _number(keyword.value) and not floor:
+                written.append(
+                    f"{ast.unparse(node.target)} {keyword.arg}={ast.unparse(keyword.value)}"
+                )
+    assert not written, written
+
+
+def _bound_types() -> dict[tuple[str, str], object]:
+    """The parts' bound types Settings reads (`facade.DeadMax`), by (module, name)."""
+    import codemojex.settings as settings_module
+
+    found: dict[tuple[str, str], object] = {}
+    for node in ast.walk(ast.parse(SOURCE.read_text())):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.annotation, ast.Attribute):
+            owner = node.annotation.value
+            assert isinstance(owner, ast.Name), ast.unparse(node)
+            module = getattr(settings_module, owner.id)
+            name = node.annotation.attr
+            found[module.__name__, name] = getattr(module, name)
+    return found
+
+
+def _modules() -> dict[str, ast.Module]:
+    package = ROOT / "codemojex"
+    return {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts): ast.parse(path.read_text())
+        for path in sorted(package.rglob("*.py"))
+    }
+
+
+def _called_name(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
+def test_every_bound_type_settings_reads_is_checked_by_its_part_too() -> None:
+    """What a caller passes a part is checked against the range the environment is: `within`
+    with the same bound type, never a comparison of its own."""
+    checked = {
+        _called_name(node.args[1])
+        for tree in _modules().values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and _called_name(node.func) == "within"
+    }
+    types = {name for _, name in _bound_types()}
+    assert types and sorted(types - checked) == []
+
+
+def _bound_names(module: ast.Module, name: str) -> set[str]:
+    """The constants a bound type's definition names (`RETENTION_MS_MAX`, `updates_max`)."""
+    for node in module.body:
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == [name]:
+            return {
+                _called_name(n)
+                for n in ast.walk(node.value)
+                if (isinstance(n, ast.Attribute | ast.Name) and _called_name(n).isupper())
+                or (isinstance(n, ast.Attribute) and n.attr.islower() and "_" in n.attr)
+            } - {"Annotated", "Field"}
+    raise AssertionError(f"{name} is not defined at the top of its module")
+
+
+def test_no_range_settings_read_is_compared_again_anywhere() -> None:
+    """A bound type's numbers are written once: its owner compares no literal of them, and no
+    module compares against a constant its bounds are made of (the range would then live in
+    two places, free to drift apart)."""
+    modules = _modules()
+    again = []
+    for (owner, name), bound in _bound_types().items():
+        numbers = {v for v in limits_of(bound).values() if v not in (0, 1)}
+        names = _bound_names(modules[owner], name)
+        for where, tree in modules.items():
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Compare):
+                    continue
+                for side in [node.left, *node.comparators]:
+                    literal = isinstance(side, ast.Constant) and side.value in numbers
+                    if (where == owner and literal) or _called_name(side) in names:
+                        again.append(f"{where}:{node.lineno} {ast.unparse(node)} ({name})")
+    assert not again, again
+
+
+def test_no_part_writes_a_settings_default_again() -> None:
+    """A setting's default is its owner's constant, which Settings points at: no function of
+    the owner takes the same number as a keyword default written out again."""
+    import codemojex.settings as settings_module
+
+    modules = _modules()
+    again = []
+    for node in ast.walk(ast.parse(SOURCE.read_text())):
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.value, ast.Attribute)):
+            continue
+        owner = getattr(settings_module, ast.unparse(node.value.value))
+        default = getattr(owner, node.value.attr)
+        if not isinstance(owner, ModuleType):  # a shared value of limits.py
+            continue
+        if not isinstance(default, int | float) or default in (0, 1):
+            continue
+        for function in ast.walk(modules[owner.__name__]):
+            if isinstance(function, ast.arguments):
+                for value in [*function.defaults, *function.kw_defaults]:
+                    if isinstance(value, ast.Constant) and value.value == default:
+                        again.append(
+                            f"{owner.__name__}:{value.lineno} {default} ({node.value.attr})"
+                        )
+    assert not again, again

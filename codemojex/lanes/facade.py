@@ -159,7 +159,10 @@ class Lanes:
         self.client = client
         self.keys = K.Keys(queue)
         self.queue = queue
-        self.dedupe_window_ms = _int(dedupe_window_ms, "dedupe_window_ms", 1, 2**40)
+        # Checked as the setting is, in whole seconds (a test's shorter window rounds up).
+        seconds = -(-_int(dedupe_window_ms, "dedupe_window_ms", 1, 2**40) // 1000)
+        within(seconds, DedupeWindowS, "the dedupe window in seconds", LaneError)
+        self.dedupe_window_ms = dedupe_window_ms
         self.batch = _int(batch, "batch", 1, MAINTENANCE_BATCH_MAX)
         self.dead_max = within(dead_max, DeadMax, "dead_max", LaneError)
         self.dead_age_ms = within(dead_age_ms, RetentionMs, "dead_age_ms", LaneError)

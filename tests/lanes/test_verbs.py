@@ -16,8 +16,9 @@ import redis.asyncio as aioredis
 
 from codemojex.lanes import Job, LaneError, LaneFull, Lanes
 from codemojex.lanes import keys as K
-from codemojex.lanes.facade import DEDUPE_WINDOW_S
+from codemojex.lanes.facade import DEDUPE_WINDOW_S, DedupeWindowS
 from codemojex.values import ids
+from codemojex.values.bounds import limits_of
 from tests.conftest import REDIS_URL
 from tests.lanes.conftest import Env
 
@@ -709,6 +710,15 @@ async def test_ack_many_frees_permits_once_per_job_and_rings_rooms_in_order(env:
     assert d["wake"] == ["1"] * 4
     assert await env.lanes.ack_many([]) == 0
     assert await env.lanes.check() == []
+
+
+async def test_a_dedupe_window_is_bounded_as_its_setting_is(env: Env) -> None:
+    """The lanes check a window with the setting's own bound type (an hour at most)."""
+    hour_ms = limits_of(DedupeWindowS)["le"] * 1000
+    assert Lanes(env.client, env.queue, dedupe_window_ms=hour_ms).dedupe_window_ms == hour_ms
+    for wrong in (hour_ms + 1, 0, True, 1.5):
+        with pytest.raises(LaneError, match="dedupe"):
+            Lanes(env.client, env.queue, dedupe_window_ms=wrong)  # type: ignore[arg-type]
 
 
 async def test_dedupe_window_ends(env: Env) -> None:
