@@ -52,6 +52,7 @@ from codemojex.bot.intake import Intake
 from codemojex.bot.language import user_language
 from codemojex.bot.members import Members
 from codemojex.bot.once import CommandMarks
+from codemojex.bot.order import order_key
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
     cmd_unknown,
@@ -60,7 +61,7 @@ from codemojex.bot.player_commands import (
     on_private_text,
 )
 from codemojex.bot.polling import POLL_TIMEOUT_S, Poller
-from codemojex.bot.processor import STOP_S, Door, failed, order_key
+from codemojex.bot.processor import STOP_S, Door, failed
 from codemojex.bot.replies import Answers
 from codemojex.bot.taps import on_tap
 from codemojex.bot.webhook import WebhookServer, webhook_config
@@ -348,7 +349,7 @@ class Front:
 
 
 # Commands that change a chat for everyone run in the order they came, whoever sent them; a
-# player's other updates keep their own order (bot/processor.py `order_key`).
+# player's other updates keep their own order (bot/order.py `order_key`).
 CHAT_ORDERED = frozenset({*ADMIN_COMMANDS, "newgame"})
 
 

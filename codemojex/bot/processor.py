@@ -24,13 +24,10 @@ same guarantee for an extra Redis round trip per batch of updates and a copy of 
 Redis, on the path every guess takes, where almost every update finishes in milliseconds
 (docs/architecture.md, "The front door", has the measurements of both).
 
-Order: each update has a key (`order_key`): an admin's command, `/newgame` and a member
-joining or leaving are ordered per chat, whoever sends them (a `/ban` must not overtake a
-later `/unban` of another admin); everything else per chat and sender (a player's guesses
-reach their lane in the order typed). Updates of one key run one at a time, in the order
-taken; keys run concurrently, `concurrency` at once (a slot is taken only once an update is
-at its key's head, so a flooding sender queues on their own key and never holds the slots
-others need).
+Order: updates of one key (order.py `order_key`: per chat, or per chat and sender) run one at
+a time, in the order taken; keys run concurrently, `concurrency` at once (a slot is taken
+only once an update is at its key's head, so a flooding sender queues on their own key and
+never holds the slots others need).
 
 Failures: the handlers' one error handler (app.py `on_error`) hands the failure here
 (`failed`). A Redis or Postgres outage is waited out (RETRIES.update), the update staying at
@@ -56,7 +53,6 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field
 from telegram import Update
-from telegram.constants import ChatType
 from telegram.ext import Application
 
 from codemojex.limits import RETRIES, TELEGRAM
@@ -164,37 +160,6 @@ def failed(error: BaseException) -> None:
     current = _TRY.get()
     if current is not None and current.error is None:
         current.error = error
-
-
-def order_key(update: Update, chat_ordered: frozenset[str]) -> Hashable:
-    """The key whose updates run one at a time, in order (module docstring): per chat for a
-    command named in `chat_ordered` in a group and a member's change; per chat and sender
-    otherwise (in a private chat, everything its one person sends)."""
-    change = update.chat_member or update.my_chat_member
-    if change is not None:
-        return ("chat", change.chat.id)
-    chat, user = update.effective_chat, update.effective_user
-    message = update.message
-    if (
-        message is not None
-        and chat is not None
-        and chat.type != ChatType.PRIVATE
-        and message.text
-        and message.text.startswith("/")
-        and _command(message.text) in chat_ordered
-    ):
-        return ("chat", chat.id)
-    if chat is not None:
-        return ("sender", chat.id, user.id if user is not None else 0)
-    if user is not None:
-        return ("user", user.id)
-    return ("update", update.update_id)
-
-
-def _command(text: str) -> str:
-    """The command a message starts with ("/Ban@our_bot x" -> "ban")."""
-    word = text[1:].split(maxsplit=1)
-    return word[0].split("@", 1)[0].lower() if word else ""
 
 
 class Door:

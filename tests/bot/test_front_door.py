@@ -16,8 +16,9 @@ from telegram import Update
 from telegram.ext import ApplicationBuilder, CallbackContext, MessageHandler, TypeHandler, filters
 
 from codemojex.bot import build_application, running
+from codemojex.bot.order import order_key
 from codemojex.bot.polling import Poller
-from codemojex.bot.processor import Door, DoorHooks, order_key
+from codemojex.bot.processor import Door, DoorHooks
 from codemojex.game import texts
 from codemojex.locale import EN
 from codemojex.standin import StandIn

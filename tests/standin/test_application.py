@@ -16,7 +16,8 @@ from telegram.ext import (
     filters,
 )
 
-from codemojex.bot.processor import Door, DoorHooks, order_key
+from codemojex.bot.order import order_key
+from codemojex.bot.processor import Door, DoorHooks
 from codemojex.bot.webhook import WebhookConfig, WebhookServer
 from codemojex.standin import SentMessage, StandIn
 from codemojex.state.inbox import Inbox
