@@ -8,7 +8,7 @@ A round's deadline is its `expires_at`. A guess is in time when the bot took it 
 deadline (`in_time`: the lane job's enqueue time, Redis's clock), however late it is scored: a
 paused room, an outage or a flood's wait does not make it "too late". So the round timer keeps
 a round open past its deadline while guesses taken before it still wait to be scored
-(`holds_open`), for at most `ROUND_HOLD_S_MAX`; guesses taken after the deadline are
+(`holds_open`), for at most `rules.ROUND_HOLD_S_MAX`; guesses taken after the deadline are
 too late meanwhile. A daily round is not held: its guesses taken before its midnight are
 scored after it closed (`decide`).
 """
