@@ -35,8 +35,8 @@ TELEGRAM: Final = TelegramLimits()
 @dataclass(frozen=True, slots=True)
 class RoomLimits:
     """A room's settings an admin may change. Shared: the lanes apply the ceiling and the
-    worker's round timer the timeout; /limit, /settings, the ops page and the use-cases check
-    what an admin asks for against the same range; CODEMOJEX_DEFAULT_CEILING and
+    worker's round timer the timeout; /limit, the ops page and the use-cases check what an
+    admin asks for against the same range; CODEMOJEX_DEFAULT_CEILING and
     CODEMOJEX_ROUND_TIMEOUT_S give new rooms theirs, and a daily room (values/daily.py, below
     every other reader) is built with the defaults."""
 
