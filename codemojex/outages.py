@@ -276,6 +276,11 @@ def retry_after_ms(exc: RetryAfter) -> int:
 
 log = logging.getLogger("codemojex.outages")
 
+# `OutageLog.down`: a health probe not answering within PROBE_S says its component is down;
+# its verdict stands for VERDICT_S for every caller.
+PROBE_S: Final = 5.0
+VERDICT_S: Final = 1.0
+
 
 @dataclass
 class _Episode:
@@ -296,12 +301,16 @@ class OutageLog:
         self.retried: Counter[str] = Counter()  # codemojex_retries_total, by policy
         self.swallowed: Counter[str] = Counter()  # codemojex_swallowed_total, by where
         self._probes: set[asyncio.Task[None]] = set()
+        # The health probes' last verdicts (`down`): component -> (time.monotonic(), down)
+        self._verdicts: dict[Component, tuple[float, bool]] = {}
+        self._asking: dict[Component, asyncio.Future[bool]] = {}
 
     def reset(self) -> None:
         """Forget every outage (tests: each starts with none open)."""
         self._open.clear()
         self._ended.clear()
         self._probes.clear()
+        self._verdicts.clear()
         self.retried.clear()
         self.swallowed.clear()
 
@@ -338,6 +347,54 @@ class OutageLog:
             self._probes.add(task)
             task.add_done_callback(self._probes.discard)
         return component
+
+    async def down(self, component: Component, probe: Callable[[], Awaitable[object]]) -> bool:
+        """Whether `component` is down now, as its health probe says: the probe failing with
+        an outage of it, or not answering within `PROBE_S`. One probe at a time per
+        component, whose verdict every caller within `VERDICT_S` shares (a thousand updates
+        waiting for Postgres ask it once a second, not a thousand times). An outage
+        classified so by `outage_of` (a statement timeout, a lock timeout) with the
+        component answering its probe is no outage: the caller's budget ends it."""
+        verdict = self._verdicts.get(component)
+        if verdict is not None and time.monotonic() - verdict[0] < VERDICT_S:
+            return verdict[1]
+        asking = self._asking.get(component)
+        if asking is None:
+            asking = asyncio.get_running_loop().create_future()
+            self._asking[component] = asking
+            try:
+                is_down = await self._probe_once(component, probe)
+            except BaseException:
+                asking.cancel()  # the caller was cancelled: those waiting with it ask anew
+                raise
+            finally:
+                del self._asking[component]
+            self._verdicts[component] = (time.monotonic(), is_down)
+            asking.set_result(is_down)
+            return is_down
+        try:
+            return await asyncio.shield(asking)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if asking.cancelled() and task is not None and not task.cancelling():
+                return await self.down(component, probe)  # its prober was cancelled, not us
+            raise
+
+    async def _probe_once(
+        self, component: Component, probe: Callable[[], Awaitable[object]]
+    ) -> bool:
+        try:
+            async with asyncio.timeout(PROBE_S):
+                await probe()
+        except TimeoutError:
+            return True
+        except Exception as exc:
+            if outage_of(exc) == component:
+                return True
+            log.error("probing %s failed", component, exc_info=exc)
+            return False
+        self.ok(component)
+        return False
 
     def swallow(self, exc: BaseException, where: str, what: str) -> None:
         """A failure its caller goes on without (best effort: `what` is left undone): counted

@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from telegram import Chat, Message, Update, User
+from telegram import Bot, Chat, Message, Update, User
 from telegram.constants import ChatType
 
 from codemojex.bot.admin import is_anonymous_admin
@@ -27,7 +27,7 @@ from codemojex.db import reading, store
 from codemojex.game import texts
 from codemojex.locale import Lang
 from codemojex.ops.health import probe_of
-from codemojex.outages import OUTAGES, outage_of
+from codemojex.outages import OUTAGES, Component, outage_of
 from codemojex.state.cards import CardBusy
 
 log = logging.getLogger(__name__)
@@ -71,9 +71,9 @@ def guarded(handler: Handler) -> Handler:
     return wrapper
 
 
-def door_hooks(services: BotServices) -> DoorHooks:
-    """What the door (bot/processor.py) has said to a sender: each best effort, run off the
-    update's path."""
+def door_hooks(services: BotServices, bot: Bot) -> DoorHooks:
+    """What the door (bot/processor.py) has said to a sender (each best effort, run off the
+    update's path), and how it asks whether a component is down (its health probe)."""
 
     async def say(update: Update, text: Callable[[Lang], str], what: str) -> None:
         lang = user_language(update.effective_user)
@@ -99,7 +99,14 @@ def door_hooks(services: BotServices) -> DoorHooks:
     async def dead(update: Update) -> None:
         await say(update, texts.went_wrong, "an apology not said")
 
-    return DoorHooks(delayed=delayed, shed=shed, dead=dead)
+    async def down(component: Component) -> bool:
+        if component == "telegram":
+            return await OUTAGES.down(component, bot.get_me)
+        return await OUTAGES.down(
+            component, probe_of(component, services.redis, services.sessionmaker)
+        )
+
+    return DoorHooks(delayed=delayed, shed=shed, dead=dead, down=down)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,8 @@ The polling loop (polling.py) and the webhook server (webhook.py) hand each upda
 - **parked**: it is not finished by its deadline (`deadline_s`: a lock held by a dead
   process, an outage, a slow dependency), so it is kept in Redis first (state/inbox.py)
   and handled on from there; a process that dies with it parked leaves it to another;
-- **dead**: it cannot be handled (its handler failed with a bug on each of `tries` tries):
-  kept in the dead letters for the operator, and its sender told something went wrong;
+- **dead**: it cannot be handled (its tries are spent: bot/tries.py): kept in the dead
+  letters for the operator, and its sender told something went wrong;
 - **shed**: its sender (or its chat's admins) has `waiting_max` updates waiting already:
   the sender is told to slow down, as a full lane does;
 - **given back** (webhook only): not finished by its deadline and Redis cannot keep it
@@ -30,13 +30,16 @@ only once an update is at its key's head, so a flooding sender queues on their o
 never holds the slots others need).
 
 Failures: the handlers' one error handler (app.py `on_error`) hands the failure here
-(`failed`). A Redis or Postgres outage is waited out (RETRIES.update), the update staying at
-its key's head (the player's order holds through it), its sender told once per chat that the
-bot is catching up; past its deadline it is parked, if Redis can keep it, else it holds its
-place (polling: the window holds and the backlog waits at Telegram; webhook: given back).
-Telegram failing to take an answer finishes the update (its effect is stored; the answer was
-a courtesy). Anything else is a bug: tried again up to `tries` times, then a dead letter. A
-try is bounded by `attempt_s`, past which it is cancelled and counts as failed.
+(`failed`). Every failed try counts in the update's one budget of tries (bot/tries.py
+`TryBudget`): a bug, a statement that timed out, and Telegram failing before the effect are
+tried again a few times; a Redis, Postgres or Telegram outage that the component's health
+probe confirms is waited out for as long as an outage lasts. Meanwhile the update stays at its
+key's head (the player's order holds through it), its sender told once that the bot is
+catching up; past its deadline it is parked, if Redis can keep it, else it holds its place
+(polling: the window holds and the backlog waits at Telegram; webhook: given back). Past
+the budget, a dead letter. Telegram failing to take an answer finishes the update (its
+effect is stored; the answer was a courtesy). A try is bounded by `attempt_s`, past which it
+is cancelled and counts as failed.
 """
 
 from __future__ import annotations
@@ -55,8 +58,9 @@ from pydantic import Field
 from telegram import Update
 from telegram.ext import Application
 
+from codemojex.bot.tries import TRIES, Down, TryBudget
 from codemojex.limits import RETRIES, TELEGRAM
-from codemojex.outages import OUTAGES, Component, outage_of, pause_s
+from codemojex.outages import OUTAGES, pause_s
 from codemojex.runtime import stop_tasks
 from codemojex.state.inbox import Inbox, Parked, record
 from codemojex.values.bounds import within
@@ -83,8 +87,6 @@ DeadlineS = Annotated[float, Field(gt=0, le=30.0)]
 # One try of an update's handlers at most: past it the try is cancelled and counts as failed
 # (every call under it has a timeout of its own well within this).
 ATTEMPT_S: Final = 30.0
-# Tries of an update whose handler fails with a bug before it becomes a dead letter.
-TRIES: Final = 3
 # Updates of one key waiting behind each other: past it the sender is told to slow down (a
 # full lane's answer), so one flood stays bounded.
 WAITING_MAX: Final = 100
@@ -118,6 +120,7 @@ class DoorHooks:
     delayed: Callable[[Update], Awaitable[None]]  # an outage holds it: "catching up", once
     shed: Callable[[Update], Awaitable[None]]  # too many waiting: "slow down"
     dead: Callable[[Update], Awaitable[None]]  # given up: "something went wrong"
+    down: Down  # is this component down? (its health probe: bot/tries.py)
 
 
 @dataclass(eq=False, slots=True)
@@ -128,8 +131,8 @@ class Ticket:
     raw: dict[str, Any] | bytes  # Telegram's JSON as it came: what parking keeps
     key: Hashable
     born: float = field(default_factory=time.monotonic)
-    tries: int = 0  # failed with a bug (or timed out)
-    outages: int = 0  # failed with an outage, in a row
+    tries: int = 0  # tries failed, whatever failed them (bot/tries.py)
+    waits: bool = False  # its last try failed with an outage, waited out
     parked: bool = False
     running: bool = False
     told: bool = False  # its sender was told it waits for an outage
@@ -181,8 +184,8 @@ class Door:
     ) -> None:
         within(concurrency, Concurrency, "concurrency")
         within(deadline_s, DeadlineS, "deadline_s")
-        if attempt_s <= 0 or tries < 1 or waiting_max < 1:
-            raise ValueError("a door needs a try's bound, a try, and room for one")
+        if attempt_s <= 0 or waiting_max < 1:
+            raise ValueError("a door needs a try's bound and room for one")
         self._app = application
         self.inbox = inbox
         self._hooks = hooks
@@ -190,7 +193,7 @@ class Door:
         self._slots = asyncio.Semaphore(concurrency)
         self.deadline_s = deadline_s
         self._attempt_s = attempt_s
-        self._tries = tries
+        self._budget = TryBudget(hooks.down, tries=tries)
         self._waiting_max = waiting_max
         self._give_back = give_back
         self._keys: dict[Hashable, deque[Ticket]] = {}
@@ -302,24 +305,25 @@ class Door:
             if error is None:
                 self._finish(ticket, "done")
                 return
-            component = _storage(error)
-            if component is not None:
-                ticket.outages += 1
-                self.counts["outage_tries"] += 1
-                if not ticket.told and time.monotonic() - ticket.born >= self.deadline_s:
-                    # Held past its deadline: its sender hears why (a blip retried at once
-                    # says nothing).
-                    ticket.told = True
-                    self._spawn(self._hooks.delayed(ticket.update), "delayed")
-                await asyncio.sleep(pause_s(RETRIES.update, ticket.outages))
-                continue
-            ticket.outages = 0
             ticket.tries += 1
-            self.counts["failed_tries"] += 1
-            if ticket.tries >= self._tries:
+            again = await self._budget.again(error, ticket.tries)
+            self.counts[
+                "outage_tries" if again is not None and again.outage else "failed_tries"
+            ] += 1
+            if again is None:
                 await self._bury(ticket, error)
                 return
-            await asyncio.sleep(pause_s(RETRIES.update, ticket.tries))
+            ticket.waits = again.outage
+            if (
+                again.outage
+                and not ticket.told
+                and time.monotonic() - ticket.born >= self.deadline_s
+            ):
+                # Held past its deadline: its sender hears why (a blip retried at once says
+                # nothing).
+                ticket.told = True
+                self._spawn(self._hooks.delayed(ticket.update), "delayed")
+            await asyncio.sleep(again.pause_s)
             if ticket.dropped:
                 return
 
@@ -426,7 +430,7 @@ class Door:
                     self._unsettled.pop(ticket.update_id, None)
                     self.counts["given_back"] += 1
                     ticket.settled.set_result("given_back")
-                    if ticket.outages and not ticket.told:
+                    if ticket.waits and not ticket.told:
                         # It comes again, maybe to another process: its sender hears why now.
                         ticket.told = True
                         self._spawn(self._hooks.delayed(ticket.update), "delayed")
@@ -504,11 +508,6 @@ class Door:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("the bot's door: a task failed", exc_info=task.exception())
-
-
-def _storage(error: BaseException) -> Component | None:
-    component = outage_of(error)
-    return component if component in ("redis", "postgres") else None
 
 
 _KINDS = ("message", "callback_query", "inline_query", "chat_member", "my_chat_member")
