@@ -70,12 +70,18 @@ _REDIS: Final = (
     redis_errors.RedisClusterException,
 )
 
-_PG_SQLSTATES: Final = frozenset(
+# Postgres answered, cutting a statement that waited or ran too long, or lost a race: an
+# outage only while the database is down by its health probe (`answered`, `OutageLog.down`).
+_PG_ANSWERED: Final = frozenset(
     {
         "40001",  # serialization_failure
         "40P01",  # deadlock_detected
         "55P03",  # lock_not_available (our lock_timeout: a row lock held too long)
         "57014",  # query_canceled (our statement_timeout, or an operator's cancel)
+    }
+)
+_PG_SQLSTATES: Final = _PG_ANSWERED | frozenset(
+    {
         "25P03",  # idle_in_transaction_session_timeout (the session was ended)
         "57P01",  # admin_shutdown
         "57P02",  # crash_shutdown
@@ -186,6 +192,19 @@ def _frames_origin(tb: TracebackType | None) -> Component | Literal[""] | None:
 
 def is_outage(exc: BaseException) -> bool:
     return outage_of(exc) is not None
+
+
+def answered(exc: BaseException) -> bool:
+    """An outage by `outage_of` in which the component did answer: Postgres cut a statement
+    at its statement or lock timeout, or ended a transaction that lost a race. Whether the
+    component is down then is its health probe's to say (`OutageLog.down`): a statement that
+    always times out on a database that answers is no outage, and is not retried for ever."""
+    while isinstance(exc, OutageLasted) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    if not isinstance(exc, sa_exc.DBAPIError) or exc.connection_invalidated:
+        return False
+    orig = exc.orig
+    return (getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)) in _PG_ANSWERED
 
 
 def pause_s(policy: RetryPolicy, attempts: int, rng: random.Random | None = None) -> float:

@@ -77,7 +77,7 @@ from codemojex.posting.ring import PostingRing
 from codemojex.state.board import DailyBoard
 from codemojex.state.budget import AnswerBudget
 from codemojex.state.cards import RoomCards
-from codemojex.state.flags import FloodNotices
+from codemojex.state.flags import CatchingUp, FloodNotices
 from codemojex.state.inbox import Inbox, PollerLease
 from codemojex.state.members import GroupMembers
 from codemojex.values.clock import utcnow
@@ -158,6 +158,7 @@ def make_services(
         ring=PostingRing(redis, queue),
         inline=InlineQueries(redis, queue),
         commands=CommandMarks(redis, queue, settings.dedupe_window_s),
+        catching_up=CatchingUp(redis, queue),
         members=Members(GroupMembers(redis, queue), clock),
         board=board,
         clock=clock,

@@ -117,7 +117,8 @@ class DoorHooks:
     """What the door has the handlers' side do for it (app.py wires these; each is best
     effort, run off the update's path, never awaited by it)."""
 
-    delayed: Callable[[Update], Awaitable[None]]  # an outage holds it: "catching up", once
+    # An outage holds it past its deadline (each try): "catching up", once per outage.
+    delayed: Callable[[Update], Awaitable[None]]
     shed: Callable[[Update], Awaitable[None]]  # too many waiting: "slow down"
     dead: Callable[[Update], Awaitable[None]]  # given up: "something went wrong"
     down: Down  # is this component down? (its health probe: bot/tries.py)
@@ -314,13 +315,9 @@ class Door:
                 await self._bury(ticket, error)
                 return
             ticket.waits = again.outage
-            if (
-                again.outage
-                and not ticket.told
-                and time.monotonic() - ticket.born >= self.deadline_s
-            ):
-                # Held past its deadline: its sender hears why (a blip retried at once says
-                # nothing).
+            if again.outage and time.monotonic() - ticket.born >= self.deadline_s:
+                # Held past its deadline: its sender hears why, once while the outage lasts
+                # (a blip retried at once says nothing).
                 ticket.told = True
                 self._spawn(self._hooks.delayed(ticket.update), "delayed")
             await asyncio.sleep(again.pause_s)

@@ -7,12 +7,13 @@ update's, not a process's.
 
 - Within `TRIES` tries, it is tried again after `outages.pause_s(RETRIES.update, tries)` (a
   Telegram 429 after its own `retry_after`).
-- Past them, it is tried again only while the failure is an outage (outages.py `outage_of`)
-  and the health probe of its component says the component is down (`OutageLog.down`): a
-  generous budget then (`TRIES_WHILE_DOWN`, an outage of an hour and more), since an outage is
-  backpressure, not a reason to give up. A statement that times out, a lock held past the
-  lock timeout or a deadlock, with the database answering the probe, is no outage: the third
-  such try is the last.
+- Past them, it is tried again only while the failure is an outage (outages.py `outage_of`:
+  Redis or Postgres unreachable, refusing connections, out of memory, failing over; Telegram
+  failing before the effect): a generous budget then (`TRIES_WHILE_DOWN`, an outage of an
+  hour and more), since an outage is backpressure, not a reason to give up. Where the
+  component did answer, cutting the statement (a statement or lock timeout, a lost race:
+  outages.py `answered`) or with a 5xx, its health probe decides (`OutageLog.down`): with the
+  component answering the probe, it is no outage, and the third such try is the last.
 - Past the budget, the door keeps the update as a dead letter and tells its sender
   (bot/processor.py `Door`).
 
@@ -32,7 +33,7 @@ from typing import Final
 from telegram.error import RetryAfter
 
 from codemojex.limits import RETRIES
-from codemojex.outages import Component, outage_of, pause_s, retry_after_ms
+from codemojex.outages import Component, answered, outage_of, pause_s, retry_after_ms
 
 # Tries of an update while what it needs answers (a bug, a statement too slow, a lock held):
 # the last one is the third.
@@ -97,4 +98,6 @@ class TryBudget:
             return None
         if isinstance(error, Before) and isinstance(error.cause, RetryAfter):
             return Again(pause, True)  # Telegram said it is limiting us, and for how long
+        if not (isinstance(error, Before) or answered(error)):
+            return Again(pause, True)  # unreachable, refusing, full, failing over: down
         return Again(pause, True) if await self._down(component) else None
