@@ -15,7 +15,7 @@ update's, not a process's.
   outages.py `answered`) or with a 5xx, its health probe decides (`OutageLog.down`): with the
   component answering the probe, it is no outage, and the third such try is the last.
 - Past the budget, the door keeps the update as a dead letter and tells its sender
-  (bot/processor.py `Door`).
+  (bot/door.py `Door`, bot/handling.py).
 
 Telegram failing a call *before* the effect (the admin list of the chat, read to decide
 whether a command may run) is waited out like any outage: its handler raises `Before` (a 429
