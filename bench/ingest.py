@@ -72,7 +72,7 @@ from bench.common import (
     server_counters,
     unique_queue,
 )
-from bench.ingest_feed import TOKEN, Feed, message_update
+from bench.ingest_feed import TOKEN, Feed, StandInFeed, message_update
 from bench.pipeline import PG_ADMIN_URL, TODAY, Code, _admin, _backend_pids, _cpu_s, _profile_top
 from codemojex.lanes.keys import JOB_FIELDS
 
@@ -233,15 +233,17 @@ async def run_ingest(
     bot_concurrency: int | None = None,
     worker_concurrency: int | None = None,
     bot_in_hand: int | None = None,
+    api: str = "feed",
 ) -> dict[str, Any]:
-    """One timed run of the real bot (and worker) of `code`."""
+    """One timed run of the real bot (and worker) of `code`, fed by the fake Bot API
+    (`api` "feed") or the stand-in ("standin")."""
     from codemojex.scoring import split_emojis
 
     db = "cmbench_" + uuid.uuid4().hex[:10]
     base = PG_ADMIN_URL.rsplit("/", 1)[0]
     queue = unique_queue("ing")
     client = make_client()
-    feed = Feed()
+    feed: Feed | StandInFeed = Feed() if api == "feed" else StandInFeed()
     await feed.start()
     await _admin(f'CREATE DATABASE "{db}"')
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEMOJEX_", "PYTHONPATH"))}
@@ -312,7 +314,9 @@ async def run_ingest(
         calls0 = dict(feed.calls)
         polls = 0
         t0 = time.time()
-        feed.add(feed_updates)
+        typed = feed.add(feed_updates)
+        if typed:  # the stand-in's own message ids: served when typed
+            by_message = {m: m for m in typed.values()}
         npending = f"emq:{{{queue}}}:npending"
 
         async def done() -> bool:
@@ -355,6 +359,7 @@ async def run_ingest(
             "bot_concurrency": bot_concurrency,
             "worker_concurrency": worker_concurrency,
             "bot_in_hand": bot_in_hand,
+            "api": api,
             "rooms": plan.rooms,
             "players_per_room": plan.players,
             "guesses": n,
@@ -460,7 +465,7 @@ async def _main(
     quick: bool, rooms: int, players: int, per_player: int, modes: str, repeat: int,
     baseline: Path | None, profile: Path | None, out: str, ptb_concurrency: int,
     bot_concurrency: int | None, worker_concurrency: int | None, save: bool,
-    bot_in_hand: int | None = None, appendfsync: str = "",
+    bot_in_hand: int | None = None, appendfsync: str = "", api: str = "feed", ptb: bool = True,
 ) -> None:  # fmt: skip
     if quick:
         rooms, players, per_player = min(rooms, 40), min(players, 5), min(per_player, 5)
@@ -473,7 +478,7 @@ async def _main(
     fsyncs: list[str | None] = [f.strip() for f in appendfsync.split(",") if f.strip()] or [None]
     runs: list[dict[str, Any]] = []
     for _ in range(repeat):
-        if fsyncs == [None]:
+        if fsyncs == [None] and ptb:
             for ptb_mode in ("noop", "redis"):
                 plan = Plan(rooms, players, per_player)
                 runs.append(await run_ptb(ptb_mode, plan, ptb_concurrency))
@@ -493,6 +498,7 @@ async def _main(
                             bot_concurrency,
                             worker_concurrency,
                             bot_in_hand,
+                            api,
                         )
                     runs.append({**run, "code": label, "appendfsync": fsync})
     print_table(
@@ -577,13 +583,22 @@ def main(
             "append-only file fsynced so, taking turns (no PTB ceiling runs)"
         ),
     ] = "",
+    api: Annotated[
+        str,
+        typer.Option(
+            help="feed: the fake Bot API (pre-serialised updates); standin: the Bot API "
+            "stand-in, confirming as Telegram does (issue 44's measurement)"
+        ),
+    ] = "feed",
+    ptb: Annotated[bool, typer.Option(help="the PTB-alone ceiling runs too")] = True,
 ) -> None:
     name = results_name("ingest", out, save=save, scratch="ingest-quick" if quick else None)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             _main(quick, rooms, players, per_player, modes, repeat,
                   baseline.resolve() if baseline else None, profile, name, ptb_concurrency,
-                  bot_concurrency, worker_concurrency, save, bot_in_hand, appendfsync)
+                  bot_concurrency, worker_concurrency, save, bot_in_hand, appendfsync, api,
+                  ptb)
         )  # fmt: skip
 
 
