@@ -312,6 +312,7 @@ async def run_ingest(
         pg_cpu0 = {pid: _cpu_s(pid) for pid in await _backend_pids(admin, db)}
         worker_cpu0 = _cpu_s(worker.pid) if worker is not None else 0.0
         calls0 = dict(feed.calls)
+        served0 = getattr(feed, "updates_served", 0)
         polls = 0
         t0 = time.time()
         typed = feed.add(feed_updates)
@@ -339,6 +340,7 @@ async def run_ingest(
             pg_cpu = sum(max(0.0, t - pg_cpu0.get(pid, 0.0)) for pid, t in pg_now.items() if t)
             worker_cpu = (_cpu_s(worker.pid) - worker_cpu0) if worker is not None else 0.0
             calls = {m: n - calls0.get(m, 0) for m, n in feed.calls.items() if n > calls0.get(m, 0)}
+            served = getattr(feed, "updates_served", 0) - served0
             redis1 = await server_counters(client)
             for spy in spies:
                 spy.send_signal(signal.SIGINT)
@@ -371,6 +373,8 @@ async def run_ingest(
             # the backends serving the bot, the worker and this harness's polls
             "postgres_cpu_us_per_guess": round(pg_cpu * 1e6 / n, 1),
             "bot_api_calls": calls,
+            # updates getUpdates returned per guess (the stand-in: those returned again too)
+            "updates_served_per_guess": round(served / n, 2) if served else None,
             "sql_xacts_per_guess": round(xacts / n, 4),
             "sql_xacts": xacts,
             "wait_p50_ms": percentile(waits, 50),

@@ -180,6 +180,17 @@ class StandInFeed:
         self.standin = StandIn(token=TOKEN, bot_username="bench_ingest_bot")
         self.served_ms: dict[int, int] = {}  # the stand-in's message id -> when typed
         self._chats: set[int] = set()
+        # Updates getUpdates returned, those returned again included: what the stand-in
+        # serialised (counted around its handler: the stand-in keeps no such count).
+        self.updates_served = 0
+        serve = self.standin._handlers["getUpdates"]
+
+        async def counted(params: Any) -> Any:
+            result = await serve(params)
+            self.updates_served += len(result)
+            return result
+
+        self.standin._handlers["getUpdates"] = counted
 
     @property
     def base_url(self) -> str:

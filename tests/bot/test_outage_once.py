@@ -14,7 +14,6 @@ import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
@@ -39,11 +38,13 @@ from tests.bot.conftest import (
     UNPACED,
     World,
     bot_world,
+    postgres_proxy,
     room_of,
     start_round,
+    through,
 )
 from tests.e2e.harness import eventually
-from tests.helpers.support import drop_keys, free_port, wipe_tables
+from tests.helpers.support import drop_keys, wipe_tables
 from tests.ops.proxy import TcpProxy
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -54,21 +55,13 @@ REFUSALS = (texts.answers_spent(EN), texts.try_again(EN), texts.went_wrong(EN))
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
-    target = urlsplit(bot_database_url)
-    assert target.hostname is not None and target.port is not None
-    proxy = TcpProxy(free_port(), target.hostname, target.port)
-    await proxy.start()
-    try:
+    async with postgres_proxy(bot_database_url) as proxy:
         yield proxy
-    finally:
-        await proxy.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(bot_database_url: str, bot_queue: str, proxy: TcpProxy) -> AsyncIterator[World]:
-    target = urlsplit(bot_database_url)
-    url = bot_database_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
-    async with bot_world(url, bot_queue) as world:
+    async with bot_world(through(bot_database_url, proxy), bot_queue) as world:
         answers = world.app.bot_data.answers
         answers.budget = AnswerBudget(world.redis, bot_queue, budget=BUDGET)  # the default
         await wipe_tables(world.engine, restart_ids=False)

@@ -9,7 +9,6 @@ the machine's Postgres itself is never touched."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
@@ -22,10 +21,12 @@ from tests.bot.conftest import (
     DAVE,
     World,
     bot_world,
+    postgres_proxy,
     start_round,
+    through,
     valid_guess,
 )
-from tests.helpers.support import drop_keys, free_port, wipe_tables
+from tests.helpers.support import drop_keys, wipe_tables
 from tests.ops.proxy import TcpProxy
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -33,21 +34,13 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
-    target = urlsplit(bot_database_url)
-    assert target.hostname is not None and target.port is not None
-    proxy = TcpProxy(free_port(), target.hostname, target.port)
-    await proxy.start()
-    try:
+    async with postgres_proxy(bot_database_url) as proxy:
         yield proxy
-    finally:
-        await proxy.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(bot_database_url: str, bot_queue: str, proxy: TcpProxy) -> AsyncIterator[World]:
-    target = urlsplit(bot_database_url)
-    url = bot_database_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
-    async with bot_world(url, bot_queue) as world:
+    async with bot_world(through(bot_database_url, proxy), bot_queue) as world:
         await wipe_tables(world.engine, restart_ids=False)
         await drop_keys(world.redis, bot_queue)
         yield world
