@@ -591,7 +591,7 @@ def main(
         str,
         typer.Option(
             help="feed: the fake Bot API (pre-serialised updates); standin: the Bot API "
-            "stand-in, confirming as Telegram does (issue 44's measurement)"
+            "stand-in, confirming as Telegram does (the front door's review's measurement)"
         ),
     ] = "feed",
     ptb: Annotated[bool, typer.Option(help="the PTB-alone ceiling runs too")] = True,

@@ -168,10 +168,10 @@ def _ok(result: Any) -> web.Response:
 
 class StandInFeed:
     """The Bot API stand-in (codemojex.standin) in `Feed`'s place (`bench.ingest --api
-    standin`): what issue 44 measured. It confirms and returns updates as Telegram does
-    (getUpdates returns the unconfirmed ones again), builds each update's JSON when it is
-    served, and keeps every message the bot and the worker post, all in the benchmark's
-    process, on the same two cores. Each update is typed with `send_text` as a player
+    standin`): the front door as its review measured it. It confirms and returns updates as
+    Telegram does (getUpdates returns the unconfirmed ones again), builds each update's JSON
+    when it is served, and keeps every message the bot and the worker post, all in the
+    benchmark's process, on the same two cores. Each update is typed with `send_text` as a player
     would; its served time is when it was typed (the bot's long poll takes it at once)."""
 
     def __init__(self) -> None:
