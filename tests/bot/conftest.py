@@ -212,6 +212,13 @@ async def postgres_proxy(database_url: str) -> AsyncIterator[TcpProxy]:
         await proxy.stop()
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
+    """The bot's way to Postgres in a module whose tests cut it (`postgres_proxy`)."""
+    async with postgres_proxy(bot_database_url) as proxy:
+        yield proxy
+
+
 def through(database_url: str, proxy: TcpProxy) -> str:
     """`database_url` by way of `proxy`."""
     target = urlsplit(database_url)

@@ -36,7 +36,6 @@ from tests.bot.conftest import (
     World,
     bot_world,
     open_round,
-    postgres_proxy,
     through,
 )
 from tests.helpers import writes
@@ -476,13 +475,6 @@ async def test_daily_in_a_channel_says_where_it_is_played(world: World) -> None:
     assert [m.text for m in world.said(CHANNEL)] == [texts.daily_in_channel(EN, BOT)]
     async with world.sessionmaker() as session:
         assert (await session.execute(select(func.count()).select_from(Round))).scalar() == 0
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
-    """The bot's way to Postgres, which a test cuts (the machine's Postgres is shared)."""
-    async with postgres_proxy(bot_database_url) as proxy:
-        yield proxy
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

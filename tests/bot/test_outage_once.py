@@ -38,7 +38,6 @@ from tests.bot.conftest import (
     UNPACED,
     World,
     bot_world,
-    postgres_proxy,
     room_of,
     start_round,
     through,
@@ -51,12 +50,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 OUTAGE_S = 8.0
 REFUSALS = (texts.answers_spent(EN), texts.try_again(EN), texts.went_wrong(EN))
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
-    async with postgres_proxy(bot_database_url) as proxy:
-        yield proxy
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -21,7 +21,6 @@ from tests.bot.conftest import (
     DAVE,
     World,
     bot_world,
-    postgres_proxy,
     start_round,
     through,
     valid_guess,
@@ -30,12 +29,6 @@ from tests.helpers.support import drop_keys, wipe_tables
 from tests.ops.proxy import TcpProxy
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
-    async with postgres_proxy(bot_database_url) as proxy:
-        yield proxy
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
