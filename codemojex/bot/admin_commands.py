@@ -79,7 +79,7 @@ async def _admin_gate(
             await services.answers.answer(who.message, texts.group_only(lang), lang=lang)
         return None
     allowed = await is_admin(
-        context.bot, who.message, services.admins, services.settings.operator_ids
+        context.bot, who.message, services.admins, services.config.operator_ids
     )
     if not allowed and run.done:
         return None

@@ -215,7 +215,7 @@ async def test_one_poller_per_bot(world: World) -> None:
     """A second bot process of the same token stands by (its /readyz says so) and polls
     nothing; when the first stops, it takes over."""
     second = build_application(
-        world.settings,
+        world.settings.bot(),
         lanes=world.lanes,
         sessionmaker=world.sessionmaker,
         redis=world.redis,
@@ -233,7 +233,10 @@ async def test_a_standby_takes_over_when_the_poller_stops(
 ) -> None:
     async with bot_world(bot_database_url, queue_name) as world:
         second = build_application(
-            world.settings, lanes=world.lanes, sessionmaker=world.sessionmaker, redis=world.redis
+            world.settings.bot(),
+            lanes=world.lanes,
+            sessionmaker=world.sessionmaker,
+            redis=world.redis,
         )
         first = world.front
         assert first is not None and first.poller is not None
