@@ -311,6 +311,7 @@ async def test_an_update_that_finishes_while_it_is_parked_is_settled_once(
     (once), and what the park wrote is forgotten at the next tick."""
     redis = aioredis.Redis.from_url(REDIS_URL)
     parking, let_park, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    parked = asyncio.Event()
 
     class SlowInbox(Inbox):
         """The real inbox, its park held until the test lets it go."""
@@ -319,6 +320,7 @@ async def test_an_update_that_finishes_while_it_is_parked_is_settled_once(
             parking.set()
             await let_park.wait()
             await super().park(records)
+            parked.set()
 
     async def hold(update: Update, context: CallbackContext[Any, Any, Any, Any]) -> None:
         await release.wait()
@@ -344,6 +346,9 @@ async def test_an_update_that_finishes_while_it_is_parked_is_settled_once(
         await asyncio.wait_for(door.wait_idle(), 5)
         let_park.set()
         assert await asyncio.wait_for(ticket.settled, 5) == "done"
+        # What the park wrote is there once it returns (looked at before, an empty hash would
+        # pass for forgotten), and forgotten at a tick after.
+        await asyncio.wait_for(parked.wait(), 5)
         for _ in range(100):
             if not await redis.hlen(Keys(queue_name).inbox_parked):
                 break
