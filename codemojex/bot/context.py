@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram.ext import Application, CallbackContext, ExtBot
 
-from codemojex.bot import admin, processor
+from codemojex.bot import admin, door
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.cards import Cards
 from codemojex.bot.drafts import Drafts
@@ -62,9 +62,9 @@ class BotConfig:
     max_depth: int = admission.DEPTH
     answer_budget: int = budget.BUDGET
     admin_cache_ttl_s: float = admin.TTL_S
-    bot_concurrency: int = processor.CONCURRENCY
-    bot_in_hand: int = processor.IN_HAND
-    bot_update_deadline_s: float = processor.DEADLINE_S
+    bot_concurrency: int = door.CONCURRENCY
+    bot_in_hand: int = door.IN_HAND
+    bot_update_deadline_s: float = door.DEADLINE_S
     dedupe_window_s: int = facade.DEDUPE_WINDOW_S
 
     def webhook(self) -> WebhookConfig:
