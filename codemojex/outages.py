@@ -428,6 +428,9 @@ class OutageLog:
     def ok(self, *components: Component) -> None:
         """These components just answered: an outage of theirs is over. Costs a dict lookup
         when none is open (the consumer loop calls it after every claim)."""
+        if self._verdicts:  # a probe's "down" no longer stands
+            for component in components:
+                self._verdicts.pop(component, None)
         if not self._open:
             return
         for component in components:

@@ -156,7 +156,7 @@ async def test_two_processes_tell_a_member_once(
     holding an update of the same member through the outage, as two webhook processes
     behind a balancer do: one "catching up" between them."""
     other = build_application(
-        world.settings,
+        world.settings.bot(),
         lanes=world.lanes,
         sessionmaker=world.sessionmaker,
         redis=world.redis,

@@ -67,7 +67,7 @@ async def test_a_statement_that_always_times_out_is_a_dead_letter(
         lambda m: m.reply_to_message_id == asked, 30, chat_id=chat
     )
     assert told.text == texts.went_wrong(EN)
-    assert time.monotonic() - began < 15  # three quick tries, not one a try for ever
+    assert time.monotonic() - began < 25  # three quick tries, not a try for ever
     letters = await inbox.dead_letters()
     assert len(letters) == before + 1
     letter = next(x for x in letters if x.chat_id == chat)
