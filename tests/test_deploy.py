@@ -174,6 +174,7 @@ def test_the_build_context_leaves_secrets_and_the_checkouts_state_out() -> None:
         "MANIFEST.in",
         "constraints.txt",
         "README.md",
+        "LICENSE",
         "codemojex",
         "migrations",
         "wheelhouse",

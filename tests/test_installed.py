@@ -12,7 +12,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import uuid
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,7 +103,16 @@ def test_the_wheel_installed_elsewhere_migrates_and_plays(
     build: list[str | Path] = [sys.executable, "-m", "build", "--outdir", dist, checkout]
     _run(build, cwd=tmp_path, env=env, timeout=300)
     (wheel,) = dist.glob("codemojex-*.whl")
-    assert len(list(dist.glob("codemojex-*.tar.gz"))) == 1  # the wheel was built from it
+    (sdist,) = dist.glob("codemojex-*.tar.gz")  # the wheel was built from it
+    # The licence pyproject names, in both.
+    licence = (ROOT / "LICENSE").read_text()
+    assert licence.startswith("MIT License")
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+        assert archive.read(name).decode() == licence
+    with tarfile.open(sdist) as archive:
+        member = archive.extractfile(f"{sdist.name.removesuffix('.tar.gz')}/LICENSE")
+        assert member is not None and member.read().decode() == licence
 
     _run([sys.executable, "-m", "venv", venv], cwd=tmp_path, env=env, timeout=120)
     pip: list[str | Path] = [venv / "bin" / "python", "-m", "pip", "install", "-q"]
