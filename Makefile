@@ -10,7 +10,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.9
 
-.PHONY: demo test lint setup lock clean i18n image-check
+.PHONY: demo test lint setup lock clean i18n image-check nginx-check
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -73,6 +73,11 @@ lock: | $(BIN)/python
 # migrate, a short demo, a worker's HEALTHCHECK and SIGTERM (deploy/image-check.sh says how).
 image-check: $(STAMP)
 	UV_VERSION=$(UV_VERSION) PY=$(BIN)/python deploy/image-check.sh
+
+# `nginx -t` on deploy/nginx/'s examples with Debian's nginx-light (installed when missing)
+# and a throwaway certificate (deploy/nginx/check.sh).
+nginx-check:
+	deploy/nginx/check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
