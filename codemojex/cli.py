@@ -12,6 +12,7 @@ through too, and says so in a WARNING when it starts.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
 import sys
@@ -33,6 +34,10 @@ lanes_app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(lanes_app, name="lanes")
+
+# What `codemojex demo` imports from pyproject's demo extra: the in-process Redis stand-in
+# (fakeredis, its Lua through lupa) and the terminal display.
+DEMO_EXTRA = ("fakeredis", "lupa", "rich")
 
 
 def _start(verbose: bool = False, *, quiet: bool = False, wire: bool = False) -> Settings:
@@ -219,15 +224,17 @@ def demo(
     seed: Annotated[int, typer.Option(help="seed for the simulated players")] = 7,
 ) -> None:
     """Play real rounds through the real bot and worker on embedded defaults, then summarise."""
-    try:
-        from codemojex.demo import DemoPlan, run_demo
-    except ModuleNotFoundError as exc:  # fakeredis, rich: the demo extra
+    # The demo extra's modules are imported as the demo goes (the Redis stand-in once the
+    # demo opens it): all of them are looked for first, so that a plain install gets one line.
+    missing = [name for name in DEMO_EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
         typer.echo(
-            f"the demo needs the demo extra ({exc.name} is missing): "
-            "pip install -e '.[demo]' (make demo does it)",
+            f"codemojex demo needs the demo extra ({', '.join(missing)} missing): "
+            "pip install 'codemojex[demo]' (make demo does it in a checkout)",
             err=True,
         )
-        raise typer.Exit(2) from None
+        raise typer.Exit(2)
+    from codemojex.demo import DemoPlan, run_demo
 
     plan = DemoPlan(
         quiet_rooms=rooms,

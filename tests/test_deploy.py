@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -228,17 +229,20 @@ def test_the_dockerfile_builds_one_image_that_runs_as_a_user_with_a_healthcheck(
     steps = _instructions()
     assert steps[0] == ("ARG", "BASE=python:3.11-slim-bookworm")  # the official slim Python
     froms = [n for n, (word, _) in enumerate(steps) if word == "FROM"]
-    assert len(froms) == 2 and all(steps[n][1].startswith("${BASE}") for n in froms)
+    assert all(steps[n][1].startswith("${BASE}") for n in froms)
     final = steps[froms[-1] :]
     words = [word for word, _ in final]
     user = dict(final)["USER"]
     assert re.fullmatch(r"\d+:\d+", user) and not user.startswith("0:"), user
-    # The build stage's environment only: no compiler, no package manager run here.
+    # No package is installed in the final stage: the base's own pip goes, nothing else runs.
     runs = " ".join(rest for word, rest in final if word == "RUN")
-    assert not re.search(r"apt-get|pip |gcc|build-essential", runs), runs
+    assert not re.search(r"apt-get|pip install|gcc|build-essential", runs), runs
+    assert "pip uninstall --yes --root-user-action=ignore pip setuptools wheel" in runs
     copies = [rest for word, rest in final if word == "COPY"]
-    assert copies == ["--from=build /opt/codemojex /opt/codemojex"]
-    assert dict(final)["ENTRYPOINT"] == '["codemojex"]'  # the exec form: PID 1 gets SIGTERM
+    assert copies[0] == "--from=build /opt/codemojex /opt/codemojex"
+    assert all(c.startswith("--from=sources /src/LICENSE ") for c in copies[1:]), copies
+    # Under an init (PID 1 passes SIGTERM on and reaps), in the exec form: no shell between.
+    assert dict(final)["ENTRYPOINT"] == '["dumb-init", "--", "codemojex"]'
     assert "/healthz" in dict(final)["HEALTHCHECK"]
     labels = " ".join(rest for word, rest in final if word == "LABEL")
     for label in ("title", "description", "version", "revision", "licenses"):
@@ -248,6 +252,40 @@ def test_the_dockerfile_builds_one_image_that_runs_as_a_user_with_a_healthcheck(
     env = " ".join(rest for word, rest in steps if word in ("ENV", "ARG"))
     assert set(re.findall(r"(CODEMOJEX_\w+)=", env)) == {"CODEMOJEX_METRICS_PORT"}
     assert not re.search(r"TOKEN|SECRET|PASSWORD", env)
+
+
+def test_the_dockerfile_installs_the_dependencies_before_the_code_with_pinned_tools() -> None:
+    steps = _instructions()
+    froms = [n for n, (word, _) in enumerate(steps) if word == "FROM"]
+    (start,) = [n for n in froms if steps[n][1].endswith("AS build")]
+    build = steps[start : froms[froms.index(start) + 1]]
+    runs = [n for n, (word, _) in enumerate(build) if word == "RUN"]
+    code = build.index(("COPY", "--from=sources /src /src"))
+    # The dependencies' layer comes from the files naming them alone, before the code.
+    before = [rest for word, rest in build[:code] if word == "COPY"]
+    assert {path for rest in before for path in rest.split()[1:-1]} == {
+        "/src/pyproject.toml",
+        "/src/constraints.txt",
+        "/src/deploy/image-build.txt",
+        "/src/wheelhouse",
+    }
+    (install,) = [" ".join(build[n][1].split()) for n in runs if n < code]
+    assert "-c constraints.txt -c deploy/image-build.txt -r /tmp/requirements.txt" in install
+    # The package itself: without build isolation (the pinned backend) and no dependency.
+    (package,) = [" ".join(build[n][1].split()) for n in runs if n > code]
+    assert "--no-deps --no-build-isolation" in package
+    assert "pip uninstall --yes setuptools wheel pip" in package
+    # Every build requirement of pyproject pinned, once.
+    pins = dict(
+        line.split("==")
+        for line in (ROOT / "deploy" / "image-build.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    assert {re.split(r"[<>=!~ ]", r)[0] for r in requires} <= set(pins)
+    assert "dumb-init" in pins
+    # The demo extra only when a build argument asks for it.
+    assert ("ARG", 'EXTRAS=""') in build
 
 
 def test_the_build_context_leaves_secrets_and_the_checkouts_state_out() -> None:
@@ -268,4 +306,5 @@ def test_the_build_context_leaves_secrets_and_the_checkouts_state_out() -> None:
         "codemojex",
         "migrations",
         "wheelhouse",
+        "deploy/image-build.txt",
     }
