@@ -16,11 +16,13 @@ import importlib.util
 import json
 import logging
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 import typer
 from pydantic import SecretStr, ValidationError
 
+from codemojex.ops.startup import Start, Stopped, starting
 from codemojex.secrecy import ALONE_MIN, mask_logs, url_password
 from codemojex.settings import Settings, load_settings
 
@@ -119,23 +121,65 @@ def _require_shared_redis(settings: Settings, what: str) -> None:
         raise typer.Exit(2)
 
 
-def _require_schema(settings: Settings) -> None:
-    """Bot and worker start only on a database at the latest schema: else one line and exit
-    2 (a database that is down is waited for: one line when that starts, one when it ends)."""
+def _run_process(settings: Settings, run: Callable[[Start], Awaitable[object]]) -> None:
+    """A long-running process: /healthz from its first second and /readyz saying what it
+    waits for (ops/startup.py), SIGTERM heeded at any moment; the database waited for at a
+    schema this version serves, then `run`. A setting that cannot work (a role, a password,
+    a URL), or a schema it cannot serve, is one line and exit 2; SIGTERM during start-up,
+    one line and exit 0."""
+
+    async def process() -> int:
+        async with starting(settings.metrics_host, settings.metrics_port) as start:
+            try:
+                problem = await _servable(settings, start)
+                if problem is not None:
+                    typer.echo(problem, err=True)
+                    return 2
+                await run(start)
+            except Stopped:
+                logging.getLogger("codemojex.cli").info("stopped during start-up")
+        return 0
+
+    code = asyncio.run(process())
+    if code:
+        raise typer.Exit(code)
+
+
+async def _servable(settings: Settings, start: Start) -> str | None:
+    """None when this version serves the database (a warning when it is a step ahead);
+    else why not, in one line. Waits out an outage; `Stopped` when the stop comes first."""
     from codemojex.db import make_engine
     from codemojex.ops.health import wait_for_schema
+    from codemojex.outages import OutageLasted
 
-    async def check() -> str | None:
+    try:
         engine = make_engine(settings.database_url)
-        try:
-            return await wait_for_schema(engine)
-        finally:
-            await engine.dispose()
+    except Exception as exc:
+        return _setting_problem(exc, settings) or f"CODEMOJEX_DATABASE_URL: {exc}"
+    try:
+        schema = await start.until_stopped(
+            wait_for_schema(engine, stop=start.stop, waiting=start.probes.waiting)
+        )
+    except OutageLasted:
+        raise Stopped from None
+    except Stopped:
+        raise
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return _setting_problem(exc, settings) or (
+            f"cannot read the database's schema: {type(exc).__name__}: {first}"
+        )
+    finally:
+        await engine.dispose()
+    if schema.warning is not None:
+        logging.getLogger("codemojex.cli").warning(schema.warning)
+    return schema.problem
 
-    problem = asyncio.run(check())
-    if problem is not None:
-        typer.echo(problem, err=True)
-        raise typer.Exit(2)
+
+def _setting_problem(exc: BaseException, settings: Settings) -> str | None:
+    from codemojex.ops.startup import setting_problem
+
+    return setting_problem(exc, database_url=settings.database_url, redis_url=settings.redis_url)
 
 
 @app.command()
@@ -144,7 +188,14 @@ def migrate() -> None:
     from codemojex.db import upgrade
 
     settings = _start()
-    upgrade(settings.database_url)
+    try:
+        upgrade(settings.database_url)
+    except Exception as exc:
+        problem = _setting_problem(exc, settings)
+        if problem is None:
+            raise
+        typer.echo(f"codemojex migrate: {problem}", err=True)
+        raise typer.Exit(2) from None
     typer.echo("database is at the latest revision")
 
 
@@ -169,12 +220,11 @@ def bot(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) -> 
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN to the bot's token", err=True)
         raise typer.Exit(2)
-    from codemojex.bot.main import StartRefused, check_settings, run_bot
+    from codemojex.bot.main import StartRefused, check_settings, serve
 
     try:
         check_settings(settings)  # before any connection: the settings alone
-        _require_schema(settings)
-        run_bot(settings)
+        _run_process(settings, lambda start: serve(settings, start))
     except StartRefused as exc:
         typer.echo(f"codemojex bot: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -188,10 +238,9 @@ def worker(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) 
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN: the worker posts results as the bot", err=True)
         raise typer.Exit(2)
-    _require_schema(settings)
     from codemojex.worker.main import main as worker_main
 
-    asyncio.run(worker_main(settings))
+    _run_process(settings, lambda start: worker_main(settings, start))
 
 
 @app.command()
@@ -206,10 +255,9 @@ def ops(verbose: VerboseOption = False) -> None:
     if problem is not None:
         typer.echo(f"codemojex ops: {problem}", err=True)
         raise typer.Exit(2)
-    _require_schema(settings)
     from codemojex.ops.page.main import run_ops
 
-    asyncio.run(run_ops(settings))
+    _run_process(settings, lambda start: run_ops(settings, start.stop, start.probes))
 
 
 @app.command()

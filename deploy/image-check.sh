@@ -187,6 +187,17 @@ for _ in $(seq 1 60); do
 done
 [[ -n $healthy ]] || { cat "$WORK/worker.log"; echo "the HEALTHCHECK never passed" >&2; exit 1; }
 echo "healthy"
+# /healthz answers from the first second; the worker runs once /readyz says ready.
+ready=
+for _ in $(seq 1 60); do
+  if "${RUN[@]}" "$ctr" -- python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$metrics_port/readyz', timeout=4)" 2>/dev/null; then
+    ready=1
+    break
+  fi
+  sleep 1
+done
+[[ -n $ready ]] || { cat "$WORK/worker.log"; echo "/readyz never said ready" >&2; exit 1; }
+echo "ready"
 # buildah does not pass signals on: SIGTERM goes to the init itself, as `docker stop` sends it
 # to the container's PID 1, and the init passes it on to codemojex.
 process_under() {  # process_under PID NAME: the process NAME among the descendants of PID

@@ -121,12 +121,12 @@ async def test_no_command_logs_a_secret(
             "worker -v": run(
                 ["worker", "-v"],
                 env | {"CODEMOJEX_METRICS_PORT": str(metrics)},
-                _answers(metrics, "/healthz"),
+                _answers(metrics, "/readyz"),
             ),
             "worker --wire-debug": run(
                 ["worker", "--wire-debug"],
                 env | {"CODEMOJEX_METRICS_PORT": str(wire_metrics)},
-                _answers(wire_metrics, "/healthz"),
+                _answers(wire_metrics, "/readyz"),
             ),
             "ops -v": run(["ops", "-v"], env | {"CODEMOJEX_OPS_PORT": str(ops_port)}, ops_used),
             **{

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 from typing import TYPE_CHECKING
 
 from telegram.error import InvalidToken
@@ -14,6 +13,7 @@ from codemojex.db import make_engine, make_sessionmaker
 from codemojex.db.engine import DB_POOL_SIZE
 from codemojex.ops.collect import BotCollector
 from codemojex.ops.server import ProcessOps
+from codemojex.ops.startup import Start, starting
 from codemojex.runtime import make_lanes, redis_client, settle_process, warn_without_persistence
 
 if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
@@ -43,21 +43,30 @@ def check_settings(settings: Settings) -> None:
 
 
 def run_bot(settings: Settings) -> None:
-    """Run until SIGINT/SIGTERM. StartRefused when the settings cannot work: a weak webhook
-    secret (before anything is started) or a token Telegram rejects (python-telegram-bot's
-    InvalidToken names the token, so it is replaced by a message that does not)."""
+    """Run until SIGINT/SIGTERM (`serve` in a process of its own: its start-up's probes and
+    signals, ops/startup.py)."""
+
+    async def alone() -> None:
+        async with starting(settings.metrics_host, settings.metrics_port) as start:
+            await serve(settings, start)
+
+    asyncio.run(alone())
+
+
+async def serve(settings: Settings, start: Start) -> None:
+    """Run until `start.stop` (SIGTERM, SIGINT). StartRefused when the settings cannot work:
+    a weak webhook secret (before anything is started) or a token Telegram rejects
+    (python-telegram-bot's InvalidToken names the token, so it is replaced by a message
+    that does not)."""
     check_settings(settings)
     try:
-        asyncio.run(_serve(settings))
+        await _serve(settings, start)
     except InvalidToken:
         raise StartRefused(TOKEN_REJECTED) from None
 
 
-async def _serve(settings: Settings) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+async def _serve(settings: Settings, start: Start) -> None:
+    stop = start.stop
     redis = redis_client(settings)
     await warn_without_persistence(redis)
     # As many connections as updates handled at once (up to engine.DB_POOL_SIZE: a guess
@@ -85,6 +94,7 @@ async def _serve(settings: Settings) -> None:
                     )
                 ],
                 problems=lambda: {"bot": STANDBY} if front.standby else {},
+                probes=start.probes,
             )
             await ops.start()
             settle_process()

@@ -2,7 +2,9 @@
 CODEMOJEX_METRICS_PORT (off without it), the fleet publisher, and the systemd watchdog.
 
 All of it runs in the process's own event loop, so /healthz answering means the loop turns;
-/readyz asks Redis and Postgres (the schema at the head) each time, bounded by a timeout.
+/readyz asks Redis and Postgres (a schema this version serves) each time, bounded by a
+timeout. The server is the process's start-up probes' (ops/startup.py), up from its first
+second; ProcessOps hands it the answers once the process runs.
 """
 
 from __future__ import annotations
@@ -24,12 +26,11 @@ from codemojex.metrics import INSTRUMENTS
 from codemojex.ops.collect import Shared, SharedCollector
 from codemojex.ops.fleet import Publisher
 from codemojex.ops.health import readiness
+from codemojex.ops.startup import Probes
 from codemojex.outages import OUTAGES
 from codemojex.values.redistypes import AnyRedis
 
-if TYPE_CHECKING:  # aiohttp is imported only when a metrics port is set: a faster start
-    from aiohttp import web
-
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
     from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class ProcessOps:
         lanes: Lanes,
         collectors: Iterable[Collector],
         problems: Callable[[], dict[str, str]] | None = None,
+        probes: Probes | None = None,
     ) -> None:
         self.settings = settings
         self._problems = problems  # the process's own reasons not to be ready
@@ -62,19 +64,16 @@ class ProcessOps:
         self.port: int | None = None  # the port /metrics is served on, once started
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._runner: web.AppRunner | None = None
+        # The start-up's probes, or (a process started without them: tests, benches) its own.
+        self._own = probes is None
+        self._probes = probes or Probes(settings.metrics_host, settings.metrics_port)
 
     async def start(self) -> None:
         self._tasks.append(asyncio.create_task(self.publisher.run(self._stop), name="ops:fleet"))
-        if self.settings.metrics_port is not None:
-            from aiohttp import web
-
-            self._runner = web.AppRunner(self.app(), access_log=None)
-            await self._runner.setup()
-            site = web.TCPSite(self._runner, self.settings.metrics_host, self.settings.metrics_port)
-            await site.start()
-            self.port = self.settings.metrics_port
-            log.info("metrics on http://%s:%d/metrics", self.settings.metrics_host, self.port)
+        if self._own:
+            await self._probes.start()
+        self._probes.serve(self._ready, self._metrics)
+        self.port = self._probes.port
         watchdog = _watchdog_interval_s()
         if watchdog is not None:
             self._tasks.append(asyncio.create_task(self._watchdog(watchdog), name="ops:watchdog"))
@@ -89,38 +88,18 @@ class ProcessOps:
             await self.publisher.withdraw()
         except Exception as exc:  # its entry expires by itself; the fleet view drops it then
             OUTAGES.swallow(exc, "the ops publisher", "this process not withdrawn from the fleet")
-        if self._runner is not None:
-            await self._runner.cleanup()
+        if self._own:
+            await self._probes.close()
 
-    def app(self) -> web.Application:
-        from aiohttp import web
-
-        app = web.Application()
-        app.router.add_get("/metrics", self._metrics)
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
-        return app
-
-    async def _metrics(self, _: web.Request) -> web.Response:
-        from aiohttp import web
-
+    async def _metrics(self) -> tuple[bytes, str]:
         await self.shared.refresh()
-        body = generate_latest(self.registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
-    async def _healthz(self, _: web.Request) -> web.Response:
-        from aiohttp import web
-
-        return web.json_response({"status": "ok"})
-
-    async def _readyz(self, _: web.Request) -> web.Response:
-        from aiohttp import web
-
-        problems = await readiness(self.redis, self.engine)
+    async def _ready(self) -> tuple[dict[str, str], dict[str, str]]:
+        problems, warnings = await readiness(self.redis, self.engine)
         if self._problems is not None:
             problems.update(self._problems())
-        status = 200 if not problems else 503
-        return web.json_response({"ready": not problems, "problems": problems}, status=status)
+        return problems, warnings
 
     async def _watchdog(self, every_s: float) -> None:
         # Pinged from the event loop: a loop that hangs stops the pings and systemd restarts

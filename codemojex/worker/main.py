@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from codemojex.db.engine import DB_POOL_SIZE
 from codemojex.ops.collect import WorkerCollector
 from codemojex.ops.server import ProcessOps
+from codemojex.ops.startup import Start
 from codemojex.runtime import open_runtime, settle_process, warn_without_persistence
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.service import FLUSH_CONNECTIONS, WorkerStats, run_worker
@@ -20,13 +21,15 @@ if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build 
 log = logging.getLogger(__name__)
 
 
-async def main(settings: Settings) -> WorkerStats:
-    """Run until SIGTERM or SIGINT, then stop gracefully (batches in hand are finished and
-    acked, the post in hand completes)."""
-    stop = asyncio.Event()
+async def main(settings: Settings, start: Start | None = None) -> WorkerStats:
+    """Run until SIGTERM or SIGINT (`start`'s stop, when the process's start-up heeds them
+    already: ops/startup.py), then stop gracefully (batches in hand are finished and acked,
+    the post in hand completes)."""
+    stop = start.stop if start is not None else asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    if start is None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
     # The bot is not initialised (no getMe): the sender only posts, and a Bot API that is
     # down at start-up must not keep the pool from scoring; posts wait until it is back.
     bot = make_bot(settings)
@@ -51,6 +54,7 @@ async def main(settings: Settings) -> WorkerStats:
                 sessionmaker=rt.sessionmaker,
                 lanes=rt.lanes,
                 collectors=[WorkerCollector(stats)],
+                probes=start.probes if start is not None else None,
             )
             await ops.start()
             settle_process()
@@ -70,5 +74,6 @@ async def main(settings: Settings) -> WorkerStats:
             return stats
     finally:
         await bot.shutdown()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
+        if start is None:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)

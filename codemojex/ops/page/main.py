@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
 
+from codemojex.ops.health import readiness
 from codemojex.ops.page.app import OpsPage
 from codemojex.ops.page.auth import token_problem
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import TrustedProxies
+from codemojex.ops.startup import Probes
 from codemojex.runtime import open_runtime
 from codemojex.values.hosts import is_loopback
 
@@ -47,8 +49,11 @@ def start_problem(settings: Settings) -> str | None:
     return token_problem(token) or plain_http_problem(settings)
 
 
-async def run_ops(settings: Settings, stop: asyncio.Event | None = None) -> None:
-    """Serve the page until SIGTERM/SIGINT (or `stop`), sampling the charts meanwhile.
+async def run_ops(
+    settings: Settings, stop: asyncio.Event | None = None, probes: Probes | None = None
+) -> None:
+    """Serve the page until SIGTERM/SIGINT (or `stop`), sampling the charts meanwhile; the
+    start-up's `probes` (ops/startup.py) answer /readyz for its Redis and Postgres then.
     ValueError, before anything is started, when CODEMOJEX_OPS_TOKEN is missing or weak or
     the page would speak plain http to other machines (`start_problem`)."""
     token = settings.ops_token.get_secret_value() if settings.ops_token else None
@@ -80,6 +85,9 @@ async def run_ops(settings: Settings, stop: asyncio.Event | None = None) -> None
             await runner.setup()
             await web.TCPSite(runner, settings.ops_host, settings.ops_port).start()
             log.info("ops page on http://%s:%d/", settings.ops_host, settings.ops_port)
+            if probes is not None:
+                redis, engine = rt.redis, rt.engine
+                probes.serve(lambda: readiness(redis, engine))
             sampler = asyncio.create_task(history.run(stop), name="ops:history")
             try:
                 await stop.wait()
