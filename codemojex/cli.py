@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 from pydantic import SecretStr, ValidationError
 
+from codemojex.logformat import TEXT, formatter
 from codemojex.ops.startup import Start, Stopped, starting
 from codemojex.secrecy import ALONE_MIN, mask_logs, url_password
 from codemojex.settings import Settings, load_settings
@@ -65,7 +66,9 @@ def _logging(settings: Settings, *, verbose: bool, quiet: bool, wire: bool) -> N
     # (python-telegram-bot's every update and request body, httpcore's traffic), and a
     # library logger nobody listed here stays out with them.
     level = logging.DEBUG if wire else logging.WARNING if quiet else logging.INFO
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level, format=TEXT)
+    for handler in logging.getLogger().handlers:  # text, or JSON lines (CODEMOJEX_LOG_FORMAT)
+        handler.setFormatter(formatter(settings.log_format))
     # Whatever the logger and the level (python-telegram-bot logs its Bot API URL, which
     # holds the token, at DEBUG; httpx every call's URL at INFO).
     too_short = mask_logs(

@@ -262,9 +262,14 @@ async def open_runtime(
     settings: Settings, fake_server: Any | None = None, *, db_pool_size: int | None = None
 ) -> AsyncIterator[Runtime]:
     """The process's Redis, database engine (`db_pool_size` connections kept, by default
-    engine.DB_POOL_SIZE) and lanes, closed when the block ends."""
+    CODEMOJEX_DB_POOL_SIZE, and CODEMOJEX_DB_POOL_OVERFLOW more for a burst) and lanes,
+    closed when the block ends."""
     redis = redis_client(settings, fake_server)
-    engine = make_engine(settings.database_url, pool_size=db_pool_size)
+    engine = make_engine(
+        settings.database_url,
+        pool_size=settings.db_pool_size if db_pool_size is None else db_pool_size,
+        pool_overflow=settings.db_pool_overflow,
+    )
     try:
         yield Runtime(
             settings=settings,

@@ -10,7 +10,6 @@ from telegram.error import InvalidToken
 from codemojex.bot.app import build_application, running
 from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.db import make_engine, make_sessionmaker
-from codemojex.db.engine import DB_POOL_SIZE
 from codemojex.ops.collect import BotCollector
 from codemojex.ops.server import ProcessOps
 from codemojex.ops.startup import Start, starting
@@ -69,10 +68,12 @@ async def _serve(settings: Settings, start: Start) -> None:
     stop = start.stop
     redis = redis_client(settings)
     await warn_without_persistence(redis)
-    # As many connections as updates handled at once (up to engine.DB_POOL_SIZE: a guess
+    # As many connections as updates handled at once (up to CODEMOJEX_DB_POOL_SIZE: a guess
     # needs none), so that none is opened per update.
     engine = make_engine(
-        settings.database_url, pool_size=min(settings.bot_concurrency, DB_POOL_SIZE)
+        settings.database_url,
+        pool_size=min(settings.bot_concurrency, settings.db_pool_size),
+        pool_overflow=settings.db_pool_overflow,
     )
     lanes = make_lanes(redis, settings)
     sessionmaker = make_sessionmaker(engine)

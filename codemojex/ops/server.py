@@ -17,7 +17,7 @@ import socket
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -60,6 +60,12 @@ class ProcessOps:
         self.shared = Shared(lanes, sessionmaker, settings.metrics_top_rooms)
         for collector in (*INSTRUMENTS, SharedCollector(self.shared), *collectors):
             self.registry.register(collector)
+        # What /readyz would answer, taken at each scrape: an alert on readiness itself.
+        self.ready = Gauge(
+            "codemojex_ready",
+            "1 when this process is ready (its /readyz answers 200), else 0.",
+            registry=self.registry,
+        )
         self.publisher = Publisher(redis, settings.queue, kind, self.registry)
         self.port: int | None = None  # the port /metrics is served on, once started
         self._stop = asyncio.Event()
@@ -92,6 +98,8 @@ class ProcessOps:
             await self._probes.close()
 
     async def _metrics(self) -> tuple[bytes, str]:
+        problems, _ = await self._ready()
+        self.ready.set(0 if problems else 1)
         await self.shared.refresh()
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 

@@ -7,7 +7,6 @@ import logging
 import signal
 from typing import TYPE_CHECKING
 
-from codemojex.db.engine import DB_POOL_SIZE
 from codemojex.ops.collect import WorkerCollector
 from codemojex.ops.server import ProcessOps
 from codemojex.ops.startup import Start
@@ -35,8 +34,8 @@ async def main(settings: Settings, start: Start | None = None) -> WorkerStats:
     bot = make_bot(settings)
     try:
         # The score worker's flushes keep connections of their own (service.FLUSH_CONNECTIONS):
-        # the process keeps as many in all as any other.
-        pool = DB_POOL_SIZE - FLUSH_CONNECTIONS
+        # the process keeps as many in all as any other (one at least for its consumers).
+        pool = max(1, settings.db_pool_size - FLUSH_CONNECTIONS)
         async with open_runtime(settings, db_pool_size=pool) as rt:
             await warn_without_persistence(rt.redis)
             log.info(
