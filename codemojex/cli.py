@@ -176,7 +176,57 @@ async def _servable(settings: Settings, start: Start) -> str | None:
         await engine.dispose()
     if schema.warning is not None:
         logging.getLogger("codemojex.cli").warning(schema.warning)
-    return schema.problem
+    return schema.problem or await _redis_servable(settings, start)
+
+
+async def _redis_servable(settings: Settings, start: Start) -> str | None:
+    """None once Redis answers (an outage waited out, /readyz saying so meanwhile); one line
+    naming CODEMOJEX_REDIS_URL when Redis refuses who we are (a wrong password, a user)."""
+    from codemojex.limits import RETRIES
+    from codemojex.outages import OutageLasted, retrying
+    from codemojex.runtime import redis_client
+
+    class Refused(Exception):
+        """Redis refused the URL's credentials: no outage, nothing to wait for."""
+
+    def note(exc: BaseException) -> None:
+        start.probes.waiting["redis"] = f"waiting for Redis (start-up): {type(exc).__name__}"
+
+    redis = redis_client(settings)
+
+    async def ping() -> None:
+        try:
+            await redis.ping()
+        except Exception as exc:
+            problem = _setting_problem(exc, settings)
+            if problem is not None:
+                raise Refused(problem) from None
+            raise
+
+    try:
+        await start.until_stopped(
+            retrying(
+                "redis",
+                RETRIES.loop,
+                where="the start-up Redis check",
+                stop=start.stop,
+                on_failure=note,
+            )(ping)()
+        )
+    except OutageLasted:
+        raise Stopped from None
+    except Refused as exc:
+        return str(exc)
+    finally:
+        start.probes.waiting.pop("redis", None)
+        await redis.aclose()
+    return None
+
+
+def _shown(url: str) -> str:
+    from codemojex.ops.startup import shown_url
+
+    return shown_url(url)
 
 
 def _setting_problem(exc: BaseException, settings: Settings) -> str | None:
@@ -189,14 +239,22 @@ def _setting_problem(exc: BaseException, settings: Settings) -> str | None:
 def migrate() -> None:
     """Bring the database (CODEMOJEX_DATABASE_URL) to the latest schema."""
     from codemojex.db import upgrade
+    from codemojex.outages import outage_of
 
     settings = _start()
     try:
         upgrade(settings.database_url)
     except Exception as exc:
         problem = _setting_problem(exc, settings)
-        if problem is None:
+        if problem is None and outage_of(exc) is None:
             raise
+        if problem is None:  # unreachable: said in one line, for the operator to retry
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            where = _shown(settings.database_url)
+            problem = (
+                f"cannot reach Postgres at CODEMOJEX_DATABASE_URL ({where}): "
+                f"{type(exc).__name__}: {first}"
+            )
         typer.echo(f"codemojex migrate: {problem}", err=True)
         raise typer.Exit(2) from None
     typer.echo("database is at the latest revision")

@@ -177,26 +177,23 @@ worker_pid=$!
 # The image's own HEALTHCHECK command, as Docker would run it.
 mapfile -d '' check < <(buildah inspect --type image "$TAG" | "$PY" -c \
   'import json, sys; sys.stdout.write("\0".join(json.load(sys.stdin)["Docker"]["config"]["Healthcheck"]["Test"][1:]))')
-healthy=
-for _ in $(seq 1 60); do
-  if "${RUN[@]}" --env "CODEMOJEX_METRICS_PORT=$metrics_port" "$ctr" -- "${check[@]}" 2>/dev/null; then
-    healthy=1
-    break
-  fi
-  sleep 1
-done
-[[ -n $healthy ]] || { cat "$WORK/worker.log"; echo "the HEALTHCHECK never passed" >&2; exit 1; }
+within_a_minute() {  # within_a_minute WHAT COMMAND…: until COMMAND succeeds, a minute at most
+  local what=$1
+  shift
+  for _ in $(seq 1 60); do
+    "$@" 2>/dev/null && return
+    sleep 1
+  done
+  cat "$WORK/worker.log"
+  echo "$what: not within a minute" >&2
+  exit 1
+}
+within_a_minute "the HEALTHCHECK" \
+  "${RUN[@]}" --env "CODEMOJEX_METRICS_PORT=$metrics_port" "$ctr" -- "${check[@]}"
 echo "healthy"
 # /healthz answers from the first second; the worker runs once /readyz says ready.
-ready=
-for _ in $(seq 1 60); do
-  if "${RUN[@]}" "$ctr" -- python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$metrics_port/readyz', timeout=4)" 2>/dev/null; then
-    ready=1
-    break
-  fi
-  sleep 1
-done
-[[ -n $ready ]] || { cat "$WORK/worker.log"; echo "/readyz never said ready" >&2; exit 1; }
+within_a_minute "/readyz ready" "${RUN[@]}" "$ctr" -- python3 -c \
+  "import urllib.request as u; u.urlopen('http://127.0.0.1:$metrics_port/readyz', timeout=4)"
 echo "ready"
 # buildah does not pass signals on: SIGTERM goes to the init itself, as `docker stop` sends it
 # to the container's PID 1, and the init passes it on to codemojex.

@@ -152,7 +152,7 @@ async def starting(host: str, port: int | None) -> AsyncIterator[Start]:
             loop.remove_signal_handler(sig)
 
 
-def _shown(url: str) -> str:
+def shown_url(url: str) -> str:
     """A URL as an operator may read it in a log: its password hidden."""
     try:
         return make_url(url).render_as_string(hide_password=True)
@@ -171,16 +171,16 @@ def setting_problem(exc: BaseException, *, database_url: str, redis_url: str | N
         if state in _PG_REFUSALS:
             first = str(seen).splitlines()[0] if str(seen) else type(seen).__name__
             return (
-                f"CODEMOJEX_DATABASE_URL ({_shown(database_url)}): Postgres refused "
+                f"CODEMOJEX_DATABASE_URL ({shown_url(database_url)}): Postgres refused "
                 f"{_PG_REFUSALS[state]}: {first}"
             )
         if isinstance(seen, AuthenticationError | AuthorizationError) or (
             isinstance(seen, ResponseError) and str(seen).startswith(("NOAUTH", "WRONGPASS"))
         ):
-            return f"CODEMOJEX_REDIS_URL ({_shown(redis_url or '')}): Redis refused it: {seen}"
+            return f"CODEMOJEX_REDIS_URL ({shown_url(redis_url or '')}): Redis refused it: {seen}"
         if isinstance(seen, sa_exc.NoSuchModuleError | sa_exc.ArgumentError):
             return (
-                f"CODEMOJEX_DATABASE_URL ({_shown(database_url)}): not a database URL "
+                f"CODEMOJEX_DATABASE_URL ({shown_url(database_url)}): not a database URL "
                 "Codemojex runs on (postgresql+asyncpg://… or sqlite+aiosqlite://…)"
             )
         seen = seen.__cause__ or seen.__context__

@@ -107,22 +107,49 @@ async def test_a_process_waiting_for_postgres_is_probed_and_stops_on_sigterm(
         await proc.ensure_gone()
 
 
+async def _one_line(command: str, env: dict[str, str], log: Path, secret: str) -> str:
+    """`codemojex COMMAND` with a setting that cannot work: exit 2, one line, no secret."""
+    proc = Process(command, env, log)
+    await proc.start()
+    try:
+        assert await proc.wait(60) == 2
+        lines = _said(proc.output())
+        assert len(lines) == 1, lines
+        assert secret not in proc.output()
+        return lines[0]
+    finally:
+        await proc.ensure_gone()
+
+
 @pytest.mark.parametrize("command", ["migrate", "worker"])
 async def test_a_role_that_does_not_exist_is_one_line_naming_the_setting(
     command: str, queue_name: str, tmp_path: Path
 ) -> None:
     password = "s3cret-" + uuid.uuid4().hex
     url = f"postgresql+asyncpg://nosuchrole:{password}@127.0.0.1:5432/postgres"
-    proc = Process(command, _env(command, url, queue_name, free_port()), tmp_path / "p.log")
-    await proc.start()
-    try:
-        assert await proc.wait(60) == 2
-        lines = _said(proc.output())
-        assert len(lines) == 1, lines
-        assert "CODEMOJEX_DATABASE_URL" in lines[0] and "nosuchrole" in lines[0], lines
-        assert password not in proc.output()
-    finally:
-        await proc.ensure_gone()
+    env = _env(command, url, queue_name, free_port())
+    line = await _one_line(command, env, tmp_path / "p.log", password)
+    assert "CODEMOJEX_DATABASE_URL" in line and 'role "nosuchrole" does not exist' in line
+
+
+async def test_migrate_on_an_unreachable_postgres_is_one_line(
+    queue_name: str, tmp_path: Path
+) -> None:
+    password = "s3cret-" + uuid.uuid4().hex
+    url = f"postgresql+asyncpg://codemojex:{password}@127.0.0.1:{free_port()}/codemojex"
+    env = _env("migrate", url, queue_name, free_port())
+    line = await _one_line("migrate", env, tmp_path / "p.log", password)
+    assert line.startswith("codemojex migrate: cannot reach Postgres at CODEMOJEX_DATABASE_URL")
+
+
+async def test_a_redis_user_refused_is_one_line_naming_the_setting(
+    database: str, queue_name: str, tmp_path: Path
+) -> None:
+    password = "s3cret-" + uuid.uuid4().hex
+    env = _env("worker", database, queue_name, free_port())
+    env["CODEMOJEX_REDIS_URL"] = REDIS_URL.replace("redis://", f"redis://nosuchuser:{password}@")
+    line = await _one_line("worker", env, tmp_path / "p.log", password)
+    assert line.startswith("CODEMOJEX_REDIS_URL (redis://nosuchuser:***@"), line
 
 
 def _newer_step(versions: Path, down: str, *, expand_only: bool) -> str:
@@ -183,15 +210,38 @@ async def _serves(database: str, queue: str, tmp_path: Path) -> tuple[int, dict[
         await proc.ensure_gone()
 
 
+async def _step_ahead(database: str, tmp_path: Path, *, expand_only: bool) -> str:
+    """A later release's step, after the newest this database has (ours, or a later one's),
+    migrated: its revision."""
+    versions = tmp_path / "later"
+    versions.mkdir(exist_ok=True)
+    written = sorted(versions.glob("9*.py"))
+    down = (
+        written[-1].stem
+        if written
+        else ScriptDirectory.from_config(alembic_config()).get_current_head()
+    )
+    assert down is not None
+    step = _newer_step(versions, down, expand_only=expand_only)
+    await asyncio.to_thread(_migrate_newer, database, versions, step)
+    return step
+
+
+async def _refused(database: str, queue: str, tmp_path: Path) -> list[str]:
+    """This version's worker on `database`: exits 2; what it said."""
+    proc = Process("worker", _env("worker", database, queue, free_port()), tmp_path / "r.log")
+    await proc.start()
+    try:
+        assert await proc.wait(60) == 2
+        return _said(proc.output())
+    finally:
+        await proc.ensure_gone()
+
+
 async def test_an_older_process_serves_one_expand_only_step_ahead_and_refuses_more(
     database: str, queue_name: str, tmp_path: Path
 ) -> None:
-    versions = tmp_path / "later"
-    versions.mkdir()
-    (head,) = ScriptDirectory.from_config(alembic_config()).get_heads()
-    first = _newer_step(versions, head, expand_only=True)
-    await asyncio.to_thread(_migrate_newer, database, versions, first)
-
+    first = await _step_ahead(database, tmp_path, expand_only=True)
     status, body = await _serves(database, queue_name, tmp_path)
     assert status == 200, body
     assert body["ready"] is True
@@ -199,36 +249,21 @@ async def test_an_older_process_serves_one_expand_only_step_ahead_and_refuses_mo
     assert isinstance(warnings, dict) and first in warnings["postgres"], body
 
     # Two steps ahead: this version no longer knows what it would run on.
-    second = _newer_step(versions, first, expand_only=True)
-    await asyncio.to_thread(_migrate_newer, database, versions, second)
-    proc = Process("worker", _env("worker", database, queue_name, free_port()), tmp_path / "2.log")
-    await proc.start()
-    try:
-        assert await proc.wait(60) == 2
-        assert f"the database's schema ({second}) is newer than this version" in proc.output()
-    finally:
-        await proc.ensure_gone()
+    second = await _step_ahead(database, tmp_path, expand_only=True)
+    assert await _refused(database, queue_name, tmp_path) == [
+        f"the database's schema ({second}) is newer than this version of Codemojex knows: "
+        "upgrade Codemojex"
+    ]
 
 
 async def test_an_older_process_refuses_a_step_ahead_that_is_not_expand_only(
     database: str, queue_name: str, tmp_path: Path
 ) -> None:
-    versions = tmp_path / "later"
-    versions.mkdir()
-    (head,) = ScriptDirectory.from_config(alembic_config()).get_heads()
-    step = _newer_step(versions, head, expand_only=False)
-    await asyncio.to_thread(_migrate_newer, database, versions, step)
-    proc = Process("worker", _env("worker", database, queue_name, free_port()), tmp_path / "w.log")
-    await proc.start()
-    try:
-        assert await proc.wait(60) == 2
-        lines = _said(proc.output())
-        assert lines == [
-            f"the database's schema ({step}) is newer than this version of "
-            "Codemojex knows: upgrade Codemojex"
-        ], lines
-    finally:
-        await proc.ensure_gone()
+    step = await _step_ahead(database, tmp_path, expand_only=False)
+    assert await _refused(database, queue_name, tmp_path) == [
+        f"the database's schema ({step}) is newer than this version of Codemojex knows: "
+        "upgrade Codemojex"
+    ]
 
 
 def test_every_migration_says_whether_it_is_expand_only() -> None:
