@@ -106,8 +106,10 @@ class Probes:
     async def _metrics_page(self, _: web.Request) -> web.Response:
         from aiohttp import web
 
-        if self._metrics is None:
-            return web.Response(status=503, text=STARTING)
+        if self._metrics is None:  # still starting, or a process without metrics (ops page)
+            if self._ready is None:
+                return web.Response(status=503, text=STARTING)
+            return web.Response(status=404, text="this process serves no metrics")
         body, content_type = await self._metrics()
         return web.Response(body=body, headers={"Content-Type": content_type})
 
