@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from telegram import Bot
 from telegram.error import InvalidToken
 
 from codemojex.bot.app import build_application, running
 from codemojex.bot.webhook import WeakWebhook, webhook_config
 from codemojex.db import make_engine, make_sessionmaker
+from codemojex.limits import RETRIES
 from codemojex.ops.collect import BotCollector
 from codemojex.ops.server import ProcessOps
 from codemojex.ops.startup import Start, starting
+from codemojex.outages import OutageLasted, retrying
 from codemojex.runtime import make_lanes, redis_client, settle_process, warn_without_persistence
 
 if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
@@ -81,6 +84,8 @@ async def _serve(settings: Settings, start: Start) -> None:
         application = build_application(
             settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis
         )
+        if not await _bot_api_answers(application.bot, start):
+            return  # stopped while waiting for it
         async with running(application, webhook=bool(settings.webhook_url), stop=stop) as front:
             ops = ProcessOps(
                 "bot",
@@ -106,3 +111,29 @@ async def _serve(settings: Settings, start: Start) -> None:
     finally:
         await engine.dispose()
         await redis.aclose()
+
+
+async def _bot_api_answers(bot: Bot, start: Start) -> bool:
+    """Start-up: the Bot API's getMe (python-telegram-bot's initialize), a Bot API that does
+    not answer waited out as an outage (/readyz saying so meanwhile) rather than a traceback;
+    False when the stop came first. A token Telegram rejects is raised (InvalidToken)."""
+
+    def note(exc: BaseException) -> None:
+        start.probes.waiting["telegram"] = f"waiting for the Bot API (start-up): {_name(exc)}"
+
+    try:
+        await retrying(
+            "telegram",
+            RETRIES.loop,
+            where="the start-up Bot API check",
+            stop=start.stop,
+            on_failure=note,
+        )(bot.initialize)()
+    except OutageLasted:
+        return False
+    start.probes.waiting.pop("telegram", None)
+    return True
+
+
+def _name(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0]

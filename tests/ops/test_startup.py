@@ -107,6 +107,28 @@ async def test_a_process_waiting_for_postgres_is_probed_and_stops_on_sigterm(
         await proc.ensure_gone()
 
 
+async def test_a_bot_waiting_for_the_bot_api_is_probed_and_stops_on_sigterm(
+    database: str, queue_name: str, tmp_path: Path
+) -> None:
+    """The Bot API unreachable at start-up (a closed port): waited for, /readyz naming it,
+    no traceback; SIGTERM ends the wait, exit 0."""
+    port = free_port()
+    proc = Process("bot", _env("bot", database, queue_name, port), tmp_path / "b.log")
+    await proc.start()
+    try:
+
+        async def waiting() -> bool:
+            answer = await probe(port, "/readyz")
+            return answer is not None and "telegram" in str(answer[1].get("problems"))
+
+        await eventually(waiting, timeout=30, what="/readyz naming the Bot API")
+        proc.signal(signal.SIGTERM)
+        assert await proc.wait(10) == 0, proc.output()
+        assert "Traceback" not in proc.output()
+    finally:
+        await proc.ensure_gone()
+
+
 async def _one_line(command: str, env: dict[str, str], log: Path, secret: str) -> str:
     """`codemojex COMMAND` with a setting that cannot work: exit 2, one line, no secret."""
     proc = Process(command, env, log)
