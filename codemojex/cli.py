@@ -192,7 +192,7 @@ async def _redis_servable(settings: Settings, start: Start) -> str | None:
     def note(exc: BaseException) -> None:
         start.probes.waiting["redis"] = f"waiting for Redis (start-up): {type(exc).__name__}"
 
-    redis = redis_client(settings)
+    redis = redis_client(settings.runtime())
 
     async def ping() -> None:
         try:
@@ -284,8 +284,11 @@ def bot(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) -> 
     from codemojex.bot.main import StartRefused, check_settings, serve
 
     try:
-        check_settings(settings)  # before any connection: the settings alone
-        _run_process(settings, lambda start: serve(settings, start))
+        check_settings(settings.bot())  # before any connection: the settings alone
+        _run_process(
+            settings,
+            lambda start: serve(settings.bot(), settings.runtime(), settings.metrics(), start),
+        )
     except StartRefused as exc:
         typer.echo(f"codemojex bot: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -301,7 +304,12 @@ def worker(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) 
         raise typer.Exit(2)
     from codemojex.worker.main import main as worker_main
 
-    _run_process(settings, lambda start: worker_main(settings, start))
+    _run_process(
+        settings,
+        lambda start: worker_main(
+            settings.worker(), settings.runtime(), settings.metrics(), settings.bot_api(), start
+        ),
+    )
 
 
 @app.command()
@@ -312,13 +320,16 @@ def ops(verbose: VerboseOption = False) -> None:
 
     settings = _start(verbose)
     _require_shared_redis(settings, "the ops page")
-    problem = start_problem(settings)  # before any connection: the settings alone
+    problem = start_problem(settings.ops_page())  # before any connection: the settings alone
     if problem is not None:
         typer.echo(f"codemojex ops: {problem}", err=True)
         raise typer.Exit(2)
     from codemojex.ops.page.main import run_ops
 
-    _run_process(settings, lambda start: run_ops(settings, start.stop, start.probes))
+    _run_process(
+        settings,
+        lambda start: run_ops(settings.ops_page(), settings.runtime(), start.stop, start.probes),
+    )
 
 
 @app.command()
@@ -362,9 +373,9 @@ async def _with_lanes(action: str, room: str | None) -> object:
     settings = _settings()
     # These scripts read the whole queue in one call: a large one takes longer than the hot
     # path's socket timeout allows.
-    redis = redis_client(settings, admin=True)
+    redis = redis_client(settings.runtime(), admin=True)
     try:
-        lanes = make_lanes(redis, settings)
+        lanes = make_lanes(redis, settings.runtime())
         if action == "check":
             return await lanes.check()
         if action == "repair":

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from telegram import Bot
 from telegram.error import InvalidToken
 
 from codemojex.bot.app import build_application, running
-from codemojex.bot.webhook import WeakWebhook, webhook_config
+from codemojex.bot.context import BotConfig
+from codemojex.bot.webhook import WeakWebhook
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.limits import RETRIES
 from codemojex.ops.collect import BotCollector
-from codemojex.ops.server import ProcessOps
+from codemojex.ops.server import MetricsConfig, ProcessOps
 from codemojex.ops.startup import Start, starting
 from codemojex.outages import OutageLasted, retrying
-from codemojex.runtime import make_lanes, redis_client, settle_process, warn_without_persistence
-
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
-    from codemojex.settings import Settings
+from codemojex.runtime import (
+    RuntimeConfig,
+    make_lanes,
+    redis_client,
+    settle_process,
+    warn_without_persistence,
+)
 
 TOKEN_REJECTED = (
     "the token was rejected by Telegram: check CODEMOJEX_TOKEN (a revoked or mistyped token; "
@@ -34,62 +37,65 @@ class StartRefused(Exception):
     """The bot cannot start with these settings; str() says why, without any secret."""
 
 
-def check_settings(settings: Settings) -> None:
+def check_settings(config: BotConfig) -> None:
     """StartRefused when the settings alone cannot work (a weak webhook secret): checked
     before anything is connected to."""
-    if settings.webhook_url:
+    if config.webhook_url:
         try:
-            webhook_config(settings)
+            config.webhook()
         except WeakWebhook as exc:
             raise StartRefused(str(exc)) from None
 
 
-def run_bot(settings: Settings) -> None:
+def run_bot(config: BotConfig, runtime: RuntimeConfig, metrics: MetricsConfig) -> None:
     """Run until SIGINT/SIGTERM (`serve` in a process of its own: its start-up's probes and
     signals, ops/startup.py)."""
 
     async def alone() -> None:
-        async with starting(settings.metrics_host, settings.metrics_port) as start:
-            await serve(settings, start)
+        async with starting(metrics.host, metrics.port) as start:
+            await serve(config, runtime, metrics, start)
 
     asyncio.run(alone())
 
 
-async def serve(settings: Settings, start: Start) -> None:
-    """Run until `start.stop` (SIGTERM, SIGINT). StartRefused when the settings cannot work:
-    a weak webhook secret (before anything is started) or a token Telegram rejects
+async def serve(
+    config: BotConfig, runtime: RuntimeConfig, metrics: MetricsConfig, start: Start
+) -> None:
+    """Run until `start.stop` (SIGTERM, SIGINT), on the Redis and database of `runtime`,
+    serving /metrics as `metrics` says. StartRefused when the settings cannot work: a weak
+    webhook secret (before anything is started) or a token Telegram rejects
     (python-telegram-bot's InvalidToken names the token, so it is replaced by a message
     that does not)."""
-    check_settings(settings)
+    check_settings(config)
     try:
-        await _serve(settings, start)
+        await _serve(config, runtime, metrics, start)
     except InvalidToken:
         raise StartRefused(TOKEN_REJECTED) from None
 
 
-async def _serve(settings: Settings, start: Start) -> None:
+async def _serve(
+    config: BotConfig, runtime: RuntimeConfig, metrics: MetricsConfig, start: Start
+) -> None:
     stop = start.stop
-    redis = redis_client(settings)
+    redis = redis_client(runtime)
     await warn_without_persistence(redis)
     # As many connections as updates handled at once (up to CODEMOJEX_DB_POOL_SIZE: a guess
     # needs none), so that none is opened per update.
     engine = make_engine(
-        settings.database_url,
-        pool_size=min(settings.bot_concurrency, settings.db_pool_size),
-        pool_overflow=settings.db_pool_overflow,
+        runtime.database_url,
+        pool_size=min(config.bot_concurrency, runtime.db_pool_size),
+        pool_overflow=runtime.db_pool_overflow,
     )
-    lanes = make_lanes(redis, settings)
+    lanes = make_lanes(redis, runtime)
     sessionmaker = make_sessionmaker(engine)
     try:
-        application = build_application(
-            settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis
-        )
+        application = build_application(config, lanes=lanes, sessionmaker=sessionmaker, redis=redis)
         if not await _bot_api_answers(application.bot, start):
             return  # stopped while waiting for it
-        async with running(application, webhook=bool(settings.webhook_url), stop=stop) as front:
+        async with running(application, webhook=bool(config.webhook_url), stop=stop) as front:
             ops = ProcessOps(
                 "bot",
-                settings,
+                metrics,
                 redis=redis,
                 engine=engine,
                 sessionmaker=sessionmaker,

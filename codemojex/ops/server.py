@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 from prometheus_client.registry import Collector
@@ -23,17 +23,24 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.lanes import Lanes
 from codemojex.metrics import INSTRUMENTS
-from codemojex.ops.collect import Shared, SharedCollector
+from codemojex.ops.collect import TOP_ROOMS, Shared, SharedCollector
 from codemojex.ops.fleet import Publisher
 from codemojex.ops.health import readiness
 from codemojex.ops.startup import Probes
 from codemojex.outages import OUTAGES
 from codemojex.values.redistypes import AnyRedis
 
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
-    from codemojex.settings import Settings
-
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricsConfig:
+    """Where this process serves /metrics, /healthz and /readyz (`port` None: nowhere), and
+    how many of the deepest rooms get series of their own (`collect.TOP_ROOMS`)."""
+
+    port: int | None
+    host: str
+    top_rooms: int = TOP_ROOMS
 
 
 class ProcessOps:
@@ -42,7 +49,7 @@ class ProcessOps:
     def __init__(
         self,
         kind: str,
-        settings: Settings,
+        config: MetricsConfig,
         *,
         redis: AnyRedis,
         engine: AsyncEngine,
@@ -52,12 +59,12 @@ class ProcessOps:
         problems: Callable[[], dict[str, str]] | None = None,
         probes: Probes | None = None,
     ) -> None:
-        self.settings = settings
+        self.config = config
         self._problems = problems  # the process's own reasons not to be ready
         self.redis = redis
         self.engine = engine
         self.registry = CollectorRegistry(auto_describe=True)
-        self.shared = Shared(lanes, sessionmaker, settings.metrics_top_rooms)
+        self.shared = Shared(lanes, sessionmaker, config.top_rooms)
         for collector in (*INSTRUMENTS, SharedCollector(self.shared), *collectors):
             self.registry.register(collector)
         # What /readyz would answer, taken at each scrape: an alert on readiness itself.
@@ -66,13 +73,13 @@ class ProcessOps:
             "1 when this process is ready (its /readyz answers 200), else 0.",
             registry=self.registry,
         )
-        self.publisher = Publisher(redis, settings.queue, kind, self.registry)
+        self.publisher = Publisher(redis, lanes.queue, kind, self.registry)
         self.port: int | None = None  # the port /metrics is served on, once started
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         # The start-up's probes, or (a process started without them: tests, benches) its own.
         self._own = probes is None
-        self._probes = probes or Probes(settings.metrics_host, settings.metrics_port)
+        self._probes = probes or Probes(config.host, config.port)
 
     async def start(self) -> None:
         self._tasks.append(asyncio.create_task(self.publisher.run(self._stop), name="ops:fleet"))

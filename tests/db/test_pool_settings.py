@@ -23,9 +23,9 @@ def _pool(pool: object) -> tuple[int, int]:
 
 async def test_the_pool_settings_size_a_processs_engine(migrated_pg_url: str) -> None:
     settings = Settings(database_url=migrated_pg_url, db_pool_size=3, db_pool_overflow=1)
-    async with open_runtime(settings) as rt:
+    async with open_runtime(settings.runtime()) as rt:
         assert _pool(rt.engine.pool) == (3, 1)
-    async with open_runtime(Settings(database_url=migrated_pg_url)) as rt:
+    async with open_runtime(Settings(database_url=migrated_pg_url).runtime()) as rt:
         assert _pool(rt.engine.pool) == (DB_POOL_SIZE, DB_POOL_OVERFLOW)
 
 
