@@ -66,6 +66,10 @@ class Settings(BaseSettings):
     pace_chat_per_s: pace_policy.Rate = TELEGRAM.chat_per_s
     pace_group_per_min: pace_policy.Rate = TELEGRAM.group_per_min
     pace_bot_per_s: pace_policy.Rate = TELEGRAM.bot_per_s
+    # The bot's rate is learned from Telegram's 429s (posting/pacer.py), starting at
+    # pace_bot_per_s, never below the floor nor above the ceiling (equal: a fixed rate).
+    pace_bot_floor_per_s: pace_policy.Rate = pace_policy.BOT_FLOOR_PER_S
+    pace_bot_ceiling_per_s: pace_policy.Rate = pace_policy.BOT_CEILING_PER_S
 
     # Lanes retention: dead jobs kept (count and age), how long an empty lane is remembered.
     lanes_dead_max: facade.DeadMax = facade.DEAD_MAX

@@ -70,6 +70,7 @@ from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.outages import OUTAGES, outage_of
+from codemojex.posting.keys import bot_id
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
@@ -125,7 +126,13 @@ def make_services(
     parts = parts or BotParts()
     queue = lanes.queue
     answers = Answers(
-        parts.pacer or Pacer(redis, queue, PacePolicy.from_settings(settings, answers=True)),
+        parts.pacer
+        or Pacer(
+            redis,
+            queue,
+            PacePolicy.from_settings(settings, answers=True),
+            bot=bot_id(settings.token.get_secret_value() if settings.token else None),
+        ),
         parts.budget or AnswerBudget(redis, queue, budget=settings.answer_budget),
     )
     defaults = RoomDefaults(settings.default_ceiling, settings.round_timeout_s)

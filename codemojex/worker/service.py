@@ -29,6 +29,7 @@ from codemojex.lanes import Lanes, consumer
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.limits import RETRIES, ROOM
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
+from codemojex.posting.keys import bot_id
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
@@ -293,7 +294,12 @@ async def run_worker(
         bot,
         redis,
         namespace=settings.queue,
-        pacer=Pacer(redis, settings.queue, PacePolicy.from_settings(settings)),
+        pacer=Pacer(
+            redis,
+            settings.queue,
+            PacePolicy.from_settings(settings),
+            bot=bot_id(settings.token.get_secret_value() if settings.token else None),
+        ),
         poll_s=timings.sender_poll_s,
         stats=stats.sender,
         ambiguous=settings.sender_ambiguous,

@@ -30,31 +30,49 @@
 -- were counted: the limit holds for any time on the wire, and the bot posts at 30 per
 -- (1 s + the time from a grant to its answer) instead of 30 per 1 s + a fixed margin.
 --
+-- The bot's limit is learned (pacer.py says why and how): KEYS[5] holds the rate every
+-- process shares, starting at the configured one (ARGV[4]) and kept within the floor and
+-- the ceiling (ARGV[9], ARGV[10]). While a result waits for the bot's second (the rate
+-- binds), the bot is not paused and no cut holds it (`held`), the rate rises: by
+-- ARGV[11] per mille of itself and ARGV[12] thousandths of a post a second, per second of
+-- binding (at most RISE_STEP_MS of it counted at once: a rate unused for a while does not
+-- jump). pace_refused.lua cuts it. A floor equal to the ceiling is a fixed rate.
+--
 -- KEYS[1]  the chat's second (`cmx:{q}:pace:c:<chat>`): a GCRA, the ms of its next free slot
 -- KEYS[2]  the chat's block (`cmx:{q}:pace:block:c:<chat>`): "nobody posts before <ms>"
--- KEYS[3]  the bot's second (`cmx:{q}:pace:g`): sorted set of grant tokens scored by the ms
---          of their answer (in flight: of their grant + ARGV[6])
+-- KEYS[3]  the bot's second (`cmx:{q}:pace:b:<bot>:s`): sorted set of grant tokens scored by
+--          the ms of their answer (in flight: of their grant + ARGV[6])
 -- KEYS[4]  the chat's answers (`cmx:{q}:pace:a:<chat>`): the ms of its next answer's slot
--- KEYS[5]  groups only: the group's minute (`cmx:{q}:pace:m:<chat>`): sorted set of grant
+-- KEYS[5]  the bot's rate (`cmx:{q}:pace:b:<bot>:rate`): hash, `rate` (posts a second, a
+--          float), `held` (no rise before <ms>), `raised` (ms of the last rise)
+-- KEYS[6]  the bot's block (`cmx:{q}:pace:b:<bot>:block`): "nobody posts before <ms>"
+-- KEYS[7]  groups only: the group's minute (`cmx:{q}:pace:m:<chat>`): sorted set of grant
 --          tokens scored by the ms of their grant, then of their answer
 -- ARGV[1]  the kind of post: 'r' a result, 'a' an answer
--- ARGV[2]  the grant's token (starting with its kind and ':'); '' only asks how long to wait
+-- ARGV[2]  the grant's token (`<kind>:<chat>:<id>`); '' only asks how long to wait
 -- ARGV[3]  the chat's interval, ms (margin included)
--- ARGV[4]  the bot's limit    ARGV[5] the bot's window, ms (no margin: see above)
+-- ARGV[4]  the bot's configured rate (where the learned one starts)
+-- ARGV[5]  the bot's window, ms (no margin: see above)
 -- ARGV[6]  how long a grant never answered counts as in flight, ms (longer than any post)
--- ARGV[7]  answers: their share of the bot's limit (results: the limit itself)
+-- ARGV[7]  answers: their share of the configured rate (results: the rate itself); of the
+--          learned one they take the same proportion
 -- ARGV[8]  ms between two answers to one chat (0: no such gap, the results)
--- ARGV[9]  groups: spacing ms ARGV[10] burst (posts a quiet group may make at its second's
---          pace) ARGV[11] this kind's share of the minute ARGV[12] its window, ms (margin
---          included) ARGV[13] every post's limit in the minute ARGV[14] answers: how many a
+-- ARGV[9]  the rate's floor  ARGV[10] its ceiling  ARGV[11] its rise, per mille of itself
+--          a second  ARGV[12] its rise, thousandths of a post a second, a second
+-- ARGV[13] groups: spacing ms ARGV[14] burst (posts a quiet group may make at its second's
+--          pace) ARGV[15] this kind's share of the minute ARGV[16] its window, ms (margin
+--          included) ARGV[17] every post's limit in the minute ARGV[18] answers: how many a
 --          minute they may post whatever the results use (their reserve)
--- Returns  {wait ms, who}: {0, 0} when the slot was taken; else nothing was taken, and who is
---          1 when the chat's own limits (or its block) bind longest, 2 when the bot's do.
---          The clock is the server's TIME.
+-- Returns  {wait ms, who, the bot's limit now (posts in its second)}: wait 0 and who 0 when
+--          the slot was taken; else nothing was taken, and who is 1 when the chat's own
+--          limits (or its block) bind longest, 2 when the bot's do (its second or its
+--          block). The clock is the server's TIME.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local kind, token = ARGV[1], ARGV[2]
-local group = #KEYS >= 5
+local group = #KEYS >= 7
+-- A binding second counts this much towards a rise at most (ms).
+local RISE_STEP_MS = 250
 local wait, who = 0, 0
 
 local function need(w, by)
@@ -81,6 +99,16 @@ end
 local function recent(key, win)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - win)
   return redis.call('ZREVRANGE', key, 0, 999, 'WITHSCORES')
+end
+
+-- Until the n-th newest grant of any kind leaves the window, reading that entry alone (a
+-- log of hundreds of grants a second is never read whole for a result).
+local function nth_wait_any(key, n, win)
+  local entry = redis.call('ZREVRANGE', key, n - 1, n - 1, 'WITHSCORES')
+  if not entry[2] then return 0 end
+  local at = tonumber(entry[2])
+  if at > now then return win end
+  return at + win - now
 end
 
 -- Until the n-th newest grant (of kind `of`; of any when nil) leaves the window. A grant
@@ -130,32 +158,64 @@ local function spread_wait(entries, of, limit, win, spacing, burst)
 end
 
 local chat_ms = tonumber(ARGV[3])
-local bot_limit, bot_win, flight = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local bot_share, gap = tonumber(ARGV[7]), tonumber(ARGV[8])
+local start, bot_win, flight = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local own, gap = tonumber(ARGV[7]), tonumber(ARGV[8])
+local floor_rate, ceiling = tonumber(ARGV[9]), tonumber(ARGV[10])
+local rise_pm, rise_add = tonumber(ARGV[11]), tonumber(ARGV[12])
 need(gcra_wait(KEYS[1]), 1)
 need(block_wait(KEYS[2]), 1)
 if gap > 0 then need(gcra_wait(KEYS[4]), 1) end
 local min_win
 if group then
-  local spacing, burst = tonumber(ARGV[9]), tonumber(ARGV[10])
-  local share, total = tonumber(ARGV[11]), tonumber(ARGV[13])
-  min_win = tonumber(ARGV[12])
-  local minute = recent(KEYS[5], min_win)
+  local spacing, burst = tonumber(ARGV[13]), tonumber(ARGV[14])
+  local share, total = tonumber(ARGV[15]), tonumber(ARGV[17])
+  min_win = tonumber(ARGV[16])
+  local minute = recent(KEYS[7], min_win)
   need(spread_wait(minute, kind, share, min_win, spacing, burst), 1)
   need(nth_wait(minute, nil, math.max(total, share), min_win), 1)
-  if kind == 'a' and share < total and count_of(minute, 'a') >= tonumber(ARGV[14]) then
+  if kind == 'a' and share < total and count_of(minute, 'a') >= tonumber(ARGV[18]) then
     need(nth_wait(minute, nil, total - share, min_win), 1)
   end
 end
-local second = recent(KEYS[3], bot_win)
-need(nth_wait(second, nil, bot_limit, bot_win), 2)
-if kind == 'a' and bot_share < bot_limit then
-  need(nth_wait(second, 'a', bot_share, bot_win), 2)
-  need(nth_wait(second, nil, bot_limit - bot_share, bot_win), 2)
+
+-- The bot's second, at the learned rate.
+local learning = floor_rate < ceiling
+local rate = start
+if learning then
+  rate = tonumber(redis.call('HGET', KEYS[5], 'rate') or start)
+  rate = math.max(floor_rate, math.min(ceiling, rate))
+end
+local limit = math.max(1, math.floor(rate))
+-- Kept a chat interval past the window: pace_refused.lua looks that far back for the chat.
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - bot_win - chat_ms)
+local bot_wait = nth_wait_any(KEYS[3], limit, bot_win)
+need(bot_wait, 2)
+local paused = block_wait(KEYS[6])
+need(paused, 2)
+if kind == 'a' and own < start then
+  local bot_share = math.max(1, math.floor(limit * own / start))
+  if bot_share < limit then
+    local second = recent(KEYS[3], bot_win + chat_ms)
+    need(nth_wait(second, 'a', bot_share, bot_win), 2)
+    need(nth_wait_any(KEYS[3], limit - bot_share, bot_win), 2)
+  end
+end
+if learning and kind == 'r' and bot_wait > 0 and paused <= 0 then
+  local state = redis.call('HMGET', KEYS[5], 'held', 'raised')
+  if now >= tonumber(state[1] or '0') then
+    local step = math.min(RISE_STEP_MS, now - tonumber(state[2] or now)) / 1000
+    if step > 0 then
+      rate = math.min(ceiling, rate * (1 + rise_pm / 1000 * step) + rise_add / 1000 * step)
+      redis.call('HSET', KEYS[5], 'rate', tostring(rate), 'raised', now)
+    else
+      redis.call('HSET', KEYS[5], 'raised', now)
+    end
+    redis.call('PEXPIRE', KEYS[5], 7 * 86400000)
+  end
 end
 wait = math.ceil(wait)
 if wait > 0 or token == '' then
-  return {wait, who}
+  return {wait, who, limit}
 end
 
 -- Trimmed by age (at each check), not to this caller's limit: the results and the bot's
@@ -172,8 +232,8 @@ redis.call('SET', KEYS[1], tat + chat_ms, 'PX', tat + chat_ms - now + 1000)
 if gap > 0 then
   redis.call('SET', KEYS[4], now + gap, 'PX', gap + 1000)
 end
-log_take(KEYS[3], now + flight, bot_win)
+log_take(KEYS[3], now + flight, bot_win + chat_ms)
 if group then
-  log_take(KEYS[5], now, min_win)
+  log_take(KEYS[7], now, min_win)
 end
-return {0, 0}
+return {0, 0, limit}

@@ -5,8 +5,9 @@ have taken the chat or its rows while it is in flight) and its pace slot is sett
 answered or not (until then it counts as in flight in the bot's second). Then:
 
 - accepted: `Outcome.SENT`, with the message id;
-- a 429 (RetryAfter): `NOT_SENT`, and the chat is blocked for the wait Telegram asked for, in
-  the shared pace (every sender honours it);
+- a 429 (RetryAfter): `NOT_SENT`, and the shared pace is told (`Pacer.refused`): the chat is
+  blocked for the wait Telegram asked for when its own pace or its group's explains the 429,
+  else the whole bot is, and its learned rate cut (every sender honours both);
 - refused for good (BadRequest, Forbidden, ChatMigrated: the bot was kicked, the chat is gone,
   the text is refused): `REFUSED`;
 - failed in a way that proves it did not go out (a refused connection, a connect or pool
@@ -134,8 +135,8 @@ class Poster:
         except RetryAfter as exc:
             self._stats.retry_after += 1
             wait_ms = retry_after_ms(exc)
-            await self._pacer.block_chat(chat_id, wait_ms)
-            log.info("429 for chat %d: waiting %d ms", chat_id, wait_ms)
+            cause = await self._pacer.refused(grant, wait_ms)
+            log.info("429 for chat %d (%s's pace): waiting %d ms", chat_id, cause, wait_ms)
             return Answer(Outcome.NOT_SENT)
         except (BadRequest, Forbidden, ChatMigrated) as exc:
             log.warning("chat %d refused a message: %s", chat_id, type(exc).__name__)
