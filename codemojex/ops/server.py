@@ -25,6 +25,7 @@ from codemojex.ops.collect import Shared, SharedCollector
 from codemojex.ops.fleet import Publisher
 from codemojex.ops.health import readiness
 from codemojex.outages import OUTAGES
+from codemojex.posting.keys import bot_id
 from codemojex.values.redistypes import AnyRedis
 
 if TYPE_CHECKING:  # aiohttp is imported only when a metrics port is set: a faster start
@@ -55,7 +56,10 @@ class ProcessOps:
         self.redis = redis
         self.engine = engine
         self.registry = CollectorRegistry(auto_describe=True)
-        self.shared = Shared(lanes, sessionmaker, settings.metrics_top_rooms)
+        token = settings.token.get_secret_value() if settings.token else None
+        self.shared = Shared(
+            lanes, sessionmaker, settings.metrics_top_rooms, redis=redis, bot=bot_id(token)
+        )
         for collector in (*INSTRUMENTS, SharedCollector(self.shared), *collectors):
             self.registry.register(collector)
         self.publisher = Publisher(redis, settings.queue, kind, self.registry)

@@ -27,14 +27,17 @@ Rate = Annotated[int, Field(ge=1, le=1000)]
 # ceiling is more than one sender process here posted (bench.posting, docs/benchmarks.md).
 BOT_FLOOR_PER_S: Final = 5
 BOT_CEILING_PER_S: Final = 600
-# The control law (docs/architecture.md says why, from bench.pace_law): while results wait
-# for the bot's second the rate rises by RISE_PM per mille of itself and RISE_ADD_MILLI
-# thousandths of a post a second, per second; an unexplained 429 keeps CUT_KEEP_PM per mille
-# of it, and nothing rises or is cut again for CUT_HOLD_MS.
-RISE_PM: Final = 100
-RISE_ADD_MILLI: Final = 2000
-CUT_KEEP_PM: Final = 750
+# The control law (docs/architecture.md says why, from bench.pace_law), as CUBIC's for TCP:
+# while results wait for the bot's second the rate rises, before any cut by START_PM per
+# mille of itself a second; an unexplained 429 keeps CUT_KEEP_PM per mille of it, nothing
+# rises or is cut again for CUT_HOLD_MS, and then the rate climbs back along a cubic to
+# where the cut came in REGAIN_MS, stays near it, and probes past it faster and faster.
+START_PM: Final = 300
+CUT_KEEP_PM: Final = 800
 CUT_HOLD_MS: Final = 2000
+REGAIN_MS: Final = 10_000
+# A learned rate is spread evenly, with bursts of at most this long's worth of its posts.
+BOT_BURST_MS: Final = 100
 # A group's minute is spread evenly, with this burst for a quiet room, within its rate.
 GROUP_BURST: Final = 3
 # Added to a chat's second and a group's minute for a post's time on the wire. The bot's second
@@ -99,10 +102,11 @@ class PacePolicy:
     # The bot's rate is learned between these (None: `bot_limit`, a fixed rate), by this law.
     bot_floor: int | None = None
     bot_ceiling: int | None = None
-    rise_pm: int = RISE_PM
-    rise_add_milli: int = RISE_ADD_MILLI
+    start_pm: int = START_PM
     cut_keep_pm: int = CUT_KEEP_PM
     cut_hold_ms: int = CUT_HOLD_MS
+    regain_ms: int = REGAIN_MS
+    bot_burst_ms: int = BOT_BURST_MS
     # A group's posts a minute a process may make alone, while Redis is away (LocalPace).
     group_alone: int = ANSWER_GROUP_RESERVE
     # The bot's own answers (else results), the ms between two of them to one chat, and how

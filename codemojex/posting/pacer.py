@@ -150,8 +150,10 @@ class Pacer:
             p.answer_gap_ms,
             p.learned_floor,
             p.learned_ceiling,
-            p.rise_pm,
-            p.rise_add_milli,
+            p.start_pm,
+            p.cut_keep_pm,
+            p.regain_ms,
+            p.bot_burst_ms,
         ]
         if chat_id < 0:
             args += [
@@ -316,6 +318,7 @@ class Pacer:
             p.learned_ceiling,
             p.cut_keep_pm,
             p.cut_hold_ms,
+            p.bot_window_ms,
         ]
         try:
             cause, _rate = await self._refused(keys=keys, args=args)
@@ -333,11 +336,16 @@ class Pacer:
 
     async def bot_pace(self) -> BotPace:
         """The bot's learned rate and its 429s by cause, as Redis holds them."""
-        raw = await self._redis.hgetall(self._keys.bot_rate(self.bot))
-        fields = {(k.decode() if isinstance(k, bytes) else str(k)): v for k, v in raw.items()}
-        rate = fields.get("rate")
-        return BotPace(
-            rate=None if rate is None else float(rate),
-            refused={cause: int(fields.get(cause, 0)) for cause in CAUSES},
-            cuts=int(fields.get("cuts", 0)),
-        )
+        return await read_bot_pace(self._redis, self._keys.queue, self.bot)
+
+
+async def read_bot_pace(redis: AnyRedis, namespace: str, bot: int) -> BotPace:
+    """The learned pace of bot `bot` on queue `namespace` (the metrics, the ops page)."""
+    raw = await redis.hgetall(Keys(namespace).bot_rate(bot))
+    fields = {(k.decode() if isinstance(k, bytes) else str(k)): v for k, v in raw.items()}
+    rate = fields.get("rate")
+    return BotPace(
+        rate=None if rate is None else float(rate),
+        refused={cause: int(fields.get(cause, 0)) for cause in CAUSES},
+        cuts=int(fields.get("cuts", 0)),
+    )

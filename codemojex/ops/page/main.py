@@ -13,6 +13,7 @@ from codemojex.ops.page.app import OpsPage
 from codemojex.ops.page.auth import token_problem
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import TrustedProxies
+from codemojex.posting.keys import bot_id
 from codemojex.runtime import open_runtime
 from codemojex.values.hosts import is_loopback
 
@@ -68,7 +69,10 @@ async def run_ops(settings: Settings, stop: asyncio.Event | None = None) -> None
         loop.add_signal_handler(sig, stop.set)
     try:
         async with open_runtime(settings) as rt:
-            history = History(rt.lanes, rt.sessionmaker, rt.redis, settings.queue)
+            token_value = settings.token.get_secret_value() if settings.token else None
+            history = History(
+                rt.lanes, rt.sessionmaker, rt.redis, settings.queue, bot=bot_id(token_value)
+            )
             page = OpsPage(
                 rt.lanes,
                 rt.sessionmaker,

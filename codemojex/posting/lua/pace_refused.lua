@@ -8,9 +8,14 @@
 -- - else nothing the chat did: the bot as a whole posts faster than Telegram allows now.
 -- The chat's or the group's 429 blocks that chat for retry_after (as pace_block). The bot's
 -- pauses every post of the bot for retry_after (the bot's block, which pace_take honours)
--- and cuts the learned rate to ARGV[9] per mille of itself (never below the floor), unless
+-- and cuts the learned rate to ARGV[9] per mille of what Telegram took (never below the
+-- floor): of the posts answered in the bot's last second (ARGV[11] ms), which is what
+-- Telegram had just taken when it refused this one, or of the rate if that is lower; unless
 -- a cut already holds (`held`, ARGV[10] ms after a cut: the posts in flight when the first
--- 429 came are answered 429 too, and they are the same overshoot). Each 429 is counted by
+-- 429 came are answered 429 too, and they are the same overshoot). The rate where the cut
+-- came is kept (`top`: that estimate of Telegram's limit) and the time risen since starts
+-- again (`epoch`): pace_take.lua climbs back towards it. A refused post took no place in
+-- Telegram's limits: its grant leaves the bot's second and the group's minute. Each 429 is counted by
 -- its cause in the rate's hash (`chat`, `group`, `bot`; `cuts`): the metrics read them.
 --
 -- KEYS[1]  the bot's second (`cmx:{q}:pace:b:<bot>:s`, see pace_take.lua)
@@ -24,6 +29,7 @@
 -- ARGV[4]  every post's limit in a group's minute  ARGV[5] the minute's window, ms
 -- ARGV[6]  the bot's configured rate  ARGV[7] the rate's floor  ARGV[8] its ceiling
 -- ARGV[9]  a cut, per mille of the rate kept  ARGV[10] how long a cut holds, ms
+-- ARGV[11] the bot's window, ms
 -- Returns  {cause, the learned rate in thousandths of a post a second}: cause 1 the chat,
 --          2 the group, 3 the bot
 local t = redis.call('TIME')
@@ -50,6 +56,9 @@ local function same_chat(member)
     string.sub(head, 3) == string.sub(chat_prefix, 3)
 end
 
+redis.call('ZREM', KEYS[1], token)
+if #KEYS >= 5 then redis.call('ZREM', KEYS[5], token) end
+
 local cause = 3
 local recent = redis.call('ZRANGEBYSCORE', KEYS[1], now - chat_ms, '+inf')
 for _, member in ipairs(recent) do
@@ -70,8 +79,12 @@ if cause == 3 then
   block(KEYS[3])
   local held = tonumber(redis.call('HGET', KEYS[2], 'held') or '0')
   if floor_rate < ceiling and now >= held then
-    rate = math.max(floor_rate, rate * keep_pm / 1000)
-    redis.call('HSET', KEYS[2], 'rate', tostring(rate), 'held', now + hold_ms, 'raised', now)
+    local taken = redis.call('ZCOUNT', KEYS[1], now - tonumber(ARGV[11]), now)
+    local top = math.max(floor_rate, math.min(rate, taken))
+    redis.call('HSET', KEYS[2], 'top', tostring(top))
+    rate = math.max(floor_rate, top * keep_pm / 1000)
+    redis.call('HSET', KEYS[2], 'rate', tostring(rate), 'held', now + hold_ms, 'raised', now,
+      'epoch', 0)
     redis.call('HINCRBY', KEYS[2], 'cuts', 1)
   end
 else

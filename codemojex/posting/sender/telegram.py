@@ -130,13 +130,18 @@ class Poster:
         try:
             try:
                 sent = await asyncio.wait_for(post(self._bot, chat_id, msg), self._timeout_s)
+            except RetryAfter as exc:
+                # Told before the settle: a refused post leaves the bot's second at once (were
+                # it settled first, it would count as taken by Telegram to the cut of another
+                # 429 answered meanwhile).
+                wait_ms = retry_after_ms(exc)
+                cause = await self._pacer.refused(grant, wait_ms)
+                log.info("429 for chat %d (%s's pace): waiting %d ms", chat_id, cause, wait_ms)
+                raise
             finally:
                 await self.settle(grant)
-        except RetryAfter as exc:
+        except RetryAfter:
             self._stats.retry_after += 1
-            wait_ms = retry_after_ms(exc)
-            cause = await self._pacer.refused(grant, wait_ms)
-            log.info("429 for chat %d (%s's pace): waiting %d ms", chat_id, cause, wait_ms)
             return Answer(Outcome.NOT_SENT)
         except (BadRequest, Forbidden, ChatMigrated) as exc:
             log.warning("chat %d refused a message: %s", chat_id, type(exc).__name__)

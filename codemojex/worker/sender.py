@@ -1,0 +1,83 @@
+"""`codemojex sender`: the outbox sender as a process of its own, on the configured Redis,
+database and Bot API, scaled like the worker.
+
+The worker runs a sender beside its score pool (worker/service.py); a deployment that posts
+more than one process's event loop can carry without slowing the scoring runs senders of their
+own instead (CODEMOJEX_WORKER_SENDS=false on the workers) or beside it. Every sender takes its
+chats from the one posting ring and its slots from the one pace (Redis, keyed per bot): two
+senders never post a chat's rows out of order or twice (chat leases, row claims) and never
+post faster together than the bot's learned rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import TYPE_CHECKING, Final
+
+from codemojex.ops.collect import SenderCollector
+from codemojex.ops.server import ProcessOps
+from codemojex.posting.keys import bot_id
+from codemojex.posting.pace_policy import PacePolicy
+from codemojex.posting.pacer import Pacer
+from codemojex.posting.sender import OutboxSender, SenderStats
+from codemojex.runtime import open_runtime, settle_process, warn_without_persistence
+from codemojex.worker.botapi import make_bot
+
+if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+    from codemojex.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# Chats a sender process holds at once (each one post in flight at most): enough for the bot's
+# learned rate times a post's round trip with room to spare; its HTTP pool is as large.
+MAX_CHATS: Final = 256
+
+
+async def main(settings: Settings) -> SenderStats:
+    """Post until SIGTERM or SIGINT, then let every chat in hand finish its post."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    bot = make_bot(settings, connections=MAX_CHATS)
+    stats = SenderStats()
+    try:
+        async with open_runtime(settings) as rt:
+            await warn_without_persistence(rt.redis)
+            token = settings.token.get_secret_value() if settings.token else None
+            sender = OutboxSender(
+                rt.sessionmaker,
+                bot,
+                rt.redis,
+                namespace=settings.queue,
+                pacer=Pacer(
+                    rt.redis, settings.queue, PacePolicy.from_settings(settings), bot=bot_id(token)
+                ),
+                stats=stats,
+                ambiguous=settings.sender_ambiguous,
+                max_chats=MAX_CHATS,
+            )
+            ops = ProcessOps(
+                "sender",
+                settings,
+                redis=rt.redis,
+                engine=rt.engine,
+                sessionmaker=rt.sessionmaker,
+                lanes=rt.lanes,
+                collectors=[SenderCollector(stats)],
+            )
+            await ops.start()
+            settle_process()
+            log.info("sender up: queue %s, %d chats in hand", settings.queue, MAX_CHATS)
+            try:
+                await sender.run(stop)
+            finally:
+                await ops.stop()
+            log.info("sender stopped: %s", stats.as_dict())
+            return stats
+    finally:
+        await bot.shutdown()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
