@@ -68,8 +68,8 @@ for _, member in ipairs(recent) do
   end
 end
 if cause == 3 and #KEYS >= 5 then
-  local posts = redis.call('ZCOUNT', KEYS[5], now - tonumber(ARGV[5]), '+inf')
-  if posts >= tonumber(ARGV[4]) then cause = 2 end
+  local others = redis.call('ZCOUNT', KEYS[5], now - tonumber(ARGV[5]), '+inf')
+  if others + 1 >= tonumber(ARGV[4]) then cause = 2 end
 end
 
 local rate = tonumber(redis.call('HGET', KEYS[2], 'rate') or start)
