@@ -638,6 +638,7 @@ def main() -> None:
     parser.add_argument("--world", help="GxL,... world runs (or 'all'): see the docstring")
     parser.add_argument("--world-seconds", type=float, default=60.0, help="guessing, s")
     parser.add_argument("--world-settle", type=float, default=150.0, help="then at most, s")
+    parser.add_argument("--world-profile", type=Path, help="py-spy the processes, stacks here")
     args = parser.parse_args()
     if args.world:
         _worlds(args)
@@ -701,7 +702,14 @@ def _worlds(args: argparse.Namespace) -> None:
     codes = [TODAY] if args.no_baseline else [Code("base", Path(args.baseline)), TODAY]
     print(sp.run(["uptime"], capture_output=True, text=True).stdout.strip(), flush=True)
     print(" | ".join(COLUMNS), flush=True)
-    out = asyncio.run(run_worlds(codes, runs, args.world_seconds, args.world_settle))
+    out = asyncio.run(
+        run_worlds(codes, runs, args.world_seconds, args.world_settle, args.world_profile)
+    )
+    for result in out:
+        for key in [k for k in result if k.startswith("profile_")]:
+            print(f"{result['code']} {key}:")
+            for frame, own, total in result[key]:
+                print(f"  {own:5.1f} {total:5.1f}  {frame}")
     print(sp.run(["uptime"], capture_output=True, text=True).stdout.strip(), flush=True)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))

@@ -26,18 +26,20 @@ import asyncio
 import math
 import os
 import random
+import signal
 import statistics
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 
 from bench.backlog_world import Backlog, BacklogPlan
 from bench.common import delete_matching, jain_index, make_client, percentile, redis_url
-from bench.ingest import Processes
-from bench.pipeline import PG_ADMIN_URL, Code, _admin, _cpu_s
+from bench.ingest import Processes, _spy
+from bench.pipeline import PG_ADMIN_URL, Code, _admin, _cpu_s, _profile_top
 
 # The issue's runs: (groups, hidden bot-wide limit).
 RUNS: tuple[tuple[int, int], ...] = (
@@ -76,8 +78,10 @@ async def _sender_command(code: Code) -> bool:
     return await proc.wait() == 0
 
 
-async def run_world(code: Code, world: World, seed: int = 11) -> dict[str, Any]:
-    """One run of `world` with the processes of `code`."""
+async def run_world(
+    code: Code, world: World, seed: int = 11, profile: Path | None = None
+) -> dict[str, Any]:
+    """One run of `world` with the processes of `code` (py-spy on each into `profile`)."""
     from codemojex.db import make_engine, make_sessionmaker
     from codemojex.standin import StandIn
 
@@ -126,7 +130,18 @@ async def run_world(code: Code, world: World, seed: int = 11) -> dict[str, Any]:
         standin.add_user(probe, "Probe")
         standin.send_private(probe, "/help")
         await standin.wait_for_sent_count(1, chat_id=probe, timeout=120)
-        return await _play(world, backlog, standin, conn, client, queue, pids, seed)
+        spies = {}
+        if profile is not None:
+            await asyncio.to_thread(profile.mkdir, parents=True, exist_ok=True)
+            for what, pid in pids.items():
+                spies[what] = (await _spy(pid, profile / f"{code.label}-{what}.txt"), what)
+        result = await _play(world, backlog, standin, conn, client, queue, pids, seed)
+        for spy, what in spies.values():
+            spy.send_signal(signal.SIGINT)
+            await asyncio.wait_for(spy.wait(), 30)
+            assert profile is not None
+            result[f"profile_{what}"] = _profile_top(profile / f"{code.label}-{what}.txt", 25)
+        return result
     finally:
         await procs.stop()
         await standin.stop()
@@ -291,14 +306,18 @@ def _report(
 
 
 async def run_worlds(
-    codes: list[Code], runs: list[tuple[int, int]], seconds: float, settle_s: float
+    codes: list[Code],
+    runs: list[tuple[int, int]],
+    seconds: float,
+    settle_s: float,
+    profile: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Every run on every checkout, the checkouts taking turns run by run."""
     out: list[dict[str, Any]] = []
     for groups, limit in runs:
         for code in codes:
             world = World(groups, limit, seconds=seconds, settle_s=settle_s)
-            result = await run_world(code, world)
+            result = await run_world(code, world, profile=profile)
             result["code"] = code.label
             print(_line(result), flush=True)
             out.append(result)
