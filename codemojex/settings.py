@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from codemojex.bot import admin, processor
+from codemojex.bot import admin, door
 from codemojex.lanes import admission, consumer, facade
 from codemojex.limits import (
     ROOM,
@@ -95,13 +95,13 @@ class Settings(BaseSettings):
     answer_budget: budget.Budget = budget.BUDGET
     admin_cache_ttl_s: admin.TtlS = admin.TTL_S
     # Updates handled at once (in order per sender); guesses need no database connection
-    bot_concurrency: processor.Concurrency = processor.CONCURRENCY
+    bot_concurrency: door.Concurrency = door.CONCURRENCY
     # Updates the bot holds unconfirmed at most (polling: its window; webhook: requests in
     # hand, and setWebhook's max_connections); the rest wait at Telegram
-    bot_in_hand: processor.InHand = processor.IN_HAND
+    bot_in_hand: door.InHand = door.IN_HAND
     # An update not finished this long after the bot took it is parked in Redis and confirmed
-    # (bot/processor.py): what one stuck update costs every other chat, at most
-    bot_update_deadline_s: processor.DeadlineS = processor.DEADLINE_S
+    # (bot/door.py): what one stuck update costs every other chat, at most
+    bot_update_deadline_s: door.DeadlineS = door.DEADLINE_S
 
     # Operators (codemojex/ops): /metrics, /healthz and /readyz of this process on
     # metrics_host:metrics_port (off without a port; give each process its own); per-room

@@ -44,8 +44,10 @@ from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.cards import Cards, RoomDefaults
 from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
 from codemojex.bot.daily import DailyCommands
+from codemojex.bot.door import STOP_S, Door
 from codemojex.bot.drafts import Drafts
 from codemojex.bot.guesses import Guesses
+from codemojex.bot.handling import failed
 from codemojex.bot.incoming import door_hooks
 from codemojex.bot.inline import InlineQueries
 from codemojex.bot.intake import Intake
@@ -61,7 +63,6 @@ from codemojex.bot.player_commands import (
     on_private_text,
 )
 from codemojex.bot.polling import POLL_TIMEOUT_S, Poller
-from codemojex.bot.processor import STOP_S, Door, failed
 from codemojex.bot.replies import Answers
 from codemojex.bot.taps import on_tap
 from codemojex.bot.webhook import WebhookServer, webhook_config
@@ -201,7 +202,7 @@ def build_application(
         # A player may delete the message before the answer goes out: answer anyway.
         .defaults(Defaults(allow_sending_without_reply=True))
         # Updates come from our polling loop or webhook server through our door (`running`,
-        # bot/processor.py), never PTB's Updater, which confirms them to Telegram before they
+        # bot/door.py), never PTB's Updater, which confirms them to Telegram before they
         # are handled (bot/polling.py), nor its update queue.
         .updater(None)
         # Two connections for getUpdates: on SIGTERM the loop's long poll is cancelled, and
@@ -385,7 +386,7 @@ async def running(
 ) -> AsyncIterator[Front]:
     """Run the bot inside the caller's event loop: our polling loop (codemojex.bot.polling,
     which says why not PTB's Updater) or our webhook server (codemojex.bot.webhook), each
-    handing updates to the door (codemojex.bot.processor) and confirming an update to Telegram
+    handing updates to the door (codemojex.bot.door) and confirming an update to Telegram
     only once the door settled it (finished, parked in Redis, or a dead letter). At most
     `settings.bot_in_hand` updates are unsettled: a backlog waits at Telegram.
 

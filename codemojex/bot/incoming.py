@@ -22,7 +22,7 @@ from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.language import room_language, user_language
 from codemojex.bot.names import topic_of
 from codemojex.bot.once import CommandBusy
-from codemojex.bot.processor import DoorHooks
+from codemojex.bot.ticket import DoorHooks
 from codemojex.db import reading, store
 from codemojex.game import texts
 from codemojex.locale import Lang
@@ -38,7 +38,7 @@ Handler = Callable[[Update, CodemojexContext], Coroutine[Any, Any, None]]
 def guarded(handler: Handler) -> Handler:
     """A storage outage (Redis, Postgres) is booked once, with a probe that tells when it
     ends (the next update may not touch the component at all), and handed on to the door
-    (bot/processor.py), which waits it out and handles the update again: nothing was
+    (bot/door.py), which waits it out and handles the update again: nothing was
     half-written (each lanes verb is one script, each use-case one transaction, each command
     idempotent on its message). An inline query is answered with nothing instead (it is not
     worth waiting for: Telegram forgets it in seconds). A room's card that kept changing under
@@ -72,7 +72,7 @@ def guarded(handler: Handler) -> Handler:
 
 
 def door_hooks(services: BotServices) -> DoorHooks:
-    """What the door (bot/processor.py) has said to a sender: each best effort, run off the
+    """What the door (bot/door.py) has said to a sender: each best effort, run off the
     update's path."""
 
     async def say(update: Update, text: Callable[[Lang], str], what: str) -> None:

@@ -6,7 +6,7 @@ confirms the last batch to Telegram. So a bot killed with updates in that queue 
 (Telegram never sends a confirmed update again), and since the queue has no bound, a backlog
 at Telegram becomes a backlog in the bot's memory. Neither can be changed from outside the
 Updater, so this module is the fetch loop instead, on the Application's Bot, handing each
-update to the door (bot/processor.py `Door`).
+update to the door (bot/door.py `Door`).
 
 The window: the updates fetched and not yet confirmed, in id order. The offset sent with each
 getUpdates is the id of the window's first update the door has not settled (finished,
@@ -56,16 +56,9 @@ from telegram import Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter
 from telegram.warnings import PTBUserWarning
 
-from codemojex.bot.processor import (
-    CONCURRENCY,
-    HELD_MAX,
-    IN_HAND,
-    STOP_S,
-    TICK_S,
-    AnyApplication,
-    Door,
-    InHand,
-)
+from codemojex.bot.clock import TICK_S
+from codemojex.bot.door import CONCURRENCY, HELD_MAX, IN_HAND, STOP_S, Door, InHand
+from codemojex.bot.handling import AnyApplication
 from codemojex.limits import RETRIES
 from codemojex.outages import OUTAGES, pause_s, retry_after_ms
 from codemojex.runtime import stop_tasks

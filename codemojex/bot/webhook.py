@@ -3,7 +3,7 @@
 A small aiohttp server of our own instead of python-telegram-bot's tornado server, which
 reads a body of up to 100 MB into memory before it looks at the secret header, and answers
 200 as soon as the update is queued. Telegram never sends again an update it got a 2xx for,
-so here the answer waits until the door settled the update (bot/processor.py: finished, parked
+so here the answer waits until the door settled the update (bot/door.py: finished, parked
 in Redis past its deadline, or a dead letter): a process killed with requests in hand never
 answered them, and Telegram delivers those again. Each check comes before the work the next
 one costs:
@@ -59,7 +59,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from telegram import Update
 
-from codemojex.bot.processor import HELD_MAX, IN_HAND, STOP_S, Door, InHand
+from codemojex.bot.door import HELD_MAX, IN_HAND, STOP_S, Door, InHand
 from codemojex.limits import TELEGRAM
 from codemojex.runtime import stop_tasks
 from codemojex.values.bounds import within

@@ -321,7 +321,7 @@ class SenderCollector(Collector):
         )
 
 
-# What became of the updates the bot took (bot/processor.py `Door.counts`).
+# What became of the updates the bot took (bot/door.py `Door.counts`).
 DOOR_SETTLED = ("done", "parked", "dead", "shed", "given_back")
 DOOR_EVENTS = ("taken_over", "unreadable", "failed_tries", "outage_tries")
 

@@ -1,5 +1,5 @@
 """The bot's inbox in Redis: updates confirmed to Telegram before they were finished, and the
-dead letters. Why it exists is bot/processor.py's; this is only how it is kept.
+dead letters. Why it exists is bot/door.py's; this is only how it is kept.
 
 A parked update (`cmx:{q}:inbox:parked`, a hash: update id -> record) is one the bot took,
 could not finish within its deadline (a stuck lock, an outage, a slow dependency) and keeps

@@ -1,4 +1,4 @@
-"""The front door (codemojex.bot.polling, .webhook, .processor): an update is confirmed to
+"""The front door (codemojex.bot.polling, .webhook, .door): an update is confirmed to
 Telegram once settled (finished, parked in Redis past its deadline, or a dead letter), at
 most `bot_in_hand` unsettled; the real bot on the stand-in, with updates held in a handler."""
 
@@ -16,9 +16,10 @@ from telegram import Update
 from telegram.ext import ApplicationBuilder, CallbackContext, MessageHandler, TypeHandler, filters
 
 from codemojex.bot import build_application, running
+from codemojex.bot.door import Door
 from codemojex.bot.order import order_key
 from codemojex.bot.polling import Poller
-from codemojex.bot.processor import Door, DoorHooks
+from codemojex.bot.ticket import DoorHooks
 from codemojex.game import texts
 from codemojex.locale import EN
 from codemojex.standin import StandIn
@@ -258,7 +259,7 @@ async def test_an_unreadable_update_is_a_dead_letter_and_holds_nothing(world: Wo
 
 
 async def test_a_handler_that_fails_every_try_is_a_dead_letter(world: World) -> None:
-    """A bug: tried `processor.TRIES` times, then a dead letter and one apology; the
+    """A bug: tried `door.TRIES` times, then a dead letter and one apology; the
     sender's next update is handled."""
 
     async def boom(update: Update, context: CallbackContext[Any, Any, Any, Any]) -> None:

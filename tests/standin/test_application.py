@@ -16,8 +16,9 @@ from telegram.ext import (
     filters,
 )
 
+from codemojex.bot.door import Door
 from codemojex.bot.order import order_key
-from codemojex.bot.processor import Door, DoorHooks
+from codemojex.bot.ticket import DoorHooks
 from codemojex.bot.webhook import WebhookConfig, WebhookServer
 from codemojex.standin import SentMessage, StandIn
 from codemojex.state.inbox import Inbox
