@@ -268,8 +268,10 @@ class Pacer:
     async def _settle_shared(self, grant: Grant) -> None:
         keys = self._keys_of(grant.chat_id)
         logs = [keys[2]] + ([keys[6]] if grant.chat_id < 0 else [])
+        p = self.policy
         await self._settle(
-            keys=[keys[0], *logs], args=[self._token(grant), self.policy.chat_interval_ms]
+            keys=[keys[0], keys[4], *logs],
+            args=[self._token(grant), p.chat_interval_ms, p.flight_ms],
         )
 
     async def _settle_late(self) -> None:

@@ -10,7 +10,9 @@
 -- pauses every post of the bot for retry_after (the bot's block, which pace_take honours)
 -- and cuts the learned rate to ARGV[9] per mille of what Telegram took (never below the
 -- floor): of the posts answered in the bot's last second (ARGV[11] ms), which is what
--- Telegram had just taken when it refused this one, or of the rate if that is lower; unless
+-- Telegram had just taken when it refused this one, counted as the bot's second counts
+-- (a post in flight for the time from a grant to its answer: the rate hash's `lat`, which
+-- pace_settle.lua keeps), or of the rate if that is lower; unless
 -- a cut already holds (`held`, ARGV[10] ms after a cut: the posts in flight when the first
 -- 429 came are answered 429 too, and they are the same overshoot). The rate where the cut
 -- came is kept (`top`: that estimate of Telegram's limit) and the time risen since starts
@@ -79,8 +81,10 @@ if cause == 3 then
   block(KEYS[3])
   local held = tonumber(redis.call('HGET', KEYS[2], 'held') or '0')
   if floor_rate < ceiling and now >= held then
-    local taken = redis.call('ZCOUNT', KEYS[1], now - tonumber(ARGV[11]), now)
-    local top = math.max(floor_rate, math.min(rate, taken))
+    local win = tonumber(ARGV[11])
+    local taken = redis.call('ZCOUNT', KEYS[1], now - win, now)
+    local lat = tonumber(redis.call('HGET', KEYS[2], 'lat') or '0')
+    local top = math.max(floor_rate, math.min(rate, taken * (1 + lat / win)))
     redis.call('HSET', KEYS[2], 'top', tostring(top))
     rate = math.max(floor_rate, top * keep_pm / 1000)
     redis.call('HSET', KEYS[2], 'rate', tostring(rate), 'held', now + hold_ms, 'raised', now,

@@ -74,7 +74,7 @@
 --          pace) ARGV[17] this kind's share of the minute ARGV[18] its window, ms (margin
 --          included) ARGV[19] every post's limit in the minute ARGV[20] answers: how many a
 --          minute they may post whatever the results use (their reserve)
--- Returns  {wait ms, who, the bot's limit now (posts in its second)}: wait 0 and who 0 when
+-- Returns  {wait ms, who, the bot's limit now (posts its second holds)}: wait 0 and who 0 when
 --          the slot was taken; else nothing was taken, and who is 1 when the chat's own
 --          limits (or its block) bind longest, 2 when the bot's do (its second or its
 --          block). The clock is the server's TIME.
