@@ -41,7 +41,7 @@ from bench.common import delete_matching, jain_index, make_client, percentile, r
 from bench.ingest import Processes, _spy
 from bench.pipeline import PG_ADMIN_URL, Code, _admin, _cpu_s, _profile_top
 
-# The runs: (groups, hidden bot-wide limit).
+# The runs: (groups, hidden bot-wide limit).
 RUNS: tuple[tuple[int, int], ...] = (
     (200, 30),
     (1000, 300),
