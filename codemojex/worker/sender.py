@@ -30,9 +30,11 @@ if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build 
 
 log = logging.getLogger(__name__)
 
-# Chats a sender process holds at once (each one post in flight at most): enough for the bot's
-# learned rate times a post's round trip with room to spare; its HTTP pool is as large.
+# Chats a sender process holds at once (a chat in hand waits for its slot or posts), and posts
+# on the wire at once (its Bot API pool's connections): hundreds of posts a second at a
+# post's round trip of a tenth of a second or so.
 MAX_CHATS: Final = 256
+IN_FLIGHT: Final = 64
 
 
 async def main(settings: Settings) -> SenderStats:
@@ -41,7 +43,7 @@ async def main(settings: Settings) -> SenderStats:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    bot = make_bot(settings, connections=MAX_CHATS)
+    bot = make_bot(settings, connections=IN_FLIGHT)
     stats = SenderStats()
     try:
         async with open_runtime(settings) as rt:
@@ -58,6 +60,7 @@ async def main(settings: Settings) -> SenderStats:
                 stats=stats,
                 ambiguous=settings.sender_ambiguous,
                 max_chats=MAX_CHATS,
+                in_flight=IN_FLIGHT,
             )
             ops = ProcessOps(
                 "sender",

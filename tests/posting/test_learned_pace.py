@@ -336,6 +336,11 @@ async def test_two_sender_processes_share_one_learned_rate(
     # Once learned, both together post about Telegram's 6 a second, not twice it.
     late = posted_between(standin, start + 7, start + 12) / 5
     assert late <= 7, late
-    assert not [v for v in standin.violations if v.ts >= start + 7]
+    # Not a 429 storm (a fixed 30 against 6 has two sends refused for each one taken): the
+    # law's probes now and then, each refusing the posts in flight when its first 429 came
+    # back (many at once here: the stand-in shares this test's busy event loop, so posts
+    # reach it in bunches).
+    late_429s = [v for v in standin.violations if start + 7 <= v.ts < start + 12]
+    assert len(late_429s) <= posted_between(standin, start + 7, start + 12), late_429s
     lines = [line for m in standin.sent_messages() for line in m.text.split("\n")]
     assert len(lines) == len(set(lines)) == written

@@ -47,6 +47,8 @@ RECONCILE_S: Final = 60.0
 PEEK_S: Final = 1.0
 # A chat's turn that failed (a bug, an outage mid-turn) gives the chat back after this.
 TURN_FAILED_PAUSE_S: Final = 1.0
+# Posts on the wire at once: the Bot API pool's connections (worker/botapi.py make_bot).
+IN_FLIGHT: Final = 32
 # A sender that stands back (`stand_back`) asks again this often.
 STAND_BACK_S: Final = 5.0
 
@@ -79,6 +81,7 @@ class OutboxSender:
         ambiguous: Ambiguous = "repost",
         post_timeout_s: float = 8.0,
         stand_back: Callable[[], Awaitable[bool]] | None = None,
+        in_flight: int = IN_FLIGHT,
     ) -> None:
         """`namespace` scopes the Redis keys (use the queue name). `poll_s` is how often the
         outbox is scanned for chats with unsent rows that nobody added to the ring (a process
@@ -93,6 +96,7 @@ class OutboxSender:
         timeout, connection dropped after sending, or a sender that died while posting):
         "repost" (at least once, the default: a result is never lost, rarely duplicated) or
         "assume_sent" (at most once: never duplicated, rarely lost).
+        `in_flight` posts are on the wire at once at most (the Bot API pool's connections).
         `stand_back`, asked every STAND_BACK_S, says when others post instead (the worker's
         sender while `codemojex sender` processes run): the sender then takes no turn (it
         finishes those in hand) until it says otherwise."""
@@ -125,7 +129,7 @@ class OutboxSender:
         self._turns = Turns(
             self.pacer,
             self._delivery,
-            Poster(bot, self.pacer, self.stats, post_timeout_s),
+            Poster(bot, self.pacer, self.stats, post_timeout_s, in_flight),
             self.stats,
             claim_lease_s=claim_lease_s,
             max_message=max_message,

@@ -111,11 +111,18 @@ def failed_post_pause_ms() -> int:
 class Poster:
     """Carries out one message under a pace grant and says what came of it."""
 
-    def __init__(self, bot: Bot, pacer: Pacer, stats: SenderStats, timeout_s: float) -> None:
+    def __init__(
+        self, bot: Bot, pacer: Pacer, stats: SenderStats, timeout_s: float, in_flight: int
+    ) -> None:
         self._bot = bot
         self._pacer = pacer
         self._stats = stats
         self._timeout_s = timeout_s
+        # At most as many posts on the wire as the Bot API pool has connections: a post
+        # queued inside httpcore's pool costs CPU on every other request (its pool scans its
+        # waiting requests against its connections: 256 chats in hand on 256 connections
+        # spent most of a sender's CPU there), one waiting here costs nothing.
+        self._wire = asyncio.Semaphore(in_flight)
 
     async def settle(self, grant: Grant) -> None:
         """The grant's post is answered, or will not be made: the pace measures from now."""
@@ -129,7 +136,8 @@ class Poster:
     async def attempt(self, chat_id: int, msg: OutMessage, grant: Grant) -> Answer:
         try:
             try:
-                sent = await asyncio.wait_for(post(self._bot, chat_id, msg), self._timeout_s)
+                async with self._wire:
+                    sent = await asyncio.wait_for(post(self._bot, chat_id, msg), self._timeout_s)
             except RetryAfter as exc:
                 # Told before the settle: a refused post leaves the bot's second at once (were
                 # it settled first, it would count as taken by Telegram to the cut of another
