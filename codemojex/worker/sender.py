@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 # on the wire at once (its Bot API pool's connections): hundreds of posts a second at a
 # post's round trip of a tenth of a second or so.
 MAX_CHATS: Final = 256
-IN_FLIGHT: Final = 64
+IN_FLIGHT: Final = 32
 
 
 async def main(settings: Settings) -> SenderStats:
