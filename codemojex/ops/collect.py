@@ -270,19 +270,7 @@ class WorkerCollector(Collector):
             {"won": score.won, "expired": self.stats.rounds_expired},
             gauge=False,
         )
-        yield _labelled(
-            "codemojex_posts",
-            "Messages the outbox sender posted, by kind (folded: several results in one; "
-            "keys_off: a round's keyboard removed).",
-            "kind",
-            {kind: EVENTS.posts[kind] for kind in POST_KINDS},
-            gauge=False,
-        )
-        yield CounterMetricFamily(
-            "codemojex_telegram_retry_after",
-            "RetryAfter (429) answers from Telegram, honoured.",
-            value=sender.retry_after,
-        )
+        yield from _posting_metrics(sender)
         yield _labelled(
             "codemojex_worker_events",
             "Everything else the worker counts (consumer pool, score worker, sender).",
@@ -292,6 +280,23 @@ class WorkerCollector(Collector):
         )
 
 
+def _posting_metrics(sender: _SenderStats) -> Iterator[Metric]:
+    """What a process's outbox sender posted (the worker's, or a `codemojex sender`)."""
+    yield _labelled(
+        "codemojex_posts",
+        "Messages the outbox sender posted, by kind (folded: several results in one; "
+        "keys_off: a round's keyboard removed).",
+        "kind",
+        {kind: EVENTS.posts[kind] for kind in POST_KINDS},
+        gauge=False,
+    )
+    yield CounterMetricFamily(
+        "codemojex_telegram_retry_after",
+        "RetryAfter (429) answers from Telegram, honoured.",
+        value=sender.retry_after,
+    )
+
+
 class SenderCollector(Collector):
     """A `codemojex sender` process's counters (SenderStats)."""
 
@@ -299,19 +304,7 @@ class SenderCollector(Collector):
         self.stats = stats
 
     def collect(self) -> Iterator[Metric]:
-        yield _labelled(
-            "codemojex_posts",
-            "Messages the outbox sender posted, by kind (folded: several results in one; "
-            "keys_off: a round's keyboard removed).",
-            "kind",
-            {kind: EVENTS.posts[kind] for kind in POST_KINDS},
-            gauge=False,
-        )
-        yield CounterMetricFamily(
-            "codemojex_telegram_retry_after",
-            "RetryAfter (429) answers from Telegram, honoured.",
-            value=self.stats.retry_after,
-        )
+        yield from _posting_metrics(self.stats)
         yield _labelled(
             "codemojex_sender_events",
             "Everything the sender counts (SenderStats).",
