@@ -38,6 +38,9 @@ CUT_HOLD_MS: Final = 2000
 REGAIN_MS: Final = 10_000
 # A learned rate is spread evenly, with bursts of at most this long's worth of its posts.
 BOT_BURST_MS: Final = 100
+# A learned rate is forgotten this long after its last rise, cut or post (the next start is
+# at CODEMOJEX_PACE_BOT_PER_S again): a week, so a restart or a quiet weekend keeps it.
+RATE_TTL_MS: Final = 7 * 24 * 3600 * 1000
 # A group's minute is spread evenly, with this burst for a quiet room, within its rate.
 GROUP_BURST: Final = 3
 # Added to a chat's second and a group's minute for a post's time on the wire. The bot's second

@@ -68,7 +68,7 @@ from codemojex.outages import OUTAGES, is_outage
 from codemojex.posting import scripts
 from codemojex.posting.keys import Keys
 from codemojex.posting.local_pace import LocalPace
-from codemojex.posting.pace_policy import Grant, PacePolicy, Wait
+from codemojex.posting.pace_policy import RATE_TTL_MS, Grant, PacePolicy, Wait
 from codemojex.values.redistypes import AnyRedis
 
 __all__ = ["BotPace", "Cause", "Grant", "LocalPace", "PacePolicy", "Pacer", "Wait"]
@@ -154,6 +154,7 @@ class Pacer:
             p.cut_keep_pm,
             p.regain_ms,
             p.bot_burst_ms,
+            RATE_TTL_MS,
         ]
         if chat_id < 0:
             args += [
@@ -321,6 +322,7 @@ class Pacer:
             p.cut_keep_pm,
             p.cut_hold_ms,
             p.bot_window_ms,
+            RATE_TTL_MS,
         ]
         try:
             cause, _rate = await self._refused(keys=keys, args=args)

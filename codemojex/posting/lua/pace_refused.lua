@@ -31,7 +31,7 @@
 -- ARGV[4]  every post's limit in a group's minute  ARGV[5] the minute's window, ms
 -- ARGV[6]  the bot's configured rate  ARGV[7] the rate's floor  ARGV[8] its ceiling
 -- ARGV[9]  a cut, per mille of the rate kept  ARGV[10] how long a cut holds, ms
--- ARGV[11] the bot's window, ms
+-- ARGV[11] the bot's window, ms  ARGV[12] the rate's time to live, ms
 -- Returns  {cause, the learned rate in thousandths of a post a second}: cause 1 the chat,
 --          2 the group, 3 the bot
 local t = redis.call('TIME')
@@ -95,5 +95,5 @@ else
   redis.call('HINCRBY', KEYS[2], cause == 1 and 'chat' or 'group', 1)
   block(KEYS[4])
 end
-redis.call('PEXPIRE', KEYS[2], 7 * 86400000)
+redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[12]))
 return {cause, math.floor(rate * 1000)}

@@ -25,7 +25,9 @@ for i = 3, #KEYS do
   if score then
     redis.call('ZADD', KEYS[i], 'XX', now, ARGV[1])
     local granted = tonumber(score) - tonumber(ARGV[3])
-    if i == 3 and tonumber(score) > now and granted <= now then
+    -- (Only into a rate's hash that exists: its time to live is pace_take.lua's to set.)
+    if i == 3 and tonumber(score) > now and granted <= now
+      and redis.call('EXISTS', KEYS[2]) == 1 then
       local lat = tonumber(redis.call('HGET', KEYS[2], 'lat') or (now - granted))
       redis.call('HSET', KEYS[2], 'lat', tostring(lat * 0.9 + (now - granted) * 0.1))
     end

@@ -69,10 +69,10 @@
 -- ARGV[8]  ms between two answers to one chat (0: no such gap, the results)
 -- ARGV[9]  the rate's floor  ARGV[10] its ceiling  ARGV[11] its slow start, per mille of
 --          itself a second  ARGV[12] a cut's per mille kept  ARGV[13] ms back to `top`
--- ARGV[14] a learned rate's burst, in ms of its posts
--- ARGV[15] groups: spacing ms ARGV[16] burst (posts a quiet group may make at its second's
---          pace) ARGV[17] this kind's share of the minute ARGV[18] its window, ms (margin
---          included) ARGV[19] every post's limit in the minute ARGV[20] answers: how many a
+-- ARGV[14] a learned rate's burst, in ms of its posts  ARGV[15] the rate's time to live, ms
+-- ARGV[16] groups: spacing ms ARGV[17] burst (posts a quiet group may make at its second's
+--          pace) ARGV[18] this kind's share of the minute ARGV[19] its window, ms (margin
+--          included) ARGV[20] every post's limit in the minute ARGV[21] answers: how many a
 --          minute they may post whatever the results use (their reserve)
 -- Returns  {wait ms, who, the bot's limit now (posts its second holds)}: wait 0 and who 0 when
 --          the slot was taken; else nothing was taken, and who is 1 when the chat's own
@@ -179,13 +179,13 @@ need(block_wait(KEYS[2]), 1)
 if gap > 0 then need(gcra_wait(KEYS[4]), 1) end
 local min_win
 if group then
-  local spacing, burst = tonumber(ARGV[15]), tonumber(ARGV[16])
-  local share, total = tonumber(ARGV[17]), tonumber(ARGV[19])
-  min_win = tonumber(ARGV[18])
+  local spacing, burst = tonumber(ARGV[16]), tonumber(ARGV[17])
+  local share, total = tonumber(ARGV[18]), tonumber(ARGV[20])
+  min_win = tonumber(ARGV[19])
   local minute = recent(KEYS[7], min_win)
   need(spread_wait(minute, kind, share, min_win, spacing, burst), 1)
   need(nth_wait(minute, nil, math.max(total, share), min_win), 1)
-  if kind == 'a' and share < total and count_of(minute, 'a') >= tonumber(ARGV[20]) then
+  if kind == 'a' and share < total and count_of(minute, 'a') >= tonumber(ARGV[21]) then
     need(nth_wait(minute, nil, total - share, min_win), 1)
   end
 end
@@ -239,7 +239,7 @@ if learning and kind == 'r' and bot_wait > 0 and paused <= 0 then
     else
       redis.call('HSET', KEYS[5], 'raised', now)
     end
-    redis.call('PEXPIRE', KEYS[5], 7 * 86400000)
+    redis.call('PEXPIRE', KEYS[5], tonumber(ARGV[15]))
   end
 end
 wait = math.ceil(wait)
@@ -264,7 +264,7 @@ end
 log_take(KEYS[3], now + flight, bot_win + chat_ms)
 if learning then
   redis.call('HSET', KEYS[5], 'tat', tostring(math.max(tat, now) + spacing_ms))
-  redis.call('PEXPIRE', KEYS[5], 7 * 86400000)
+  redis.call('PEXPIRE', KEYS[5], tonumber(ARGV[15]))
 end
 if group then
   log_take(KEYS[7], now, min_win)
