@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from pydantic import SecretStr
+
 from codemojex.lanes.keys import check_queue
 from codemojex.lua.loader import key_builder, key_constant
 
@@ -49,9 +51,11 @@ def lua_names() -> dict[str, str]:
     return names
 
 
-def bot_id(token: str | None) -> int:
+def bot_id(token: str | SecretStr | None) -> int:
     """The bot's id: the number before the colon of its token (`123456:ABC...`), which is
     no secret (it is the bot's user id). 0 for no token or one of another shape."""
+    if isinstance(token, SecretStr):
+        token = token.get_secret_value()
     head = (token or "").partition(":")[0]
     return int(head) if head.isdigit() else 0
 

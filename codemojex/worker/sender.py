@@ -14,19 +14,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from codemojex.ops.collect import SenderCollector
-from codemojex.ops.server import ProcessOps
+from codemojex.ops.server import MetricsConfig, ProcessOps
 from codemojex.posting.keys import bot_id
-from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
-from codemojex.runtime import open_runtime, settle_process, warn_without_persistence
+from codemojex.runtime import RuntimeConfig, open_runtime, settle_process, warn_without_persistence
+from codemojex.values.botapi import BotApi
 from codemojex.worker.botapi import make_bot
-
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
-    from codemojex.settings import Settings
+from codemojex.worker.service import WorkerConfig
 
 log = logging.getLogger(__name__)
 
@@ -37,34 +35,35 @@ MAX_CHATS: Final = 256
 IN_FLIGHT: Final = 32
 
 
-async def main(settings: Settings) -> SenderStats:
-    """Post until SIGTERM or SIGINT, then let every chat in hand finish its post."""
+async def main(
+    config: WorkerConfig, runtime: RuntimeConfig, metrics: MetricsConfig, api: BotApi
+) -> SenderStats:
+    """Post `config.queue`'s outbox at `config.pace` through `api` until SIGTERM or SIGINT,
+    then let every chat in hand finish its post (on the Redis and database of `runtime`,
+    serving /metrics as `metrics` says)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    bot = make_bot(settings, connections=IN_FLIGHT)
+    bot = make_bot(api, connections=IN_FLIGHT)
     stats = SenderStats()
     try:
-        async with open_runtime(settings) as rt:
+        async with open_runtime(runtime) as rt:
             await warn_without_persistence(rt.redis)
-            token = settings.token.get_secret_value() if settings.token else None
             sender = OutboxSender(
                 rt.sessionmaker,
                 bot,
                 rt.redis,
-                namespace=settings.queue,
-                pacer=Pacer(
-                    rt.redis, settings.queue, PacePolicy.from_settings(settings), bot=bot_id(token)
-                ),
+                namespace=config.queue,
+                pacer=Pacer(rt.redis, config.queue, config.pace, bot=bot_id(api.token)),
                 stats=stats,
-                ambiguous=settings.sender_ambiguous,
+                ambiguous=config.sender_ambiguous,
                 max_chats=MAX_CHATS,
                 in_flight=IN_FLIGHT,
             )
             ops = ProcessOps(
                 "sender",
-                settings,
+                metrics,
                 redis=rt.redis,
                 engine=rt.engine,
                 sessionmaker=rt.sessionmaker,
@@ -73,7 +72,7 @@ async def main(settings: Settings) -> SenderStats:
             )
             await ops.start()
             settle_process()
-            log.info("sender up: queue %s, %d chats in hand", settings.queue, MAX_CHATS)
+            log.info("sender up: queue %s, %d chats in hand", config.queue, MAX_CHATS)
             try:
                 await sender.run(stop)
             finally:

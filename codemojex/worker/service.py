@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
@@ -26,7 +26,7 @@ from codemojex.db import store
 from codemojex.db.engine import own_pool
 from codemojex.db.reading import reading
 from codemojex.game import rounds
-from codemojex.lanes import Lanes, consumer
+from codemojex.lanes import Lanes, consumer, facade
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.limits import RETRIES, ROOM
 from codemojex.ops.fleet import read_fleet
@@ -35,25 +35,24 @@ from codemojex.posting.keys import bot_id
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
+from codemojex.posting.sender.delivery import Ambiguous
 from codemojex.posting.sender.loop import RECONCILE_S
 from codemojex.runtime import settle_process
 from codemojex.scoring.rules import ROUND_HOLD_S_MAX
 from codemojex.state.board import DailyBoard
-from codemojex.state.budget import AnswerBudget
+from codemojex.state.budget import BUDGET, AnswerBudget
 from codemojex.state.cards import RoomCards
 from codemojex.values.batch import deadline_ms
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import ROUND_DAILY, Say
 from codemojex.worker.botapi import make_bot
-from codemojex.worker.retention import AuditTrim, DailyTrim, Trim
+from codemojex.worker.retention import AUDIT_KEEP_DAYS, DAILY_KEEP_DAYS, AuditTrim, DailyTrim, Trim
 from codemojex.worker.score import HOLD_S, ScoreStats, ScoreWorker
-
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
-    from codemojex.settings import Settings
 
 __all__ = [
     "Expiry",
+    "WorkerConfig",
     "WorkerStats",
     "expire_rounds_once",
     "make_bot",
@@ -253,6 +252,25 @@ async def senders_up(redis: AnyRedis, queue: str) -> bool:
     return any(proc.kind == "sender" for proc in await read_fleet(redis, queue))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerConfig:
+    """What the worker is built from (the composition root unpacks the settings into it): the
+    queue it serves, the results' pace (`PacePolicy.from_rates`), what a post the sender cannot
+    tell went out becomes (`sender_ambiguous`), the members' answer budget, whether daily cards
+    carry a Share button (`inline_mode`), its consumers and their lease, and how long the
+    audit log and the players' daily rows are kept."""
+
+    queue: str
+    pace: PacePolicy
+    sender_ambiguous: Ambiguous
+    inline_mode: bool
+    answer_budget: int = BUDGET
+    concurrency: int = consumer.CONCURRENCY
+    lease_ms: int = facade.LEASE_MS
+    audit_keep_days: int = AUDIT_KEEP_DAYS
+    daily_keep_days: int = DAILY_KEEP_DAYS
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerTimings:
     """How often the worker's parts look and how long they wait. A deployment runs the
@@ -275,7 +293,7 @@ class WorkerTimings:
 
 
 async def run_worker(
-    settings: Settings,
+    config: WorkerConfig,
     *,
     lanes: Lanes,
     sessionmaker: async_sessionmaker[AsyncSession],
@@ -302,17 +320,12 @@ async def run_worker(
         sessionmaker,
         bot,
         redis,
-        namespace=settings.queue,
-        pacer=Pacer(
-            redis,
-            settings.queue,
-            PacePolicy.from_settings(settings),
-            bot=bot_id(settings.token.get_secret_value() if settings.token else None),
-        ),
+        namespace=config.queue,
+        pacer=Pacer(redis, config.queue, config.pace, bot=bot_id(bot.token)),
         poll_s=timings.sender_poll_s,
         stats=stats.sender,
-        ambiguous=settings.sender_ambiguous,
-        stand_back=functools.partial(senders_up, redis, settings.queue),
+        ambiguous=config.sender_ambiguous,
+        stand_back=functools.partial(senders_up, redis, config.queue),
     )
 
     # The worker's one hook after its group commit: each chat given outbox rows joins the
@@ -321,14 +334,14 @@ async def run_worker(
         sender.poke(chat_id)
 
     # Finished dailies go onto the world board once committed (state/board.py).
-    board = DailyBoard(redis, settings.queue)
-    cards = RoomCards(redis, settings.queue)
+    board = DailyBoard(redis, config.queue)
+    cards = RoomCards(redis, config.queue)
 
     async def closed(room_id: str, round_id: int) -> None:
         await close_card(cards, room_id, round_id)
 
     # "Too late" lines spend their members' answer budgets, the bot's answers' own.
-    budget = AnswerBudget(redis, settings.queue, budget=settings.answer_budget)
+    budget = AnswerBudget(redis, config.queue, budget=config.answer_budget)
 
     async def late_budget(members: Sequence[tuple[int, int]]) -> list[Say]:
         return await budget.spend_many(members, wait_s=LATE_BUDGET_WAIT_S)
@@ -340,7 +353,7 @@ async def run_worker(
         stats=stats.score,
         on_recorded=poke,
         on_finished=board.finished,
-        share=settings.inline_mode,
+        share=config.inline_mode,
         on_closed=closed,
         clock=clock,
         late_budget=late_budget,
@@ -348,8 +361,8 @@ async def run_worker(
     pool = ConsumerPool(
         lanes,
         scorer,
-        concurrency=settings.concurrency,
-        lease_ms=settings.lease_ms,
+        concurrency=config.concurrency,
+        lease_ms=config.lease_ms,
         maintenance_interval_s=timings.maintenance_interval_s,
         park_timeout_s=timings.park_timeout_s,
     )
@@ -366,8 +379,8 @@ async def run_worker(
             stats,
             sender_stop,
             timings.timer_s,
-            AuditTrim(settings.audit_keep_days),
-            DailyTrim(settings.daily_keep_days),
+            AuditTrim(config.audit_keep_days),
+            DailyTrim(config.daily_keep_days),
             timings.round_hold_s,
             clock,
         ),
