@@ -81,6 +81,7 @@ class OutboxSender:
         ambiguous: Ambiguous = "repost",
         post_timeout_s: float = 8.0,
         stand_back: Callable[[], Awaitable[bool]] | None = None,
+        stand_back_s: float = STAND_BACK_S,
         in_flight: int = IN_FLIGHT,
     ) -> None:
         """`namespace` scopes the Redis keys (use the queue name). `poll_s` is how often the
@@ -97,7 +98,7 @@ class OutboxSender:
         "repost" (at least once, the default: a result is never lost, rarely duplicated) or
         "assume_sent" (at most once: never duplicated, rarely lost).
         `in_flight` posts are on the wire at once at most (the Bot API pool's connections).
-        `stand_back`, asked every STAND_BACK_S, says when others post instead (the worker's
+        `stand_back`, asked every `stand_back_s`, says when others post instead (the worker's
         sender while `codemojex sender` processes run): the sender then takes no turn (it
         finishes those in hand) until it says otherwise."""
         if post_timeout_s * 1000 >= chat_lease_ms or post_timeout_s >= claim_lease_s / 2:
@@ -139,6 +140,7 @@ class OutboxSender:
         self._poked: set[int] = set()
         self._wake = asyncio.Event()
         self._stand_back = stand_back
+        self._stand_back_s = stand_back_s
         self._standing_back = False
         self._asked_at = float("-inf")
 
@@ -179,11 +181,11 @@ class OutboxSender:
                 await asyncio.gather(*self._active.values(), return_exceptions=True)
 
     async def _stands_back(self) -> bool:
-        """Whether others post instead (asked at most every STAND_BACK_S; an answer that
+        """Whether others post instead (asked at most every `stand_back_s`; an answer that
         fails is "no": the rows must go out)."""
         if self._stand_back is None:
             return False
-        if time.monotonic() - self._asked_at >= STAND_BACK_S:
+        if time.monotonic() - self._asked_at >= self._stand_back_s:
             self._asked_at = time.monotonic()
             try:
                 standing = await self._stand_back()
