@@ -18,11 +18,9 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
-from codemojex.db import Outbox
 from codemojex.lanes import Lanes
 from codemojex.ops.collect import Shared, SharedCollector
 from codemojex.posting.keys import bot_id
@@ -34,6 +32,7 @@ from codemojex.values.clock import utcnow
 from codemojex.values.types import Message
 from tests.helpers import writes
 from tests.helpers.support import ROOT
+from tests.posting.test_sender import unsent
 
 GROUP, OTHER = -3001, -3002
 
@@ -42,14 +41,6 @@ def learned(start: int) -> PacePolicy:
     """Results' pace starting at `start` a second, learned between 1 and 200; a group may post
     once a second (the stand-in's group minute is off: the bot-wide limit is the one tested)."""
     return PacePolicy.from_rates(group_per_min=60, bot_per_s=start, bot_floor=1, bot_ceiling=200)
-
-
-async def unsent(sm: async_sessionmaker[AsyncSession]) -> int:
-    async with sm() as s:
-        query = select(func.count()).select_from(Outbox).where(Outbox.sent_at.is_(None))
-        n = (await s.execute(query)).scalar_one()
-        await s.commit()
-    return int(n)
 
 
 async def produce(
