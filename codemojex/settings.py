@@ -25,8 +25,10 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from codemojex import logformat
 from codemojex.bot import admin, door
 from codemojex.bot.context import BotConfig
+from codemojex.db import engine
 from codemojex.lanes import admission, consumer, facade
 from codemojex.limits import (
     ROOM,
@@ -36,6 +38,7 @@ from codemojex.ops import collect
 from codemojex.ops.page.main import OpsPageConfig
 from codemojex.ops.server import MetricsConfig
 from codemojex.posting import pace_policy
+from codemojex.posting.keys import bot_id
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.runtime import RuntimeConfig
 from codemojex.state import budget
@@ -63,6 +66,10 @@ class Settings(BaseSettings):
     # The URL names one node of a Redis Cluster (any node: the client discovers the rest).
     redis_cluster: bool = False
     database_url: str = "sqlite+aiosqlite:///./codemojex.db"
+    # Postgres connections each process keeps, and opens beyond them for a burst
+    # (db/engine.py DB_POOL_SIZE says why; docs/operations.md, "Connections", the budget).
+    db_pool_size: engine.PoolSize = engine.DB_POOL_SIZE
+    db_pool_overflow: engine.PoolOverflow = engine.DB_POOL_OVERFLOW
     queue: str = "cm"
 
     # Worker: consumers per process (lanes/consumer.py CONCURRENCY says why), a claimed batch's
@@ -78,6 +85,10 @@ class Settings(BaseSettings):
     pace_chat_per_s: pace_policy.Rate = TELEGRAM.chat_per_s
     pace_group_per_min: pace_policy.Rate = TELEGRAM.group_per_min
     pace_bot_per_s: pace_policy.Rate = TELEGRAM.bot_per_s
+    # The bot's rate is learned from Telegram's 429s (posting/pacer.py), starting at
+    # pace_bot_per_s, never below the floor nor above the ceiling (equal: a fixed rate).
+    pace_bot_floor_per_s: pace_policy.Rate = pace_policy.BOT_FLOOR_PER_S
+    pace_bot_ceiling_per_s: pace_policy.Rate = pace_policy.BOT_CEILING_PER_S
 
     # Lanes retention: dead jobs kept (count and age), how long an empty lane is remembered.
     lanes_dead_max: facade.DeadMax = facade.DEAD_MAX
@@ -110,6 +121,9 @@ class Settings(BaseSettings):
     # An update not finished this long after the bot took it is parked in Redis and confirmed
     # (bot/door.py): what one stuck update costs every other chat, at most
     bot_update_deadline_s: door.DeadlineS = door.DEADLINE_S
+
+    # Log lines: text, or one JSON object per line with the same fields (logformat.py)
+    log_format: logformat.Format = logformat.FORMAT
 
     # Operators (codemojex/ops): /metrics, /healthz and /readyz of this process on
     # metrics_host:metrics_port (off without a port; give each process its own); per-room
@@ -188,12 +202,19 @@ class Settings(BaseSettings):
             lanes_dead_age_ms=self.lanes_dead_age_ms,
             lanes_idle_ms=self.lanes_idle_ms,
             dedupe_window_s=self.dedupe_window_s,
+            db_pool_size=self.db_pool_size,
+            db_pool_overflow=self.db_pool_overflow,
         )
 
     def pace(self, *, answers: bool = False) -> PacePolicy:
         """The results' pace, or the bot's own answers' (`answers`)."""
         return PacePolicy.from_rates(
-            self.pace_chat_per_s, self.pace_group_per_min, self.pace_bot_per_s, answers=answers
+            self.pace_chat_per_s,
+            self.pace_group_per_min,
+            self.pace_bot_per_s,
+            answers=answers,
+            bot_floor=self.pace_bot_floor_per_s,
+            bot_ceiling=self.pace_bot_ceiling_per_s,
         )
 
     def bot_api(self) -> BotApi:
@@ -235,7 +256,10 @@ class Settings(BaseSettings):
 
     def metrics(self) -> MetricsConfig:
         return MetricsConfig(
-            port=self.metrics_port, host=self.metrics_host, top_rooms=self.metrics_top_rooms
+            port=self.metrics_port,
+            host=self.metrics_host,
+            top_rooms=self.metrics_top_rooms,
+            bot=bot_id(self.token),
         )
 
     def ops_page(self) -> OpsPageConfig:
@@ -245,6 +269,7 @@ class Settings(BaseSettings):
             token=self.ops_token,
             trusted_proxies=tuple(self.ops_trusted_proxies),
             plain_http_ok=self.ops_plain_http_ok,
+            bot=bot_id(self.token),
         )
 
 

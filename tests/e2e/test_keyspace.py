@@ -33,6 +33,7 @@ LASTING: dict[str, int | None] = {
     "inbox:lease": None,
     "inbox:dead": 14 * 24 * HOUR,  # the dead letters, for the operator
     "poller:<bot>:fence": 30 * 24 * HOUR,  # the number of the poller lease's last holder
+    "pace:b:<bot>:rate": 7 * 24 * HOUR,  # the bot's learned rate: a restart keeps it
 }
 
 
@@ -43,6 +44,7 @@ def shape(key: str, queue: str) -> str:
     rest = re.sub(r"^daily:(\w+):\d{8}$", r"daily:\1:<day>", rest)
     rest = re.sub(r"^members:-\d+$", "members:<chat>", rest)
     rest = re.sub(r"^poller:\d+(:fence)?$", r"poller:<bot>\1", rest)
+    rest = re.sub(r"^pace:b:\d+:rate$", "pace:b:<bot>:rate", rest)
     return rest
 
 

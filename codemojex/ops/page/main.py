@@ -13,10 +13,12 @@ from typing import Final
 from aiohttp import web
 from pydantic import SecretStr
 
+from codemojex.ops.health import readiness
 from codemojex.ops.page.app import OpsPage
 from codemojex.ops.page.auth import token_problem
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import TrustedProxies
+from codemojex.ops.startup import Probes
 from codemojex.runtime import RuntimeConfig, open_runtime
 from codemojex.values.hosts import is_loopback
 
@@ -36,6 +38,8 @@ class OpsPageConfig:
     token: SecretStr | None
     trusted_proxies: Sequence[IPv4Network | IPv6Network]
     plain_http_ok: bool
+    # The bot whose learned pace the page shows (posting/keys.py bot_id of its token).
+    bot: int = 0
 
 
 def plain_http_problem(config: OpsPageConfig) -> str | None:
@@ -63,9 +67,13 @@ def start_problem(config: OpsPageConfig) -> str | None:
 
 
 async def run_ops(
-    config: OpsPageConfig, runtime: RuntimeConfig, stop: asyncio.Event | None = None
+    config: OpsPageConfig,
+    runtime: RuntimeConfig,
+    stop: asyncio.Event | None = None,
+    probes: Probes | None = None,
 ) -> None:
-    """Serve the page until SIGTERM/SIGINT (or `stop`), sampling the charts meanwhile.
+    """Serve the page until SIGTERM/SIGINT (or `stop`), sampling the charts meanwhile; the
+    start-up's `probes` (ops/startup.py) answer /readyz for its Redis and Postgres then.
     ValueError, before anything is started, when CODEMOJEX_OPS_TOKEN is missing or weak or
     the page would speak plain http to other machines (`start_problem`)."""
     token = config.token.get_secret_value() if config.token else None
@@ -85,7 +93,7 @@ async def run_ops(
         loop.add_signal_handler(sig, stop.set)
     try:
         async with open_runtime(runtime) as rt:
-            history = History(rt.lanes, rt.sessionmaker, rt.redis, runtime.queue)
+            history = History(rt.lanes, rt.sessionmaker, rt.redis, runtime.queue, bot=config.bot)
             page = OpsPage(
                 rt.lanes,
                 rt.sessionmaker,
@@ -97,6 +105,9 @@ async def run_ops(
             await runner.setup()
             await web.TCPSite(runner, config.host, config.port).start()
             log.info("ops page on http://%s:%d/", config.host, config.port)
+            if probes is not None:
+                redis, engine = rt.redis, rt.engine
+                probes.serve(lambda: readiness(redis, engine))
             sampler = asyncio.create_task(history.run(stop), name="ops:history")
             try:
                 await stop.wait()
