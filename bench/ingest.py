@@ -19,7 +19,15 @@ outbox row's created_at). Printed per run:
   harness's own polling subtracted);
 - p50/p99 latency from the update handed out to the guess enqueued (`bot+worker`: to its
   result recorded);
+- this process's own CPU per guess (the Bot API it serves, and its polls), and with the
+  stand-in the updates getUpdates returned per guess (those returned again included);
 - with ``--profile DIR``, the top of a py-spy profile of the bot process.
+
+``--api standin`` serves the bot from the Bot API stand-in (codemojex.standin) instead of the
+fake Bot API (bench/ingest_feed.py): it confirms and returns updates as Telegram does, builds
+each update's JSON when it serves it, enforces Telegram's posting limits and keeps every
+post, in this process, on the same cores as the bot and the worker. That is how the front
+door's review measured it (docs/benchmarks.md says how the two differ).
 
 The same run measures python-telegram-bot alone on the same feed (bench/ingest_ptb.py): a
 handler that does nothing, and one that makes one Redis script call per update: the ceiling
@@ -72,7 +80,7 @@ from bench.common import (
     server_counters,
     unique_queue,
 )
-from bench.ingest_feed import TOKEN, Feed, message_update
+from bench.ingest_feed import TOKEN, Feed, StandInFeed, message_update
 from bench.pipeline import PG_ADMIN_URL, TODAY, Code, _admin, _backend_pids, _cpu_s, _profile_top
 from codemojex.lanes.keys import JOB_FIELDS
 
@@ -233,15 +241,17 @@ async def run_ingest(
     bot_concurrency: int | None = None,
     worker_concurrency: int | None = None,
     bot_in_hand: int | None = None,
+    api: str = "feed",
 ) -> dict[str, Any]:
-    """One timed run of the real bot (and worker) of `code`."""
+    """One timed run of the real bot (and worker) of `code`, fed by the fake Bot API
+    (`api` "feed") or the stand-in ("standin")."""
     from codemojex.scoring import split_emojis
 
     db = "cmbench_" + uuid.uuid4().hex[:10]
     base = PG_ADMIN_URL.rsplit("/", 1)[0]
     queue = unique_queue("ing")
     client = make_client()
-    feed = Feed()
+    feed: Feed | StandInFeed = Feed() if api == "feed" else StandInFeed()
     await feed.start()
     await _admin(f'CREATE DATABASE "{db}"')
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEMOJEX_", "PYTHONPATH"))}
@@ -310,9 +320,13 @@ async def run_ingest(
         pg_cpu0 = {pid: _cpu_s(pid) for pid in await _backend_pids(admin, db)}
         worker_cpu0 = _cpu_s(worker.pid) if worker is not None else 0.0
         calls0 = dict(feed.calls)
+        served0 = getattr(feed, "updates_served", 0)
+        harness0 = time.process_time()
         polls = 0
         t0 = time.time()
-        feed.add(feed_updates)
+        typed = feed.add(feed_updates)
+        if typed:  # the stand-in's own message ids: served when typed
+            by_message = {m: m for m in typed.values()}
         npending = f"emq:{{{queue}}}:npending"
 
         async def done() -> bool:
@@ -335,6 +349,8 @@ async def run_ingest(
             pg_cpu = sum(max(0.0, t - pg_cpu0.get(pid, 0.0)) for pid, t in pg_now.items() if t)
             worker_cpu = (_cpu_s(worker.pid) - worker_cpu0) if worker is not None else 0.0
             calls = {m: n - calls0.get(m, 0) for m, n in feed.calls.items() if n > calls0.get(m, 0)}
+            served = getattr(feed, "updates_served", 0) - served0
+            harness = time.process_time() - harness0
             redis1 = await server_counters(client)
             for spy in spies:
                 spy.send_signal(signal.SIGINT)
@@ -355,6 +371,7 @@ async def run_ingest(
             "bot_concurrency": bot_concurrency,
             "worker_concurrency": worker_concurrency,
             "bot_in_hand": bot_in_hand,
+            "api": api,
             "rooms": plan.rooms,
             "players_per_room": plan.players,
             "guesses": n,
@@ -366,6 +383,10 @@ async def run_ingest(
             # the backends serving the bot, the worker and this harness's polls
             "postgres_cpu_us_per_guess": round(pg_cpu * 1e6 / n, 1),
             "bot_api_calls": calls,
+            # updates getUpdates returned per guess (the stand-in: those returned again too)
+            "updates_served_per_guess": round(served / n, 2) if served else None,
+            # this process: the Bot API it serves (the fake one, or the stand-in), and its polls
+            "harness_cpu_us_per_guess": round(harness * 1e6 / n, 1),
             "sql_xacts_per_guess": round(xacts / n, 4),
             "sql_xacts": xacts,
             "wait_p50_ms": percentile(waits, 50),
@@ -460,7 +481,7 @@ async def _main(
     quick: bool, rooms: int, players: int, per_player: int, modes: str, repeat: int,
     baseline: Path | None, profile: Path | None, out: str, ptb_concurrency: int,
     bot_concurrency: int | None, worker_concurrency: int | None, save: bool,
-    bot_in_hand: int | None = None, appendfsync: str = "",
+    bot_in_hand: int | None = None, appendfsync: str = "", api: str = "feed", ptb: bool = True,
 ) -> None:  # fmt: skip
     if quick:
         rooms, players, per_player = min(rooms, 40), min(players, 5), min(per_player, 5)
@@ -473,7 +494,7 @@ async def _main(
     fsyncs: list[str | None] = [f.strip() for f in appendfsync.split(",") if f.strip()] or [None]
     runs: list[dict[str, Any]] = []
     for _ in range(repeat):
-        if fsyncs == [None]:
+        if fsyncs == [None] and ptb:
             for ptb_mode in ("noop", "redis"):
                 plan = Plan(rooms, players, per_player)
                 runs.append(await run_ptb(ptb_mode, plan, ptb_concurrency))
@@ -493,6 +514,7 @@ async def _main(
                             bot_concurrency,
                             worker_concurrency,
                             bot_in_hand,
+                            api,
                         )
                     runs.append({**run, "code": label, "appendfsync": fsync})
     print_table(
@@ -577,13 +599,22 @@ def main(
             "append-only file fsynced so, taking turns (no PTB ceiling runs)"
         ),
     ] = "",
+    api: Annotated[
+        str,
+        typer.Option(
+            help="feed: the fake Bot API (pre-serialised updates); standin: the Bot API "
+            "stand-in, confirming as Telegram does (the front door's review's measurement)"
+        ),
+    ] = "feed",
+    ptb: Annotated[bool, typer.Option(help="the PTB-alone ceiling runs too")] = True,
 ) -> None:
     name = results_name("ingest", out, save=save, scratch="ingest-quick" if quick else None)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             _main(quick, rooms, players, per_player, modes, repeat,
                   baseline.resolve() if baseline else None, profile, name, ptb_concurrency,
-                  bot_concurrency, worker_concurrency, save, bot_in_hand, appendfsync)
+                  bot_concurrency, worker_concurrency, save, bot_in_hand, appendfsync, api,
+                  ptb)
         )  # fmt: skip
 
 

@@ -90,11 +90,13 @@ class Feed:
     def base_file_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/file/bot"
 
-    def add(self, updates: list[dict[str, Any]]) -> None:
-        """Queue updates; each is serialised now, never while the bot waits for it."""
+    def add(self, updates: list[dict[str, Any]]) -> dict[int, int]:
+        """Queue updates; each is serialised now, never while the bot waits for it. Their
+        message ids stay ours (nothing to map: {})."""
         for update in updates:
             self._pending.append((int(update["update_id"]), json.dumps(update).encode()))
         self._arrived.set()
+        return {}
 
     async def start(self) -> None:
         app = web.Application()
@@ -162,3 +164,64 @@ class Feed:
 
 def _ok(result: Any) -> web.Response:
     return web.json_response({"ok": True, "result": result})
+
+
+class StandInFeed:
+    """The Bot API stand-in (codemojex.standin) in `Feed`'s place (`bench.ingest --api
+    standin`): the front door as its review measured it. It confirms and returns updates as
+    Telegram does (getUpdates returns the unconfirmed ones again), builds each update's JSON
+    when it is served, and keeps every message the bot and the worker post, all in the
+    benchmark's process, on the same two cores. Each update is typed with `send_text` as a player
+    would; its served time is when it was typed (the bot's long poll takes it at once)."""
+
+    def __init__(self) -> None:
+        from codemojex.standin import StandIn
+
+        self.standin = StandIn(token=TOKEN, bot_username="bench_ingest_bot")
+        self.served_ms: dict[int, int] = {}  # the stand-in's message id -> when typed
+        self._chats: set[int] = set()
+        # Updates getUpdates returned, those returned again included: what the stand-in
+        # serialised (counted around its handler: the stand-in keeps no such count).
+        self.updates_served = 0
+        serve = self.standin._handlers["getUpdates"]
+
+        async def counted(params: Any) -> Any:
+            result = await serve(params)
+            self.updates_served += len(result)
+            return result
+
+        self.standin._handlers["getUpdates"] = counted
+
+    @property
+    def base_url(self) -> str:
+        return self.standin.base_url
+
+    @property
+    def base_file_url(self) -> str:
+        return self.standin.base_file_url
+
+    @property
+    def calls(self) -> Counter[str]:
+        return Counter(self.standin.stats()["calls"])
+
+    async def start(self) -> None:
+        await self.standin.start()
+
+    async def stop(self) -> None:
+        await self.standin.stop()
+
+    def add(self, updates: list[dict[str, Any]]) -> dict[int, int]:
+        """Type each update's message; our message id -> the stand-in's."""
+        ids: dict[int, int] = {}
+        for update in updates:
+            message = update["message"]
+            chat, user = message["chat"], message["from"]
+            if user["id"] not in self.standin.users:
+                self.standin.add_user(user["id"], user["first_name"])
+            if chat["id"] not in self._chats:
+                self._chats.add(chat["id"])
+                self.standin.add_group(chat["id"], chat["title"])
+            typed = self.standin.send_text(chat["id"], user["id"], message["text"])
+            self.served_ms[typed] = int(time.time() * 1000)
+            ids[message["message_id"]] = typed
+        return ids

@@ -70,12 +70,18 @@ _REDIS: Final = (
     redis_errors.RedisClusterException,
 )
 
-_PG_SQLSTATES: Final = frozenset(
+# Postgres answered, cutting a statement that waited or ran too long, or lost a race: an
+# outage only while the database is down by its health probe (`answered`, `OutageLog.down`).
+_PG_ANSWERED: Final = frozenset(
     {
         "40001",  # serialization_failure
         "40P01",  # deadlock_detected
         "55P03",  # lock_not_available (our lock_timeout: a row lock held too long)
         "57014",  # query_canceled (our statement_timeout, or an operator's cancel)
+    }
+)
+_PG_SQLSTATES: Final = _PG_ANSWERED | frozenset(
+    {
         "25P03",  # idle_in_transaction_session_timeout (the session was ended)
         "57P01",  # admin_shutdown
         "57P02",  # crash_shutdown
@@ -188,6 +194,19 @@ def is_outage(exc: BaseException) -> bool:
     return outage_of(exc) is not None
 
 
+def answered(exc: BaseException) -> bool:
+    """An outage by `outage_of` in which the component did answer: Postgres cut a statement
+    at its statement or lock timeout, or ended a transaction that lost a race. Whether the
+    component is down then is its health probe's to say (`OutageLog.down`): a statement that
+    always times out on a database that answers is no outage, and is not retried for ever."""
+    while isinstance(exc, OutageLasted) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    if not isinstance(exc, sa_exc.DBAPIError) or exc.connection_invalidated:
+        return False
+    orig = exc.orig
+    return (getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)) in _PG_ANSWERED
+
+
 def pause_s(policy: RetryPolicy, attempts: int, rng: random.Random | None = None) -> float:
     """The pause after `attempts` failures in a row under `policy`: min(cap, base *
     2^(attempts-1)); with the policy's jitter, uniform in [0, that] (full jitter: many waiters
@@ -276,6 +295,11 @@ def retry_after_ms(exc: RetryAfter) -> int:
 
 log = logging.getLogger("codemojex.outages")
 
+# `OutageLog.down`: a health probe not answering within PROBE_S says its component is down;
+# its verdict stands for VERDICT_S for every caller.
+PROBE_S: Final = 5.0
+VERDICT_S: Final = 1.0
+
 
 @dataclass
 class _Episode:
@@ -296,12 +320,16 @@ class OutageLog:
         self.retried: Counter[str] = Counter()  # codemojex_retries_total, by policy
         self.swallowed: Counter[str] = Counter()  # codemojex_swallowed_total, by where
         self._probes: set[asyncio.Task[None]] = set()
+        # The health probes' last verdicts (`down`): component -> (time.monotonic(), down)
+        self._verdicts: dict[Component, tuple[float, bool]] = {}
+        self._asking: dict[Component, asyncio.Future[bool]] = {}
 
     def reset(self) -> None:
         """Forget every outage (tests: each starts with none open)."""
         self._open.clear()
         self._ended.clear()
         self._probes.clear()
+        self._verdicts.clear()
         self.retried.clear()
         self.swallowed.clear()
 
@@ -339,6 +367,54 @@ class OutageLog:
             task.add_done_callback(self._probes.discard)
         return component
 
+    async def down(self, component: Component, probe: Callable[[], Awaitable[object]]) -> bool:
+        """Whether `component` is down now, as its health probe says: the probe failing with
+        an outage of it, or not answering within `PROBE_S`. One probe at a time per
+        component, whose verdict every caller within `VERDICT_S` shares (a thousand updates
+        waiting for Postgres ask it once a second, not a thousand times). An outage
+        classified so by `outage_of` (a statement timeout, a lock timeout) with the
+        component answering its probe is no outage: the caller's budget ends it."""
+        verdict = self._verdicts.get(component)
+        if verdict is not None and time.monotonic() - verdict[0] < VERDICT_S:
+            return verdict[1]
+        asking = self._asking.get(component)
+        if asking is None:
+            asking = asyncio.get_running_loop().create_future()
+            self._asking[component] = asking
+            try:
+                is_down = await self._probe_once(component, probe)
+            except BaseException:
+                asking.cancel()  # the caller was cancelled: those waiting with it ask anew
+                raise
+            finally:
+                del self._asking[component]
+            self._verdicts[component] = (time.monotonic(), is_down)
+            asking.set_result(is_down)
+            return is_down
+        try:
+            return await asyncio.shield(asking)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if asking.cancelled() and task is not None and not task.cancelling():
+                return await self.down(component, probe)  # its prober was cancelled, not us
+            raise
+
+    async def _probe_once(
+        self, component: Component, probe: Callable[[], Awaitable[object]]
+    ) -> bool:
+        try:
+            async with asyncio.timeout(PROBE_S):
+                await probe()
+        except TimeoutError:
+            return True
+        except Exception as exc:
+            if outage_of(exc) == component:
+                return True
+            log.error("probing %s failed", component, exc_info=exc)
+            return False
+        self.ok(component)
+        return False
+
     def swallow(self, exc: BaseException, where: str, what: str) -> None:
         """A failure its caller goes on without (best effort: `what` is left undone): counted
         in `swallowed[where]` and logged, a bug with its traceback; an outage is booked too
@@ -352,6 +428,9 @@ class OutageLog:
     def ok(self, *components: Component) -> None:
         """These components just answered: an outage of theirs is over. Costs a dict lookup
         when none is open (the consumer loop calls it after every claim)."""
+        if self._verdicts:  # a probe's "down" no longer stands
+            for component in components:
+                self._verdicts.pop(component, None)
         if not self._open:
             return
         for component in components:

@@ -21,7 +21,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 
 from codemojex.db import make_engine
-from codemojex.outages import is_outage, outage_of
+from codemojex.outages import OutageLog, answered, is_outage, outage_of
 from tests.helpers.support import free_port
 
 
@@ -58,6 +58,55 @@ def test_database_outages_are_outages_for_the_worker_and_the_bot(exc: BaseExcept
 def test_bugs_are_not_outages(exc: BaseException) -> None:
     assert not is_outage(exc)
     assert outage_of(exc) is None
+
+
+@pytest.mark.parametrize(
+    ("exc", "did_answer"),
+    [
+        (
+            wrapped(asyncpg.exceptions.QueryCanceledError("statement timeout")),
+            True,
+        ),
+        (wrapped(asyncpg.exceptions.LockNotAvailableError("canceling: lock timeout")), True),
+        (wrapped(asyncpg.exceptions.SerializationError("could not serialize access")), True),
+        (wrapped(asyncpg.exceptions.DeadlockDetectedError("deadlock detected")), True),
+        (wrapped(asyncpg.exceptions.AdminShutdownError("terminating connection")), False),
+        (sa_exc.OperationalError("SELECT 1", {}, OSError("connection refused")), False),
+        (redis.exceptions.ConnectionError("refused"), False),
+    ],
+    ids=lambda value: type(value).__name__ if not isinstance(value, bool) else str(value),
+)
+def test_an_outage_where_the_database_answered_is_the_probes_to_judge(
+    exc: BaseException, did_answer: bool
+) -> None:
+    """A statement or lock timeout, a lost race: Postgres answered. Still an outage to the
+    classifier (the worker hands its batch back), but whether the database is down is its
+    health probe's to say (`OutageLog.down`): the bot's budget of tries asks it."""
+    assert outage_of(exc) is not None
+    assert answered(exc) is did_answer
+
+
+async def test_down_asks_the_probe_once_for_every_caller() -> None:
+    log = OutageLog()
+    calls = 0
+
+    async def refused() -> None:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.05)
+        raise redis.exceptions.ConnectionError("refused")
+
+    async def answers() -> None:
+        nonlocal calls
+        calls += 1
+
+    assert await asyncio.gather(*(log.down("redis", refused) for _ in range(50))) == [True] * 50
+    assert calls == 1
+    assert await log.down("redis", refused)  # its verdict stands a while
+    assert calls == 1
+    assert not await OutageLog().down("postgres", answers)
+    bad = await OutageLog().down("postgres", lambda: asyncio.sleep(0, result=1 / 0))
+    assert bad is False  # a probe that fails with a bug says nothing is down
 
 
 def test_redis_outages_are_outages_for_the_bot() -> None:

@@ -9,7 +9,10 @@ from typing import Annotated, Final
 from pydantic import Field
 from telegram import Bot, ChatMemberUpdated, Message
 from telegram.constants import ChatMemberStatus
+from telegram.error import RetryAfter, TelegramError
 
+from codemojex.bot.tries import Before
+from codemojex.outages import outage_of
 from codemojex.values.bounds import within
 
 # How long a chat's admin list is trusted (CODEMOJEX_ADMIN_CACHE_TTL_S), and at most: where
@@ -45,7 +48,13 @@ class AdminCache:
         entry = self._entries.get(chat_id)
         if entry is not None and entry[0] > now:
             return entry[1]
-        members = await bot.get_chat_administrators(chat_id)
+        try:
+            members = await bot.get_chat_administrators(chat_id)
+        except TelegramError as exc:
+            if isinstance(exc, RetryAfter) or outage_of(exc) == "telegram":
+                # Nothing was done yet: the update waits it out (bot/tries.py).
+                raise Before(exc) from exc
+            raise
         found = frozenset(member.user.id for member in members)
         self._entries[chat_id] = (now + self._ttl_s, found)
         return found

@@ -70,6 +70,7 @@ from codemojex.bot.player_commands import (
 from codemojex.bot.polling import POLL_TIMEOUT_S, Poller
 from codemojex.bot.replies import Answers
 from codemojex.bot.taps import on_tap
+from codemojex.bot.tries import Before
 from codemojex.bot.webhook import WebhookServer
 from codemojex.game import texts
 from codemojex.game.taps import TAP_PATTERN
@@ -82,7 +83,7 @@ from codemojex.posting.ring import PostingRing
 from codemojex.state.board import DailyBoard
 from codemojex.state.budget import AnswerBudget
 from codemojex.state.cards import RoomCards
-from codemojex.state.flags import FloodNotices
+from codemojex.state.flags import CatchingUp, FloodNotices
 from codemojex.state.inbox import Inbox, PollerLease
 from codemojex.state.members import GroupMembers
 from codemojex.values.clock import utcnow
@@ -160,6 +161,7 @@ def make_services(
         ring=PostingRing(redis, queue),
         inline=InlineQueries(redis, queue),
         commands=CommandMarks(redis, queue, config.dedupe_window_s),
+        catching_up=CatchingUp(redis, queue),
         members=Members(GroupMembers(redis, queue), clock),
         board=board,
         clock=clock,
@@ -288,18 +290,20 @@ async def register_commands(application: CodemojexApp) -> None:
 
 
 async def on_error(update: object, context: CodemojexContext) -> None:
-    """The handlers' one error handler. A storage outage and a bug go back to the door (which
-    waits the outage out, tries the bug again and at last keeps it as a dead letter, with an
-    apology). Telegram failing a call of the handler ends the update: what it stored stays
-    (every store is idempotent on the update), and a try again could answer twice; its sender
-    is apologised to, unless Telegram refuses our messages there now. Logged with the update
-    id, never the update's text or a secret."""
+    """The handlers' one error handler. A storage outage, Telegram failing before the effect
+    (bot/tries.py `Before`) and a bug go back to the door (which tries the update again within
+    its budget of tries, waits an outage out, and at last keeps it as a dead letter, with an
+    apology). Telegram failing a call of the handler after its effect ends the update: what it
+    stored stays (every store is idempotent on the update), and a try again could answer
+    twice; its sender is apologised to, unless Telegram refuses our messages there now. Logged
+    with the update id, never the update's text or a secret."""
     error = context.error
     if error is None:
         return
     update_id = update.update_id if isinstance(update, Update) else None
-    if outage_of(error) in ("redis", "postgres"):
-        failed(error)  # booked in OUTAGES where it was raised: one line per outage
+    if isinstance(error, Before) or outage_of(error) in ("redis", "postgres"):
+        # Booked in OUTAGES where it was raised: one line per outage.
+        failed(error)
         return
     log.error("update %s failed: %s", update_id, type(error).__name__, exc_info=error)
     if not (outage_of(error) == "telegram" or isinstance(error, TelegramError)):
@@ -362,7 +366,7 @@ def make_door(application: CodemojexApp, *, give_back: bool) -> Door:
     return Door(
         application,
         Inbox(services.redis, services.lanes.queue),
-        door_hooks(services),
+        door_hooks(services, application.bot),
         key_of=functools.partial(order_key, chat_ordered=CHAT_ORDERED),
         concurrency=config.bot_concurrency,
         deadline_s=config.bot_update_deadline_s,

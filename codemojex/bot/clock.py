@@ -124,7 +124,7 @@ class Clock:
             self._unsettled.pop(ticket.update_id, None)
             self._counts["given_back"] += 1
             ticket.settled.set_result("given_back")
-            if ticket.outages and not ticket.told:
+            if ticket.waits and not ticket.told:
                 # It comes again, maybe to another process: its sender hears why now.
                 ticket.told = True
                 self._spawn(self._hooks.delayed(ticket.update), "delayed")

@@ -36,6 +36,7 @@ from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.ring import PostingRing
 from codemojex.state import budget
 from codemojex.state.board import DailyBoard
+from codemojex.state.flags import CatchingUp
 from codemojex.values.botapi import BotApi
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
@@ -107,6 +108,9 @@ class BotServices:
     inline: InlineQueries
     # Commands run once per message, however often Telegram delivers it (bot/once.py).
     commands: CommandMarks
+    # "Catching up" said once per member and chat per outage, in every process together
+    # (state/flags.py).
+    catching_up: CatchingUp
     # Who the bot saw in each group (the daily's group board; bot/members.py).
     members: Members
     # The daily code's world board in Redis (state/board.py).

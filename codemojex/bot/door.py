@@ -9,7 +9,7 @@ The polling loop (polling.py) and the webhook server (webhook.py) hand each upda
 - **parked**: it is not finished by its deadline (`deadline_s`: a lock held by a dead
   process, an outage, a slow dependency), so it is kept in Redis first (state/inbox.py)
   and handled on from there; a process that dies with it parked leaves it to another;
-- **dead**: it cannot be handled (its handler failed with a bug on each of `tries` tries):
+- **dead**: it cannot be handled (its budget of tries is spent: bot/tries.py):
   kept in the dead letters for the operator, and its sender told something went wrong;
 - **shed**: its sender (or its chat's admins) has `waiting_max` updates waiting already:
   the sender is told to slow down, as a full lane does;
@@ -45,6 +45,7 @@ from codemojex.bot.clock import Clock
 from codemojex.bot.handling import AnyApplication, Handling
 from codemojex.bot.order import KeyQueues
 from codemojex.bot.ticket import DoorHooks, Settlement, Ticket
+from codemojex.bot.tries import TRIES
 from codemojex.limits import TELEGRAM
 from codemojex.runtime import stop_tasks
 from codemojex.state.inbox import Inbox, Parked
@@ -72,8 +73,6 @@ DeadlineS = Annotated[float, Field(gt=0, le=30.0)]
 # One try of an update's handlers at most: past it the try is cancelled and counts as failed
 # (every call under it has a timeout of its own well within this).
 ATTEMPT_S: Final = 30.0
-# Tries of an update whose handler fails with a bug before it becomes a dead letter.
-TRIES: Final = 3
 # Updates of one key waiting behind each other: past it the sender is told to slow down (a
 # full lane's answer), so one flood stays bounded.
 WAITING_MAX: Final = 100

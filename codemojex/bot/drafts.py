@@ -53,16 +53,19 @@ class Drafts:
     ) -> tuple[bool, bool]:
         """(within the rate, not yet done), in one round trip: the rate counted and the query's
         mark read, not written (`done` writes it with the tap's effect). A refused tap counts
-        against the rate too, so hammering stays refused. `also(pipe)` queues more commands in
-        the same round trip (the tapper seen in the group: bot/members.py)."""
+        against the rate too, so hammering stays refused. The rate counts the taps (their
+        queries), not their tries: a tap tried again, or delivered again, within the window
+        counts once. `also(pipe)` queues more commands in the same round trip (the tapper seen
+        in the group: bot/members.py)."""
         rate_key = self._keys.tap_rate(user_id)
         async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.set(rate_key, 0, nx=True, px=self.rate.window_ms)
-            pipe.incr(rate_key)
+            pipe.sadd(rate_key, query_id)
+            pipe.pexpire(rate_key, self.rate.window_ms, nx=True)
+            pipe.scard(rate_key)
             pipe.exists(self._keys.tap_seen(query_id))
             if also is not None:
                 also(pipe)
-            _, count, seen, *_ = await pipe.execute()
+            _, _, count, seen, *_ = await pipe.execute()
         if int(count) > self.rate.most:
             return False, False
         return True, not seen

@@ -336,7 +336,7 @@ class Guesses:
                 raise LaneError(admitted.error or "refused by the lanes")
             if admitted.status == "full":  # the seat is the user's (the guards passed), unnamed
                 cards.keep_seat(room_id, user.id, player_id, seen.name if seen else None)
-                return await self._slow_down(card, user, player_id)
+                return await self._slow_down(card, user, player_id, job_id)
             if admitted.status == "duplicate":
                 # The same update again (its job id is derived from it): answered the first
                 # time. It passed no guard: `player_id` may be one minted here, never the
@@ -346,9 +346,10 @@ class Guesses:
             return await self._taken(card, user, player_id, admitted)
         return None
 
-    async def _slow_down(self, card: Card, user: User, player_id: str) -> GuessAnswer:
-        """A full lane: "slow down", once per flood episode."""
-        if not await self._flood.first_of_episode(player_id):
+    async def _slow_down(self, card: Card, user: User, player_id: str, job_id: str) -> GuessAnswer:
+        """A full lane: "slow down", once per flood episode (and again to the same guess
+        tried again)."""
+        if not await self._flood.first_of_episode(player_id, update=job_id):
             return GuessAnswer("flood")
         lang = await self._language_now(card, user)
         return GuessAnswer("flood", texts.slow_down(lang), notice="flood", lane=player_id)
@@ -358,7 +359,9 @@ class Guesses:
     ) -> GuessAnswer:
         """Taken. A paused room keeps guesses: say why no result comes (once per player per
         episode)."""
-        if admitted.paused and await self._flood.first_of_episode(player_id, "paused"):
+        if admitted.paused and await self._flood.first_of_episode(
+            player_id, "paused", update=admitted.job_id or ""
+        ):
             lang = await self._language_now(card, user)
             return GuessAnswer(
                 "enqueued",

@@ -2,13 +2,15 @@
 they finish or the update is given up as a dead letter.
 
 Failures: the handlers' one error handler (app.py `on_error`) hands the failure here
-(`failed`). A Redis or Postgres outage is waited out (RETRIES.update), the update staying at
-its key's head (the player's order holds through it), its sender told once per chat that the
-bot is catching up once it is past its deadline; meanwhile the door's clock (clock.py) parks
-it, if Redis can keep it. Telegram failing to take an answer finishes the update (its effect
-is stored; the answer was a courtesy). Anything else is a bug: tried again up to `tries`
-times, then a dead letter. A try is bounded by `attempt_s`, past which it is cancelled and
-counts as failed.
+(`failed`). Every failed try counts in the update's one budget of tries (bot/tries.py
+`TryBudget`): a bug, a statement that timed out, and Telegram failing before the effect are
+tried again a few times; a Redis, Postgres or Telegram outage is waited out for as long as it
+lasts (where the component answered, as long as its health probe says it is down). Meanwhile
+the update stays at its key's head (the player's order holds through it), its sender told
+once that the bot is catching up once it is past its deadline; the door's clock (clock.py)
+parks it, if Redis can keep it. Past the budget, a dead letter. Telegram failing to take an
+answer finishes the update (its effect is stored; the answer was a courtesy). A try is
+bounded by `attempt_s`, past which it is cancelled and counts as failed.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from telegram import Update
 from telegram.ext import Application
 
 from codemojex.bot.ticket import DoorHooks, Settlement, Ticket
+from codemojex.bot.tries import TryBudget
 from codemojex.limits import RETRIES
-from codemojex.outages import OUTAGES, Component, outage_of, pause_s
+from codemojex.outages import OUTAGES, pause_s
 from codemojex.state.inbox import Inbox
 
 log = logging.getLogger(__name__)
@@ -86,7 +89,7 @@ class Handling:
         self._slots = asyncio.Semaphore(concurrency)
         self._deadline_s = deadline_s
         self._attempt_s = attempt_s
-        self._tries = tries
+        self._budget = TryBudget(hooks.down, tries=tries)
 
     async def handle(self, ticket: Ticket) -> Settlement | None:
         """Try `ticket` until its handlers finish ("done") or it is given up ("dead", kept in
@@ -99,24 +102,20 @@ class Handling:
                 return None
             if error is None:
                 return "done"
-            component = _storage(error)
-            if component is not None:
-                ticket.outages += 1
-                self._counts["outage_tries"] += 1
-                if not ticket.told and time.monotonic() - ticket.born >= self._deadline_s:
-                    # Held past its deadline: its sender hears why (a blip retried at once
-                    # says nothing).
-                    ticket.told = True
-                    self._spawn(self._hooks.delayed(ticket.update), "delayed")
-                await asyncio.sleep(pause_s(RETRIES.update, ticket.outages))
-                continue
-            ticket.outages = 0
             ticket.tries += 1
-            self._counts["failed_tries"] += 1
-            if ticket.tries >= self._tries:
+            again = await self._budget.again(error, ticket.tries)
+            waits = again is not None and again.outage
+            self._counts["outage_tries" if waits else "failed_tries"] += 1
+            if again is None:
                 await self._bury(ticket, error)
                 return "dead"
-            await asyncio.sleep(pause_s(RETRIES.update, ticket.tries))
+            ticket.waits = again.outage
+            if again.outage and time.monotonic() - ticket.born >= self._deadline_s:
+                # Held past its deadline: its sender hears why, once while the outage lasts
+                # (a blip retried at once says nothing).
+                ticket.told = True
+                self._spawn(self._hooks.delayed(ticket.update), "delayed")
+            await asyncio.sleep(again.pause_s)
             if ticket.dropped:
                 return None
 
@@ -175,11 +174,6 @@ class Handling:
                     raise
                 failures += 1
                 await asyncio.sleep(pause_s(RETRIES.update, failures))
-
-
-def _storage(error: BaseException) -> Component | None:
-    component = outage_of(error)
-    return component if component in ("redis", "postgres") else None
 
 
 _KINDS = ("message", "callback_query", "inline_query", "chat_member", "my_chat_member")

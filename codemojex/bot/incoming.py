@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from telegram import Chat, Message, Update, User
+from telegram import Bot, Chat, Message, Update, User
 from telegram.constants import ChatType
 
 from codemojex.bot.admin import is_anonymous_admin
@@ -22,13 +22,15 @@ from codemojex.bot.context import BotServices, CodemojexContext
 from codemojex.bot.language import room_language, user_language
 from codemojex.bot.names import topic_of
 from codemojex.bot.once import CommandBusy
+from codemojex.bot.replies import member_of
 from codemojex.bot.ticket import DoorHooks
 from codemojex.db import reading, store
 from codemojex.game import texts
 from codemojex.locale import Lang
 from codemojex.ops.health import probe_of
-from codemojex.outages import OUTAGES, outage_of
+from codemojex.outages import OUTAGES, Component, outage_of
 from codemojex.state.cards import CardBusy
+from codemojex.values.types import Say
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +73,18 @@ def guarded(handler: Handler) -> Handler:
     return wrapper
 
 
-def door_hooks(services: BotServices) -> DoorHooks:
-    """What the door (bot/door.py) has said to a sender: each best effort, run off the
-    update's path."""
+def door_hooks(services: BotServices, bot: Bot) -> DoorHooks:
+    """What the door (bot/door.py) has said to a sender (each best effort, run off the
+    update's path), and how it asks whether a component is down (its health probe)."""
 
-    async def say(update: Update, text: Callable[[Lang], str], what: str) -> None:
+    async def say(
+        update: Update, text: Callable[[Lang], str], what: str, *, paid: bool = False
+    ) -> None:
         lang = user_language(update.effective_user)
         try:
-            if update.message is not None:
+            if update.message is not None and paid:
+                await services.answers.answer_as(update.message, Say.ANSWER, text(lang))
+            elif update.message is not None:
                 await services.answers.answer(update.message, text(lang))
             elif update.callback_query is not None:
                 await update.callback_query.answer(text(lang))
@@ -86,12 +92,17 @@ def door_hooks(services: BotServices) -> DoorHooks:
             OUTAGES.swallow(exc, "the bot", what)
 
     async def delayed(update: Update) -> None:
-        # Once per chat while it lasts, never per update: the answers keep count.
-        if update.message is not None:
-            try:
-                await services.answers.catching_up(update.message)
-            except Exception as exc:
-                OUTAGES.swallow(exc, "the bot", "a catching-up notice not said")
+        # Once per member and chat while the outage lasts, in every process together (each
+        # try held keeps it said); outside the answer budget (a member's budget is no measure
+        # of an outage), paced as any answer. A tap hears it as its toast.
+        waiting = _waiting_member(update)
+        if waiting is None:
+            return
+        try:
+            if await services.catching_up.first(*waiting):
+                await say(update, texts.catching_up, "a catching-up notice not said", paid=True)
+        except Exception as exc:
+            OUTAGES.swallow(exc, "the bot", "a catching-up notice not said")
 
     async def shed(update: Update) -> None:
         await say(update, texts.slow_down, "a slow-down answer not said")
@@ -99,7 +110,25 @@ def door_hooks(services: BotServices) -> DoorHooks:
     async def dead(update: Update) -> None:
         await say(update, texts.went_wrong, "an apology not said")
 
-    return DoorHooks(delayed=delayed, shed=shed, dead=dead)
+    async def down(component: Component) -> bool:
+        if component == "telegram":
+            return await OUTAGES.down(component, bot.get_me)
+        return await OUTAGES.down(
+            component, probe_of(component, services.redis, services.sessionmaker)
+        )
+
+    return DoorHooks(delayed=delayed, shed=shed, dead=dead, down=down)
+
+
+def _waiting_member(update: Update) -> tuple[int, int] | None:
+    """The chat and member an update held by an outage is told about: a message's sender (an
+    anonymous admin's or a channel's: the chat it posted as), a tap's tapper."""
+    if update.message is not None:
+        return update.message.chat_id, member_of(update.message)
+    query = update.callback_query
+    if query is not None and query.message is not None:
+        return query.message.chat.id, query.from_user.id
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,6 @@ import functools
 import itertools
 import json
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -69,10 +68,6 @@ from codemojex.values.types import KIND_CARD, Say
 log = logging.getLogger(__name__)
 
 OnDropped = Callable[[], Awaitable[None]]
-# "Catching up" (an outage holds a chat's updates) is said once per chat this long, by a
-# process that remembers at most so many chats told.
-CATCHING_UP_EVERY_S: Final = 60.0
-CATCHING_UP_CHATS_MAX: Final = 10_000
 # An answer waits so long for a posting slot (outside the update's handling), then is dropped.
 WAIT_S: Final = 3.0
 _ids = itertools.count(1)
@@ -124,7 +119,6 @@ class Answers:
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._idle = asyncio.Event()
         self._idle.set()
-        self._caught_up: dict[int, float] = {}  # chat -> when last told "catching up"
         self.dropped = 0
         self.folded = 0
 
@@ -132,8 +126,11 @@ class Answers:
 
     async def spend(self, message: Message, *, check: bool = False) -> Say:
         """Spend one answer of the budget of `message`'s sender in its chat: what to say
-        (`check`: an answer left is found, not spent)."""
-        return await self.budget.spend(message.chat_id, member_of(message), check=check)
+        (`check`: an answer left is found, not spent). Once per message, however often its
+        update is tried."""
+        return await self.budget.spend(
+            message.chat_id, member_of(message), check=check, update=message.message_id
+        )
 
     async def answer(
         self,
@@ -162,22 +159,6 @@ class Answers:
             return True
         await self.answer_as(message, said, "")  # "slow down" in their language, or nothing
         return False
-
-    async def catching_up(self, message: Message) -> None:
-        """Tell `message`'s chat that the bot is catching up (an outage holds its updates):
-        once per chat every `CATCHING_UP_EVERY_S`, outside the budget (a member's
-        budget is no measure of an outage), paced as any answer."""
-        now = time.monotonic()
-        told = self._caught_up
-        if now - told.get(message.chat_id, -math.inf) < CATCHING_UP_EVERY_S:
-            return
-        if len(told) >= CATCHING_UP_CHATS_MAX:  # bounded: forget the oldest half
-            for chat_id in sorted(told, key=told.__getitem__)[: len(told) // 2]:
-                del told[chat_id]
-        told[message.chat_id] = now
-        user = message.from_user
-        lang = resolve(user.language_code if user else None)
-        await self.answer_as(message, Say.ANSWER, texts.catching_up(lang))
 
     async def answer_paid(
         self, message: Message, text: str, *, lang: Lang | None = None, markup: str | None = None

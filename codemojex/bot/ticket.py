@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from telegram import Update
 
+from codemojex.bot.tries import Down
+
 Settlement = Literal["done", "parked", "dead", "shed", "given_back"]
 
 
@@ -19,9 +21,11 @@ class DoorHooks:
     """What the door has the handlers' side do for it (app.py wires these; each is best
     effort, run off the update's path, never awaited by it)."""
 
-    delayed: Callable[[Update], Awaitable[None]]  # an outage holds it: "catching up", once
+    # An outage holds it past its deadline (each try): "catching up", once per outage.
+    delayed: Callable[[Update], Awaitable[None]]
     shed: Callable[[Update], Awaitable[None]]  # too many waiting: "slow down"
     dead: Callable[[Update], Awaitable[None]]  # given up: "something went wrong"
+    down: Down  # is this component down? (its health probe: bot/tries.py)
 
 
 @dataclass(eq=False, slots=True)
@@ -32,8 +36,8 @@ class Ticket:
     raw: dict[str, Any] | bytes  # Telegram's JSON as it came: what parking keeps
     key: Hashable
     born: float = field(default_factory=time.monotonic)
-    tries: int = 0  # failed with a bug (or timed out)
-    outages: int = 0  # failed with an outage, in a row
+    tries: int = 0  # tries failed, whatever failed them (bot/tries.py)
+    waits: bool = False  # its last try failed with an outage, waited out
     parked: bool = False
     running: bool = False
     told: bool = False  # its sender was told it waits for an outage

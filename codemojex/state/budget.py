@@ -60,11 +60,16 @@ class AnswerBudget:
         self._args = [within(budget, Budget, "budget"), int(window_s * 1000)]
         self._take = scripts.register(redis, "budget_take")
 
-    async def spend(self, chat_id: int, member_id: int, *, check: bool = False) -> Say:
+    async def spend(
+        self, chat_id: int, member_id: int, *, check: bool = False, update: int | None = None
+    ) -> Say:
         """Spend one answer of `member_id` in `chat_id`: what to say to them. With `check`,
         an answer left is found but not spent (past the budget: told, or nothing, as when
-        spent)."""
-        [said] = await self.spend_many([(chat_id, member_id)], check=check)
+        spent). `update`: the message the answer is for; it spends once however often it is
+        tried (the door tries an update again after a failure), and is told the same each
+        time."""
+        marks = None if update is None else [str(update)]
+        [said] = await self.spend_many([(chat_id, member_id)], check=check, marks=marks)
         return said
 
     async def spend_many(
@@ -73,17 +78,18 @@ class AnswerBudget:
         *,
         check: bool = False,
         wait_s: float | None = None,
+        marks: Sequence[str] | None = None,
     ) -> list[Say]:
         """Spend one answer of each (chat, member), in order, in one call (a member may come
-        more than once): what to say for each. Redis out, or not answering within `wait_s`:
-        everything is said."""
+        more than once): what to say for each (`marks`: the update each is for, as `spend`).
+        Redis out, or not answering within `wait_s`: everything is said."""
         if not members:
             return []
         keys = [self._keys.answer_budget(chat, member) for chat, member in members]
         everything = [Say.ANSWER] * len(members)
         try:
             async with asyncio.timeout(wait_s):
-                said = await self._take(keys=keys, args=[*self._args, int(check)])
+                said = await self._take(keys=keys, args=[*self._args, int(check), *(marks or ())])
         except TimeoutError as exc:  # slow, not out: nothing to wait for the end of
             OUTAGES.swallow(exc, "the answer budget", "answers given past their budget")
             return everything

@@ -8,12 +8,14 @@ multi-key command of all of them stays in one Redis Cluster slot: posting's pace
 keys (`pace:`, `send:`, posting/keys.py) and these:
 
     cmx:{q}:flood:<PLR…>           "slow down" was said this episode
-    cmx:{q}:answers:<chat>:<member>  a member's answer budget in a chat (hash: next free, told)
+    cmx:{q}:answers:<chat>:<member>  a member's answer budget in a chat (hash: next free, told,
+                                   the last update that spent and what it was told)
+    cmx:{q}:waiting:<chat>:<member>  "catching up" was said to a member in a chat this outage
     cmx:{q}:members:<chat>         a group's members as the bot saw them (zset: user id -> when
                                    last seen, ms; bounded, expiring: state/members.py)
     cmx:{q}:paused:<PLR…>          "scoring is paused" was said this episode
     cmx:{q}:tap:draft:<round>:<user>  a player's tapped draft of a round (expires with it)
-    cmx:{q}:tap:rate:<user>        a user's taps in the current rate window
+    cmx:{q}:tap:rate:<user>        a user's taps in the current rate window (set of query ids)
     cmx:{q}:inline:rate:<user>     a user's inline queries in the current rate window
     cmx:{q}:tap:seen:<hash>        a callback query already handled (its id, hashed)
     cmx:{q}:seen:<chat>:<message>  a command already run (bot/once.py)
@@ -122,6 +124,10 @@ class Keys:
         if notice not in NOTICES:
             raise ValueError(f"unknown notice {notice!r}")
         return f"{self.prefix}{notice}:{lane}"
+
+    def catching_up(self, chat_id: int, member_id: int) -> str:
+        chat = _integer(chat_id, "chat id")
+        return f"{self.prefix}waiting:{chat:d}:{_integer(member_id, 'member id'):d}"
 
     # -- the answer budget (state/budget.py) ------------------------------------------------
 

@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
@@ -52,6 +53,7 @@ from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
 from tests.conftest import REDIS_URL
 from tests.helpers.support import drop_keys, free_port, wipe_tables
+from tests.ops.proxy import TcpProxy
 
 ALICE, BOB, CAROL, DAVE, OPERATOR = 1001, 1002, 1003, 1004, 1009
 # Barrier users take turns, so that barriers never wait for a private chat's posting pace.
@@ -194,6 +196,33 @@ async def ready_client(url: str) -> aioredis.Redis:
                 break
         await asyncio.sleep(0.05)
     return client
+
+
+@asynccontextmanager
+async def postgres_proxy(database_url: str) -> AsyncIterator[TcpProxy]:
+    """A TCP proxy in front of the machine's Postgres, which a test cuts as a network or a
+    restart would (the server itself is never touched); `through` names the URL by it."""
+    target = urlsplit(database_url)
+    assert target.hostname is not None and target.port is not None
+    proxy = TcpProxy(free_port(), target.hostname, target.port)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
+    """The bot's way to Postgres in a module whose tests cut it (`postgres_proxy`)."""
+    async with postgres_proxy(bot_database_url) as proxy:
+        yield proxy
+
+
+def through(database_url: str, proxy: TcpProxy) -> str:
+    """`database_url` by way of `proxy`."""
+    target = urlsplit(database_url)
+    return database_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
 
 
 @asynccontextmanager

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
@@ -28,10 +27,19 @@ from codemojex.state.keys import Keys
 from codemojex.state.members import MEMBERS_TTL_S, GroupMembers
 from codemojex.values.daily import Row
 from codemojex.values.types import KIND_ROUND, ROUND_DAILY
-from tests.bot.conftest import ALICE, BOB, CAROL, DAVE, E2E, World, bot_world, open_round
+from tests.bot.conftest import (
+    ALICE,
+    BOB,
+    CAROL,
+    DAVE,
+    E2E,
+    World,
+    bot_world,
+    open_round,
+    through,
+)
 from tests.helpers import writes
 from tests.helpers.dailies import daily_round, misses, play
-from tests.helpers.support import free_port
 from tests.ops.proxy import TcpProxy
 
 pytestmark = E2E
@@ -470,25 +478,10 @@ async def test_daily_in_a_channel_says_where_it_is_played(world: World) -> None:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
-    """The bot's way to Postgres, which a test cuts (the machine's Postgres is shared)."""
-    target = urlsplit(bot_database_url)
-    assert target.hostname is not None and target.port is not None
-    proxy = TcpProxy(free_port(), target.hostname, target.port)
-    await proxy.start()
-    try:
-        yield proxy
-    finally:
-        await proxy.stop()
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world_behind_proxy(
     bot_database_url: str, bot_queue: str, proxy: TcpProxy
 ) -> AsyncIterator[World]:
-    target = urlsplit(bot_database_url)
-    url = bot_database_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
-    async with bot_world(url, bot_queue + "p", clock=CLOCK) as world:
+    async with bot_world(through(bot_database_url, proxy), bot_queue + "p", clock=CLOCK) as world:
         yield world
 
 

@@ -22,6 +22,7 @@ from codemojex.bot.polling import Poller
 from codemojex.bot.ticket import DoorHooks
 from codemojex.game import texts
 from codemojex.locale import EN
+from codemojex.outages import Component
 from codemojex.standin import StandIn
 from codemojex.state.inbox import Inbox, PollerLease
 from codemojex.state.keys import Keys
@@ -150,6 +151,10 @@ async def _nothing(update: Update) -> None:
     pass
 
 
+async def _never_down(component: Component) -> bool:
+    return False
+
+
 async def test_a_stop_that_times_out_confirms_only_what_was_settled(queue_name: str) -> None:
     """An update still held when the stop timeout ends is cancelled, never confirmed: it and
     the ones after it come again; the one before it finished and is confirmed."""
@@ -171,7 +176,7 @@ async def test_a_stop_that_times_out_confirms_only_what_was_settled(queue_name: 
                 door = Door(
                     app,
                     Inbox(redis, queue_name),
-                    DoorHooks(_nothing, _nothing, _nothing),
+                    DoorHooks(_nothing, _nothing, _nothing, _never_down),
                     key_of=lambda u: order_key(u, frozenset()),
                     deadline_s=30,
                 )
@@ -334,7 +339,7 @@ async def test_an_update_that_finishes_while_it_is_parked_is_settled_once(
     door = Door(
         app,
         SlowInbox(redis, queue_name),
-        DoorHooks(_nothing, _nothing, _nothing),
+        DoorHooks(_nothing, _nothing, _nothing, _never_down),
         key_of=lambda u: order_key(u, frozenset()),
         deadline_s=0.05,
     )

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
@@ -26,31 +25,26 @@ from codemojex.locale import EN
 from codemojex.outages import OUTAGES
 from codemojex.state.keys import Keys
 from codemojex.values import ids
-from tests.bot.conftest import ALICE, World, bot_world, room_of, start_round
+from codemojex.values.jobs import GuessJob
+from tests.bot.conftest import (
+    ALICE,
+    MAX_DEPTH,
+    World,
+    bot_world,
+    room_of,
+    start_round,
+    through,
+)
 from tests.e2e.harness import eventually
-from tests.helpers.support import drop_keys, free_port, wipe_tables
+from tests.helpers.support import drop_keys, wipe_tables
 from tests.ops.proxy import TcpProxy
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def proxy(bot_database_url: str) -> AsyncIterator[TcpProxy]:
-    target = urlsplit(bot_database_url)
-    assert target.hostname is not None and target.port is not None
-    proxy = TcpProxy(free_port(), target.hostname, target.port)
-    await proxy.start()
-    try:
-        yield proxy
-    finally:
-        await proxy.stop()
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(bot_database_url: str, bot_queue: str, proxy: TcpProxy) -> AsyncIterator[World]:
-    target = urlsplit(bot_database_url)
-    url = bot_database_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
-    async with bot_world(url, bot_queue) as world:
+    async with bot_world(through(bot_database_url, proxy), bot_queue) as world:
         # Taps as fast as a test sends them, never "too fast".
         world.app.bot_data.drafts.rate = TapRate(most=1000, window_ms=1000)
         await wipe_tables(world.engine, restart_ids=False)
@@ -183,4 +177,47 @@ async def test_a_completing_tap_delivered_again_before_its_mark_is_one_guess(
     assert await world.queued() == before + 1  # the same job: one guess
     assert await world.redis.exists(keys.tap_draft(rnd.id, ALICE)) == 0
     assert await world.redis.exists(keys.tap_seen(qid)) == 1
+    assert world.errors == []
+
+
+async def test_a_completing_tap_refused_then_delivered_again_takes_effect(
+    world: World,
+) -> None:
+    """The tap that completes a code, refused because the player's lane is full ("slow
+    down"): neither marked seen nor its draft cleared, so delivered again once the lane has
+    room (Telegram sends it again after a kill; the door tries a failed one again), it is
+    the guess, and only then is the draft cleared."""
+    chat = world.new_group()
+    rnd = await start_round(world, chat)
+    palette = rnd.palette_emojis
+    keys = Keys(world.settings.queue)
+    ann, buttons = await announcement(world, chat, rnd)
+    guess = palette[: rnd.length]
+    typed = [world.standin.send_text(chat, ALICE, "".join(palette[i % len(palette)]
+             for i in range(n, n + rnd.length))) for n in range(1, MAX_DEPTH + 1)]  # fmt: skip
+    await world.settle()
+    assert all(world.replies_to(chat, mid) == [] for mid in typed)  # the lane is full now
+    for emoji in guess[:-1]:
+        await tap(world, chat, ann, data_of(buttons, emoji))
+    before = await world.queued()
+    qid, toast = await tap(world, chat, ann, data_of(buttons, guess[-1]))
+    assert toast == texts.slow_down(EN)
+    assert await world.queued() == before
+    assert await world.redis.exists(keys.tap_seen(qid)) == 0
+    assert (
+        await world.redis.get(keys.tap_draft(rnd.id, ALICE))
+        == taps.draft_text([palette.index(e) for e in guess[:-1]]).encode()
+    )
+    # Room in the lane again (a worker took one of hers; the module's other rooms may hold
+    # jobs too), and the same tap delivered again.
+    while (job := await world.lanes.claim(10_000)) is not None:
+        await world.lanes.ack(job)
+        if GuessJob.decode(job.payload).round_id == rnd.id:
+            break
+    before = await world.queued()
+    _, toast = await tap(world, chat, ann, data_of(buttons, guess[-1]), query_id=qid)
+    assert toast == texts.tap_sent(EN, list(guess))
+    assert await world.queued() == before + 1
+    assert await world.redis.exists(world.lanes.keys.job(ids.derived(ids.JOB, f"cb:{qid}"))) == 1
+    assert await world.redis.exists(keys.tap_draft(rnd.id, ALICE)) == 0
     assert world.errors == []

@@ -20,6 +20,7 @@ from codemojex.bot.door import Door
 from codemojex.bot.order import order_key
 from codemojex.bot.ticket import DoorHooks
 from codemojex.bot.webhook import WebhookConfig, WebhookServer
+from codemojex.outages import Component
 from codemojex.standin import SentMessage, StandIn
 from codemojex.state.inbox import Inbox
 from tests.helpers.support import free_port
@@ -140,7 +141,7 @@ async def test_webhook_mode_delivers_updates_and_checks_the_secret(
     door = Door(
         app,
         Inbox(real_redis, queue_name),
-        DoorHooks(_nothing, _nothing, _nothing),
+        DoorHooks(_nothing, _nothing, _nothing, _never_down),
         key_of=lambda u: order_key(u, frozenset()),
     )
     server = WebhookServer(
@@ -172,3 +173,7 @@ async def test_webhook_mode_delivers_updates_and_checks_the_secret(
 
 async def _nothing(update: Update) -> None:
     pass
+
+
+async def _never_down(component: Component) -> bool:
+    return False
