@@ -352,9 +352,9 @@ async def options(batches: int) -> list[dict[str, Any]]:
         for size in (1, 10, 100):
             cpu0, wall0 = time.process_time(), time.perf_counter()
             for b in range(batches):
-                recs = [(b * size + i + 1, record(update, 0)) for i in range(size)]
+                recs = [(b * size + i + 1, f"s:-1:{i}", record(update, 0)) for i in range(size)]
                 await inbox.park(recs)
-                await inbox.settle([u for u, _ in recs])
+                await inbox.settle([u for u, _, _ in recs], 0)
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             n = batches * size
             rows.append(

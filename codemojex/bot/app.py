@@ -354,7 +354,9 @@ class Front:
 CHAT_ORDERED = frozenset({*ADMIN_COMMANDS, "newgame"})
 
 
-def make_door(application: CodemojexApp, *, give_back: bool) -> Door:
+def make_door(application: CodemojexApp, *, webhook: bool) -> Door:
+    """The door; a webhook process's gives back what Redis cannot keep, and checks each update
+    against every process's parked ones (several webhook processes share one bot)."""
     services = application.bot_data
     settings = services.settings
     return Door(
@@ -364,7 +366,8 @@ def make_door(application: CodemojexApp, *, give_back: bool) -> Door:
         key_of=functools.partial(order_key, chat_ordered=CHAT_ORDERED),
         concurrency=settings.bot_concurrency,
         deadline_s=settings.bot_update_deadline_s,
-        give_back=give_back,
+        give_back=webhook,
+        peers=webhook,
     )
 
 
@@ -397,7 +400,7 @@ async def running(
     poller: Poller | None = None
     relay: asyncio.Task[None] | None = None
     await application.initialize()
-    door = make_door(application, give_back=webhook)
+    door = make_door(application, webhook=webhook)
     if config is not None:
         server = WebhookServer(config, door, in_hand=settings.bot_in_hand, stop_s=stop_s)
     else:

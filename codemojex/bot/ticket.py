@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,7 +30,7 @@ class Ticket:
 
     update: Update
     raw: dict[str, Any] | bytes  # Telegram's JSON as it came: what parking keeps
-    key: Hashable
+    key: str  # its order key (order.py `order_key`)
     born: float = field(default_factory=time.monotonic)
     tries: int = 0  # failed with a bug (or timed out)
     outages: int = 0  # failed with an outage, in a row

@@ -23,6 +23,7 @@ Name = Literal[
     "command_release",
     "tap_done",
     "inbox_park",
+    "inbox_enter",
     "inbox_settle",
     "inbox_renew",
     "inbox_take",
