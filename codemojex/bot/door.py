@@ -75,11 +75,13 @@ ATTEMPT_S: Final = 30.0
 # Tries of an update whose handler fails with a bug before it becomes a dead letter.
 TRIES: Final = 3
 # Updates of one key waiting behind each other: past it the sender is told to slow down (a
-# full lane's answer), so one flood stays bounded.
-WAITING_MAX: Final = 100
-# Updates a bot holds at most, parked ones it works on included: past it, polling fetches
-# nothing and the webhook answers 503, whatever is stuck.
-HELD_MAX: Final = 2_000
+# full lane's answer), so one flood stays bounded. One window: a key may fill all Telegram
+# hands over at once, no more.
+WAITING_MAX: Final = IN_HAND
+# Updates a bot holds at most, parked ones it works on and those it took over included: past
+# it, polling fetches nothing, the webhook answers 503 and a take-over takes no more,
+# whatever is stuck. Twenty windows: everything stuck for twenty deadlines, in a few MB.
+HELD_MAX: Final = 20 * IN_HAND
 # SIGTERM: the updates in hand are finished and confirmed within this long, under the 20 s that
 # deploy/'s systemd and Kubernetes give the process.
 STOP_S: Final = 12.0

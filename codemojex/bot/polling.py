@@ -20,7 +20,8 @@ not finish is parked once past its deadline, so it holds the window for that lon
 The loop asks for more once the window has room for `refill` more updates (so that a fetch
 brings mostly new ones: those returned again are recognised by their id and dropped from the
 raw JSON before python-telegram-bot builds an Update of them), and, while anything is in
-hand, at least every `refetch_s` that it has room at all: at a trickle, an update never waits
+hand, at least every tick of the door's clock (a tenth of the deadline) that it has room at
+all: at a trickle, an update never waits
 for the slowest one in hand before it is fetched. An empty window long-polls. Nor does it
 fetch while the door holds `held_max` updates (parked ones included): memory stays bounded.
 A failed getUpdates is judged by outages.py and asked again after RETRIES.loop's pause;
@@ -67,9 +68,6 @@ from codemojex.values.bounds import within
 log = logging.getLogger(__name__)
 
 WHERE = "the bot's getUpdates"
-# While updates are in hand, fetch again at least this often that the window has room: at a
-# trickle, a new update never waits for the slowest one in hand.
-REFETCH_S: Final = 0.1
 # The long poll, and the read timeout allowed on top for its answer.
 POLL_TIMEOUT_S: Final = 10
 POLL_READ_MARGIN_S: Final = 5.0
@@ -90,7 +88,6 @@ class Poller:
         allowed_updates: Sequence[str] | None = None,
         stop_s: float = STOP_S,
         concurrency: int = CONCURRENCY,
-        refetch_s: float = REFETCH_S,
     ) -> None:
         within(in_hand, InHand, "in_hand")
         self._app = application
@@ -104,7 +101,11 @@ class Poller:
         self._timeout = timeout
         self._allowed = list(allowed_updates) if allowed_updates is not None else None
         self._stop_s = stop_s
-        self._refetch_s = refetch_s
+        # While updates are in hand, fetch again at least this often that the window has
+        # room: at a trickle, a new update never waits for the slowest one in hand. The door's
+        # tick (a tenth of its deadline): a new update waits no longer for it than the door
+        # waits to park.
+        self._refetch_s = door.clock.tick_s
         self._window: deque[int] = deque()  # update ids fetched, not confirmed, in order
         self._settled: set[int] = set()  # those of them the door settled
         self._last = 0  # the highest update id fetched
