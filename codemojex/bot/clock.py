@@ -64,7 +64,8 @@ class Clock:
         deadline_s: float,
         give_back: bool,
         room: Callable[[], int],
-        hand: Callable[[list[Parked]], int],
+        hand: Callable[[list[Parked]], list[Ticket]],
+        key_of: Callable[[Parked], str],
     ) -> None:
         self.inbox = inbox
         self._unsettled = unsettled  # the door's: by update id, in the order taken
@@ -76,6 +77,7 @@ class Clock:
         self._give_back = give_back
         self._room = room  # how many more updates the door may hold
         self._hand = hand  # the door takes these parked updates on (in order per key)
+        self._key_of = key_of  # a parked update's order key
         self.parked: dict[int, Ticket] = {}  # parked and not finished
         self._to_forget: list[int] = []  # parked and finished: to settle in the inbox
         self._park_failures = 0
@@ -159,9 +161,15 @@ class Clock:
 
     async def take_over(self) -> int:
         """The parked updates of processes that are gone, as many as the door has room for,
-        taken on here. How many."""
-        taken = await self.inbox.take(self._room())
-        return self._hand(taken) if taken else 0
+        taken on here (those a bot of the version before left too, filed under their keys as
+        this process's own). How many."""
+        taken = self._hand(await self.inbox.take(self._room()))
+        legacy = await self.inbox.legacy(self._room())
+        if legacy:
+            await self.inbox.park(
+                [(p.update_id, self._key_of(p), record(p.update, p.tries)) for p in legacy]
+            )
+        return len(taken) + len(self._hand(legacy))
 
     async def keep(self, may_take_over: Callable[[], bool]) -> None:
         """Until cancelled: `tick` every `tick_s`; every third of the lease, the lease renewed

@@ -143,6 +143,7 @@ class Door:
             give_back=give_back,
             room=lambda: self.held_max - self.held,
             hand=self.take_parked,
+            key_of=self._parked_key,
         )
         # Webhook: other processes take this bot's updates too (order.py `Entrance`).
         self._entrance = (
@@ -204,11 +205,11 @@ class Door:
         else:
             self.counts["behind" if how == ENTER_BEHIND else "again"] += 1
 
-    def take_parked(self, parked: Iterable[Parked]) -> int:
+    def take_parked(self, parked: Iterable[Parked]) -> list[Ticket]:
         """Updates taken on from the inbox (a gone process's, or what waited behind a key this
         process held): already settled, handled before the newer updates of their key that
-        are not running yet. How many."""
-        taken = 0
+        are not running yet. Their tickets."""
+        taken = []
         for item in parked:
             if item.update_id in self.clock.parked:
                 continue  # this process has it already
@@ -222,9 +223,15 @@ class Door:
             ticket.settled.set_result("parked")
             self.clock.parked[ticket.update_id] = ticket
             self._keys.insert(ticket)
-            taken += 1
-        self.counts["taken_over"] += taken
+            taken.append(ticket)
+        self.counts["taken_over"] += len(taken)
         return taken
+
+    def _parked_key(self, item: Parked) -> str:
+        try:
+            return self._key_of(Update.de_json(item.update, self._app.bot))
+        except Exception:  # unreadable: a key of its own (it becomes a dead letter)
+            return f"x:{item.update_id:d}"
 
     async def _bury_raw(self, update_id: int, raw: Any, error: BaseException) -> None:
         await self._handling.bury_raw(update_id, raw, error)

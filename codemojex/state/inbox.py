@@ -173,6 +173,17 @@ class Inbox:
         )
         return _parked(flat)
 
+    async def legacy(self, most: int) -> list[Parked]:
+        """Parked updates a bot of the version before kept under a lease of their own
+        (`cmx:{q}:inbox:lease`), once it ran out: the caller files them under their keys
+        (`park`) and handles them."""
+        if most < 1:
+            return []
+        flat = await self._scripts["inbox_legacy"](
+            keys=[self._keys.inbox_parked, self._keys.inbox_legacy_lease], args=[most]
+        )
+        return _parked(flat)
+
     async def dead(self, update_id: int, letter: dict[str, Any], update: Any) -> None:
         """Keep `update_id` in the dead letters (`letter`: what `DeadLetter` reads; `update`:
         Telegram's JSON, or the unreadable body as text); a parked one is then settled."""
@@ -200,6 +211,7 @@ _SCRIPTS: Final = (
     "inbox_renew",
     "inbox_take",
     "inbox_dead",
+    "inbox_legacy",
 )
 
 

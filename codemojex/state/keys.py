@@ -199,6 +199,12 @@ class Keys:
         return self.prefix + "inbox:where"
 
     @property
+    def inbox_legacy_lease(self) -> str:
+        """The parked updates' leases of the version before one lease per process: read to
+        take over what a bot of that version left (state/inbox.py `Inbox.legacy`)."""
+        return self.prefix + "inbox:lease"
+
+    @property
     def inbox_holders(self) -> str:
         return self.prefix + "inbox:holders"
 

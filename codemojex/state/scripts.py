@@ -28,6 +28,7 @@ Name = Literal[
     "inbox_renew",
     "inbox_take",
     "inbox_dead",
+    "inbox_legacy",
     "poller_hold",
     "poller_release",
 ]

@@ -253,3 +253,31 @@ async def test_a_slow_update_in_hand_does_not_hold_the_fetching(
         finally:
             seen.release.set()
         await world.settle()
+
+
+async def test_updates_a_bot_of_the_version_before_parked_are_taken_over(
+    queue_name: str,
+) -> None:
+    """The version before kept a lease per parked update (`cmx:{q}:inbox:lease`): once those
+    run out, the door takes them over, files them under their keys, runs each once, in order,
+    and forgets them."""
+    redis = aioredis.Redis.from_url(REDIS_URL)
+    keys = Keys(queue_name)
+    try:
+        async with rig() as r:
+            door = r.door(redis, queue_name)
+            for update_id in (9, 10):
+                await redis.hset(keys.inbox_parked, str(update_id),
+                                 record(_update(update_id, ALICE, "hi"), 0))  # fmt: skip
+                await redis.zadd(keys.inbox_legacy_lease, {str(update_id): 0})
+            assert await door.take_over() == 2
+            assert await redis.hget(keys.inbox_where, "9") is not None  # filed as its own
+            door.run(lambda: True)
+            await until(lambda: len(r.seen.order) == 2, 5)
+            await door.wait_idle()
+            assert r.seen.order == [9, 10]
+            await door.stop(1)
+            assert not await redis.exists(keys.inbox_parked, keys.inbox_legacy_lease)
+    finally:
+        await drop_keys(redis, queue_name)
+        await redis.aclose()
