@@ -357,16 +357,8 @@ async def options(batches: int) -> list[dict[str, Any]]:
                 recs = [(b * size + i + 1, f"s:-1:{i}", record(update, 0)) for i in range(size)]
                 await inbox.park(recs)
                 await inbox.settle([u for u, _, _ in recs], 0)
-            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-            n = batches * size
-            rows.append(
-                {
-                    "batch": size,
-                    "client_cpu_us_per_update": round(cpu / n * 1e6, 1),
-                    "wall_us_per_update": round(wall / n * 1e6, 1),
-                    "update_bytes": len(record(update, 0)),
-                }
-            )
+            rows.append(_per_update(size, batches, cpu0, wall0))
+            rows[-1]["update_bytes"] = len(record(update, 0))
     finally:
         await delete_matching(client, f"*:{{{queue}}}:*")
         await client.aclose()
@@ -389,19 +381,21 @@ async def order_check(batches: int) -> list[dict[str, Any]]:
             for b in range(batches):
                 entries = [(10 + b * size + i, f"s:-1:{i}", "") for i in range(size)]
                 assert not any(await inbox.enter(entries))
-            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-            n = batches * size
-            rows.append(
-                {
-                    "batch": size,
-                    "client_cpu_us_per_update": round(cpu / n * 1e6, 1),
-                    "wall_us_per_update": round(wall / n * 1e6, 1),
-                }
-            )
+            rows.append(_per_update(size, batches, cpu0, wall0))
     finally:
         await delete_matching(client, f"*:{{{queue}}}:*")
         await client.aclose()
     return rows
+
+
+def _per_update(size: int, batches: int, cpu0: float, wall0: float) -> dict[str, Any]:
+    """Client CPU and wall per update since `cpu0`, `wall0`, of `batches` batches of `size`."""
+    n = batches * size
+    return {
+        "batch": size,
+        "client_cpu_us_per_update": round((time.process_time() - cpu0) / n * 1e6, 1),
+        "wall_us_per_update": round((time.perf_counter() - wall0) / n * 1e6, 1),
+    }
 
 
 def _update_json() -> str:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from codemojex.state.keys import Keys, check_order_key
-from codemojex.state.scripts import register
+from codemojex.state.scripts import NAMES, register
 from codemojex.values.redistypes import AnyRedis
 
 # A holder's lease over its parked updates, and the poller's: renewed every third; a process
@@ -204,15 +204,7 @@ class Inbox:
         return int(parked), int(dead)
 
 
-_SCRIPTS: Final = (
-    "inbox_park",
-    "inbox_enter",
-    "inbox_settle",
-    "inbox_renew",
-    "inbox_take",
-    "inbox_dead",
-    "inbox_legacy",
-)
+_SCRIPTS: Final = tuple(name for name in NAMES if name.startswith("inbox_"))
 
 
 def _flat(records: Sequence[tuple[int, str, str]]) -> list[int | str]:
