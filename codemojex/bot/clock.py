@@ -202,8 +202,10 @@ class Clock:
             )
 
     async def hand_on(self) -> None:
-        """Stopping: what finished parked is forgotten, what stays parked unfinished is
-        another process's at once, not after the lease."""
+        """Stopping: what finished parked is forgotten (what waits behind it is handed on to
+        nobody here), what stays parked unfinished is another process's at once, not after
+        the lease."""
+        self._room = lambda: 0
         try:
             await self.tick()
             await self.inbox.renew(lease_ms=0)

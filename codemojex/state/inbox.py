@@ -150,7 +150,8 @@ class Inbox:
         if not update_ids:
             return []
         flat = await self._scripts["inbox_settle"](
-            keys=self._all, args=[self.holder, max(0, room), *(int(u) for u in update_ids)]
+            keys=self._all,
+            args=[self.holder, max(0, room), self.lease_ms, *(int(u) for u in update_ids)],
         )
         return _parked(flat)
 

@@ -8,7 +8,8 @@
 -- KEYS[4]  the holders' leases (`cmx:{q}:inbox:holders`)
 -- KEYS[5]  the pollers' fences (`cmx:{q}:inbox:fences`, hash: holder -> fence)
 -- ARGV[1]  the caller (its holder name)    ARGV[2] at most this many handed to it
--- ARGV[3..] the update ids (one the caller no longer holds is left alone: another took it)
+-- ARGV[3]  its lease, ms (renewed when it is handed any)
+-- ARGV[4..] the update ids (one the caller no longer holds is left alone: another took it)
 -- Returns  {update id, record, ...}: the updates now the caller's, each key's oldest first
 --- @include "keys"
 --- @include "now_ms"
@@ -16,7 +17,7 @@
 --- @include "inbox_run"
 local me = ARGV[1]
 local seen, keys = {}, {}
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   local id = ARGV[i]
   local at = redis.call('HGET', KEYS[3], id)
   if at then
@@ -33,9 +34,10 @@ for i = 3, #ARGV do
     end
   end
 end
-local out, room = {}, tonumber(ARGV[2])
-local gone = inbox_dead_holder(KEYS[4], KEYS[5], me, 0, now_ms())
+local out, room, now = {}, tonumber(ARGV[2]), now_ms()
+local gone = inbox_dead_holder(KEYS[4], KEYS[5], me, 0, now)
 for _, key in ipairs(keys) do
   room = room - inbox_run(KEYS[2], KEYS[3], key, me, gone, room, out)
 end
+if #out > 0 then redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), me) end
 return out
