@@ -8,26 +8,35 @@ stand-in. A chat's admin commands apply in the order sent whichever process hold
 - a poller SIGKILLed while it holds the parked `/ban`: the standby that takes over takes the
   `/ban` before it fetches the `/unban`.
 
-Either way Alice ends unbanned, as the two admins meant."""
+Either way Alice ends unbanned, as the two admins meant. And a player's order: a poller
+SIGKILLed holding Alice's parked guess (her room's card had to be read from Postgres, where
+the rooms table was locked); her next guess, fetched by the standby, reaches her lane after
+it."""
 
 from __future__ import annotations
 
+import random
 import signal
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import asyncpg
 import pytest
 import redis.asyncio as aioredis
 from sqlalchemy import func, select
 
 from bench.backlog_world import BotProcess, bot_env, eventually_true
+from codemojex import usecases
 from codemojex.db import Round, make_engine, make_sessionmaker, store
 from codemojex.game import texts
+from codemojex.lanes import Lanes
+from codemojex.limits import ROOM
 from codemojex.locale import EN
 from codemojex.standin import StandIn
 from codemojex.state.keys import Keys
+from codemojex.values.jobs import GuessJob
 from tests.bot.conftest import valid_guess
 from tests.bot.test_two_processes import Balancer, balanced
 from tests.conftest import REDIS_URL
@@ -70,6 +79,22 @@ class Stage:
         self.bots.append(process)
         await process.start()
         return process
+
+    async def poller_and_standby(self) -> tuple[BotProcess, BotProcess]:
+        """Two polling bot processes: the first polls, the second stands by."""
+        first = await self.bot()
+
+        async def polling() -> bool:
+            return "polling Telegram" in first.output()
+
+        await eventually_true(polling, 60, "the first bot polling")
+        second = await self.bot()
+
+        async def standing_by() -> bool:
+            return "another process polls this bot" in second.output()
+
+        await eventually_true(standing_by, 60, "the second bot standing by")
+        return first, second
 
     async def parked(self) -> bool:
         return bool(await self.redis.hlen(Keys(self.queue).inbox_parked))
@@ -184,17 +209,62 @@ async def test_a_poller_killed_with_a_parked_update_is_followed_in_order(
     bot_database_url: str, bot_queue: str
 ) -> None:
     async with stage(bot_database_url, bot_queue) as on:
-        first = await on.bot()
+        first, _ = await on.poller_and_standby()
         guess = await on.guess_to_reply_to()
-        second = await on.bot()
-
-        async def standing_by() -> bool:
-            return "another process polls this bot" in second.output()
-
-        await eventually_true(standing_by, 60, "the second bot standing by")
 
         async def kill_the_first() -> None:
             first.signal(signal.SIGKILL)
             await first.wait(10)
 
         await on.ban_then_unban(guess, between=kill_the_first)
+
+
+@pytest.mark.timeout(180)
+async def test_a_poller_killed_with_a_players_parked_guess_keeps_her_order(
+    bot_database_url: str, bot_queue: str
+) -> None:
+    async with stage(bot_database_url, bot_queue) as on:
+        # A round opened without the bot: no bot process has the room's card, and Redis has
+        # none either, so Alice's first guess reads the room from Postgres.
+        room = await usecases.ensure_room(
+            on.sessionmaker, CHAT, "room", default_ceiling=2,
+            round_timeout_s=ROOM.round_timeout_s_max,
+        )  # fmt: skip
+        rnd = await usecases.start_round(on.sessionmaker, room.id, random.Random(1))
+        await on.redis.delete(Keys(on.queue).room_of(CHAT, 0), Keys(on.queue).card(room.id))
+        first, _ = await on.poller_and_standby()
+        holder = await asyncpg.connect(on.database_url.replace("postgresql+asyncpg", "postgresql"))
+        try:
+            lock = holder.transaction()
+            await lock.start()
+            await holder.execute("LOCK TABLE rooms IN ACCESS EXCLUSIVE MODE")
+            parked = on.standin.send_text(CHAT, ALICE, valid_guess(rnd, 1))
+            await eventually_true(on.parked, 30, "the guess parked")
+            await on.standin.wait_until_delivered(timeout=10)
+            first.signal(signal.SIGKILL)
+            await first.wait(10)
+            await lock.rollback()
+        finally:
+            await holder.close()
+        newer = on.standin.send_text(CHAT, ALICE, valid_guess(rnd, 2))
+        lanes = Lanes(on.redis, on.queue)
+
+        async def both_in_her_lane() -> bool:
+            return len(await _lane(lanes, on.redis)) >= 2
+
+        await eventually_true(both_in_her_lane, 60, "both guesses in Alice's lane", 0.1)
+        assert await _lane(lanes, on.redis) == [parked, newer]
+
+
+async def _lane(lanes: Lanes, redis: aioredis.Redis) -> list[int]:
+    """The message ids of the guesses in the lanes, in each lane's order (one lane here)."""
+    out = []
+    snapshot = await lanes.snapshot()
+    for view in snapshot["rooms"].values():
+        for lane in view["lanes"]:
+            for job_id in await redis.zrange(lanes.keys.pending(lane), 0, -1):
+                assert isinstance(job_id, bytes)
+                payload = await redis.hget(lanes.keys.job(job_id.decode()), "p")
+                assert isinstance(payload, bytes)
+                out.append(GuessJob.decode(payload).message_id)
+    return out
