@@ -54,7 +54,7 @@ from codemojex.bot.intake import Intake
 from codemojex.bot.language import user_language
 from codemojex.bot.members import Members
 from codemojex.bot.once import CommandMarks
-from codemojex.bot.order import order_key
+from codemojex.bot.order import Behind, order_key
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
     cmd_unknown,
@@ -296,6 +296,9 @@ async def on_error(update: object, context: CodemojexContext) -> None:
     if error is None:
         return
     update_id = update.update_id if isinstance(update, Update) else None
+    if isinstance(error, Behind):
+        failed(error)  # no failure: an older update of its key runs first (bot/order.py)
+        return
     if outage_of(error) in ("redis", "postgres"):
         failed(error)  # booked in OUTAGES where it was raised: one line per outage
         return

@@ -106,6 +106,17 @@ class Clock:
                 due.append(ticket)
         if due and now >= self._park_not_before:
             await self._park(due)
+        await self._forget()
+
+    async def flush(self) -> None:
+        """Forget now what finished parked: a key's next update, about to run, then finds
+        nothing older parked (a webhook process checks)."""
+        try:
+            await self._forget()
+        except Exception as exc:  # forgotten at the next tick
+            OUTAGES.swallow(exc, WHERE, "finished parked updates not forgotten yet")
+
+    async def _forget(self) -> None:
         if self._to_forget:
             forget, self._to_forget = self._to_forget, []
             try:

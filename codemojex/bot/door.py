@@ -43,11 +43,21 @@ from telegram import Update
 
 from codemojex.bot.clock import Clock
 from codemojex.bot.handling import AnyApplication, Handling
-from codemojex.bot.order import ENTER_BEHIND, ENTER_MINE, ENTER_RUN, Entrance, KeyQueues
+from codemojex.bot.order import (
+    ENTER_BEHIND,
+    ENTER_MINE,
+    ENTER_RUN,
+    WHERE,
+    Entrance,
+    KeyQueues,
+    guess_shaped,
+    oldest_of_its_key,
+)
 from codemojex.bot.ticket import DoorHooks, Settlement, Ticket
-from codemojex.limits import TELEGRAM
+from codemojex.limits import RETRIES, TELEGRAM
+from codemojex.outages import OUTAGES, pause_s
 from codemojex.runtime import stop_tasks
-from codemojex.state.inbox import Inbox, Parked
+from codemojex.state.inbox import Inbox, Parked, record
 from codemojex.values.bounds import within
 
 log = logging.getLogger(__name__)
@@ -183,7 +193,7 @@ class Door:
             ticket.dropped = True
             ticket.settled.set_result("shed")
             self._spawn(self._hooks.shed(update), "shed")
-        elif self._entrance is not None:
+        elif self._entrance is not None and not guess_shaped(update):
             self._entrance.add(ticket)
         else:
             self._admit(ticket, ENTER_RUN)
@@ -244,9 +254,47 @@ class Door:
         return self._spawn(self._handling.bury_raw(update_id, raw, error), "bury")
 
     async def _run(self, ticket: Ticket) -> None:
-        how = await self._handling.handle(ticket)
+        while True:
+            if self._entrance is None:
+                how = await self._handling.handle(ticket)
+            else:
+                with oldest_of_its_key(ticket):
+                    how = await self._handling.handle(ticket)
+            if how != "behind":
+                break
+            if not await self._behind(ticket):
+                return  # parked behind its key's older update: run where that one is
         if how is not None:
             self._finish(ticket, how)
+        if ticket.parked:
+            await self.clock.flush()  # the key's next update may check against it now
+
+    async def _behind(self, ticket: Ticket) -> bool:
+        """An older update of `ticket`'s key is parked by another process (its admission
+        said so): parked behind it, for that process to run after it (False); or tried again
+        here (True), at once when the older one is gone meanwhile, after a pause when this
+        process holds `ticket` parked already (the older one's process finishes it first)."""
+        entry = [(ticket.update_id, ticket.key, record(ticket.raw, ticket.tries))]
+        failures = 0
+        while True:
+            try:
+                (answer,) = await self.inbox.enter(entry)
+                break
+            except Exception as exc:
+                if OUTAGES.failed(exc, WHERE) is None:
+                    raise
+                failures += 1
+                await asyncio.sleep(pause_s(RETRIES.update, failures))
+        if answer == ENTER_BEHIND:
+            self.counts["behind"] += 1
+            ticket.dropped = True
+            self._unsettled.pop(ticket.update_id, None)
+            if not ticket.settled.done():
+                ticket.settled.set_result("parked")
+            return False
+        if answer != ENTER_RUN:
+            await asyncio.sleep(self.clock.tick_s)
+        return True
 
     def _finish(self, ticket: Ticket, how: Settlement) -> None:
         self.counts[how] += 1

@@ -8,10 +8,12 @@ per chat and sender (a player's guesses reach their lane in the order typed)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 from telegram import Update
 from telegram.constants import ChatType
@@ -24,6 +26,53 @@ from codemojex.state.inbox import Inbox, record
 log = logging.getLogger(__name__)
 
 WHERE = "the bot's inbox"
+
+
+class Behind(Exception):
+    """The update's key has an older update parked by another process (webhook): found by
+    the call that would have taken its effect (a guess's admission, `order_guard`), which
+    took none. The door parks it behind that one."""
+
+
+# The update a try runs, while other processes may hold its key's parked updates (the door
+# sets it around each try of a webhook process: (order key, update id); None: polling, where
+# this process holds every parked update there is).
+_RUNNING: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar(
+    "door_order", default=None
+)
+
+
+def order_guard() -> tuple[str, int] | None:
+    """What the update being handled must be the oldest of, across processes: its order key
+    and its id, for a call that takes its effect to check in the same step (the lanes'
+    `first` guard on the key's parked updates; `Behind` when it refuses). None: nothing to
+    check (polling)."""
+    return _RUNNING.get()
+
+
+@contextlib.contextmanager
+def oldest_of_its_key(ticket: Ticket) -> Iterator[None]:
+    """Around a try of `ticket` in a webhook process: `order_guard` names it."""
+    token = _RUNNING.set((ticket.key, ticket.update_id))
+    try:
+        yield
+    finally:
+        _RUNNING.reset(token)
+
+
+def guess_shaped(update: Update) -> bool:
+    """A group's plain message: a guess, or talk the bot ignores. Its only effect is a
+    guess's admission, which checks the order itself (`order_guard`), so a webhook process
+    need not check it first (`Entrance`): the common path pays no call of its own."""
+    message = update.message
+    return (
+        message is not None
+        and bool(message.text)
+        and not (message.text or "").startswith("/")
+        and message.chat.type in (ChatType.GROUP, ChatType.SUPERGROUP)
+    )
+
+
 # Inbox.enter's answers (state/lua/inbox_enter.lua).
 ENTER_RUN, ENTER_BEHIND, ENTER_MINE, ENTER_COPY, ENTER_NEEDS_JSON = range(5)
 

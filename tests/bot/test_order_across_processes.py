@@ -11,7 +11,9 @@ stand-in. A chat's admin commands apply in the order sent whichever process hold
 Either way Alice ends unbanned, as the two admins meant. And a player's order: a poller
 SIGKILLed holding Alice's parked guess (her room's card had to be read from Postgres, where
 the rooms table was locked); her next guess, fetched by the standby, reaches her lane after
-it."""
+it; and through two webhook processes: her guess parked in one (then frozen, SIGSTOP), her
+next guess handed to the other, whose admission finds the older one parked and parks it behind
+instead."""
 
 from __future__ import annotations
 
@@ -268,3 +270,57 @@ async def _lane(lanes: Lanes, redis: aioredis.Redis) -> list[int]:
                 assert isinstance(payload, bytes)
                 out.append(GuessJob.decode(payload).message_id)
     return out
+
+
+@pytest.mark.timeout(180)
+async def test_two_webhook_processes_keep_a_players_order(
+    bot_database_url: str, bot_queue: str
+) -> None:
+    balancer = Balancer([free_port(), free_port()])
+    async with stage(bot_database_url, bot_queue) as on, balanced(balancer):
+        room = await usecases.ensure_room(
+            on.sessionmaker, CHAT, "room", default_ceiling=2,
+            round_timeout_s=ROOM.round_timeout_s_max,
+        )  # fmt: skip
+        rnd = await usecases.start_round(on.sessionmaker, room.id, random.Random(1))
+        await on.redis.delete(Keys(on.queue).room_of(CHAT, 0), Keys(on.queue).card(room.id))
+        bots = []
+        for port in balancer.ports:
+            bots.append(
+                await on.bot(
+                    mode="webhook",
+                    webhook_port=port,
+                    CODEMOJEX_WEBHOOK_URL=f"http://127.0.0.1:{balancer.port}/telegram/hook",
+                )
+            )
+
+        async def both_up() -> bool:
+            return on.standin.calls["setWebhook"] >= 2
+
+        await eventually_true(both_up, 90, "both bot processes up")
+        holder = await asyncpg.connect(on.database_url.replace("postgresql+asyncpg", "postgresql"))
+        try:
+            lock = holder.transaction()
+            await lock.start()
+            await holder.execute("LOCK TABLE rooms IN ACCESS EXCLUSIVE MODE")
+            parked = on.standin.send_text(CHAT, ALICE, valid_guess(rnd, 1))
+            await eventually_true(on.parked, 30, "the guess parked")
+            await on.standin.wait_until_delivered(timeout=10)
+            first = bots[balancer.served[-1][0]]
+            first.signal(signal.SIGSTOP)  # it holds her guess, frozen
+            await lock.rollback()
+        finally:
+            await holder.close()
+        try:
+            newer = on.standin.send_text(CHAT, ALICE, valid_guess(rnd, 2))
+            await on.standin.wait_until_delivered(timeout=30)  # answered by the other
+            assert balancer.served[-1][0] != balancer.served[-2][0]
+        finally:
+            first.signal(signal.SIGCONT)
+        lanes = Lanes(on.redis, on.queue)
+
+        async def both_in_her_lane() -> bool:
+            return len(await _lane(lanes, on.redis)) >= 2
+
+        await eventually_true(both_in_her_lane, 60, "both guesses in Alice's lane", 0.1)
+        assert await _lane(lanes, on.redis) == [parked, newer]
