@@ -33,7 +33,7 @@ async def _main(queue: str, database_url: str, redis_url: str, metrics: bool) ->
 
     settings = Settings(queue=queue, database_url=database_url, redis_url=redis_url)
     loop = asyncio.get_running_loop()
-    async with open_runtime(settings) as rt:
+    async with open_runtime(settings.runtime()) as rt:
         sql_ms = _time_sql(rt.engine) if os.environ.get("CODEMOJEX_BENCH_SQL_TIMES") else None
         worker = ScoreWorker(rt.sessionmaker)
         claim_ms: list[int] = []  # enqueue (Redis TIME) to the handler's start, per job
@@ -56,7 +56,7 @@ async def _main(queue: str, database_url: str, redis_url: str, metrics: bool) ->
                 queue=queue, database_url=database_url, redis_url=redis_url, metrics_port=_port()
             )
             stats = WorkerStats(score=worker.stats, pool=pool.stats)
-            ops = ProcessOps("worker", settings, redis=rt.redis, engine=rt.engine,
+            ops = ProcessOps("worker", settings.metrics(), redis=rt.redis, engine=rt.engine,
                              sessionmaker=rt.sessionmaker, lanes=rt.lanes,
                              collectors=[WorkerCollector(stats)])  # fmt: skip
             await ops.start()

@@ -148,7 +148,7 @@ class Run:
             bot_api_base_url=self.standin.base_url,
             bot_api_base_file_url=self.standin.base_file_url,
         )
-        self._bot_cm = make_bot(settings)
+        self._bot_cm = make_bot(settings.bot_api())
         bot = await self._bot_cm.__aenter__()
         # This sender hears of rows from `poke` (and the ring), main's scanned the outbox.
         ring = hasattr(OutboxSender, "turn")
@@ -303,7 +303,7 @@ async def _bot(run: Run) -> AsyncIterator[None]:
         queue=run.queue,
     )
     app = build_application(
-        settings, lanes=Lanes(run.redis, run.queue), sessionmaker=run.sm, redis=run.redis
+        settings.bot(), lanes=Lanes(run.redis, run.queue), sessionmaker=run.sm, redis=run.redis
     )
     async with running(app, poll_timeout=1):
         yield

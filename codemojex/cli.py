@@ -167,9 +167,9 @@ def bot(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) -> 
     from codemojex.bot.main import StartRefused, check_settings, run_bot
 
     try:
-        check_settings(settings)  # before any connection: the settings alone
+        check_settings(settings.bot())  # before any connection: the settings alone
         _require_schema(settings)
-        run_bot(settings)
+        run_bot(settings.bot(), settings.runtime(), settings.metrics())
     except StartRefused as exc:
         typer.echo(f"codemojex bot: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -186,7 +186,9 @@ def worker(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) 
     _require_schema(settings)
     from codemojex.worker.main import main as worker_main
 
-    asyncio.run(worker_main(settings))
+    asyncio.run(
+        worker_main(settings.worker(), settings.runtime(), settings.metrics(), settings.bot_api())
+    )
 
 
 @app.command()
@@ -197,14 +199,14 @@ def ops(verbose: VerboseOption = False) -> None:
 
     settings = _start(verbose)
     _require_shared_redis(settings, "the ops page")
-    problem = start_problem(settings)  # before any connection: the settings alone
+    problem = start_problem(settings.ops_page())  # before any connection: the settings alone
     if problem is not None:
         typer.echo(f"codemojex ops: {problem}", err=True)
         raise typer.Exit(2)
     _require_schema(settings)
     from codemojex.ops.page.main import run_ops
 
-    asyncio.run(run_ops(settings))
+    asyncio.run(run_ops(settings.ops_page(), settings.runtime()))
 
 
 @app.command()
@@ -246,9 +248,9 @@ async def _with_lanes(action: str, room: str | None) -> object:
     settings = _settings()
     # These scripts read the whole queue in one call: a large one takes longer than the hot
     # path's socket timeout allows.
-    redis = redis_client(settings, admin=True)
+    redis = redis_client(settings.runtime(), admin=True)
     try:
-        lanes = make_lanes(redis, settings)
+        lanes = make_lanes(redis, settings.runtime())
         if action == "check":
             return await lanes.check()
         if action == "repair":

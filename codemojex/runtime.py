@@ -1,4 +1,5 @@
-"""Builds the shared parts a process needs (Redis client, database, lanes) from Settings.
+"""Builds the shared parts a process needs (Redis client, database, lanes) from its
+`RuntimeConfig`, which the composition root (cli.py, the demo) unpacks from the settings.
 
 Nothing here runs at import time; each `open_*` is called by the CLI or the demo.
 """
@@ -12,7 +13,7 @@ import socket
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
@@ -23,11 +24,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.db import make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
+from codemojex.lanes.consumer import CONCURRENCY
+from codemojex.lanes.facade import DEAD_AGE_MS, DEAD_MAX, DEDUPE_WINDOW_S, IDLE_MS
 from codemojex.outages import OUTAGES
 from codemojex.values.redistypes import AnyRedis
-
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
-    from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 # A health probe's answer (Redis's persistence at start-up, /readyz's dependencies) is
@@ -91,12 +91,28 @@ async def stop_tasks(
             task.exception()  # retrieved: what it raised on its way out is its own business
 
 
-def pool_size(settings: Settings) -> int:
-    """Connections a process may use at once (per node on a cluster; REDIS_POOL_*)."""
-    return max(
-        REDIS_POOL_MIN,
-        REDIS_POOL_PER_CONSUMER * settings.concurrency + REDIS_POOL_SPARE,
-    )
+@dataclass(frozen=True, slots=True)
+class RuntimeConfig:
+    """What a process's shared parts are built from: its database, its Redis (no URL: the
+    in-process stand-in, demo only; `redis_cluster`: the URL names one node of a Redis
+    Cluster), the queue it serves, its consumers per process (the Redis pool's size follows
+    them, `pool_size`) and the lanes' retention and dedupe window (`Lanes`)."""
+
+    database_url: str
+    queue: str
+    redis_url: str | None = None
+    redis_cluster: bool = False
+    concurrency: int = CONCURRENCY
+    lanes_dead_max: int = DEAD_MAX
+    lanes_dead_age_ms: int = DEAD_AGE_MS
+    lanes_idle_ms: int = IDLE_MS
+    dedupe_window_s: int = DEDUPE_WINDOW_S
+
+
+def pool_size(concurrency: int) -> int:
+    """Connections a process of `concurrency` consumers may use at once (per node on a
+    cluster; REDIS_POOL_*)."""
+    return max(REDIS_POOL_MIN, REDIS_POOL_PER_CONSUMER * concurrency + REDIS_POOL_SPARE)
 
 
 class GatedRedisCluster(RedisCluster):
@@ -180,7 +196,7 @@ def redis_timeouts(*, admin: bool = False) -> dict[str, Any]:
 
 
 def redis_client(
-    settings: Settings, fake_server: Any | None = None, *, admin: bool = False
+    config: RuntimeConfig, fake_server: Any | None = None, *, admin: bool = False
 ) -> AnyRedis:
     """The real Redis (a Redis Cluster with CODEMOJEX_REDIS_CLUSTER=true) when a URL is
     configured, else an in-process stand-in (one process only; `fake_server`, a
@@ -188,20 +204,20 @@ def redis_client(
     one). Every connection has the timeouts of `redis_timeouts` (`admin`: the operators'
     whole-queue scripts)."""
     timeouts = redis_timeouts(admin=admin)
-    if settings.redis_url and settings.redis_cluster:
+    if config.redis_url and config.redis_cluster:
         # The URL names any node; the client discovers the others and routes each command
         # (and each script, by its first key) to the node owning its slot.
         return GatedRedisCluster.from_url(
-            settings.redis_url, max_in_flight=pool_size(settings), **timeouts
+            config.redis_url, max_in_flight=pool_size(config.concurrency), **timeouts
         )
-    if settings.redis_url:
+    if config.redis_url:
         # Blocking: the sender drains every chat with rows waiting at once, and a pool
         # that raises "Too many connections" when they all speak together fails claims, acks
         # and the sender's posted-markers (the soak with 200 rooms saw over a thousand);
         # the surplus now waits for a free connection instead.
         pool = aioredis.BlockingConnectionPool.from_url(
-            settings.redis_url,
-            max_connections=pool_size(settings),
+            config.redis_url,
+            max_connections=pool_size(config.concurrency),
             timeout=REDIS_POOL_WAIT_S,
             **timeouts,
         )
@@ -236,21 +252,21 @@ async def warn_without_persistence(redis: AnyRedis) -> None:
         log.warning(NO_AOF)
 
 
-def make_lanes(redis: AnyRedis, settings: Settings) -> Lanes:
+def make_lanes(redis: AnyRedis, config: RuntimeConfig) -> Lanes:
     """The queue of this deployment, with its retention settings."""
     return Lanes(
         redis,
-        queue=settings.queue,
-        dead_max=settings.lanes_dead_max,
-        dead_age_ms=settings.lanes_dead_age_ms,
-        lane_idle_ms=settings.lanes_idle_ms,
-        dedupe_window_ms=settings.dedupe_window_s * 1000,
+        queue=config.queue,
+        dead_max=config.lanes_dead_max,
+        dead_age_ms=config.lanes_dead_age_ms,
+        lane_idle_ms=config.lanes_idle_ms,
+        dedupe_window_ms=config.dedupe_window_s * 1000,
     )
 
 
 @dataclass
 class Runtime:
-    settings: Settings
+    config: RuntimeConfig
     redis: AnyRedis
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
@@ -259,19 +275,19 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings, fake_server: Any | None = None, *, db_pool_size: int | None = None
+    config: RuntimeConfig, fake_server: Any | None = None, *, db_pool_size: int | None = None
 ) -> AsyncIterator[Runtime]:
     """The process's Redis, database engine (`db_pool_size` connections kept, by default
     engine.DB_POOL_SIZE) and lanes, closed when the block ends."""
-    redis = redis_client(settings, fake_server)
-    engine = make_engine(settings.database_url, pool_size=db_pool_size)
+    redis = redis_client(config, fake_server)
+    engine = make_engine(config.database_url, pool_size=db_pool_size)
     try:
         yield Runtime(
-            settings=settings,
+            config=config,
             redis=redis,
             engine=engine,
             sessionmaker=make_sessionmaker(engine),
-            lanes=make_lanes(redis, settings),
+            lanes=make_lanes(redis, config),
         )
     finally:
         await engine.dispose()

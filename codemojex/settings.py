@@ -8,7 +8,12 @@ deploy/ in /, with EnvironmentFile=).
 A setting's default and range are its owner's, where that part says why (`lanes/facade.py`
 `DEAD_MAX` and the bound type `DeadMax`, which the owner checks its callers against too);
 values several parts share come from codemojex/limits.py. No number is written here but a
-port's."""
+port's.
+
+Settings flow down: only the composition roots (cli.py, the demo) read them, and hand each
+part its own config (`bot()`, `worker()`, `runtime()`, `metrics()`, `ops_page()`,
+`bot_api()`, `pace()`), made of plain values; no module below names `Settings`
+(tests/test_structure.py)."""
 
 from __future__ import annotations
 
@@ -21,16 +26,23 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from codemojex.bot import admin, door
+from codemojex.bot.context import BotConfig
 from codemojex.lanes import admission, consumer, facade
 from codemojex.limits import (
     ROOM,
     TELEGRAM,
 )
 from codemojex.ops import collect
+from codemojex.ops.page.main import OpsPageConfig
+from codemojex.ops.server import MetricsConfig
 from codemojex.posting import pace_policy
+from codemojex.posting.pace_policy import PacePolicy
+from codemojex.runtime import RuntimeConfig
 from codemojex.state import budget
+from codemojex.values.botapi import BotApi
 from codemojex.values.hosts import Port, is_loopback
 from codemojex.worker import retention
+from codemojex.worker.service import WorkerConfig
 
 
 class Settings(BaseSettings):
@@ -162,6 +174,78 @@ class Settings(BaseSettings):
         if isinstance(value, int):
             return [value]
         return value
+
+    # What each part is built from: its own config, the settings of its fields' names.
+
+    def runtime(self) -> RuntimeConfig:
+        return RuntimeConfig(
+            database_url=self.database_url,
+            queue=self.queue,
+            redis_url=self.redis_url,
+            redis_cluster=self.redis_cluster,
+            concurrency=self.concurrency,
+            lanes_dead_max=self.lanes_dead_max,
+            lanes_dead_age_ms=self.lanes_dead_age_ms,
+            lanes_idle_ms=self.lanes_idle_ms,
+            dedupe_window_s=self.dedupe_window_s,
+        )
+
+    def pace(self, *, answers: bool = False) -> PacePolicy:
+        """The results' pace, or the bot's own answers' (`answers`)."""
+        return PacePolicy.from_rates(
+            self.pace_chat_per_s, self.pace_group_per_min, self.pace_bot_per_s, answers=answers
+        )
+
+    def bot_api(self) -> BotApi:
+        return BotApi(self.token, self.bot_api_base_url, self.bot_api_base_file_url)
+
+    def bot(self) -> BotConfig:
+        return BotConfig(
+            api=self.bot_api(),
+            operator_ids=tuple(self.operator_ids),
+            webhook_url=self.webhook_url,
+            webhook_secret=self.webhook_secret,
+            webhook_listen=self.webhook_listen,
+            webhook_port=self.webhook_port,
+            inline_mode=self.inline_mode,
+            pace=self.pace(answers=True),
+            default_ceiling=self.default_ceiling,
+            round_timeout_s=self.round_timeout_s,
+            max_depth=self.max_depth,
+            answer_budget=self.answer_budget,
+            admin_cache_ttl_s=self.admin_cache_ttl_s,
+            bot_concurrency=self.bot_concurrency,
+            bot_in_hand=self.bot_in_hand,
+            bot_update_deadline_s=self.bot_update_deadline_s,
+            dedupe_window_s=self.dedupe_window_s,
+        )
+
+    def worker(self) -> WorkerConfig:
+        return WorkerConfig(
+            queue=self.queue,
+            pace=self.pace(),
+            sender_ambiguous=self.sender_ambiguous,
+            inline_mode=self.inline_mode,
+            answer_budget=self.answer_budget,
+            concurrency=self.concurrency,
+            lease_ms=self.lease_ms,
+            audit_keep_days=self.audit_keep_days,
+            daily_keep_days=self.daily_keep_days,
+        )
+
+    def metrics(self) -> MetricsConfig:
+        return MetricsConfig(
+            port=self.metrics_port, host=self.metrics_host, top_rooms=self.metrics_top_rooms
+        )
+
+    def ops_page(self) -> OpsPageConfig:
+        return OpsPageConfig(
+            host=self.ops_host,
+            port=self.ops_port,
+            token=self.ops_token,
+            trusted_proxies=tuple(self.ops_trusted_proxies),
+            plain_http_ok=self.ops_plain_http_ok,
+        )
 
 
 def load_settings() -> Settings:

@@ -186,3 +186,34 @@ def test_every_name_has_one_import_path() -> None:
         if alias.name not in bound[node.module]
     ]
     assert not through, "\n".join(through)
+
+
+# Who reads the settings: the command line and the demo (the composition roots). The process
+# mains are handed their parts' configs by the command line: under the settings, which point
+# at the bot's, the worker's and the ops page's own defaults, they would close a circle.
+_ROOTS = ("codemojex/cli.py", "codemojex/demo/")
+
+
+def _imports_settings(node: ast.AST) -> bool:
+    if isinstance(node, ast.Import):
+        return any(alias.name == "codemojex.settings" for alias in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return node.module == "codemojex.settings" or (
+            node.module == "codemojex" and any(a.name == "settings" for a in node.names)
+        )
+    return False
+
+
+def test_only_the_composition_roots_read_the_settings() -> None:
+    """Settings flow down: no module below the roots imports `codemojex.settings`, even for a
+    type (`if TYPE_CHECKING:`), or names `Settings`; each part is built from its own config
+    or plain values, which the roots unpack from the settings."""
+    found = sorted(
+        f"{where}:{node.lineno}"
+        for where, tree in _modules()
+        if where != "codemojex/settings.py" and not where.startswith(_ROOTS)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom | ast.Name)
+        and (_imports_settings(node) or (isinstance(node, ast.Name) and node.id == "Settings"))
+    )
+    assert not found, found

@@ -137,13 +137,13 @@ class Soak(Feeding, Chaos, HandoverPhases, BacklogPhase):
         )
         # The bot's clients as `codemojex bot` builds them (a blocking Redis pool sized by the
         # runtime: the bot's concurrent updates wait for a connection, never fail for one).
-        redis = redis_client(settings)
+        redis = redis_client(settings.runtime())
         assert isinstance(redis, aioredis.Redis)
         engine = make_engine(self.pg.url)
         sessionmaker = make_sessionmaker(engine)
         lanes = RecordingLanes(redis, QUEUE)
         app = build_application(
-            settings,
+            settings.bot(),
             lanes=lanes,
             sessionmaker=sessionmaker,
             redis=redis,

@@ -39,7 +39,7 @@ from codemojex.bot.once import Run, origin_of
 from codemojex.bot.replies import outbox_written
 from codemojex.db import Room, reading, store
 from codemojex.game import texts
-from codemojex.lanes.facade import WEIGHT_MAX, WEIGHT_MIN
+from codemojex.lanes.admin import WEIGHT_MAX, WEIGHT_MIN
 from codemojex.limits import ROOM
 from codemojex.locale import Lang
 from codemojex.scoring import InvalidSettings, parse_settings
@@ -79,7 +79,7 @@ async def _admin_gate(
             await services.answers.answer(who.message, texts.group_only(lang), lang=lang)
         return None
     allowed = await is_admin(
-        context.bot, who.message, services.admins, services.settings.operator_ids
+        context.bot, who.message, services.admins, services.config.operator_ids
     )
     if not allowed and run.done:
         return None

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import (
@@ -42,7 +41,13 @@ from telegram.ext import (
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.admin_commands import ADMIN_COMMANDS
 from codemojex.bot.cards import Cards, RoomDefaults
-from codemojex.bot.context import BotServices, CodemojexApp, CodemojexContext, bound_services_type
+from codemojex.bot.context import (
+    BotConfig,
+    BotServices,
+    CodemojexApp,
+    CodemojexContext,
+    bound_services_type,
+)
 from codemojex.bot.daily import DailyCommands
 from codemojex.bot.door import STOP_S, Door
 from codemojex.bot.drafts import Drafts
@@ -65,13 +70,12 @@ from codemojex.bot.player_commands import (
 from codemojex.bot.polling import POLL_TIMEOUT_S, Poller
 from codemojex.bot.replies import Answers
 from codemojex.bot.taps import on_tap
-from codemojex.bot.webhook import WebhookServer, webhook_config
+from codemojex.bot.webhook import WebhookServer
 from codemojex.game import texts
 from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.outages import OUTAGES, outage_of
-from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
 from codemojex.state.board import DailyBoard
@@ -82,9 +86,6 @@ from codemojex.state.inbox import Inbox, PollerLease
 from codemojex.state.members import GroupMembers
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
-
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
-    from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +104,9 @@ ALLOWED_UPDATES: list[str] = [
 
 @dataclass(frozen=True, slots=True)
 class BotParts:
-    """What a caller gives the bot instead of what its settings make: the demo and the benches
+    """What a caller gives the bot instead of what its config makes: the demo and the benches
     a seeded `rng` (their rounds replay) and their `max_depth`; the tests a `pacer` and a
-    `budget` with limits no test reaches. None: the settings'."""
+    `budget` with limits no test reaches. None: the config's."""
 
     rng: random.Random | None = None
     max_depth: int | None = None
@@ -114,7 +115,7 @@ class BotParts:
 
 
 def make_services(
-    settings: Settings,
+    config: BotConfig,
     *,
     lanes: Lanes,
     sessionmaker: async_sessionmaker[AsyncSession],
@@ -126,13 +127,13 @@ def make_services(
     parts = parts or BotParts()
     queue = lanes.queue
     answers = Answers(
-        parts.pacer or Pacer(redis, queue, PacePolicy.from_settings(settings, answers=True)),
-        parts.budget or AnswerBudget(redis, queue, budget=settings.answer_budget),
+        parts.pacer or Pacer(redis, queue, config.pace),
+        parts.budget or AnswerBudget(redis, queue, budget=config.answer_budget),
     )
-    defaults = RoomDefaults(settings.default_ceiling, settings.round_timeout_s)
+    defaults = RoomDefaults(config.default_ceiling, config.round_timeout_s)
     cards = Cards(RoomCards(redis, queue), sessionmaker, defaults)
     intake = Intake(lanes)
-    board = DailyBoard(redis, settings.queue)
+    board = DailyBoard(redis, queue)
     guesses = Guesses(
         cards=cards,
         intake=intake,
@@ -141,15 +142,15 @@ def make_services(
         board=board,
         sessionmaker=sessionmaker,
         clock=clock,
-        max_depth=settings.max_depth if parts.max_depth is None else parts.max_depth,
+        max_depth=config.max_depth if parts.max_depth is None else parts.max_depth,
         outcomes=Counter(),
     )
     return BotServices(
-        settings=settings,
+        config=config,
         lanes=lanes,
         sessionmaker=sessionmaker,
         redis=redis,
-        admins=AdminCache(settings.admin_cache_ttl_s),
+        admins=AdminCache(config.admin_cache_ttl_s),
         answers=answers,
         cards=cards,
         guesses=guesses,
@@ -157,7 +158,7 @@ def make_services(
         drafts=Drafts(redis, queue),
         ring=PostingRing(redis, queue),
         inline=InlineQueries(redis, queue),
-        commands=CommandMarks(redis, queue, settings.dedupe_window_s),
+        commands=CommandMarks(redis, queue, config.dedupe_window_s),
         members=Members(GroupMembers(redis, queue), clock),
         board=board,
         clock=clock,
@@ -166,7 +167,7 @@ def make_services(
 
 
 def build_application(
-    settings: Settings,
+    config: BotConfig,
     *,
     lanes: Lanes,
     sessionmaker: async_sessionmaker[AsyncSession],
@@ -176,21 +177,21 @@ def build_application(
 ) -> CodemojexApp:
     """The bot, ready for `running` (polling, or our webhook server).
 
-    `parts`: what the demo, the benches and the tests give instead of what the settings make
+    `parts`: what the demo, the benches and the tests give instead of what the config makes
     (`BotParts`). The pacer's and the budget's namespace is the queue name, as for the
     worker's sender. `clock`: the daily code's now (tests play it over midnight).
     """
-    if settings.token is None:
+    if config.api.token is None:
         raise ValueError("the bot needs a token (CODEMOJEX_TOKEN)")
     services = make_services(
-        settings, lanes=lanes, sessionmaker=sessionmaker, redis=redis, clock=clock, parts=parts
+        config, lanes=lanes, sessionmaker=sessionmaker, redis=redis, clock=clock, parts=parts
     )
     context_types = ContextTypes(context=CodemojexContext, bot_data=bound_services_type(services))
     application: CodemojexApp = (
         ApplicationBuilder()
-        .token(settings.token.get_secret_value())
-        .base_url(settings.bot_api_base_url)
-        .base_file_url(settings.bot_api_base_file_url)
+        .token(config.api.token.get_secret_value())
+        .base_url(config.api.base_url)
+        .base_file_url(config.api.base_file_url)
         .context_types(context_types)
         # A player may delete the message before the answer goes out: answer anyway.
         .defaults(Defaults(allow_sending_without_reply=True))
@@ -361,14 +362,14 @@ def make_door(application: CodemojexApp, *, webhook: bool) -> Door:
     """The door; a webhook process's gives back what Redis cannot keep, and checks each update
     against every process's parked ones (several webhook processes share one bot)."""
     services = application.bot_data
-    settings = services.settings
+    config = services.config
     return Door(
         application,
-        Inbox(services.redis, settings.queue),
+        Inbox(services.redis, services.lanes.queue),
         door_hooks(services),
         key_of=functools.partial(order_key, chat_ordered=CHAT_ORDERED),
-        concurrency=settings.bot_concurrency,
-        deadline_s=settings.bot_update_deadline_s,
+        concurrency=config.bot_concurrency,
+        deadline_s=config.bot_update_deadline_s,
         give_back=webhook,
         peers=webhook,
     )
@@ -387,7 +388,7 @@ async def running(
     which says why not PTB's Updater) or our webhook server (codemojex.bot.webhook), each
     handing updates to the door (codemojex.bot.door) and confirming an update to Telegram
     only once the door settled it (finished, parked in Redis, or a dead letter). At most
-    `settings.bot_in_hand` updates are unsettled: a backlog waits at Telegram.
+    `config.bot_in_hand` updates are unsettled: a backlog waits at Telegram.
 
     With `webhook`, the webhook settings are checked (a strong secret) before anything starts,
     and Telegram is told the URL, the secret and max_connections (the same bound) once the
@@ -397,26 +398,27 @@ async def running(
     (polling found its token rejected); leaving then raises that error. The first Bot API call
     (getMe) raises telegram.error.InvalidToken, whose message holds the token, when Telegram
     rejects it: codemojex.bot.main turns that into a message without it."""
-    settings = application.bot_data.settings
-    config = webhook_config(settings) if webhook else None
+    config = application.bot_data.config
+    hook = config.webhook() if webhook else None
     server: WebhookServer | None = None
     poller: Poller | None = None
     relay: asyncio.Task[None] | None = None
     await application.initialize()
     door = make_door(application, webhook=webhook)
-    if config is not None:
-        server = WebhookServer(config, door, in_hand=settings.bot_in_hand, stop_s=stop_s)
+    if hook is not None:
+        server = WebhookServer(hook, door, in_hand=config.bot_in_hand, stop_s=stop_s)
     else:
-        lease = PollerLease(application.bot_data.redis, settings.queue, application.bot.id)
+        services = application.bot_data
+        lease = PollerLease(services.redis, services.lanes.queue, application.bot.id)
         poller = Poller(
             application,
             door,
             lease,
-            in_hand=settings.bot_in_hand,
+            in_hand=config.bot_in_hand,
             timeout=poll_timeout,
             allowed_updates=ALLOWED_UPDATES,
             stop_s=stop_s,
-            concurrency=settings.bot_concurrency,
+            concurrency=config.bot_concurrency,
         )
     if application.post_init is not None:
         await application.post_init(application)
@@ -429,7 +431,7 @@ async def running(
                     server.config.url,
                     secret_token=server.config.secret,
                     allowed_updates=ALLOWED_UPDATES,
-                    max_connections=settings.bot_in_hand,
+                    max_connections=config.bot_in_hand,
                 )
             elif poller is not None:
                 await poller.start()

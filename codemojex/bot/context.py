@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram.ext import Application, CallbackContext, ExtBot
 
+from codemojex.bot import admin, door
 from codemojex.bot.admin import AdminCache
 from codemojex.bot.cards import Cards
 from codemojex.bot.drafts import Drafts
@@ -27,14 +29,52 @@ from codemojex.bot.intake import Intake
 from codemojex.bot.members import Members
 from codemojex.bot.once import CommandMarks
 from codemojex.bot.replies import Answers
-from codemojex.lanes import Lanes
+from codemojex.bot.webhook import WebhookConfig, webhook_config
+from codemojex.lanes import Lanes, admission, facade
+from codemojex.limits import ROOM
+from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.ring import PostingRing
+from codemojex.state import budget
 from codemojex.state.board import DailyBoard
+from codemojex.values.botapi import BotApi
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
 
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
-    from codemojex.settings import Settings
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BotConfig:
+    """What the bot is built from (the composition root unpacks the settings into it, each
+    field the CODEMOJEX_ setting of its name): the Bot API and the token, the operators, the
+    webhook (no URL: polling), the answers' pace (`PacePolicy.from_rates(..., answers=True)`),
+    the new rooms' defaults, the limits on players and admins, the front door's and whether
+    inline mode is on."""
+
+    api: BotApi
+    operator_ids: Collection[int]
+    webhook_url: str | None
+    webhook_secret: SecretStr | None
+    webhook_listen: str
+    webhook_port: int
+    inline_mode: bool
+    pace: PacePolicy = field(default_factory=lambda: PacePolicy.from_rates(answers=True))
+    default_ceiling: int = ROOM.ceiling_default
+    round_timeout_s: int = ROOM.round_timeout_s_default
+    max_depth: int = admission.DEPTH
+    answer_budget: int = budget.BUDGET
+    admin_cache_ttl_s: float = admin.TTL_S
+    bot_concurrency: int = door.CONCURRENCY
+    bot_in_hand: int = door.IN_HAND
+    bot_update_deadline_s: float = door.DEADLINE_S
+    dedupe_window_s: int = facade.DEDUPE_WINDOW_S
+
+    def webhook(self) -> WebhookConfig:
+        """The webhook this bot serves; WeakWebhook when there is no URL or no strong secret."""
+        return webhook_config(
+            self.webhook_url,
+            self.webhook_secret,
+            listen=self.webhook_listen,
+            port=self.webhook_port,
+        )
 
 
 @dataclass
@@ -43,7 +83,7 @@ class BotServices:
     their toolkit, incoming.py) read it: everything below them is built from, and given, the
     parts it needs."""
 
-    settings: Settings
+    config: BotConfig
     lanes: Lanes
     sessionmaker: async_sessionmaker[AsyncSession]
     redis: AnyRedis

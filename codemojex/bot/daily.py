@@ -144,7 +144,7 @@ class DailyCommands:
         if view.status == "playing":
             text = texts.daily_playing(lang, view.puzzle.number, view.left, view.puzzle.palette)
         else:
-            share = context.bot.username if services.settings.inline_mode else None
+            share = context.bot.username if services.config.inline_mode else None
             text = texts.daily_again(
                 lang, view.card(lang), daily.seconds_to_next(now), share_via=share
             )

@@ -26,7 +26,7 @@ Two guards, the durable one first:
   `COMMAND_WAIT_S`, then "try again": the holder is alive and slow) rather than running
   it beside it, and a dead holder lets go
   within the lease; `done` once the effect committed (`Run.took_effect`), kept for the dedupe
-  window (`Settings.dedupe_window_s`) and never taken back, whatever raises after (an
+  window (CODEMOJEX_DEDUPE_WINDOW_S) and never taken back, whatever raises after (an
   answer's timeout, a card's write, a cancel); given back only when the command fails
   before its effect committed (`command_release.lua`), so that a delivery again runs it.
 

@@ -57,7 +57,7 @@ async def cmd_rules(update: Update, context: CodemojexContext) -> None:
         return
     services = context.services
     length, palette, repeats = DEFAULT_LENGTH, None, True
-    timeout_s = services.settings.round_timeout_s
+    timeout_s = services.config.round_timeout_s
     lang = user_language(who.user)
     if who.in_group:
         room = await services.cards.ensure_room(who.chat, who.thread_id)

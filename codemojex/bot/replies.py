@@ -5,7 +5,7 @@ Telegram limits a bot's messages per chat, per group and in all (TELEGRAM's rate
 worker's outbox sender and the bot post into the same chats, so both take their slots from the
 same `Pacer` (its state is in Redis, namespace = the queue, limits from the settings
 CODEMOJEX_PACE_*; while Redis is down, each process keeps the pace alone). The answers are held
-to a share of each limit (`PacePolicy.from_settings(..., answers=True)`:
+to a share of each limit (`PacePolicy.from_rates(..., answers=True)`:
 pace_policy.ANSWER_GROUP_SHARE_PCT of a group's minute, pace_policy.ANSWER_BOT_SHARE_PCT of
 the bot's second, never two of a chat's seconds in a row), so that the results keep the rest
 whatever a chat's members send.

@@ -86,7 +86,7 @@ async def _handle(
     length = round_.length
     draft = taps.parse_draft(await drafts.get(round_.id, user.id), len(palette), length)
     step = taps.step(draft, tap.action, length)
-    seen_s = services.settings.dedupe_window_s
+    seen_s = services.config.dedupe_window_s
     if step.complete is None:
         if not await drafts.done(
             query.id, round_.id, user.id, step.draft, round_.expires_at, seen_s

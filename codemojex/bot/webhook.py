@@ -53,18 +53,16 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 from aiohttp import web
+from pydantic import SecretStr
 from telegram import Update
 
 from codemojex.bot.door import IN_HAND, STOP_S, Door, InHand
 from codemojex.limits import TELEGRAM
 from codemojex.values.bounds import within
-
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
-    from codemojex.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -101,19 +99,22 @@ class WebhookConfig:
         return f"WebhookConfig(url={self.url!r}, listen={self.listen!r}, port={self.port!r})"
 
 
-def webhook_config(settings: Settings) -> WebhookConfig:
-    """The webhook this bot serves; WeakWebhook when there is no URL or no strong secret."""
-    if not settings.webhook_url:
+def webhook_config(
+    url: str | None, secret: SecretStr | None, *, listen: str, port: int
+) -> WebhookConfig:
+    """The webhook this bot serves at `url`, answering on `listen`:`port`
+    (CODEMOJEX_WEBHOOK_*); WeakWebhook when there is no URL or no strong secret."""
+    if not url:
         raise WeakWebhook("webhook mode needs CODEMOJEX_WEBHOOK_URL")
-    secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
-    if not _SECRET_RE.fullmatch(secret):
+    shown = secret.get_secret_value() if secret else ""
+    if not _SECRET_RE.fullmatch(shown):
         raise WeakWebhook(SECRET_RULE)
     return WebhookConfig(
-        url=settings.webhook_url,
-        path="/" + urlsplit(settings.webhook_url).path.strip("/"),
-        secret=secret,
-        listen=settings.webhook_listen,
-        port=settings.webhook_port,
+        url=url,
+        path="/" + urlsplit(url).path.strip("/"),
+        secret=shown,
+        listen=listen,
+        port=port,
     )
 
 

@@ -2,7 +2,8 @@
 
 Each engine carries its database's store backend (`store.backend.Backend`: `Postgres` or
 `Sqlite`), picked here once when it is built, as an execution option every connection of it
-inherits: the unit of work (`unit.py`) hands it to the use-cases, and nothing else asks.
+inherits: the use-cases ask for it in their unit of work (`backend_of(tx.conn)`), and nothing
+else asks.
 
 SQLite (the embedded demo default) gets the settings that let several connections of one
 process share a file without "database is locked": WAL, a busy timeout, foreign keys on, and
@@ -42,6 +43,7 @@ from sqlalchemy.pool import NullPool
 from codemojex.db.store.backend import Backend
 from codemojex.db.store.postgres import Postgres
 from codemojex.db.store.sqlite import Sqlite
+from codemojex.db.unit import MAINTENANCE
 
 # Database connections kept, and more for a burst: work queues rather than churning
 # connections. Postgres's max_connections (100) is shared: 2 bots and 3 workers keep 100 (a
@@ -90,11 +92,6 @@ READ_ONLY = "codemojex_read_only"
 
 # The execution option that carries an engine's store backend (`backend_of`).
 BACKEND = "codemojex_backend"
-
-# An execution option a maintenance transaction sets (`unit.uow(..., maintenance=True)`: the
-# retention trims): on Postgres it runs under the maintenance bounds, not the hot path's.
-# SQLite ignores it.
-MAINTENANCE = "codemojex_maintenance"
 
 # The databases Codemojex runs on, by the name a URL gives its dialect.
 _BACKENDS: dict[str, type[Backend]] = {"postgresql": Postgres, "sqlite": Sqlite}

@@ -44,7 +44,7 @@ from codemojex.standin import StandIn
 from codemojex.worker.botapi import make_bot
 from codemojex.worker.service import WorkerStats, WorkerTimings, run_worker
 
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
+if TYPE_CHECKING:  # the demo is a composition root: it unpacks the settings for each part
     from codemojex.settings import Settings
 
 
@@ -63,9 +63,11 @@ async def run_demo(settings: Settings, plan: DemoPlan) -> int:
             await asyncio.to_thread(upgrade, settings.database_url)
             rooms = make_rooms(standin, plan)
             fake_server = None if settings.redis_url else _fake_server()
-            async with open_runtime(settings, fake_server) as runtime:
+            async with open_runtime(settings.runtime(), fake_server) as runtime:
                 worker = WorkerThread(settings, fake_server)
-                return await _play(console, runtime, worker, standin, rooms, plan, rng, started)
+                return await _play(
+                    console, settings, runtime, worker, standin, rooms, plan, rng, started
+                )
         finally:
             await standin.stop()
 
@@ -127,11 +129,11 @@ class WorkerThread:
         self._stop = asyncio.Event()
         self._ready.set()
         async with (
-            open_runtime(self.settings, self.fake_server) as runtime,
-            make_bot(self.settings) as bot,
+            open_runtime(self.settings.runtime(), self.fake_server) as runtime,
+            make_bot(self.settings.bot_api()) as bot,
         ):
             await run_worker(
-                self.settings,
+                self.settings.worker(),
                 lanes=runtime.lanes,
                 sessionmaker=runtime.sessionmaker,
                 bot=bot,
@@ -144,6 +146,7 @@ class WorkerThread:
 
 async def _play(
     console: Console,
+    settings: Settings,
     runtime: Runtime,
     worker: WorkerThread,
     standin: StandIn,
@@ -152,9 +155,8 @@ async def _play(
     rng: random.Random,
     started: float,
 ) -> int:
-    settings = runtime.settings
     application = build_application(
-        settings, lanes=runtime.lanes, sessionmaker=runtime.sessionmaker, redis=runtime.redis
+        settings.bot(), lanes=runtime.lanes, sessionmaker=runtime.sessionmaker, redis=runtime.redis
     )
     stop_players = asyncio.Event()
     stats = worker.stats

@@ -27,9 +27,10 @@ Lua script in `lua/` (one round trip). Notes for callers:
 """
 
 from codemojex.lanes.admission import Admission, Admitted, Guard
+from codemojex.lanes.calls import Job
 from codemojex.lanes.consumer import ConsumerPool, Handler, PoolStats
 from codemojex.lanes.errors import LaneError, LaneFull, Retry
-from codemojex.lanes.facade import Job, Lanes
+from codemojex.lanes.facade import Lanes
 
 __all__ = [
     "Admission",

@@ -40,8 +40,9 @@ from typing import Annotated, Final
 
 from pydantic import Field
 
+from codemojex.lanes.calls import Job
 from codemojex.lanes.errors import Retry
-from codemojex.lanes.facade import LEASE_MS, Job, Lanes, LeaseMs
+from codemojex.lanes.facade import LEASE_MS, Lanes, LeaseMs
 from codemojex.limits import RETRIES, RetryPolicy
 from codemojex.outages import OUTAGES, is_outage, pause_s
 from codemojex.values.bounds import within

@@ -1,25 +1,27 @@
-"""`Lanes`: the async facade over the lanes scripts (one script, one round trip per verb)."""
+"""`Lanes`: the async facade over the lanes scripts (one script, one round trip per verb).
+
+Its verbs by family: the producer's and the consumer's here, the admin's (`admin.py`
+`AdminVerbs`) and the operators' (`operators.py` `OperatorVerbs`) beside it, on the script
+call they share (`calls.py`). Callers use `Lanes` alone."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Annotated, Any, Final, cast
 
 from pydantic import Field
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import AbstractConnection
-from redis.commands.core import AsyncScript
-from redis.exceptions import ResponseError
 
 from codemojex.lanes import admission
 from codemojex.lanes import keys as K
+from codemojex.lanes.admin import AdminVerbs
 from codemojex.lanes.admission import Admission, Admitted
-from codemojex.lanes.errors import LaneError, LaneFull
-from codemojex.lanes.scripts import source
-from codemojex.lanes.views import DeadJob, QueueStats, RoomQueue
+from codemojex.lanes.calls import Job, checked, job_of, token
+from codemojex.lanes.errors import LaneError
+from codemojex.lanes.operators import OperatorVerbs
 from codemojex.limits import ROOM
 from codemojex.values import ids
 from codemojex.values.bounds import within
@@ -31,9 +33,6 @@ _DAY_MS: Final = 24 * 3600 * 1000
 MAX_ATTEMPTS: Final = 5
 MAX_ERROR_CHARS: Final = 2_000
 ACK_CHUNK: Final = 1_000
-# A player's heads per turn of their room's lane ring (/weight sets it).
-WEIGHT_MIN: Final = 1
-WEIGHT_MAX: Final = 100
 # Expired leases reaped, due retries promoted, per script call of the maintenance pass.
 MAINTENANCE_BATCH: Final = 1000
 MAINTENANCE_BATCH_MAX: Final = 100_000
@@ -61,33 +60,6 @@ DeadMax = Annotated[int, Field(ge=0, le=10_000_000)]
 RetentionMs = Annotated[int, Field(ge=1, le=RETENTION_MS_MAX)]
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
-    """A leased job. `attempts` is the fencing token: ack/retry/extend present it."""
-
-    id: str
-    room: str
-    lane: str
-    payload: bytes
-    attempts: int
-    max_attempts: int
-    seq: int
-    enqueued_ms: int
-
-
-def _job(room: str, lane: str, fields: Sequence[Any]) -> Job:
-    """A job from its six fields in a script's reply, in their order: id, payload, attempts,
-    max attempts, seq, enqueued at."""
-    job_id, payload, attempts, max_attempts, seq, enqueued_ms = fields
-    return Job(job_id.decode(), room, lane, payload, attempts, max_attempts, seq, enqueued_ms)
-
-
-def _int(value: object, name: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise LaneError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
-    return value
-
-
 def _lease(lease_ms: object) -> int:
     return within(cast(int, lease_ms), LeaseMs, "lease_ms", LaneError)  # within checks the type
 
@@ -112,25 +84,7 @@ def _default_timeout() -> float | None:
     return cast(float | None, param.default)
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _token(job: Job) -> tuple[str, int]:
-    """A job's id and fencing token, validated: they go into key names and script arguments."""
-    return K.check_job(job.id), _int(job.attempts, "attempts", 0, 2**31)
-
-
-def _translate(exc: ResponseError) -> Exception:
-    text = str(exc)
-    if text.startswith("LANEFULL "):
-        return LaneFull(text[len("LANEFULL ") :])
-    if text.startswith("LANEERR "):
-        return LaneError(text[len("LANEERR ") :])
-    return exc
-
-
-class Lanes:
+class Lanes(AdminVerbs, OperatorVerbs):
     """A fair two-level queue (rooms, then players' lanes) in one Redis.
 
     `client` is a `redis.asyncio.Redis` or `redis.asyncio.cluster.RedisCluster` with
@@ -156,36 +110,17 @@ class Lanes:
         dead_age_ms: int = DEAD_AGE_MS,
         lane_idle_ms: int = IDLE_MS,
     ) -> None:
-        self.client = client
-        self.keys = K.Keys(queue)
-        self.queue = queue
+        super().__init__(client, queue)
         # Checked as the setting is, in whole seconds (a test's shorter window rounds up).
-        seconds = -(-_int(dedupe_window_ms, "dedupe_window_ms", 1, 2**40) // 1000)
+        seconds = -(-checked(dedupe_window_ms, "dedupe_window_ms", 1, 2**40) // 1000)
         within(seconds, DedupeWindowS, "the dedupe window in seconds", LaneError)
         self.dedupe_window_ms = dedupe_window_ms
-        self.batch = _int(batch, "batch", 1, MAINTENANCE_BATCH_MAX)
+        self.batch = checked(batch, "batch", 1, MAINTENANCE_BATCH_MAX)
         self.dead_max = within(dead_max, DeadMax, "dead_max", LaneError)
         self.dead_age_ms = within(dead_age_ms, RetentionMs, "dead_age_ms", LaneError)
         self.lane_idle_ms = within(lane_idle_ms, RetentionMs, "lane_idle_ms", LaneError)
-        # KEYS[1] is the prefix the scripts build every name from; it names no key, so the
-        # mint counter is declared too, as KEYS[2] (the scripts reach it by name). Two
-        # declared keys, one never present: while the queue's slot is being migrated, Redis
-        # refuses the script (TRYAGAIN) instead of running it on the importing node against
-        # the keys that happen to have arrived there.
-        self._declared = [self.keys.prefix, self.keys.seq]
-        self._scripts: dict[str, AsyncScript] = {}
 
     # -- plumbing -------------------------------------------------------------------------
-
-    async def _call(self, verb: str, *args: Any) -> Any:
-        script = self._scripts.get(verb)
-        if script is None:
-            script = self.client.register_script(source(verb))
-            self._scripts[verb] = script
-        try:
-            return await script(keys=self._declared, args=args)
-        except ResponseError as exc:
-            raise _translate(exc) from None
 
     @staticmethod
     def _jobs(reply: list[Any], at: int = 0) -> list[Job]:
@@ -195,13 +130,13 @@ class Lanes:
             return []
         room = reply[at].decode()
         lane = reply[at + 1].decode()
-        return [_job(room, lane, reply[i : i + 6]) for i in range(at + 3, len(reply), 6)]
+        return [job_of(room, lane, reply[i : i + 6]) for i in range(at + 3, len(reply), 6)]
 
     @staticmethod
     def _pairs(jobs: list[Job]) -> list[str | int]:
         args: list[str | int] = []
         for job in jobs:
-            args.extend(_token(job))
+            args.extend(token(job))
         return args
 
     # -- producer -------------------------------------------------------------------------
@@ -222,7 +157,7 @@ class Lanes:
         K.check_lane(lane)
         if not isinstance(payload, bytes | bytearray | memoryview):
             raise LaneError(f"payload must be bytes, got {type(payload).__name__}")
-        _int(max_attempts, "max_attempts", 1, 1_000)
+        checked(max_attempts, "max_attempts", 1, 1_000)
         if max_depth is not None:
             within(max_depth, admission.Depth, "max_depth", LaneError)
         digest = ""
@@ -267,7 +202,7 @@ class Lanes:
 
     async def ack(self, job: Job) -> bool:
         """Complete a job; False (and nothing changed) when its token is stale."""
-        return bool(await self._call("ack", *_token(job)))
+        return bool(await self._call("ack", *token(job)))
 
     async def ack_many(self, jobs: list[Job]) -> int:
         """Complete a batch in one round trip; how many were acked (stale ones are not)."""
@@ -299,7 +234,7 @@ class Lanes:
         many of `done` were acked, the batches (fewer than `wanted` when the rota ran dry),
         and whether the room ring still held work after the last one."""
         lease = _lease(lease_ms)
-        _int(wanted, "wanted", 0, ACK_CHUNK)
+        checked(wanted, "wanted", 0, ACK_CHUNK)
         pairs = self._pairs(done)  # every token checked before anything is acked
         acked = 0
         if len(done) > ACK_CHUNK:
@@ -314,20 +249,20 @@ class Lanes:
             lane = reply[at + 2].decode()
             first = at + 3
             batches.append(
-                [_job(room, lane, reply[i : i + 6]) for i in range(first, first + fields, 6)]
+                [job_of(room, lane, reply[i : i + 6]) for i in range(first, first + fields, 6)]
             )
             at = first + fields
         return acked + reply[0], batches, bool(batches) and reply[1] > 0
 
     async def retry(self, job: Job, delay_ms: int, error: str) -> str:
         """'delayed' (due after delay_ms) or 'dead' (attempts spent); 'stale' when fenced out."""
-        job_id, attempts = _token(job)
-        _int(delay_ms, "delay_ms", 0, 2**40)
+        job_id, attempts = token(job)
+        checked(delay_ms, "delay_ms", 0, 2**40)
         reply = await self._call("retry", job_id, attempts, delay_ms, error[:MAX_ERROR_CHARS])
         return str(reply.decode())
 
     async def extend(self, job: Job, lease_ms: int) -> bool:
-        return bool(await self._call("extend", *_token(job), _lease(lease_ms)))
+        return bool(await self._call("extend", *token(job), _lease(lease_ms)))
 
     async def reap(self) -> int:
         """Expired leases back to their lanes (or dead); how many."""
@@ -365,140 +300,3 @@ class Lanes:
             pipe.lpush(self.keys.wake, *([b"1"] * max(1, min(n, 64))))
             pipe.ltrim(self.keys.wake, 0, 63)
             await pipe.execute()
-
-    # -- admin ----------------------------------------------------------------------------
-
-    async def limit(self, room: str, n: int) -> None:
-        ceiling = _int(n, "ceiling", ROOM.ceiling_min, ROOM.ceiling_max)
-        await self._call("limit", K.check_room(room), ceiling)
-
-    async def unlimit(self, room: str) -> None:
-        await self._call("unlimit", K.check_room(room))
-
-    async def weight(self, lane: str, w: int) -> None:
-        await self._call("weight", K.check_lane(lane), _int(w, "weight", WEIGHT_MIN, WEIGHT_MAX))
-
-    @staticmethod
-    def _kind(room_or_lane: str) -> str:
-        return "room" if ids.brand_of(K.check_room_or_lane(room_or_lane)) == ids.ROOM else "lane"
-
-    async def pause(self, room_or_lane: str) -> None:
-        await self._call("pause", room_or_lane, self._kind(room_or_lane))
-
-    async def resume(self, room_or_lane: str) -> None:
-        await self._call("resume", room_or_lane, self._kind(room_or_lane))
-
-    async def is_paused(self, room: str) -> bool:
-        """Whether the room itself is paused (the queue's own pause aside): one read."""
-        return bool(await self.client.sismember(self.keys.paused, K.check_room(room)))
-
-    async def pause_queue(self) -> None:
-        await self._call("pause_queue")
-
-    async def resume_queue(self) -> None:
-        await self._call("resume_queue")
-
-    async def reassign(self, job_id: str, lane: str) -> bool:
-        """Move a pending job to another lane of its room at its seq; False if not pending."""
-        return bool(await self._call("reassign", K.check_job(job_id), K.check_lane(lane)))
-
-    async def purge(self, lane: str) -> int:
-        """Move a lane's pending jobs to dead; how many."""
-        return int(await self._call("purge", K.check_lane(lane)))
-
-    async def snapshot(self, room: str | None = None) -> dict[str, Any]:
-        """Depths, in flight, ceilings, weights, ring order and pauses (see the package
-        docstring). A room's "lanes" are those holding pending jobs: a room's snapshot costs
-        what those cost, however many players the room has had."""
-        arg = "" if room is None else K.check_room(room)
-        qpaused, ring, active, delayed, dead, rooms = await self._call("snapshot", arg)
-        return {
-            "queue": self.queue,
-            "paused": bool(qpaused),
-            "ring": [r.decode() for r in ring],
-            "active": active,
-            "delayed": delayed,
-            "dead": dead,
-            "rooms": {
-                r.decode(): {
-                    "paused": bool(paused),
-                    "ceiling": None if ceiling < 0 else ceiling,
-                    "in_flight": in_flight,
-                    "ring": [x.decode() for x in lane_ring],
-                    "pending": sum(lane[1] for lane in lanes),
-                    "lanes": {
-                        lane.decode(): {"depth": depth, "weight": w, "paused": bool(lp)}
-                        for lane, depth, w, lp in lanes
-                    },
-                }
-                for r, paused, ceiling, in_flight, lane_ring, lanes in rooms
-            },
-        }
-
-    # -- operators (docs/lanes.md, "What operators read") ---------------------------------
-
-    async def stats(self, top: int = 0) -> QueueStats:
-        """The queue's totals and the `top` deepest rooms, from the books: no walk over
-        rooms or jobs, so the metrics may ask every scrape."""
-        return QueueStats.parse(await self._call("stats", _int(top, "top", 0, 1000)))
-
-    async def rooms(self, rooms: list[str]) -> list[RoomQueue]:
-        """Pending, in flight, ceiling, pause, oldest wait and last enqueue of these rooms
-        (a page of them: each costs its lanes with work)."""
-        checked = [K.check_room(room) for room in rooms]
-        if not checked:
-            return []
-        return [RoomQueue.parse(row) for row in await self._call("rooms", *checked)]
-
-    async def rooms_by(
-        self, book: str, offset: int, count: int, *, descending: bool = True
-    ) -> tuple[int, list[tuple[str, int]]]:
-        """A page of the rooms ranked in a book: "depth" (pending jobs; rooms with none are
-        not in it) or "activity" (last enqueue in ms): (rooms in the book, [(room, value)]).
-        O(log n + count): Redis finds a rank in a sorted set without walking it."""
-        key = {"depth": self.keys.rdepth, "activity": self.keys.rseen}[book]
-        start = _int(offset, "offset", 0, 2**31)
-        stop = start + _int(count, "count", 1, 1000) - 1
-        async with self.client.pipeline(transaction=False) as pipe:
-            pipe.zcard(key)
-            if descending:
-                pipe.zrevrange(key, start, stop, withscores=True)
-            else:
-                pipe.zrange(key, start, stop, withscores=True)
-            total, rows = await pipe.execute()
-        return int(total), [(_text(room), int(score)) for room, score in rows]
-
-    async def waiting_before(self, moments: Mapping[str, int]) -> tuple[int, set[str]]:
-        """(Redis's time in ms, the rooms of `moments` that still hold a job enqueued before
-        their moment in ms: pending, in flight or waiting for a retry). For the round timer
-        (rounds past their deadline); costs those rooms' lanes with work, the leases and the
-        delayed jobs."""
-        args: list[str | int] = []
-        for room, moment in moments.items():
-            args += [K.check_room(room), _int(moment, "moment", 0, 2**53)]
-        now, *flags = await self._call("waiting", *args)
-        return int(now), {room for room, flag in zip(moments, flags, strict=True) if int(flag)}
-
-    async def dead(self, offset: int = 0, count: int = 50) -> tuple[int, list[DeadJob]]:
-        """A page of the dead jobs, latest deaths first: (dead jobs in all, the page)."""
-        total, rows = await self._call(
-            "dead", _int(offset, "offset", 0, 2**31), _int(count, "count", 1, 1000)
-        )
-        return int(total), [DeadJob.parse(row) for row in rows]
-
-    async def requeue(self, job_id: str) -> bool:
-        """A dead job back into its lane, its attempts allowance given again; False when it
-        is not (any more) a dead job."""
-        return bool(await self._call("requeue", K.check_job(job_id)))
-
-    async def check(self, *, deep: bool = True) -> list[str]:
-        """Every violated invariant, read from the raw keys; [] when the queue is sound.
-
-        `deep` also SCANs the database (one pass, inside the script) for keys that nothing
-        in the queue leads to, such as a job hash that lost its place; without it the check
-        costs only the queue's own size."""
-        return [line.decode() for line in await self._call("check", "1" if deep else "0")]
-
-    async def repair(self) -> list[str]:
-        """Fix gactive, placements and both rings from the raw state; what was fixed."""
-        return [line.decode() for line in await self._call("repair")]

@@ -11,7 +11,8 @@ new key is a suffix in `keys.SINGLE` (used as its capitals) or a `keys.Shape` in
 
 Adding a verb: `lua/<verb>.lua` with its header (KEYS, ARGV, Returns), one `--- @include`
 line per helper it calls (and `keys` when it uses a key name), its name in `VERBS`, and a
-method of `Lanes` (facade.py) that calls it; a helper two verbs share goes into
+method of `Lanes` that calls it, in its family's module (facade.py the producer's and the
+consumer's, admin.py, operators.py); a helper two verbs share goes into
 `lua/includes/<helper>.lua`, naming its own includes.
 """
 

@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -21,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.lanes import Lanes
 from codemojex.metrics import INSTRUMENTS
-from codemojex.ops.collect import Shared, SharedCollector
+from codemojex.ops.collect import TOP_ROOMS, Shared, SharedCollector
 from codemojex.ops.fleet import Publisher
 from codemojex.ops.health import readiness
 from codemojex.outages import OUTAGES
@@ -30,9 +31,17 @@ from codemojex.values.redistypes import AnyRedis
 if TYPE_CHECKING:  # aiohttp is imported only when a metrics port is set: a faster start
     from aiohttp import web
 
-    from codemojex.settings import Settings
-
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricsConfig:
+    """Where this process serves /metrics, /healthz and /readyz (`port` None: nowhere), and
+    how many of the deepest rooms get series of their own (`collect.TOP_ROOMS`)."""
+
+    port: int | None
+    host: str
+    top_rooms: int = TOP_ROOMS
 
 
 class ProcessOps:
@@ -41,7 +50,7 @@ class ProcessOps:
     def __init__(
         self,
         kind: str,
-        settings: Settings,
+        config: MetricsConfig,
         *,
         redis: AnyRedis,
         engine: AsyncEngine,
@@ -50,15 +59,15 @@ class ProcessOps:
         collectors: Iterable[Collector],
         problems: Callable[[], dict[str, str]] | None = None,
     ) -> None:
-        self.settings = settings
+        self.config = config
         self._problems = problems  # the process's own reasons not to be ready
         self.redis = redis
         self.engine = engine
         self.registry = CollectorRegistry(auto_describe=True)
-        self.shared = Shared(lanes, sessionmaker, settings.metrics_top_rooms)
+        self.shared = Shared(lanes, sessionmaker, config.top_rooms)
         for collector in (*INSTRUMENTS, SharedCollector(self.shared), *collectors):
             self.registry.register(collector)
-        self.publisher = Publisher(redis, settings.queue, kind, self.registry)
+        self.publisher = Publisher(redis, lanes.queue, kind, self.registry)
         self.port: int | None = None  # the port /metrics is served on, once started
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -66,15 +75,15 @@ class ProcessOps:
 
     async def start(self) -> None:
         self._tasks.append(asyncio.create_task(self.publisher.run(self._stop), name="ops:fleet"))
-        if self.settings.metrics_port is not None:
+        if self.config.port is not None:
             from aiohttp import web
 
             self._runner = web.AppRunner(self.app(), access_log=None)
             await self._runner.setup()
-            site = web.TCPSite(self._runner, self.settings.metrics_host, self.settings.metrics_port)
+            site = web.TCPSite(self._runner, self.config.host, self.config.port)
             await site.start()
-            self.port = self.settings.metrics_port
-            log.info("metrics on http://%s:%d/metrics", self.settings.metrics_host, self.port)
+            self.port = self.config.port
+            log.info("metrics on http://%s:%d/metrics", self.config.host, self.port)
         watchdog = _watchdog_interval_s()
         if watchdog is not None:
             self._tasks.append(asyncio.create_task(self._watchdog(watchdog), name="ops:watchdog"))

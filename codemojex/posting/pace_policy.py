@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import Annotated, Final
 
 from pydantic import Field
 
 from codemojex.limits import TELEGRAM
 from codemojex.values.bounds import within
-
-if TYPE_CHECKING:
-    from codemojex.settings import Settings
 
 # A rate of the settings CODEMOJEX_PACE_* (a chat's second, a group's minute, the bot's second):
 # Telegram's published ones by default (limits.py TELEGRAM); lower for a throttled bot, higher
@@ -135,15 +132,6 @@ class PacePolicy:
             group_total=group_per_min,
             bot_limit=bot_per_s,
             margin_ms=margin_ms,
-        )
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, answers: bool = False) -> PacePolicy:
-        return cls.from_rates(
-            settings.pace_chat_per_s,
-            settings.pace_group_per_min,
-            settings.pace_bot_per_s,
-            answers=answers,
         )
 
     @property

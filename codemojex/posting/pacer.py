@@ -25,7 +25,7 @@ the ring in the first case and waits its turn for the bot in the second).
 
 Two kinds of post share these limits, each with a policy of its own (`PacePolicy`): the
 results (the outbox sender: results, round announcements) and the bot's own answers
-(`PacePolicy.from_settings(..., answers=True)`). Every grant is logged with its kind, so the
+(`PacePolicy.from_rates(..., answers=True)`). Every grant is logged with its kind, so the
 answers get what the results leave, never all of it, whatever a chat's members send: at most
 pace_policy.ANSWER_GROUP_SHARE_PCT of a group's minute, and beyond
 pace_policy.ANSWER_GROUP_RESERVE only while the minute has room for the results' part; at most

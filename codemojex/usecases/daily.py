@@ -28,7 +28,7 @@ from typing import Literal
 
 from sqlalchemy.exc import IntegrityError
 
-from codemojex.db.engine import Sessions
+from codemojex.db.engine import Sessions, backend_of
 from codemojex.db.models import DailyResult
 from codemojex.db.reading import reading
 from codemojex.db.store import daily as daily_store
@@ -141,7 +141,8 @@ async def _open_once(
 ) -> Opened:
     """`open_daily`'s transaction."""
     async with uow(sessions) as tx:
-        seen = await tx.backend.look_daily(tx, chat, day)
+        backend = backend_of(tx.conn)
+        seen = await backend.look_daily(tx, chat, day)
         puzzle = seen.puzzle or await _todays_puzzle(tx, day, rng)
         if seen.result is not None:
             view = _view(puzzle, daily_store.Today(seen.result, seen.record))
@@ -158,7 +159,7 @@ async def _open_once(
             return Message(chat.chat_id, text, KIND_ROUND, round_id, markup=markup)
 
         new = NewDaily(chat, language, puzzle, now, daily.day_start(day + daily.DAY), post)
-        card = await tx.backend.open_daily(tx, seen, new)
+        card = await backend.open_daily(tx, seen, new)
     assert card.open_round is not None
     result = DailyResult(
         day=day,

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 
-from codemojex.db.engine import Sessions
+from codemojex.db.engine import Sessions, backend_of
 from codemojex.db.store.seats import Seat, by_lane
 from codemojex.db.unit import uow
 from codemojex.game.decide import decide, late_lines, within_budget
@@ -55,11 +55,12 @@ async def record_guesses(
     for attempt in (1, 2):
         try:
             async with uow(sessions) as tx:
-                state, mapped = await tx.backend.load_batch(tx, attempts, lanes, now)
+                backend = backend_of(tx.conn)
+                state, mapped = await backend.load_batch(tx, attempts, lanes, now)
                 decision = decide(mapped, state, now, share=share)
                 if late_budget is not None:
                     decision = await _budgeted(decision, state, members, late_budget)
-                await tx.backend.write_batch(tx, decision)
+                await backend.write_batch(tx, decision)
             return decision.verdicts
         except IntegrityError:
             # A copy of one of these jobs, delivered twice at once, committed first. At READ

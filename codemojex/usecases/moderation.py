@@ -132,7 +132,7 @@ async def weight(
     committed: Committed = not_told,
 ) -> Weighted:
     """Give `member`'s lane in `room` the weight `value` (checked by the caller against
-    facade.WEIGHT_MIN..facade.WEIGHT_MAX): their row, then their lane as the row says. With
+    lanes/admin.py WEIGHT_MIN..WEIGHT_MAX): their row, then their lane as the row says. With
     `command`, once per its message (see the module's doc)."""
     held = await _held_seat(cards, room, member)
     async with uow(sessions) as tx:

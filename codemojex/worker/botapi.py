@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from telegram import Bot
 from telegram.request import HTTPXRequest
 
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
-    from codemojex.settings import Settings
+from codemojex.values.botapi import BotApi
 
 
 def make_bot(
-    settings: Settings,
+    api: BotApi,
     *,
     connections: int = 32,
     pool_timeout_s: float = 10.0,
@@ -24,7 +21,7 @@ def make_bot(
     `connections` HTTP connections: python-telegram-bot's single default connection times out
     the sender's concurrent posts (one per chat in hand). Every call is bounded by the
     timeouts."""
-    if settings.token is None:
+    if api.token is None:
         raise ValueError("the worker needs the bot token (CODEMOJEX_TOKEN) to post")
     request = HTTPXRequest(
         connection_pool_size=connections,
@@ -34,8 +31,8 @@ def make_bot(
         write_timeout=write_timeout_s,
     )
     return Bot(
-        settings.token.get_secret_value(),
-        base_url=settings.bot_api_base_url,
-        base_file_url=settings.bot_api_base_file_url,
+        api.token.get_secret_value(),
+        base_url=api.base_url,
+        base_file_url=api.base_file_url,
         request=request,
     )

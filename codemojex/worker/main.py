@@ -5,47 +5,47 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import TYPE_CHECKING
 
 from codemojex.db.engine import DB_POOL_SIZE
 from codemojex.ops.collect import WorkerCollector
-from codemojex.ops.server import ProcessOps
-from codemojex.runtime import open_runtime, settle_process, warn_without_persistence
+from codemojex.ops.server import MetricsConfig, ProcessOps
+from codemojex.runtime import RuntimeConfig, open_runtime, settle_process, warn_without_persistence
+from codemojex.values.botapi import BotApi
 from codemojex.worker.botapi import make_bot
-from codemojex.worker.service import FLUSH_CONNECTIONS, WorkerStats, run_worker
-
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
-    from codemojex.settings import Settings
+from codemojex.worker.service import FLUSH_CONNECTIONS, WorkerConfig, WorkerStats, run_worker
 
 log = logging.getLogger(__name__)
 
 
-async def main(settings: Settings) -> WorkerStats:
+async def main(
+    config: WorkerConfig, runtime: RuntimeConfig, metrics: MetricsConfig, api: BotApi
+) -> WorkerStats:
     """Run until SIGTERM or SIGINT, then stop gracefully (batches in hand are finished and
-    acked, the post in hand completes)."""
+    acked, the post in hand completes): on the Redis and database of `runtime`, posting
+    through `api`, serving /metrics as `metrics` says."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     # The bot is not initialised (no getMe): the sender only posts, and a Bot API that is
     # down at start-up must not keep the pool from scoring; posts wait until it is back.
-    bot = make_bot(settings)
+    bot = make_bot(api)
     try:
         # The score worker's flushes keep connections of their own (service.FLUSH_CONNECTIONS):
         # the process keeps as many in all as any other.
         pool = DB_POOL_SIZE - FLUSH_CONNECTIONS
-        async with open_runtime(settings, db_pool_size=pool) as rt:
+        async with open_runtime(runtime, db_pool_size=pool) as rt:
             await warn_without_persistence(rt.redis)
             log.info(
                 "worker up: queue %s, concurrency %d, lease %d ms",
-                settings.queue,
-                settings.concurrency,
-                settings.lease_ms,
+                config.queue,
+                config.concurrency,
+                config.lease_ms,
             )
             stats = WorkerStats()
             ops = ProcessOps(
                 "worker",
-                settings,
+                metrics,
                 redis=rt.redis,
                 engine=rt.engine,
                 sessionmaker=rt.sessionmaker,
@@ -56,7 +56,7 @@ async def main(settings: Settings) -> WorkerStats:
             settle_process()
             try:
                 await run_worker(
-                    settings,
+                    config,
                     lanes=rt.lanes,
                     sessionmaker=rt.sessionmaker,
                     bot=bot,

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
@@ -25,32 +25,31 @@ from codemojex.db import store
 from codemojex.db.engine import own_pool
 from codemojex.db.reading import reading
 from codemojex.game import rounds
-from codemojex.lanes import Lanes, consumer
+from codemojex.lanes import Lanes, consumer, facade
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.limits import RETRIES, ROOM
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
+from codemojex.posting.sender.delivery import Ambiguous
 from codemojex.posting.sender.loop import RECONCILE_S
 from codemojex.runtime import settle_process
 from codemojex.scoring.rules import ROUND_HOLD_S_MAX
 from codemojex.state.board import DailyBoard
-from codemojex.state.budget import AnswerBudget
+from codemojex.state.budget import BUDGET, AnswerBudget
 from codemojex.state.cards import RoomCards
 from codemojex.values.batch import deadline_ms
 from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import ROUND_DAILY, Say
 from codemojex.worker.botapi import make_bot
-from codemojex.worker.retention import AuditTrim, DailyTrim, Trim
+from codemojex.worker.retention import AUDIT_KEEP_DAYS, DAILY_KEEP_DAYS, AuditTrim, DailyTrim, Trim
 from codemojex.worker.score import HOLD_S, ScoreStats, ScoreWorker
-
-if TYPE_CHECKING:  # Settings sits above its readers: they take it, never build it
-    from codemojex.settings import Settings
 
 __all__ = [
     "Expiry",
+    "WorkerConfig",
     "WorkerStats",
     "expire_rounds_once",
     "make_bot",
@@ -243,6 +242,25 @@ async def _wait_outbox_empty(
         await asyncio.sleep(0.1)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerConfig:
+    """What the worker is built from (the composition root unpacks the settings into it): the
+    queue it serves, the results' pace (`PacePolicy.from_rates`), what a post the sender cannot
+    tell went out becomes (`sender_ambiguous`), the members' answer budget, whether daily cards
+    carry a Share button (`inline_mode`), its consumers and their lease, and how long the
+    audit log and the players' daily rows are kept."""
+
+    queue: str
+    pace: PacePolicy
+    sender_ambiguous: Ambiguous
+    inline_mode: bool
+    answer_budget: int = BUDGET
+    concurrency: int = consumer.CONCURRENCY
+    lease_ms: int = facade.LEASE_MS
+    audit_keep_days: int = AUDIT_KEEP_DAYS
+    daily_keep_days: int = DAILY_KEEP_DAYS
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerTimings:
     """How often the worker's parts look and how long they wait. A deployment runs the
@@ -265,7 +283,7 @@ class WorkerTimings:
 
 
 async def run_worker(
-    settings: Settings,
+    config: WorkerConfig,
     *,
     lanes: Lanes,
     sessionmaker: async_sessionmaker[AsyncSession],
@@ -292,11 +310,11 @@ async def run_worker(
         sessionmaker,
         bot,
         redis,
-        namespace=settings.queue,
-        pacer=Pacer(redis, settings.queue, PacePolicy.from_settings(settings)),
+        namespace=config.queue,
+        pacer=Pacer(redis, config.queue, config.pace),
         poll_s=timings.sender_poll_s,
         stats=stats.sender,
-        ambiguous=settings.sender_ambiguous,
+        ambiguous=config.sender_ambiguous,
     )
 
     # The worker's one hook after its group commit: each chat given outbox rows joins the
@@ -305,14 +323,14 @@ async def run_worker(
         sender.poke(chat_id)
 
     # Finished dailies go onto the world board once committed (state/board.py).
-    board = DailyBoard(redis, settings.queue)
-    cards = RoomCards(redis, settings.queue)
+    board = DailyBoard(redis, config.queue)
+    cards = RoomCards(redis, config.queue)
 
     async def closed(room_id: str, round_id: int) -> None:
         await close_card(cards, room_id, round_id)
 
     # "Too late" lines spend their members' answer budgets, the bot's answers' own.
-    budget = AnswerBudget(redis, settings.queue, budget=settings.answer_budget)
+    budget = AnswerBudget(redis, config.queue, budget=config.answer_budget)
 
     async def late_budget(members: Sequence[tuple[int, int]]) -> list[Say]:
         return await budget.spend_many(members, wait_s=LATE_BUDGET_WAIT_S)
@@ -324,7 +342,7 @@ async def run_worker(
         stats=stats.score,
         on_recorded=poke,
         on_finished=board.finished,
-        share=settings.inline_mode,
+        share=config.inline_mode,
         on_closed=closed,
         clock=clock,
         late_budget=late_budget,
@@ -332,8 +350,8 @@ async def run_worker(
     pool = ConsumerPool(
         lanes,
         scorer,
-        concurrency=settings.concurrency,
-        lease_ms=settings.lease_ms,
+        concurrency=config.concurrency,
+        lease_ms=config.lease_ms,
         maintenance_interval_s=timings.maintenance_interval_s,
         park_timeout_s=timings.park_timeout_s,
     )
@@ -350,8 +368,8 @@ async def run_worker(
             stats,
             sender_stop,
             timings.timer_s,
-            AuditTrim(settings.audit_keep_days),
-            DailyTrim(settings.daily_keep_days),
+            AuditTrim(config.audit_keep_days),
+            DailyTrim(config.daily_keep_days),
             timings.round_hold_s,
             clock,
         ),

@@ -217,7 +217,7 @@ async def bot_world(
     settings = bot_settings(standin, queue, database_url, **settings_extra)
     lanes = Lanes(redis, queue=queue)
     app = build_application(
-        settings,
+        settings.bot(),
         lanes=lanes,
         sessionmaker=sessionmaker,
         redis=redis,

@@ -42,7 +42,7 @@ async def second_process(world: World) -> AsyncIterator[CodemojexApp]:
     marks, cards cache and answers), initialized, not polling: the test hands it updates."""
     queue = world.settings.queue
     other = build_application(
-        world.settings,
+        world.settings.bot(),
         lanes=Lanes(world.redis, queue=queue),
         sessionmaker=world.sessionmaker,
         redis=world.redis,

@@ -216,7 +216,7 @@ async def test_one_poller_per_bot(world: World) -> None:
     """A second bot process of the same token stands by (its /readyz says so) and polls
     nothing; when the first stops, it takes over."""
     second = build_application(
-        world.settings,
+        world.settings.bot(),
         lanes=world.lanes,
         sessionmaker=world.sessionmaker,
         redis=world.redis,
@@ -234,7 +234,10 @@ async def test_a_standby_takes_over_when_the_poller_stops(
 ) -> None:
     async with bot_world(bot_database_url, queue_name) as world:
         second = build_application(
-            world.settings, lanes=world.lanes, sessionmaker=world.sessionmaker, redis=world.redis
+            world.settings.bot(),
+            lanes=world.lanes,
+            sessionmaker=world.sessionmaker,
+            redis=world.redis,
         )
         first = world.front
         assert first is not None and first.poller is not None
@@ -309,6 +312,7 @@ async def test_an_update_that_finishes_while_it_is_parked_is_settled_once(
     (once), and what the park wrote is forgotten at the next tick."""
     redis = aioredis.Redis.from_url(REDIS_URL)
     parking, let_park, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    parked = asyncio.Event()
 
     class SlowInbox(Inbox):
         """The real inbox, its park held until the test lets it go."""
@@ -317,6 +321,7 @@ async def test_an_update_that_finishes_while_it_is_parked_is_settled_once(
             parking.set()
             await let_park.wait()
             await super().park(records)
+            parked.set()
 
     async def hold(update: Update, context: CallbackContext[Any, Any, Any, Any]) -> None:
         await release.wait()
@@ -342,6 +347,9 @@ async def test_an_update_that_finishes_while_it_is_parked_is_settled_once(
         await asyncio.wait_for(door.wait_idle(), 5)
         let_park.set()
         assert await asyncio.wait_for(ticket.settled, 5) == "done"
+        # What the park wrote is there once it returns (looked at before, an empty hash would
+        # pass for forgotten), and forgotten at a tick after.
+        await asyncio.wait_for(parked.wait(), 5)
         for _ in range(100):
             if not await redis.hlen(Keys(queue_name).inbox_parked):
                 break

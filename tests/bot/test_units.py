@@ -17,11 +17,10 @@ from codemojex.bot.app import make_services
 from codemojex.bot.guesses import MAX_PLAIN_EMOJIS, looks_like_guess
 from codemojex.bot.incoming import parse_bounded_int, replied_to
 from codemojex.bot.names import topic_of
-from codemojex.bot.webhook import WeakWebhook, webhook_config
+from codemojex.bot.webhook import WeakWebhook
 from codemojex.game.texts import queue_view as format_queue
 from codemojex.lanes import Lanes
 from codemojex.locale import EN
-from codemojex.posting.pace_policy import PacePolicy
 from codemojex.scoring.emoji import clusters
 from codemojex.settings import Settings
 from codemojex.standin import CHANNEL_BOT_ID, GROUP_ANONYMOUS_BOT_ID, StandIn
@@ -69,20 +68,24 @@ STRONG = "A" * 31 + "_"
 def test_webhook_mode_refuses_a_missing_or_weak_secret(secret: str | None) -> None:
     settings = Settings(token="1:x", webhook_url="https://example.org/hook", webhook_secret=secret)
     with pytest.raises(WeakWebhook, match="32 to 256 characters of A-Z a-z 0-9 _ -") as refused:
-        webhook_config(settings)
+        settings.bot().webhook()
     assert secret is None or len(secret) < 3 or secret not in str(refused.value)
 
 
 def test_webhook_config_of_a_strong_secret() -> None:
     with pytest.raises(WeakWebhook, match="CODEMOJEX_WEBHOOK_URL"):
-        webhook_config(Settings(token="1:x", webhook_secret=STRONG))
-    config = webhook_config(
+        Settings(token="1:x", webhook_secret=STRONG).bot().webhook()
+    config = (
         Settings(token="1:x", webhook_url="https://example.org/tg/hook/", webhook_secret=STRONG)
+        .bot()
+        .webhook()
     )
     assert (config.path, config.secret, config.body_max) == ("/tg/hook", STRONG, 2 * 1024 * 1024)
     assert STRONG not in repr(config)
-    assert webhook_config(
+    assert (
         Settings(token="1:x", webhook_url="https://e.org/h", webhook_secret="-" * 256)
+        .bot()
+        .webhook()
     )
 
 
@@ -245,15 +248,20 @@ def test_answers_keep_the_senders_pace() -> None:
     same Redis keys, so the bot's answers and the results share one pace."""
     settings = Settings(token=SecretStr("1:x"), pace_group_per_min=10)
     lanes = Lanes(aioredis.Redis(), "cm")
-    services = make_services(settings, lanes=lanes, sessionmaker=None, redis=aioredis.Redis())  # type: ignore[arg-type]
+    services = make_services(
+        settings.bot(),
+        lanes=lanes,
+        sessionmaker=None,  # type: ignore[arg-type]
+        redis=aioredis.Redis(),
+    )
     pacer = services.answers.pacer
-    assert pacer.policy == PacePolicy.from_settings(settings, answers=True)
+    assert pacer.policy == settings.pace(answers=True)
     # The answers are held to their share of a group's minute, unspaced; the results spread a
     # minute less the answers' reserve evenly, on the same keys.
     assert pacer.policy.answers
     assert pacer.policy.group_limit == 2
     assert pacer.policy.group_spacing_ms == 0
-    assert PacePolicy.from_settings(settings).group_limit == 9
+    assert settings.pace().group_limit == 9
 
 
 def test_topics_and_what_a_message_really_replies_to() -> None:
@@ -316,7 +324,7 @@ async def test_an_unsaid_answers_failing_cleanup_is_counted_not_raised(
 
     settings = Settings(token=SecretStr("1:x"))
     services = make_services(
-        settings,
+        settings.bot(),
         lanes=Lanes(aioredis.Redis(), "cm"),
         sessionmaker=None,  # type: ignore[arg-type]
         redis=aioredis.Redis(),

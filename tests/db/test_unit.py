@@ -1,7 +1,7 @@
 """The unit of work (`db/unit.py`) and the read (`db/reading.py`), on the real Postgres
 through the migrations and on SQLite: a unit opens its own transaction, keeps everything its
-block wrote when the block ends and nothing when it raises, and hands over the engine's
-backend; a savepoint inside it undoes its own part alone; a read keeps nothing, whatever is
+block wrote when the block ends and nothing when it raises, on a connection that carries the
+engine's backend; a savepoint inside it undoes its own part alone; a read keeps nothing, whatever is
 written in it."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ async def test_a_unit_keeps_all_when_its_block_ends_and_nothing_when_it_raises(
     assert await _audited(dbs) == ["first", "second"]
 
 
-async def test_a_unit_opens_its_own_transaction_and_hands_over_the_engines_backend(
+async def test_a_unit_opens_its_own_transaction_on_a_connection_with_the_engines_backend(
     dbs: async_sessionmaker[AsyncSession],
 ) -> None:
     async with reading(dbs) as reader:
@@ -62,7 +62,7 @@ async def test_a_unit_opens_its_own_transaction_and_hands_over_the_engines_backe
         assert await reader.scalar(select(func.count()).select_from(AuditLog)) == 0
         async with uow(dbs) as tx:
             assert tx.session is not reader and tx.session.in_transaction()
-            assert tx.backend is backend_of(tx.conn)
+            assert backend_of(tx.conn) is backend_of(await reader.connection())
             await _audit(tx, "kept")
         assert reader.in_transaction()  # untouched by the unit's commit
     assert await _audited(dbs) == ["kept"]

@@ -52,7 +52,7 @@ async def open_stack(
     lanes = Lanes(redis, queue=queue)
     sessionmaker = make_sessionmaker(engine)
     app = build_application(
-        settings,
+        settings.bot(),
         lanes=lanes,
         sessionmaker=sessionmaker,
         redis=redis,

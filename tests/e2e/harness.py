@@ -412,15 +412,15 @@ async def in_process_worker(
     have), on the stack's clock (the bot's); stopped gracefully on exit. Yields its live
     counters."""
     settings = stack.settings
-    redis = aioredis.Redis.from_url(REDIS_URL, max_connections=pool_size(settings))
+    redis = aioredis.Redis.from_url(REDIS_URL, max_connections=pool_size(settings.concurrency))
     engine = make_engine(settings.database_url)
     stats = WorkerStats()
     stop = asyncio.Event()
     try:
-        async with make_bot(settings) as bot:
+        async with make_bot(settings.bot_api()) as bot:
             task = asyncio.create_task(
                 run_worker(
-                    settings,
+                    settings.worker(),
                     lanes=Lanes(redis, queue=settings.queue),
                     sessionmaker=make_sessionmaker(engine),
                     bot=bot,

@@ -75,4 +75,5 @@ async def test_the_page_is_for_the_token_holder_and_every_action_needs_csrf(
 
 async def test_the_page_will_not_start_without_a_token() -> None:
     with pytest.raises(ValueError, match="OPS_TOKEN"):
-        await run_ops(Settings(redis_url=REDIS_URL))
+        settings = Settings(redis_url=REDIS_URL)
+        await run_ops(settings.ops_page(), settings.runtime())

@@ -46,7 +46,8 @@ def test_a_short_or_placeholder_token_is_refused_at_start(token: str) -> None:
     assert problem is not None and "CODEMOJEX_OPS_TOKEN" in problem
     assert len(token) < 3 or token not in problem
     with pytest.raises(ValueError, match="CODEMOJEX_OPS_TOKEN"):
-        asyncio.run(run_ops(Settings(redis_url=REDIS_URL, ops_token=SecretStr(token))))
+        settings = Settings(redis_url=REDIS_URL, ops_token=SecretStr(token))
+        asyncio.run(run_ops(settings.ops_page(), settings.runtime()))
 
 
 def test_a_random_token_will_do() -> None:

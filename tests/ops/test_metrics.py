@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from codemojex.db import Outbox, make_engine, make_sessionmaker
 from codemojex.lanes import Lanes
 from codemojex.ops.collect import BotCollector, WorkerCollector
-from codemojex.ops.server import ProcessOps
+from codemojex.ops.server import MetricsConfig, ProcessOps
 from codemojex.settings import Settings
 from codemojex.values import ids
 from codemojex.values.redistypes import AnyRedis
@@ -40,8 +40,8 @@ async def serving(ops: ProcessOps) -> AsyncIterator[int]:
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
-def with_port(settings: Settings, **extra: Any) -> Settings:
-    return settings.model_copy(update={"metrics_port": free_port(), **extra})
+def with_port(settings: Settings, **extra: Any) -> MetricsConfig:
+    return settings.model_copy(update={"metrics_port": free_port(), **extra}).metrics()
 
 
 async def test_metrics_move_as_a_round_is_played(ops_database_url: str, queue_name: str) -> None:

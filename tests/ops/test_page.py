@@ -45,7 +45,7 @@ def require_browser() -> None:
 @asynccontextmanager
 async def ops_page(settings: Settings) -> AsyncIterator[str]:
     stop = asyncio.Event()
-    task = asyncio.create_task(run_ops(settings, stop))
+    task = asyncio.create_task(run_ops(settings.ops_page(), settings.runtime(), stop))
 
     async def up() -> bool:
         try:
@@ -74,7 +74,7 @@ async def test_an_operator_pauses_and_resumes_a_room_in_a_browser(
     require_browser()
     async with open_stack(ops_database_url, queue_name) as stack, in_process_worker(stack) as stats:
         publishers = [  # as `codemojex bot` and `codemojex worker` do: the page charts them
-            ProcessOps(kind, stack.settings, redis=stack.redis, engine=stack.engine,
+            ProcessOps(kind, stack.settings.metrics(), redis=stack.redis, engine=stack.engine,
                        sessionmaker=stack.sessionmaker, lanes=stack.lanes, collectors=[c])
             for kind, c in (("bot", BotCollector(stack.app.bot_data.guesses.outcomes)),
                             ("worker", WorkerCollector(stats)))

@@ -50,7 +50,7 @@ def _refusal_says_what_to_do(output: str) -> None:
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "", "192.0.2.10", "ops.example.org"])
 def test_a_non_loopback_address_over_plain_http_is_refused(host: str) -> None:
     """Before anything is connected to: nothing listens at the Redis or database given."""
-    assert plain_http_problem(Settings(ops_host=host)) is not None
+    assert plain_http_problem(Settings(ops_host=host).ops_page()) is not None
     env = _env("sqlite+aiosqlite:////nonexistent/t.db", "tq", free_port())
     env.update(CODEMOJEX_OPS_HOST=host)
     result = CliRunner().invoke(cli.app, ["ops"], env=env)
@@ -60,14 +60,15 @@ def test_a_non_loopback_address_over_plain_http_is_refused(host: str) -> None:
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.3.4.5", "::1", "localhost"])
 def test_loopback_needs_neither(host: str) -> None:
-    assert plain_http_problem(Settings(ops_host=host)) is None
+    assert plain_http_problem(Settings(ops_host=host).ops_page()) is None
 
 
 @pytest.mark.parametrize(
     "setting", [{"ops_plain_http_ok": True}, {"ops_trusted_proxies": "10.0.0.0/8"}]
 )
 def test_a_trusted_proxy_or_the_flag_lets_it_listen_anywhere(setting: dict[str, object]) -> None:
-    assert plain_http_problem(Settings(ops_host="0.0.0.0", **setting)) is None  # type: ignore[arg-type]
+    settings = Settings(ops_host="0.0.0.0", **setting)  # type: ignore[arg-type]
+    assert plain_http_problem(settings.ops_page()) is None
 
 
 async def _run_ops(env: dict[str, str]) -> asyncio.subprocess.Process:

@@ -214,7 +214,7 @@ async def test_this_process_remembers_its_posts_when_redis_comes_back(
 
 def test_the_limits_are_settings() -> None:
     settings = Settings(pace_chat_per_s=2, pace_group_per_min=12, pace_bot_per_s=10)
-    policy = PacePolicy.from_settings(settings)
+    policy = settings.pace()
     assert policy.chat_ms == 500
     # The results keep one post a minute for the bot's answers and spread the rest evenly;
     # they may use the whole bot's second.
@@ -223,11 +223,11 @@ def test_the_limits_are_settings() -> None:
     # The answers: no spacing, but pace_policy.ANSWER_GROUP_SHARE_PCT of the minute,
     # pace_policy.ANSWER_BOT_SHARE_PCT of the bot's second, and pace_policy.ANSWER_CHAT_GAP chat
     # intervals between two of them in a chat.
-    answers = PacePolicy.from_settings(settings, answers=True)
+    answers = settings.pace(answers=True)
     assert (answers.group_spacing_ms, answers.group_limit, answers.group_total) == (0, 3, 12)
     assert (answers.bot_limit, answers.own_bot_limit, answers.answer_gap_ms) == (10, 2, 1200)
-    assert PacePolicy.from_settings(Settings()) == PacePolicy()
-    default = PacePolicy.from_settings(Settings(), answers=True)
+    assert Settings().pace() == PacePolicy()
+    default = Settings().pace(answers=True)
     assert (default.group_limit, default.own_bot_limit, default.answer_gap_ms) == (5, 6, 2200)
 
 

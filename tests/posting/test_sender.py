@@ -475,14 +475,14 @@ async def test_refused_connection_is_retried_without_duplicate(
         bot_api_base_url=f"http://127.0.0.1:{free_port()}/bot",
     )
     # Not initialised (that would call getMe, which cannot succeed either).
-    down_bot = make_bot(settings)
+    down_bot = make_bot(settings.bot_api())
     sender = new_sender(sessionmaker, down_bot, redis_r, queue_name)
     await run_for(sender, 1.0)
     await down_bot.shutdown()
     assert sender.stats.errors >= 1 and sender.stats.ambiguous == 0
     assert await unsent(sessionmaker) == 1
     async with make_bot(
-        Settings(token=SecretStr(standin.token), bot_api_base_url=standin.base_url)
+        Settings(token=SecretStr(standin.token), bot_api_base_url=standin.base_url).bot_api()
     ) as up_bot:
         again = new_sender(sessionmaker, up_bot, redis_r, queue_name)
         await run_senders([again], lambda: _zero(sessionmaker), limit_s=20)

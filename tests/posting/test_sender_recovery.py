@@ -149,7 +149,7 @@ async def test_a_post_known_not_to_have_gone_out_leaves_no_intent(
         Settings(
             token=SecretStr(standin.token),
             bot_api_base_url=f"http://127.0.0.1:{free_port()}/bot",
-        )
+        ).bot_api()
     )
     first = new_sender(sessionmaker, down_bot, redis_r, queue_name, ambiguous="assume_sent")
     await run_for(first, 1.0)
@@ -159,7 +159,7 @@ async def test_a_post_known_not_to_have_gone_out_leaves_no_intent(
     assert await _markers(redis_r, queue_name) == []
 
     async with make_bot(
-        Settings(token=SecretStr(standin.token), bot_api_base_url=standin.base_url)
+        Settings(token=SecretStr(standin.token), bot_api_base_url=standin.base_url).bot_api()
     ) as up_bot:
         again = new_sender(sessionmaker, up_bot, redis_r, queue_name, ambiguous="assume_sent")
         await run_senders([again], lambda: _zero(sessionmaker), limit_s=20)

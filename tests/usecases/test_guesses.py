@@ -104,9 +104,9 @@ async def test_load_decide_write_is_one_transaction(
     for commit in (False, True):
         with contextlib.suppress(_Abandoned):
             async with uow(sessions) as tx:
-                state, mapped = await tx.backend.load_batch(tx, attempts, {}, utcnow())
+                state, mapped = await backend_of(tx.conn).load_batch(tx, attempts, {}, utcnow())
                 assert state.rounds[rnd.id].secret == rnd.secret_emojis
-                await tx.backend.write_batch(tx, decide(mapped, state, utcnow()))
+                await backend_of(tx.conn).write_batch(tx, decide(mapped, state, utcnow()))
                 if not commit:
                     raise _Abandoned
         async with reading(sessions) as other:

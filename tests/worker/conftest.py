@@ -144,7 +144,7 @@ async def bot(standin: StandIn) -> AsyncIterator[Bot]:
         bot_api_base_url=standin.base_url,
         bot_api_base_file_url=standin.base_file_url,
     )
-    async with make_bot(settings) as client:
+    async with make_bot(settings.bot_api()) as client:
         yield client
 
 

@@ -70,7 +70,7 @@ async def test_worker_on_sqlite_and_fakeredis(
     stop = asyncio.Event()
     task = asyncio.create_task(
         run_worker(
-            settings,
+            settings.worker(),
             lanes=lanes,
             sessionmaker=sqlite_sm,
             bot=bot,

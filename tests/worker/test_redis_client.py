@@ -49,8 +49,10 @@ def test_the_cluster_flag_is_read_from_the_environment(monkeypatch: pytest.Monke
 async def test_the_client_is_a_cluster_client_only_when_told(
     redis_cluster_url: str, queue_name: str
 ) -> None:
-    single = redis_client(Settings(redis_url=REDIS_URL, concurrency=8))
-    cluster = redis_client(Settings(redis_url=redis_cluster_url, redis_cluster=True, concurrency=8))
+    single = redis_client(Settings(redis_url=REDIS_URL, concurrency=8).runtime())
+    cluster = redis_client(
+        Settings(redis_url=redis_cluster_url, redis_cluster=True, concurrency=8).runtime()
+    )
     try:
         assert isinstance(single, aioredis.Redis)
         assert isinstance(cluster, GatedRedisCluster)
@@ -58,8 +60,8 @@ async def test_the_client_is_a_cluster_client_only_when_told(
         assert await cluster.set(key, b"1", ex=60)
         assert await cluster.get(key) == b"1"
         # Sized like the single-node pool (parked consumers hold a connection each).
-        assert pool_size(Settings(concurrency=8)) == 64
-        assert pool_size(Settings(concurrency=100)) == 416
+        assert pool_size(8) == 64
+        assert pool_size(100) == 416
     finally:
         await drop_keys(cluster, queue_name)
         await cluster.aclose()
@@ -168,7 +170,7 @@ async def test_a_redis_that_stops_answering_fails_a_call_within_the_socket_timeo
     host gone without a FIN) does. A call fails as a Redis outage within the socket timeout,
     instead of waiting for ever; once it answers again, the same client goes on."""
     with redis_server() as server:
-        client = redis_client(Settings(redis_url=f"redis://127.0.0.1:{server.port}/0"))  # type: ignore[attr-defined]
+        client = redis_client(Settings(redis_url=f"redis://127.0.0.1:{server.port}/0").runtime())  # type: ignore[attr-defined]
         lanes = Lanes(client, queue="timeouts")
         try:
             await answering(client)
@@ -192,9 +194,11 @@ async def test_a_redis_that_stops_answering_fails_a_call_within_the_socket_timeo
 async def test_every_client_a_process_builds_has_the_timeouts(redis_cluster_url: str) -> None:
     """The single-node pool, the cluster client (each node's connections) and the operators'
     client: a socket and a connect timeout, TCP keepalive and a health check."""
-    single = redis_client(Settings(redis_url=REDIS_URL, concurrency=8))
-    admin = redis_client(Settings(redis_url=REDIS_URL, concurrency=8), admin=True)
-    cluster = redis_client(Settings(redis_url=redis_cluster_url, redis_cluster=True, concurrency=8))
+    single = redis_client(Settings(redis_url=REDIS_URL, concurrency=8).runtime())
+    admin = redis_client(Settings(redis_url=REDIS_URL, concurrency=8).runtime(), admin=True)
+    cluster = redis_client(
+        Settings(redis_url=redis_cluster_url, redis_cluster=True, concurrency=8).runtime()
+    )
     try:
         assert isinstance(single, aioredis.Redis) and isinstance(admin, aioredis.Redis)
         assert isinstance(cluster, RedisCluster)

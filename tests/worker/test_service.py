@@ -80,7 +80,7 @@ class Running:
         lanes, sessionmaker, bot, redis = self.parts
         self.task = asyncio.create_task(
             run_worker(
-                self.settings,
+                self.settings.worker(),
                 lanes=lanes,
                 sessionmaker=sessionmaker,
                 bot=bot,

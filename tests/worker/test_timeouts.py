@@ -30,9 +30,9 @@ from codemojex.db.engine import (
     DB_MAINTENANCE_LOCK_TIMEOUT_MS,
     DB_MAINTENANCE_STATEMENT_TIMEOUT_MS,
     DB_STATEMENT_TIMEOUT_MS,
-    MAINTENANCE,
     make_migration_engine,
 )
+from codemojex.db.unit import MAINTENANCE
 from codemojex.lanes import Lanes
 from codemojex.outages import OUTAGES, outage_of
 from codemojex.standin import StandIn
