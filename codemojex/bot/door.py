@@ -55,7 +55,7 @@ from codemojex.bot.order import (
 )
 from codemojex.bot.ticket import DoorHooks, Settlement, Ticket
 from codemojex.limits import RETRIES, TELEGRAM
-from codemojex.outages import OUTAGES, pause_s
+from codemojex.outages import retrying
 from codemojex.runtime import stop_tasks
 from codemojex.state.inbox import Inbox, Parked, record
 from codemojex.values.bounds import within
@@ -275,16 +275,7 @@ class Door:
         here (True), at once when the older one is gone meanwhile, after a pause when this
         process holds `ticket` parked already (the older one's process finishes it first)."""
         entry = [(ticket.update_id, ticket.key, record(ticket.raw, ticket.tries))]
-        failures = 0
-        while True:
-            try:
-                (answer,) = await self.inbox.enter(entry)
-                break
-            except Exception as exc:
-                if OUTAGES.failed(exc, WHERE) is None:
-                    raise
-                failures += 1
-                await asyncio.sleep(pause_s(RETRIES.update, failures))
+        (answer,) = await retrying("redis", RETRIES.update, where=WHERE)(self.inbox.enter)(entry)
         if answer == ENTER_BEHIND:
             self.counts["behind"] += 1
             ticket.dropped = True

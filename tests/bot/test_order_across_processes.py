@@ -98,6 +98,49 @@ class Stage:
         await eventually_true(standing_by, 60, "the second bot standing by")
         return first, second
 
+    async def round_without_a_card(self) -> Round:
+        """A round opened without the bot: no bot process has the room's card, and Redis has
+        none either, so Alice's first guess reads the room from Postgres."""
+        room = await usecases.ensure_room(
+            self.sessionmaker, CHAT, "room", default_ceiling=2,
+            round_timeout_s=ROOM.round_timeout_s_max,
+        )  # fmt: skip
+        rnd = await usecases.start_round(self.sessionmaker, room.id, random.Random(1))
+        keys = Keys(self.queue)
+        await self.redis.delete(keys.room_of(CHAT, 0), keys.card(room.id))
+        return rnd
+
+    async def guess_parked(
+        self, rnd: Round, then: Callable[[], Awaitable[None]]
+    ) -> tuple[int, int]:
+        """Alice's guess parked (the rooms table locked while her room is read), confirmed;
+        `then()` with the lock still held; then, the lock let go, her next guess. Both
+        message ids."""
+        url = self.database_url.replace("postgresql+asyncpg", "postgresql")
+        holder = await asyncpg.connect(url)
+        try:
+            lock = holder.transaction()
+            await lock.start()
+            await holder.execute("LOCK TABLE rooms IN ACCESS EXCLUSIVE MODE")
+            parked = self.standin.send_text(CHAT, ALICE, valid_guess(rnd, 1))
+            await eventually_true(self.parked, 30, "the guess parked")
+            await self.standin.wait_until_delivered(timeout=10)
+            await then()
+            await lock.rollback()
+        finally:
+            await holder.close()
+        return parked, self.standin.send_text(CHAT, ALICE, valid_guess(rnd, 2))
+
+    async def her_lane(self, count: int) -> list[int]:
+        """The message ids in Alice's lane, in its order, once it holds `count`."""
+        lanes = Lanes(self.redis, self.queue)
+
+        async def enough() -> bool:
+            return len(await _lane(lanes, self.redis)) >= count
+
+        await eventually_true(enough, 60, f"{count} guesses in Alice's lane", 0.1)
+        return await _lane(lanes, self.redis)
+
     async def parked(self) -> bool:
         return bool(await self.redis.hlen(Keys(self.queue).inbox_parked))
 
@@ -226,36 +269,15 @@ async def test_a_poller_killed_with_a_players_parked_guess_keeps_her_order(
     bot_database_url: str, bot_queue: str
 ) -> None:
     async with stage(bot_database_url, bot_queue) as on:
-        # A round opened without the bot: no bot process has the room's card, and Redis has
-        # none either, so Alice's first guess reads the room from Postgres.
-        room = await usecases.ensure_room(
-            on.sessionmaker, CHAT, "room", default_ceiling=2,
-            round_timeout_s=ROOM.round_timeout_s_max,
-        )  # fmt: skip
-        rnd = await usecases.start_round(on.sessionmaker, room.id, random.Random(1))
-        await on.redis.delete(Keys(on.queue).room_of(CHAT, 0), Keys(on.queue).card(room.id))
+        rnd = await on.round_without_a_card()
         first, _ = await on.poller_and_standby()
-        holder = await asyncpg.connect(on.database_url.replace("postgresql+asyncpg", "postgresql"))
-        try:
-            lock = holder.transaction()
-            await lock.start()
-            await holder.execute("LOCK TABLE rooms IN ACCESS EXCLUSIVE MODE")
-            parked = on.standin.send_text(CHAT, ALICE, valid_guess(rnd, 1))
-            await eventually_true(on.parked, 30, "the guess parked")
-            await on.standin.wait_until_delivered(timeout=10)
+
+        async def kill_the_first() -> None:
             first.signal(signal.SIGKILL)
             await first.wait(10)
-            await lock.rollback()
-        finally:
-            await holder.close()
-        newer = on.standin.send_text(CHAT, ALICE, valid_guess(rnd, 2))
-        lanes = Lanes(on.redis, on.queue)
 
-        async def both_in_her_lane() -> bool:
-            return len(await _lane(lanes, on.redis)) >= 2
-
-        await eventually_true(both_in_her_lane, 60, "both guesses in Alice's lane", 0.1)
-        assert await _lane(lanes, on.redis) == [parked, newer]
+        parked, newer = await on.guess_parked(rnd, kill_the_first)
+        assert await on.her_lane(2) == [parked, newer]
 
 
 async def _lane(lanes: Lanes, redis: aioredis.Redis) -> list[int]:
@@ -278,12 +300,7 @@ async def test_two_webhook_processes_keep_a_players_order(
 ) -> None:
     balancer = Balancer([free_port(), free_port()])
     async with stage(bot_database_url, bot_queue) as on, balanced(balancer):
-        room = await usecases.ensure_room(
-            on.sessionmaker, CHAT, "room", default_ceiling=2,
-            round_timeout_s=ROOM.round_timeout_s_max,
-        )  # fmt: skip
-        rnd = await usecases.start_round(on.sessionmaker, room.id, random.Random(1))
-        await on.redis.delete(Keys(on.queue).room_of(CHAT, 0), Keys(on.queue).card(room.id))
+        rnd = await on.round_without_a_card()
         bots = []
         for port in balancer.ports:
             bots.append(
@@ -298,29 +315,15 @@ async def test_two_webhook_processes_keep_a_players_order(
             return on.standin.calls["setWebhook"] >= 2
 
         await eventually_true(both_up, 90, "both bot processes up")
-        holder = await asyncpg.connect(on.database_url.replace("postgresql+asyncpg", "postgresql"))
+
+        async def freeze_the_holder() -> None:
+            bots[balancer.served[-1][0]].signal(signal.SIGSTOP)  # it holds her guess
+
         try:
-            lock = holder.transaction()
-            await lock.start()
-            await holder.execute("LOCK TABLE rooms IN ACCESS EXCLUSIVE MODE")
-            parked = on.standin.send_text(CHAT, ALICE, valid_guess(rnd, 1))
-            await eventually_true(on.parked, 30, "the guess parked")
-            await on.standin.wait_until_delivered(timeout=10)
-            first = bots[balancer.served[-1][0]]
-            first.signal(signal.SIGSTOP)  # it holds her guess, frozen
-            await lock.rollback()
-        finally:
-            await holder.close()
-        try:
-            newer = on.standin.send_text(CHAT, ALICE, valid_guess(rnd, 2))
+            parked, newer = await on.guess_parked(rnd, freeze_the_holder)
             await on.standin.wait_until_delivered(timeout=30)  # answered by the other
             assert balancer.served[-1][0] != balancer.served[-2][0]
         finally:
-            first.signal(signal.SIGCONT)
-        lanes = Lanes(on.redis, on.queue)
-
-        async def both_in_her_lane() -> bool:
-            return len(await _lane(lanes, on.redis)) >= 2
-
-        await eventually_true(both_in_her_lane, 60, "both guesses in Alice's lane", 0.1)
-        assert await _lane(lanes, on.redis) == [parked, newer]
+            for bot in bots:
+                bot.signal(signal.SIGCONT)
+        assert await on.her_lane(2) == [parked, newer]
