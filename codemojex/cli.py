@@ -12,14 +12,18 @@ through too, and says so in a WARNING when it starts.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 import typer
 from pydantic import SecretStr, ValidationError
 
+from codemojex.logformat import TEXT, formatter
+from codemojex.ops.startup import Start, Stopped, starting
 from codemojex.secrecy import ALONE_MIN, mask_logs, url_password
 from codemojex.settings import Settings, load_settings
 
@@ -33,6 +37,10 @@ lanes_app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(lanes_app, name="lanes")
+
+# What `codemojex demo` imports from pyproject's demo extra: the in-process Redis stand-in
+# (fakeredis, its Lua through lupa) and the terminal display.
+DEMO_EXTRA = ("fakeredis", "lupa", "rich")
 
 
 def _start(verbose: bool = False, *, quiet: bool = False, wire: bool = False) -> Settings:
@@ -58,7 +66,9 @@ def _logging(settings: Settings, *, verbose: bool, quiet: bool, wire: bool) -> N
     # (python-telegram-bot's every update and request body, httpcore's traffic), and a
     # library logger nobody listed here stays out with them.
     level = logging.DEBUG if wire else logging.WARNING if quiet else logging.INFO
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level, format=TEXT)
+    for handler in logging.getLogger().handlers:  # text, or JSON lines (CODEMOJEX_LOG_FORMAT)
+        handler.setFormatter(formatter(settings.log_format))
     # Whatever the logger and the level (python-telegram-bot logs its Bot API URL, which
     # holds the token, at DEBUG; httpx every call's URL at INFO).
     too_short = mask_logs(
@@ -114,32 +124,139 @@ def _require_shared_redis(settings: Settings, what: str) -> None:
         raise typer.Exit(2)
 
 
-def _require_schema(settings: Settings) -> None:
-    """Bot and worker start only on a database at the latest schema: else one line and exit
-    2 (a database that is down is waited for: one line when that starts, one when it ends)."""
+def _run_process(settings: Settings, run: Callable[[Start], Awaitable[object]]) -> None:
+    """A long-running process: /healthz from its first second and /readyz saying what it
+    waits for (ops/startup.py), SIGTERM heeded at any moment; the database waited for at a
+    schema this version serves, then `run`. A setting that cannot work (a role, a password,
+    a URL), or a schema it cannot serve, is one line and exit 2; SIGTERM during start-up,
+    one line and exit 0."""
+
+    async def process() -> int:
+        async with starting(settings.metrics_host, settings.metrics_port) as start:
+            try:
+                problem = await _servable(settings, start)
+                if problem is not None:
+                    typer.echo(problem, err=True)
+                    return 2
+                await run(start)
+            except Stopped:
+                logging.getLogger("codemojex.cli").info("stopped during start-up")
+        return 0
+
+    code = asyncio.run(process())
+    if code:
+        raise typer.Exit(code)
+
+
+async def _servable(settings: Settings, start: Start) -> str | None:
+    """None when this version serves the database (a warning when it is a step ahead);
+    else why not, in one line. Waits out an outage; `Stopped` when the stop comes first."""
     from codemojex.db import make_engine
     from codemojex.ops.health import wait_for_schema
+    from codemojex.outages import OutageLasted
 
-    async def check() -> str | None:
+    try:
         engine = make_engine(settings.database_url)
-        try:
-            return await wait_for_schema(engine)
-        finally:
-            await engine.dispose()
+    except Exception as exc:
+        return _setting_problem(exc, settings) or f"CODEMOJEX_DATABASE_URL: {exc}"
+    try:
+        schema = await start.until_stopped(
+            wait_for_schema(engine, stop=start.stop, waiting=start.probes.waiting)
+        )
+    except OutageLasted:
+        raise Stopped from None
+    except Stopped:
+        raise
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return _setting_problem(exc, settings) or (
+            f"cannot read the database's schema: {type(exc).__name__}: {first}"
+        )
+    finally:
+        await engine.dispose()
+    if schema.warning is not None:
+        logging.getLogger("codemojex.cli").warning(schema.warning)
+    return schema.problem or await _redis_servable(settings, start)
 
-    problem = asyncio.run(check())
-    if problem is not None:
-        typer.echo(problem, err=True)
-        raise typer.Exit(2)
+
+async def _redis_servable(settings: Settings, start: Start) -> str | None:
+    """None once Redis answers (an outage waited out, /readyz saying so meanwhile); one line
+    naming CODEMOJEX_REDIS_URL when Redis refuses who we are (a wrong password, a user)."""
+    from codemojex.limits import RETRIES
+    from codemojex.outages import OutageLasted, retrying
+    from codemojex.runtime import redis_client
+
+    class Refused(Exception):
+        """Redis refused the URL's credentials: no outage, nothing to wait for."""
+
+    def note(exc: BaseException) -> None:
+        start.probes.waiting["redis"] = f"waiting for Redis (start-up): {type(exc).__name__}"
+
+    redis = redis_client(settings.runtime())
+
+    async def ping() -> None:
+        try:
+            await redis.ping()
+        except Exception as exc:
+            problem = _setting_problem(exc, settings)
+            if problem is not None:
+                raise Refused(problem) from None
+            raise
+
+    try:
+        await start.until_stopped(
+            retrying(
+                "redis",
+                RETRIES.loop,
+                where="the start-up Redis check",
+                stop=start.stop,
+                on_failure=note,
+            )(ping)()
+        )
+    except OutageLasted:
+        raise Stopped from None
+    except Refused as exc:
+        return str(exc)
+    finally:
+        start.probes.waiting.pop("redis", None)
+        await redis.aclose()
+    return None
+
+
+def _shown(url: str) -> str:
+    from codemojex.ops.startup import shown_url
+
+    return shown_url(url)
+
+
+def _setting_problem(exc: BaseException, settings: Settings) -> str | None:
+    from codemojex.ops.startup import setting_problem
+
+    return setting_problem(exc, database_url=settings.database_url, redis_url=settings.redis_url)
 
 
 @app.command()
 def migrate() -> None:
     """Bring the database (CODEMOJEX_DATABASE_URL) to the latest schema."""
     from codemojex.db import upgrade
+    from codemojex.outages import outage_of
 
     settings = _start()
-    upgrade(settings.database_url)
+    try:
+        upgrade(settings.database_url)
+    except Exception as exc:
+        problem = _setting_problem(exc, settings)
+        if problem is None and outage_of(exc) is None:
+            raise
+        if problem is None:  # unreachable: said in one line, for the operator to retry
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            where = _shown(settings.database_url)
+            problem = (
+                f"cannot reach Postgres at CODEMOJEX_DATABASE_URL ({where}): "
+                f"{type(exc).__name__}: {first}"
+            )
+        typer.echo(f"codemojex migrate: {problem}", err=True)
+        raise typer.Exit(2) from None
     typer.echo("database is at the latest revision")
 
 
@@ -164,12 +281,14 @@ def bot(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) -> 
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN to the bot's token", err=True)
         raise typer.Exit(2)
-    from codemojex.bot.main import StartRefused, check_settings, run_bot
+    from codemojex.bot.main import StartRefused, check_settings, serve
 
     try:
         check_settings(settings.bot())  # before any connection: the settings alone
-        _require_schema(settings)
-        run_bot(settings.bot(), settings.runtime(), settings.metrics())
+        _run_process(
+            settings,
+            lambda start: serve(settings.bot(), settings.runtime(), settings.metrics(), start),
+        )
     except StartRefused as exc:
         typer.echo(f"codemojex bot: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -183,11 +302,13 @@ def worker(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) 
     if settings.token is None:
         typer.echo("set CODEMOJEX_TOKEN: the worker posts results as the bot", err=True)
         raise typer.Exit(2)
-    _require_schema(settings)
     from codemojex.worker.main import main as worker_main
 
-    asyncio.run(
-        worker_main(settings.worker(), settings.runtime(), settings.metrics(), settings.bot_api())
+    _run_process(
+        settings,
+        lambda start: worker_main(
+            settings.worker(), settings.runtime(), settings.metrics(), settings.bot_api(), start
+        ),
     )
 
 
@@ -203,10 +324,12 @@ def ops(verbose: VerboseOption = False) -> None:
     if problem is not None:
         typer.echo(f"codemojex ops: {problem}", err=True)
         raise typer.Exit(2)
-    _require_schema(settings)
     from codemojex.ops.page.main import run_ops
 
-    asyncio.run(run_ops(settings.ops_page(), settings.runtime()))
+    _run_process(
+        settings,
+        lambda start: run_ops(settings.ops_page(), settings.runtime(), start.stop, start.probes),
+    )
 
 
 @app.command()
@@ -221,15 +344,17 @@ def demo(
     seed: Annotated[int, typer.Option(help="seed for the simulated players")] = 7,
 ) -> None:
     """Play real rounds through the real bot and worker on embedded defaults, then summarise."""
-    try:
-        from codemojex.demo import DemoPlan, run_demo
-    except ModuleNotFoundError as exc:  # fakeredis, rich: the demo extra
+    # The demo extra's modules are imported as the demo goes (the Redis stand-in once the
+    # demo opens it): all of them are looked for first, so that a plain install gets one line.
+    missing = [name for name in DEMO_EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
         typer.echo(
-            f"the demo needs the demo extra ({exc.name} is missing): "
-            "pip install -e '.[demo]' (make demo does it)",
+            f"codemojex demo needs the demo extra ({', '.join(missing)} missing): "
+            "pip install 'codemojex[demo]' (make demo does it in a checkout)",
             err=True,
         )
-        raise typer.Exit(2) from None
+        raise typer.Exit(2)
+    from codemojex.demo import DemoPlan, run_demo
 
     plan = DemoPlan(
         quiet_rooms=rooms,

@@ -23,6 +23,7 @@ from redis.typing import EncodableT
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from codemojex.db import make_engine, make_sessionmaker
+from codemojex.db.engine import DB_POOL_OVERFLOW, DB_POOL_SIZE
 from codemojex.lanes import Lanes
 from codemojex.lanes.consumer import CONCURRENCY
 from codemojex.lanes.facade import DEAD_AGE_MS, DEAD_MAX, DEDUPE_WINDOW_S, IDLE_MS
@@ -107,6 +108,8 @@ class RuntimeConfig:
     lanes_dead_age_ms: int = DEAD_AGE_MS
     lanes_idle_ms: int = IDLE_MS
     dedupe_window_s: int = DEDUPE_WINDOW_S
+    db_pool_size: int = DB_POOL_SIZE
+    db_pool_overflow: int = DB_POOL_OVERFLOW
 
 
 def pool_size(concurrency: int) -> int:
@@ -278,9 +281,14 @@ async def open_runtime(
     config: RuntimeConfig, fake_server: Any | None = None, *, db_pool_size: int | None = None
 ) -> AsyncIterator[Runtime]:
     """The process's Redis, database engine (`db_pool_size` connections kept, by default
-    engine.DB_POOL_SIZE) and lanes, closed when the block ends."""
+    CODEMOJEX_DB_POOL_SIZE, and CODEMOJEX_DB_POOL_OVERFLOW more for a burst: the config's)
+    and lanes, closed when the block ends."""
     redis = redis_client(config, fake_server)
-    engine = make_engine(config.database_url, pool_size=db_pool_size)
+    engine = make_engine(
+        config.database_url,
+        pool_size=config.db_pool_size if db_pool_size is None else db_pool_size,
+        pool_overflow=config.db_pool_overflow,
+    )
     try:
         yield Runtime(
             config=config,

@@ -17,6 +17,7 @@ logger, a secret in a record's text comes out as `***`, in every form it may tak
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -72,7 +73,8 @@ def secret_forms(secrets: Iterable[str | None]) -> list[str]:
     """Every form in which these secrets may show up in a log line: as given, decoded (a URL's
     password is percent-encoded in the URL, and its driver uses it decoded), percent-encoded
     (in a URL, in a form), and a bot token's secret part (after the colon) alone, in each of
-    those forms. Longest first, so that a longer form is masked whole before a part of it.
+    those forms, each also as a JSON string writes it (CODEMOJEX_LOG_FORMAT=json: a `"` or a
+    `\\` escaped). Longest first, so that a longer form is masked whole before a part of it.
     Forms shorter than `ALONE_MIN` are left out (see `unmaskable`)."""
     forms: set[str] = set()
     for secret in secrets:
@@ -89,6 +91,7 @@ def secret_forms(secrets: Iterable[str | None]) -> list[str]:
                     quote(plain, safe="/:"),
                     quote_plus(plain, safe=""),
                 }
+    forms |= {json.dumps(form, ensure_ascii=False)[1:-1] for form in forms}
     return sorted((f for f in forms if len(f) >= ALONE_MIN), key=len, reverse=True)
 
 

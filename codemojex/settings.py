@@ -25,8 +25,10 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from codemojex import logformat
 from codemojex.bot import admin, door
 from codemojex.bot.context import BotConfig
+from codemojex.db import engine
 from codemojex.lanes import admission, consumer, facade
 from codemojex.limits import (
     ROOM,
@@ -63,6 +65,10 @@ class Settings(BaseSettings):
     # The URL names one node of a Redis Cluster (any node: the client discovers the rest).
     redis_cluster: bool = False
     database_url: str = "sqlite+aiosqlite:///./codemojex.db"
+    # Postgres connections each process keeps, and opens beyond them for a burst
+    # (db/engine.py DB_POOL_SIZE says why; docs/operations.md, "Connections", the budget).
+    db_pool_size: engine.PoolSize = engine.DB_POOL_SIZE
+    db_pool_overflow: engine.PoolOverflow = engine.DB_POOL_OVERFLOW
     queue: str = "cm"
 
     # Worker: consumers per process (lanes/consumer.py CONCURRENCY says why), a claimed batch's
@@ -110,6 +116,9 @@ class Settings(BaseSettings):
     # An update not finished this long after the bot took it is parked in Redis and confirmed
     # (bot/door.py): what one stuck update costs every other chat, at most
     bot_update_deadline_s: door.DeadlineS = door.DEADLINE_S
+
+    # Log lines: text, or one JSON object per line with the same fields (logformat.py)
+    log_format: logformat.Format = logformat.FORMAT
 
     # Operators (codemojex/ops): /metrics, /healthz and /readyz of this process on
     # metrics_host:metrics_port (off without a port; give each process its own); per-room
@@ -188,6 +197,8 @@ class Settings(BaseSettings):
             lanes_dead_age_ms=self.lanes_dead_age_ms,
             lanes_idle_ms=self.lanes_idle_ms,
             dedupe_window_s=self.dedupe_window_s,
+            db_pool_size=self.db_pool_size,
+            db_pool_overflow=self.db_pool_overflow,
         )
 
     def pace(self, *, answers: bool = False) -> PacePolicy:

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import logging.config
+from collections.abc import Collection, Mapping
+from typing import Any
 
+import sqlalchemy as sa
 from alembic import context
+from alembic.runtime.migration import MigrationContext, MigrationInfo
 from sqlalchemy.engine import Connection
 
 from codemojex.db.engine import make_migration_engine
-from codemojex.db.models import Base
+from codemojex.db.models import Base, SchemaStep
+from codemojex.values.clock import utcnow
 
 config = context.config
 target_metadata = Base.metadata
@@ -39,6 +44,33 @@ def _database_url() -> str:
     return load_settings().database_url
 
 
+def _record_step(
+    ctx: MigrationContext,
+    step: MigrationInfo,
+    heads: Collection[Any],
+    run_args: Mapping[str, Any],
+) -> None:
+    """After each step up, in its transaction: the revision, the one before it and whether
+    it is expand-only, for the processes of older versions to read (SchemaStep). Steps from
+    the table's own migration on."""
+    if not step.is_upgrade or ctx.connection is None:
+        return
+    if not sa.inspect(ctx.connection).has_table(SchemaStep.__tablename__):
+        return
+    (revision,) = step.up_revision_ids
+    # A Script, whose module is the revision's file (expand_only: its author's word).
+    module = getattr(step.revision_map.get_revision(revision), "module", None)
+    (down,) = step.down_revision_ids or (None,)
+    ctx.connection.execute(
+        sa.insert(SchemaStep).values(
+            revision=revision,
+            down_revision=down,
+            expand_only=bool(getattr(module, "expand_only", False)),
+            applied_at=utcnow(),
+        )
+    )
+
+
 def _configure(connection: Connection) -> None:
     context.configure(
         connection=connection,
@@ -46,6 +78,7 @@ def _configure(connection: Connection) -> None:
         compare_type=True,
         # SQLite cannot ALTER most things: later revisions get batch mode for free.
         render_as_batch=connection.dialect.name == "sqlite",
+        on_version_apply=_record_step,
     )
 
 

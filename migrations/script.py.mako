@@ -15,6 +15,11 @@ revision: str = ${repr(up_revision)}
 down_revision: str | Sequence[str] | None = ${repr(down_revision)}
 branch_labels: str | Sequence[str] | None = ${repr(branch_labels)}
 depends_on: str | Sequence[str] | None = ${repr(depends_on)}
+# True when the code of the revision before runs on the schema after this one (new tables,
+# nullable or defaulted columns, indexes): older processes then keep serving, with a warning
+# (docs/operations.md, "Upgrading"). False for anything that renames, drops, narrows or adds
+# a constraint the code before could break.
+expand_only: bool = False
 
 
 def upgrade() -> None:

@@ -43,3 +43,21 @@ def test_the_runtime_dependencies_leave_the_demo_to_its_extra() -> None:
     assert "codemojex[demo]" in project["optional-dependencies"]["dev"]
     pinned = (ROOT / "constraints.txt").read_text()
     assert "\naiohttp==" in pinned and "\nemoji==" in pinned and "\ntornado==" not in pinned
+
+
+def test_the_demo_without_its_extra_says_so_in_one_line() -> None:
+    """A plain install (no demo extra) running `codemojex demo`: one line naming the extra,
+    exit 2, no traceback. Here the extra's Redis stand-in is made unimportable in the
+    process, as it is in a plain install."""
+    code = "import sys; sys.modules['fakeredis'] = None; from codemojex.cli import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "demo", "--seconds", "1"],
+        env=checkout_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert "pip install 'codemojex[demo]'" in line and "fakeredis" in line, line

@@ -7,15 +7,19 @@ image itself; `make lint` runs hadolint on the Dockerfile."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.helpers.support import ROOT
 
 COMPOSE = ROOT / "compose.yaml"
 COMPOSE_ENV = ROOT / "deploy" / "compose.env.example"
-KUBERNETES = ROOT / "deploy" / "kubernetes" / "codemojex.yaml"
 DOCKERFILE = ROOT / "Dockerfile"
 SECRET_SETTINGS = ("CODEMOJEX_TOKEN", "CODEMOJEX_OPS_TOKEN", "POSTGRES_PASSWORD")
 CODEMOJEX = ("migrate", "bot", "worker", "ops")
@@ -75,8 +79,24 @@ def test_compose_writes_no_secret_and_its_env_example_names_every_variable() -> 
     assert not any(name.startswith("CODEMOJEX_") for name in example)
 
 
-def _kubernetes() -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(KUBERNETES.read_text()) if doc]
+KUBERNETES = ROOT / "deploy" / "kubernetes"
+OVERLAYS = ("polling", "webhook")
+# Redis's own memory beside its data: its buffers, the fork's page tables.
+REDIS_OVERHEAD_MIB = 64
+
+
+def _kubernetes(overlay: str) -> list[dict[str, Any]]:
+    """The objects `kubectl apply -k deploy/kubernetes/overlays/<overlay>` applies, rendered
+    by the kubectl of the dev extra (its kustomize)."""
+    kubectl = Path(sys.executable).with_name("kubectl")
+    rendered = subprocess.run(
+        [str(kubectl), "kustomize", str(KUBERNETES / "overlays" / overlay)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    return [doc for doc in yaml.safe_load_all(rendered) if doc]
 
 
 def _workload(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
@@ -84,41 +104,112 @@ def _workload(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any
     return found
 
 
-def test_kubernetes_runs_the_image_as_a_user_with_measured_requests() -> None:
-    docs = _kubernetes()
-    pods = [
+def _mebibytes(quantity: str) -> float:
+    number = float(re.sub(r"[A-Za-z]+$", "", quantity))
+    unit = quantity[len(re.sub(r"[A-Za-z]+$", "", quantity)) :].lower()
+    return number * {"gi": 1024, "mi": 1, "gb": 1024, "mb": 1}[unit]
+
+
+def _codemojex_pods(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
         d["spec"]["template"]["spec"]
         for d in docs
         if d["kind"] in ("Deployment", "Job")
         and d["spec"]["template"]["metadata"]["labels"]["app"] == "codemojex"
     ]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_kubernetes_runs_the_image_as_a_user_with_measured_requests_and_probes(
+    overlay: str,
+) -> None:
+    docs = _kubernetes(overlay)
+    base = yaml.safe_load((KUBERNETES / "base" / "kustomization.yaml").read_text())
+    ((image,),) = [[f"{i['newName']}:{i['newTag']}" for i in base["images"]]]
     commands = set()
-    for pod in pods:
+    for pod in _codemojex_pods(docs):
         assert pod["securityContext"]["runAsNonRoot"] is True
         assert pod["securityContext"]["runAsUser"] != 0
         (container,) = pod["containers"]
-        assert container["image"] == "registry.example.org/codemojex:0.1.0"
+        assert container["image"] == image
         assert "command" not in container  # the image's entrypoint, `codemojex`
         commands.add(container["args"][0])
         assert container["securityContext"]["allowPrivilegeEscalation"] is False
         requests = container["resources"]["requests"]
         assert set(requests) == {"cpu", "memory"}, container["name"]
         assert "memory" in container["resources"]["limits"]
+        if container["args"] != ["migrate"]:
+            # Probed from the first second: /healthz while it waits, liveness only after.
+            assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
+            assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+            assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert commands == set(CODEMOJEX)
+    # The image is named once, in the base: every other file names the placeholder alone.
+    for path in KUBERNETES.rglob("*.yaml"):
+        if path != KUBERNETES / "base" / "kustomization.yaml":
+            assert "registry.example.org" not in path.read_text(), path
 
-    job = _workload(docs, "Job", "codemojex-migrate-0-1-0")
+    tag = image.rsplit(":", 1)[1]
+    job = _workload(docs, "Job", f"codemojex-migrate-{tag}")  # each release its own Job
     assert job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
+    # A drain takes one worker at a time.
+    pdb = _workload(docs, "PodDisruptionBudget", "codemojex-worker")
+    worker = _workload(docs, "Deployment", "codemojex-worker")
+    assert pdb["spec"]["selector"] == worker["spec"]["selector"]
+    assert pdb["spec"]["maxUnavailable"] == 1
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_kubernetes_applies_no_secret_and_nothing_in_another_namespace(overlay: str) -> None:
+    docs = _kubernetes(overlay)
+    assert not [d for d in docs if d["kind"] == "Secret"]
+    assert not [d for d in docs if "namespace" in d["metadata"]]
+    assert not [d for d in docs if d["kind"] in ("Namespace", "ClusterRole", "ConfigMap")]
+    (secret,) = yaml.safe_load_all((KUBERNETES / "secret.example.yaml").read_text())
+    assert secret["kind"] == "Secret" and secret["metadata"]["name"] == "codemojex"
+    for kustomization in KUBERNETES.rglob("kustomization.yaml"):
+        resources = yaml.safe_load(kustomization.read_text())["resources"]
+        assert not [r for r in resources if "secret" in r], kustomization
+
+
+def test_kubernetes_bot_polls_alone_or_serves_a_webhook_behind_a_service_and_ingress() -> None:
+    polling = _workload(_kubernetes("polling"), "Deployment", "codemojex-bot")
     # One poller per token: the old bot stops before the new one starts.
+    assert polling["spec"]["replicas"] == 1
+    assert polling["spec"]["strategy"] == {"type": "Recreate"}
+
+    docs = _kubernetes("webhook")
     bot = _workload(docs, "Deployment", "codemojex-bot")
-    assert bot["spec"]["replicas"] == 1
-    assert bot["spec"]["strategy"] == {"type": "Recreate"}
+    assert bot["spec"]["replicas"] >= 2
+    assert bot["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    (container,) = bot["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["CODEMOJEX_WEBHOOK_URL"].startswith("https://")
+    service = _workload(docs, "Service", "codemojex-bot")
+    assert service["spec"]["selector"] == bot["spec"]["selector"]["matchLabels"]
+    (port,) = service["spec"]["ports"]
+    assert {"name": "webhook", "containerPort": int(env["CODEMOJEX_WEBHOOK_PORT"])} in container[
+        "ports"
+    ]
+    ingress = _workload(docs, "Ingress", "codemojex-bot")
+    (rule,) = ingress["spec"]["rules"]
+    (path,) = rule["http"]["paths"]
+    assert env["CODEMOJEX_WEBHOOK_URL"] == f"https://{rule['host']}{path['path']}"
+    assert path["backend"]["service"] == {"name": "codemojex-bot", "port": {"name": port["name"]}}
+    assert ingress["spec"]["tls"][0]["hosts"] == [rule["host"]]
+    _workload(docs, "PodDisruptionBudget", "codemojex-bot")
 
 
-def test_kubernetes_redis_keeps_an_append_only_file_on_a_volume() -> None:
-    redis = _workload(_kubernetes(), "StatefulSet", "redis")
+def test_kubernetes_redis_keeps_an_append_only_file_and_room_for_its_fork() -> None:
+    redis = _workload(_kubernetes("polling"), "StatefulSet", "redis")
     (container,) = redis["spec"]["template"]["spec"]["containers"]
-    assert _redis_aof(container["args"]) == ("yes", "everysec")
-    assert container["args"][container["args"].index("--maxmemory-policy") + 1] == "noeviction"
+    args = container["args"]
+    assert _redis_aof(args) == ("yes", "everysec")
+    assert args[args.index("--maxmemory-policy") + 1] == "noeviction"
+    # An AOF rewrite forks: under writes the child may need as much again as the data.
+    maxmemory = _mebibytes(args[args.index("--maxmemory") + 1])
+    limit = _mebibytes(container["resources"]["limits"]["memory"])
+    assert 2 * maxmemory + REDIS_OVERHEAD_MIB <= limit, (maxmemory, limit)
     (claim,) = redis["spec"]["volumeClaimTemplates"]
     assert container["volumeMounts"] == [{"name": claim["metadata"]["name"], "mountPath": "/data"}]
 
@@ -138,17 +229,20 @@ def test_the_dockerfile_builds_one_image_that_runs_as_a_user_with_a_healthcheck(
     steps = _instructions()
     assert steps[0] == ("ARG", "BASE=python:3.11-slim-bookworm")  # the official slim Python
     froms = [n for n, (word, _) in enumerate(steps) if word == "FROM"]
-    assert len(froms) == 2 and all(steps[n][1].startswith("${BASE}") for n in froms)
+    assert all(steps[n][1].startswith("${BASE}") for n in froms)
     final = steps[froms[-1] :]
     words = [word for word, _ in final]
     user = dict(final)["USER"]
     assert re.fullmatch(r"\d+:\d+", user) and not user.startswith("0:"), user
-    # The build stage's environment only: no compiler, no package manager run here.
+    # No package is installed in the final stage: the base's own pip goes, nothing else runs.
     runs = " ".join(rest for word, rest in final if word == "RUN")
-    assert not re.search(r"apt-get|pip |gcc|build-essential", runs), runs
+    assert not re.search(r"apt-get|pip install|gcc|build-essential", runs), runs
+    assert "pip uninstall --yes --root-user-action=ignore pip setuptools wheel" in runs
     copies = [rest for word, rest in final if word == "COPY"]
-    assert copies == ["--from=build /opt/codemojex /opt/codemojex"]
-    assert dict(final)["ENTRYPOINT"] == '["codemojex"]'  # the exec form: PID 1 gets SIGTERM
+    assert copies[0] == "--from=build /opt/codemojex /opt/codemojex"
+    assert all(c.startswith("--from=sources /src/LICENSE ") for c in copies[1:]), copies
+    # Under an init (PID 1 passes SIGTERM on and reaps), in the exec form: no shell between.
+    assert dict(final)["ENTRYPOINT"] == '["dumb-init", "--", "codemojex"]'
     assert "/healthz" in dict(final)["HEALTHCHECK"]
     labels = " ".join(rest for word, rest in final if word == "LABEL")
     for label in ("title", "description", "version", "revision", "licenses"):
@@ -158,6 +252,40 @@ def test_the_dockerfile_builds_one_image_that_runs_as_a_user_with_a_healthcheck(
     env = " ".join(rest for word, rest in steps if word in ("ENV", "ARG"))
     assert set(re.findall(r"(CODEMOJEX_\w+)=", env)) == {"CODEMOJEX_METRICS_PORT"}
     assert not re.search(r"TOKEN|SECRET|PASSWORD", env)
+
+
+def test_the_dockerfile_installs_the_dependencies_before_the_code_with_pinned_tools() -> None:
+    steps = _instructions()
+    froms = [n for n, (word, _) in enumerate(steps) if word == "FROM"]
+    (start,) = [n for n in froms if steps[n][1].endswith("AS build")]
+    build = steps[start : froms[froms.index(start) + 1]]
+    runs = [n for n, (word, _) in enumerate(build) if word == "RUN"]
+    code = build.index(("COPY", "--from=sources /src /src"))
+    # The dependencies' layer comes from the files naming them alone, before the code.
+    before = [rest for word, rest in build[:code] if word == "COPY"]
+    assert {path for rest in before for path in rest.split()[1:-1]} == {
+        "/src/pyproject.toml",
+        "/src/constraints.txt",
+        "/src/deploy/image-build.txt",
+        "/src/wheelhouse",
+    }
+    (install,) = [" ".join(build[n][1].split()) for n in runs if n < code]
+    assert "-c constraints.txt -c deploy/image-build.txt -r /tmp/requirements.txt" in install
+    # The package itself: without build isolation (the pinned backend) and no dependency.
+    (package,) = [" ".join(build[n][1].split()) for n in runs if n > code]
+    assert "--no-deps --no-build-isolation" in package
+    assert "pip uninstall --yes setuptools wheel pip" in package
+    # Every build requirement of pyproject pinned, once.
+    pins = dict(
+        line.split("==")
+        for line in (ROOT / "deploy" / "image-build.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    assert {re.split(r"[<>=!~ ]", r)[0] for r in requires} <= set(pins)
+    assert "dumb-init" in pins
+    # The demo extra only when a build argument asks for it.
+    assert ("ARG", 'EXTRAS=""') in build
 
 
 def test_the_build_context_leaves_secrets_and_the_checkouts_state_out() -> None:
@@ -174,7 +302,9 @@ def test_the_build_context_leaves_secrets_and_the_checkouts_state_out() -> None:
         "MANIFEST.in",
         "constraints.txt",
         "README.md",
+        "LICENSE",
         "codemojex",
         "migrations",
         "wheelhouse",
+        "deploy/image-build.txt",
     }

@@ -9,6 +9,7 @@ named at start-up."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from collections.abc import Awaitable, Callable
@@ -116,17 +117,23 @@ async def test_no_command_logs_a_secret(
                     await http.post(f"http://127.0.0.1:{ops_port}/login", data=form)
             return True
 
-        wire_metrics = free_port()
+        wire_metrics, json_metrics = free_port(), free_port()
         runs = {
             "worker -v": run(
                 ["worker", "-v"],
                 env | {"CODEMOJEX_METRICS_PORT": str(metrics)},
-                _answers(metrics, "/healthz"),
+                _answers(metrics, "/readyz"),
             ),
             "worker --wire-debug": run(
                 ["worker", "--wire-debug"],
                 env | {"CODEMOJEX_METRICS_PORT": str(wire_metrics)},
-                _answers(wire_metrics, "/healthz"),
+                _answers(wire_metrics, "/readyz"),
+            ),
+            # the same, as JSON lines (CODEMOJEX_LOG_FORMAT=json)
+            "worker --wire-debug (json)": run(
+                ["worker", "--wire-debug"],
+                env | {"CODEMOJEX_METRICS_PORT": str(json_metrics), "CODEMOJEX_LOG_FORMAT": "json"},
+                _answers(json_metrics, "/readyz"),
             ),
             "ops -v": run(["ops", "-v"], env | {"CODEMOJEX_OPS_PORT": str(ops_port)}, ops_used),
             **{
@@ -146,6 +153,7 @@ async def test_no_command_logs_a_secret(
         # python-telegram-bot's DEBUG line (the wire, only with --wire-debug)
         "bot --wire-debug": "Set Bot API URL",
         "worker --wire-debug": "Set Bot API URL",
+        "worker --wire-debug (json)": "Set Bot API URL",
         # httpx's INFO line of every Bot API call (-v; the worker may make none before it
         # is stopped)
         "bot -v (webhook)": "HTTP Request:",
@@ -154,6 +162,11 @@ async def test_no_command_logs_a_secret(
         lines = [ln for ln in outputs[command].splitlines() if marker in ln]
         assert lines, f"`codemojex {command}` logged no Bot API URL:\n{outputs[command]}"
         assert all(f"/bot{MASK}" in ln for ln in lines), lines
+    # One JSON object per line, with the text lines' fields.
+    for line in outputs["worker --wire-debug (json)"].splitlines():
+        entry = json.loads(line)
+        assert {"time", "level", "logger", "message"} <= set(entry), line
+        assert set(entry) <= {"time", "level", "logger", "message", "exception", "stack"}, line
     short = outputs["migrate (short password)"]
     assert "the password of CODEMOJEX_REDIS_URL is too short to be kept out of the logs" in short
     assert "Q7w" not in short.replace("the password of CODEMOJEX_REDIS_URL", "")

@@ -142,7 +142,8 @@ def _bound_types() -> dict[tuple[str, str], object]:
             assert isinstance(owner, ast.Name), ast.unparse(node)
             module = getattr(settings_module, owner.id)
             name = node.annotation.attr
-            found[module.__name__, name] = getattr(module, name)
+            if limits_of(getattr(module, name)):  # a range (a Literal's choices are none)
+                found[module.__name__, name] = getattr(module, name)
     return found
 
 

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
+from pydantic import Field
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import (
@@ -44,10 +45,16 @@ from codemojex.db.store.backend import Backend
 from codemojex.db.store.postgres import Postgres
 from codemojex.db.store.sqlite import Sqlite
 from codemojex.db.unit import MAINTENANCE
+from codemojex.values.bounds import within
 
-# Database connections kept, and more for a burst: work queues rather than churning
-# connections. Postgres's max_connections (100) is shared: 2 bots and 3 workers keep 100 (a
-# worker's flushes keep one of its own: worker/service.py FLUSH_CONNECTIONS).
+# Database connections a process keeps (CODEMOJEX_DB_POOL_SIZE), and opens beyond them for a
+# burst (CODEMOJEX_DB_POOL_OVERFLOW): work queues rather than churning connections. Every
+# process of a deployment takes its share of Postgres's max_connections (100 by default): a
+# process holds at most the sum, the worker too (its flushes' one of its own comes out of
+# its pool: worker/service.py FLUSH_CONNECTIONS), the bot at most its updates handled at once.
+# docs/operations.md, "Connections", gives the totals and when to put PgBouncer in front.
+PoolSize = Annotated[int, Field(ge=1, le=1000)]
+PoolOverflow = Annotated[int, Field(ge=0, le=1000)]
 DB_POOL_SIZE: Final = 16
 DB_POOL_OVERFLOW: Final = 4
 # A pooled connection is replaced (none is pinged) before an idle timeout can cut it.
@@ -132,15 +139,21 @@ def postgres_session(
     }
 
 
-def make_engine(url: str | URL, *, pool_size: int | None = None, **kwargs: Any) -> AsyncEngine:
+def make_engine(
+    url: str | URL,
+    *,
+    pool_size: int | None = None,
+    pool_overflow: int = DB_POOL_OVERFLOW,
+    **kwargs: Any,
+) -> AsyncEngine:
     """An async engine for `url` (postgresql+asyncpg://… or sqlite+aiosqlite://…), with its
     database's store backend.
 
     Statement parameters are hidden from error messages and logs: they include secret codes.
     On Postgres, `pool_size` connections are kept (`DB_POOL_SIZE` by default, not
     SQLAlchemy's 5: a process that runs N use-cases at once and keeps fewer opens and closes
-    connections as it goes) with a few more for a burst, and no connection is pinged before
-    each use: that is a round trip per checkout. A connection that was dropped (Postgres
+    connections as it goes) with `pool_overflow` more for a burst, and no connection is pinged
+    before each use: that is a round trip per checkout. A connection that was dropped (Postgres
     restarted, a proxy cut it) fails its next statement instead, which `outages` takes for a
     Postgres outage: the caller says "try again" or retries, and SQLAlchemy invalidates the
     pool's connections of before the failure at once. Connections are replaced after
@@ -155,8 +168,9 @@ def make_engine(url: str | URL, *, pool_size: int | None = None, **kwargs: Any) 
     if not isinstance(backend, Sqlite):
         kwargs.setdefault("pool_pre_ping", False)
         kwargs.setdefault("pool_recycle", DB_POOL_RECYCLE_S)
-        kwargs.setdefault("pool_size", DB_POOL_SIZE if pool_size is None else pool_size)
-        kwargs.setdefault("max_overflow", DB_POOL_OVERFLOW)
+        size = DB_POOL_SIZE if pool_size is None else within(pool_size, PoolSize, "pool_size")
+        kwargs.setdefault("pool_size", size)
+        kwargs.setdefault("max_overflow", within(pool_overflow, PoolOverflow, "pool_overflow"))
         given = kwargs.get("connect_args", {})
         session = postgres_session()
         kwargs["connect_args"] = {

@@ -476,3 +476,20 @@ class DailyRecord(Base):
 
     def __repr__(self) -> str:
         return f"DailyRecord(tg_user_id={self.tg_user_id!r})"
+
+
+class SchemaStep(Base):
+    """A migration applied to this database, as `migrations/env.py` records it after each step:
+    its revision, the one before it and whether it is expand-only (the code of the revision
+    before runs on the schema after it: `codemojex/ops/health.py` lets an older process
+    serve on a database one such step ahead). Revisions from this table's own on."""
+
+    __tablename__ = "schema_steps"
+
+    revision: Mapped[str] = mapped_column(String(64), primary_key=True)
+    down_revision: Mapped[str | None] = mapped_column(String(64), default=None)
+    expand_only: Mapped[bool] = mapped_column(Boolean)
+    applied_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"SchemaStep(revision={self.revision!r}, expand_only={self.expand_only!r})"

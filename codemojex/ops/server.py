@@ -2,7 +2,9 @@
 CODEMOJEX_METRICS_PORT (off without it), the fleet publisher, and the systemd watchdog.
 
 All of it runs in the process's own event loop, so /healthz answering means the loop turns;
-/readyz asks Redis and Postgres (the schema at the head) each time, bounded by a timeout.
+/readyz asks Redis and Postgres (a schema this version serves) each time, bounded by a
+timeout. The server is the process's start-up probes' (ops/startup.py), up from its first
+second; ProcessOps hands it the answers once the process runs.
 """
 
 from __future__ import annotations
@@ -14,9 +16,8 @@ import os
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -25,11 +26,9 @@ from codemojex.metrics import INSTRUMENTS
 from codemojex.ops.collect import TOP_ROOMS, Shared, SharedCollector
 from codemojex.ops.fleet import Publisher
 from codemojex.ops.health import readiness
+from codemojex.ops.startup import Probes
 from codemojex.outages import OUTAGES
 from codemojex.values.redistypes import AnyRedis
-
-if TYPE_CHECKING:  # aiohttp is imported only when a metrics port is set: a faster start
-    from aiohttp import web
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +57,7 @@ class ProcessOps:
         lanes: Lanes,
         collectors: Iterable[Collector],
         problems: Callable[[], dict[str, str]] | None = None,
+        probes: Probes | None = None,
     ) -> None:
         self.config = config
         self._problems = problems  # the process's own reasons not to be ready
@@ -67,23 +67,26 @@ class ProcessOps:
         self.shared = Shared(lanes, sessionmaker, config.top_rooms)
         for collector in (*INSTRUMENTS, SharedCollector(self.shared), *collectors):
             self.registry.register(collector)
+        # What /readyz would answer, taken at each scrape: an alert on readiness itself.
+        self.ready = Gauge(
+            "codemojex_ready",
+            "1 when this process is ready (its /readyz answers 200), else 0.",
+            registry=self.registry,
+        )
         self.publisher = Publisher(redis, lanes.queue, kind, self.registry)
         self.port: int | None = None  # the port /metrics is served on, once started
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._runner: web.AppRunner | None = None
+        # The start-up's probes, or (a process started without them: tests, benches) its own.
+        self._own = probes is None
+        self._probes = probes or Probes(config.host, config.port)
 
     async def start(self) -> None:
         self._tasks.append(asyncio.create_task(self.publisher.run(self._stop), name="ops:fleet"))
-        if self.config.port is not None:
-            from aiohttp import web
-
-            self._runner = web.AppRunner(self.app(), access_log=None)
-            await self._runner.setup()
-            site = web.TCPSite(self._runner, self.config.host, self.config.port)
-            await site.start()
-            self.port = self.config.port
-            log.info("metrics on http://%s:%d/metrics", self.config.host, self.port)
+        if self._own:
+            await self._probes.start()
+        self._probes.serve(self._ready, self._metrics)
+        self.port = self._probes.port
         watchdog = _watchdog_interval_s()
         if watchdog is not None:
             self._tasks.append(asyncio.create_task(self._watchdog(watchdog), name="ops:watchdog"))
@@ -98,38 +101,20 @@ class ProcessOps:
             await self.publisher.withdraw()
         except Exception as exc:  # its entry expires by itself; the fleet view drops it then
             OUTAGES.swallow(exc, "the ops publisher", "this process not withdrawn from the fleet")
-        if self._runner is not None:
-            await self._runner.cleanup()
+        if self._own:
+            await self._probes.close()
 
-    def app(self) -> web.Application:
-        from aiohttp import web
-
-        app = web.Application()
-        app.router.add_get("/metrics", self._metrics)
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
-        return app
-
-    async def _metrics(self, _: web.Request) -> web.Response:
-        from aiohttp import web
-
+    async def _metrics(self) -> tuple[bytes, str]:
+        problems, _ = await self._ready()
+        self.ready.set(0 if problems else 1)
         await self.shared.refresh()
-        body = generate_latest(self.registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
-    async def _healthz(self, _: web.Request) -> web.Response:
-        from aiohttp import web
-
-        return web.json_response({"status": "ok"})
-
-    async def _readyz(self, _: web.Request) -> web.Response:
-        from aiohttp import web
-
-        problems = await readiness(self.redis, self.engine)
+    async def _ready(self) -> tuple[dict[str, str], dict[str, str]]:
+        problems, warnings = await readiness(self.redis, self.engine)
         if self._problems is not None:
             problems.update(self._problems())
-        status = 200 if not problems else 503
-        return web.json_response({"ready": not problems, "problems": problems}, status=status)
+        return problems, warnings
 
     async def _watchdog(self, every_s: float) -> None:
         # Pinged from the event loop: a loop that hangs stops the pings and systemd restarts

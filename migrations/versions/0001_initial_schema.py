@@ -21,6 +21,8 @@ revision: str = "0001"
 down_revision: str | Sequence[str] | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+# The first schema: no code ran before it.
+expand_only: bool = False
 
 
 def upgrade() -> None:

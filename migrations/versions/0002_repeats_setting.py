@@ -18,6 +18,8 @@ revision: str = "0002"
 down_revision: str | Sequence[str] | None = "0001"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+# A column with a default: the code before it never names it.
+expand_only: bool = True
 
 
 def upgrade() -> None:

@@ -16,6 +16,8 @@ revision: str = "0004_hardening"
 down_revision: str | Sequence[str] | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+# Rewrites rows and adds unique indexes the code before it could break.
+expand_only: bool = False
 
 # Unicode's Bidi_Control characters (as codemojex.bot.names strips them).
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"

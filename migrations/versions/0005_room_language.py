@@ -18,6 +18,8 @@ revision: str = "0005_room_language"
 down_revision: str | Sequence[str] | None = "0004_hardening"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+# A column and an index: the code before it never names them.
+expand_only: bool = True
 
 _WON = "winning_guess_id IS NOT NULL"
 

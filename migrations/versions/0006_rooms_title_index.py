@@ -14,6 +14,8 @@ revision: str = "0006_rooms_title"
 down_revision: str | Sequence[str] | None = "0005_room_language"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+# An index alone.
+expand_only: bool = True
 
 
 def upgrade() -> None:

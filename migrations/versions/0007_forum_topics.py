@@ -21,6 +21,8 @@ revision: str = "0007_forum_topics"
 down_revision: str | Sequence[str] | None = "0006_rooms_title"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+# A room's key gains its topic: the code before it upserts on the old key.
+expand_only: bool = False
 
 
 def upgrade() -> None:

@@ -17,6 +17,8 @@ revision: str = "0010_daily"
 down_revision: str | Sequence[str] | None = "0007_forum_topics"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+# Columns with defaults and new tables: the code before it never names them.
+expand_only: bool = True
 
 # As rounds.id (0001): SQLite's INTEGER, Postgres's BIGINT. Timestamps are
 # DateTime(timezone=True) (the models wrap it in UTCDateTime).

@@ -16,6 +16,8 @@ revision: str = "0011_outbox_round"
 down_revision: str | Sequence[str] | None = "0010_daily"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+# An index alone.
+expand_only: bool = True
 
 _UNSENT = sa.text("sent_at IS NULL")
 

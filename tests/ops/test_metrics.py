@@ -58,7 +58,9 @@ async def test_metrics_move_as_a_round_is_played(ops_database_url: str, queue_na
                 collectors=[collector],
             )
 
-        bot = ops("bot", BotCollector(stack.app.bot_data.guesses.outcomes))
+        assert stack.front is not None  # the bot's front door, polling the stand-in
+        outcomes = stack.app.bot_data.guesses.outcomes
+        bot = ops("bot", BotCollector(outcomes, stack.front.door.counts, stack.front.gauges))
         async with in_process_worker(stack) as stats, serving(bot) as bot_port:
             worker = ops("worker", WorkerCollector(stats))
             async with serving(worker) as worker_port:

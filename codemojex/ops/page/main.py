@@ -13,10 +13,12 @@ from typing import Final
 from aiohttp import web
 from pydantic import SecretStr
 
+from codemojex.ops.health import readiness
 from codemojex.ops.page.app import OpsPage
 from codemojex.ops.page.auth import token_problem
 from codemojex.ops.page.history import History
 from codemojex.ops.page.proxies import TrustedProxies
+from codemojex.ops.startup import Probes
 from codemojex.runtime import RuntimeConfig, open_runtime
 from codemojex.values.hosts import is_loopback
 
@@ -63,9 +65,13 @@ def start_problem(config: OpsPageConfig) -> str | None:
 
 
 async def run_ops(
-    config: OpsPageConfig, runtime: RuntimeConfig, stop: asyncio.Event | None = None
+    config: OpsPageConfig,
+    runtime: RuntimeConfig,
+    stop: asyncio.Event | None = None,
+    probes: Probes | None = None,
 ) -> None:
-    """Serve the page until SIGTERM/SIGINT (or `stop`), sampling the charts meanwhile.
+    """Serve the page until SIGTERM/SIGINT (or `stop`), sampling the charts meanwhile; the
+    start-up's `probes` (ops/startup.py) answer /readyz for its Redis and Postgres then.
     ValueError, before anything is started, when CODEMOJEX_OPS_TOKEN is missing or weak or
     the page would speak plain http to other machines (`start_problem`)."""
     token = config.token.get_secret_value() if config.token else None
@@ -97,6 +103,9 @@ async def run_ops(
             await runner.setup()
             await web.TCPSite(runner, config.host, config.port).start()
             log.info("ops page on http://%s:%d/", config.host, config.port)
+            if probes is not None:
+                redis, engine = rt.redis, rt.engine
+                probes.serve(lambda: readiness(redis, engine))
             sampler = asyncio.create_task(history.run(stop), name="ops:history")
             try:
                 await stop.wait()
