@@ -41,6 +41,14 @@ Patterns:
            (``--spam-think``: the players' thought, e.g. 3 for a person's pace;
            ``--spam-every``: the spammers' pace, e.g. 0.5: 200 updates a second.)
 
+World runs (``--world``, bench/posting_world.py): guess -> shown through the real `codemojex
+bot` and `codemojex worker` (and `codemojex sender` where the checkout has one), G groups each
+with a guess every 4 s from 3 players, against a stand-in with a hidden bot-wide limit L:
+``--world 200x30,1000x300,1000x10,2000x300,2000x10,1000x1000`` (the default set: ``--world
+all``), each printing guess -> shown p50/p95/p99, never shown, posts/s, posts a minute per
+group, Jain's index over the posts per group, the 429s (and their share of the sends), guess
+-> scored and the learned rate. With a baseline the checkouts take turns run by run.
+
 Run: ``.venv/bin/python -m bench.posting`` (about 12 minutes for both sides; ``--patterns``
 to pick, ``--baseline`` for the checkout to compare with, default /work/baseline-main: main
 before this change; ``--no-baseline`` for this checkout alone). Each side runs in a process
@@ -627,7 +635,14 @@ def main() -> None:
     )
     parser.add_argument("--replot", type=Path, help="only plot the results of this JSON")
     parser.add_argument("--child", choices=PATTERNS)
+    parser.add_argument("--world", help="GxL,... world runs (or 'all'): see the docstring")
+    parser.add_argument("--world-seconds", type=float, default=60.0, help="guessing, s")
+    parser.add_argument("--world-settle", type=float, default=150.0, help="then at most, s")
+    parser.add_argument("--world-profile", type=Path, help="py-spy the processes, stacks here")
     args = parser.parse_args()
+    if args.world:
+        _worlds(args)
+        return
     if args.save:
         if args.json or args.plot:
             parser.error("--save writes the kept run's files; --json and --plot name others")
@@ -670,6 +685,34 @@ def main() -> None:
         args.json.write_text(json.dumps(results, indent=1))
     if args.plot:
         plot(results, args.plot)
+
+
+def _worlds(args: argparse.Namespace) -> None:
+    """The world runs (bench/posting_world.py), this checkout and the baseline's by turns."""
+    import subprocess as sp
+
+    from bench.pipeline import TODAY, Code
+    from bench.posting_world import COLUMNS, RUNS, run_worlds
+
+    runs = (
+        list(RUNS)
+        if args.world == "all"
+        else [(int(g), int(lim)) for g, lim in (w.split("x") for w in args.world.split(","))]
+    )
+    codes = [TODAY] if args.no_baseline else [Code("base", Path(args.baseline)), TODAY]
+    print(sp.run(["uptime"], capture_output=True, text=True).stdout.strip(), flush=True)
+    print(" | ".join(COLUMNS), flush=True)
+    out = asyncio.run(
+        run_worlds(codes, runs, args.world_seconds, args.world_settle, args.world_profile)
+    )
+    for result in out:
+        for key in [k for k in result if k.startswith("profile_")]:
+            print(f"{result['code']} {key}:")
+            for frame, own, total in result[key]:
+                print(f"  {own:5.1f} {total:5.1f}  {frame}")
+    print(sp.run(["uptime"], capture_output=True, text=True).stdout.strip(), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1, default=str))
 
 
 def plot(results: dict[str, dict[str, Any]], path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The one command line: `codemojex bot | worker | ops | migrate | demo | lanes …`.
+"""The one command line: `codemojex bot | worker | sender | ops | migrate | demo | lanes …`.
 
 Every setting comes from the environment (CODEMOJEX_*, see codemojex/settings.py); flags here
 only choose what to run and how much it says. Every command starts with `_start`: the settings
@@ -307,6 +307,25 @@ def worker(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) 
     _run_process(
         settings,
         lambda start: worker_main(
+            settings.worker(), settings.runtime(), settings.metrics(), settings.bot_api(), start
+        ),
+    )
+
+
+@app.command()
+def sender(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) -> None:
+    """Run an outbox sender of its own: posts results at the bot's learned pace, scaled like
+    the worker (every sender shares the posting ring and the pace)."""
+    settings = _start(verbose, wire=wire_debug)
+    _require_shared_redis(settings, "the sender")
+    if settings.token is None:
+        typer.echo("set CODEMOJEX_TOKEN: the sender posts results as the bot", err=True)
+        raise typer.Exit(2)
+    from codemojex.worker.sender import main as sender_main
+
+    _run_process(
+        settings,
+        lambda start: sender_main(
             settings.worker(), settings.runtime(), settings.metrics(), settings.bot_api(), start
         ),
     )

@@ -38,6 +38,7 @@ from codemojex.ops import collect
 from codemojex.ops.page.main import OpsPageConfig
 from codemojex.ops.server import MetricsConfig
 from codemojex.posting import pace_policy
+from codemojex.posting.keys import bot_id
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.runtime import RuntimeConfig
 from codemojex.state import budget
@@ -84,6 +85,10 @@ class Settings(BaseSettings):
     pace_chat_per_s: pace_policy.Rate = TELEGRAM.chat_per_s
     pace_group_per_min: pace_policy.Rate = TELEGRAM.group_per_min
     pace_bot_per_s: pace_policy.Rate = TELEGRAM.bot_per_s
+    # The bot's rate is learned from Telegram's 429s (posting/pacer.py), starting at
+    # pace_bot_per_s, never below the floor nor above the ceiling (equal: a fixed rate).
+    pace_bot_floor_per_s: pace_policy.Rate = pace_policy.BOT_FLOOR_PER_S
+    pace_bot_ceiling_per_s: pace_policy.Rate = pace_policy.BOT_CEILING_PER_S
 
     # Lanes retention: dead jobs kept (count and age), how long an empty lane is remembered.
     lanes_dead_max: facade.DeadMax = facade.DEAD_MAX
@@ -204,7 +209,12 @@ class Settings(BaseSettings):
     def pace(self, *, answers: bool = False) -> PacePolicy:
         """The results' pace, or the bot's own answers' (`answers`)."""
         return PacePolicy.from_rates(
-            self.pace_chat_per_s, self.pace_group_per_min, self.pace_bot_per_s, answers=answers
+            self.pace_chat_per_s,
+            self.pace_group_per_min,
+            self.pace_bot_per_s,
+            answers=answers,
+            bot_floor=self.pace_bot_floor_per_s,
+            bot_ceiling=self.pace_bot_ceiling_per_s,
         )
 
     def bot_api(self) -> BotApi:
@@ -246,7 +256,10 @@ class Settings(BaseSettings):
 
     def metrics(self) -> MetricsConfig:
         return MetricsConfig(
-            port=self.metrics_port, host=self.metrics_host, top_rooms=self.metrics_top_rooms
+            port=self.metrics_port,
+            host=self.metrics_host,
+            top_rooms=self.metrics_top_rooms,
+            bot=bot_id(self.token),
         )
 
     def ops_page(self) -> OpsPageConfig:
@@ -256,6 +269,7 @@ class Settings(BaseSettings):
             token=self.ops_token,
             trusted_proxies=tuple(self.ops_trusted_proxies),
             plain_http_ok=self.ops_plain_http_ok,
+            bot=bot_id(self.token),
         )
 
 

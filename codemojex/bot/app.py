@@ -76,6 +76,7 @@ from codemojex.game.taps import TAP_PATTERN
 from codemojex.lanes import Lanes
 from codemojex.locale import EN, LANGUAGES, Lang, menu_code
 from codemojex.outages import OUTAGES, outage_of
+from codemojex.posting.keys import bot_id
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
 from codemojex.state.board import DailyBoard
@@ -127,7 +128,7 @@ def make_services(
     parts = parts or BotParts()
     queue = lanes.queue
     answers = Answers(
-        parts.pacer or Pacer(redis, queue, config.pace),
+        parts.pacer or Pacer(redis, queue, config.pace, bot=bot_id(config.api.token)),
         parts.budget or AnswerBudget(redis, queue, budget=config.answer_budget),
     )
     defaults = RoomDefaults(config.default_ceiling, config.round_timeout_s)

@@ -31,7 +31,8 @@ The rule for an answer (a refusal, "slow down", an admin reply):
   dropped, and so is one whose chat's pace is known to need longer (said at once: nothing
   sleeps towards a deadline it will miss); a dropped answer is logged and its `on_dropped`
   called (a once-per-episode notice is then not spent);
-- a RetryAfter blocks the chat for everyone and drops the answers it carried.
+- a RetryAfter blocks the chat for everyone (the whole bot, when the chat's own pace does
+  not explain it: `Pacer.refused`) and drops the answers it carried.
 
 An answer may carry an inline keyboard (`markup`, JSON as an outbox row's: a daily card's
 Share button); such an answer is posted alone, never folded, so the keyboard stays under it.
@@ -229,7 +230,7 @@ class Answers:
         try:
             await message.reply_text(text, reply_markup=keyboard(markup, message))
         except RetryAfter as exc:
-            await pacer.block_chat(chat_id, retry_after_ms(exc))
+            await pacer.refused(grant, retry_after_ms(exc))
             await self.drop([item], "Telegram asked to wait")
         finally:
             await pacer.settle(grant)
@@ -329,7 +330,7 @@ class Answers:
                 reply_markup=keyboard(out.markup, message),
             )
         except RetryAfter as exc:
-            await pacer.block_chat(message.chat_id, retry_after_ms(exc))
+            await pacer.refused(grant, retry_after_ms(exc))
             await self.drop(items, "Telegram asked to wait")
         except TelegramError as exc:
             log.warning("chat %s: an answer failed (%s)", message.chat_id, type(exc).__name__)

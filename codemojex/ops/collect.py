@@ -26,7 +26,9 @@ from codemojex.lanes import Lanes
 from codemojex.lanes.views import QueueStats
 from codemojex.metrics import EVENTS
 from codemojex.outages import OUTAGES, Component
+from codemojex.posting.pacer import CAUSES, BotPace, read_bot_pace
 from codemojex.values.bounds import within
+from codemojex.values.redistypes import AnyRedis
 
 COMPONENTS: tuple[Component, ...] = ("redis", "postgres", "telegram")
 # The bot's outcomes (bot/guesses.py) as codemojex_guesses_total's; "ignored" is chatter.
@@ -49,8 +51,9 @@ READ_TIMEOUT_S: Final = 2.0
 
 
 class Shared:
-    """The numbers every process exports alike: the queue's books and the outbox backlog.
-    A failed read leaves its series out of the scrape (an absent series, not a wrong one)."""
+    """The numbers every process exports alike: the queue's books, the outbox backlog and the
+    bot's learned pace (`bot`: its id; read from Redis, the same in every process). A failed
+    read leaves its series out of the scrape (an absent series, not a wrong one)."""
 
     def __init__(
         self,
@@ -58,13 +61,19 @@ class Shared:
         sessionmaker: async_sessionmaker[AsyncSession],
         top_rooms: int = TOP_ROOMS,
         ttl_s: float = CACHE_S,
+        *,
+        redis: AnyRedis | None = None,
+        bot: int = 0,
     ) -> None:
         self.lanes = lanes
         self.sessionmaker = sessionmaker
         self.top_rooms = within(top_rooms, TopRooms, "top_rooms")
         self.ttl_s = ttl_s
+        self.redis = redis
+        self.bot = bot
         self.stats: QueueStats | None = None
         self.outbox_pending: int | None = None
+        self.pace: BotPace | None = None
         self._at = float("-inf")
         self._lock = asyncio.Lock()
 
@@ -73,17 +82,24 @@ class Shared:
             if time.monotonic() - self._at < self.ttl_s:
                 return
             self._at = time.monotonic()
-            stats, backlog = await asyncio.gather(
+            stats, backlog, pace = await asyncio.gather(
                 asyncio.wait_for(self.lanes.stats(self.top_rooms), READ_TIMEOUT_S),
                 asyncio.wait_for(self._backlog(), READ_TIMEOUT_S),
+                asyncio.wait_for(self._pace(), READ_TIMEOUT_S),
                 return_exceptions=True,
             )
             self.stats = stats if isinstance(stats, QueueStats) else None
             self.outbox_pending = backlog if isinstance(backlog, int) else None
+            self.pace = pace if isinstance(pace, BotPace) else None
 
     async def _backlog(self) -> int:
         async with reading(self.sessionmaker) as session:
             return await outbox_backlog(session)
+
+    async def _pace(self) -> BotPace | None:
+        if self.redis is None:
+            return None
+        return await read_bot_pace(self.redis, self.lanes.queue, self.bot)
 
 
 def _labelled(name: str, doc: str, label: str, values: dict[str, float], *, gauge: bool) -> Metric:
@@ -132,6 +148,7 @@ class SharedCollector(Collector):
                 "Outbox rows (results, announcements) not posted yet.",
                 value=self.shared.outbox_pending,
             )
+        yield from _pace_metrics(self.shared.pace)
         s = self.shared.stats
         if s is None:
             return
@@ -175,6 +192,33 @@ class SharedCollector(Collector):
         yield in_flight
 
 
+def _pace_metrics(pace: BotPace | None) -> Iterator[Metric]:
+    """The bot's learned pace (posting/pacer.py), the same from every process."""
+    if pace is None:
+        return
+    if pace.rate is not None:
+        yield GaugeMetricFamily(
+            "codemojex_pace_bot_rate",
+            "The bot's posting rate learned from Telegram's 429s (posts a second, all "
+            "processes together).",
+            value=pace.rate,
+        )
+    yield _labelled(
+        "codemojex_pace_refused",
+        "Telegram's 429s by what explains them: the chat's own pace, its group's, or the "
+        "bot's as a whole (a bot-wide 429 pauses every post and cuts the learned rate); all "
+        "processes together.",
+        "cause",
+        {cause: float(pace.refused[cause]) for cause in CAUSES},
+        gauge=False,
+    )
+    yield CounterMetricFamily(
+        "codemojex_pace_cuts",
+        "Cuts of the bot's learned rate (all processes together).",
+        value=pace.cuts,
+    )
+
+
 class _ScoreStats(Protocol):
     scored: int
     duplicates: int
@@ -183,6 +227,8 @@ class _ScoreStats(Protocol):
 
 class _SenderStats(Protocol):
     retry_after: int
+
+    def as_dict(self) -> dict[str, int]: ...
 
 
 class _WorkerStats(Protocol):
@@ -224,24 +270,46 @@ class WorkerCollector(Collector):
             {"won": score.won, "expired": self.stats.rounds_expired},
             gauge=False,
         )
-        yield _labelled(
-            "codemojex_posts",
-            "Messages the outbox sender posted, by kind (folded: several results in one; "
-            "keys_off: a round's keyboard removed).",
-            "kind",
-            {kind: EVENTS.posts[kind] for kind in POST_KINDS},
-            gauge=False,
-        )
-        yield CounterMetricFamily(
-            "codemojex_telegram_retry_after",
-            "RetryAfter (429) answers from Telegram, honoured.",
-            value=sender.retry_after,
-        )
+        yield from _posting_metrics(sender)
         yield _labelled(
             "codemojex_worker_events",
             "Everything else the worker counts (consumer pool, score worker, sender).",
             "event",
             dict(self.stats.as_dict()),
+            gauge=False,
+        )
+
+
+def _posting_metrics(sender: _SenderStats) -> Iterator[Metric]:
+    """What a process's outbox sender posted (the worker's, or a `codemojex sender`)."""
+    yield _labelled(
+        "codemojex_posts",
+        "Messages the outbox sender posted, by kind (folded: several results in one; "
+        "keys_off: a round's keyboard removed).",
+        "kind",
+        {kind: EVENTS.posts[kind] for kind in POST_KINDS},
+        gauge=False,
+    )
+    yield CounterMetricFamily(
+        "codemojex_telegram_retry_after",
+        "RetryAfter (429) answers from Telegram, honoured.",
+        value=sender.retry_after,
+    )
+
+
+class SenderCollector(Collector):
+    """A `codemojex sender` process's counters (SenderStats)."""
+
+    def __init__(self, stats: _SenderStats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        yield from _posting_metrics(self.stats)
+        yield _labelled(
+            "codemojex_sender_events",
+            "Everything the sender counts (SenderStats).",
+            "event",
+            {k: float(v) for k, v in self.stats.as_dict().items()},
             gauge=False,
         )
 

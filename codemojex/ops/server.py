@@ -41,6 +41,8 @@ class MetricsConfig:
     port: int | None
     host: str
     top_rooms: int = TOP_ROOMS
+    # The bot whose learned pace the metrics show (posting/keys.py bot_id of its token).
+    bot: int = 0
 
 
 class ProcessOps:
@@ -64,7 +66,7 @@ class ProcessOps:
         self.redis = redis
         self.engine = engine
         self.registry = CollectorRegistry(auto_describe=True)
-        self.shared = Shared(lanes, sessionmaker, config.top_rooms)
+        self.shared = Shared(lanes, sessionmaker, config.top_rooms, redis=redis, bot=config.bot)
         for collector in (*INSTRUMENTS, SharedCollector(self.shared), *collectors):
             self.registry.register(collector)
         # What /readyz would answer, taken at each scrape: an alert on readiness itself.

@@ -6,7 +6,9 @@ multi-key command stays in one Redis Cluster slot:
 
     cmx:{q}:pace:c:<chat>          a chat's next free second (GCRA: its theoretical arrival time)
     cmx:{q}:pace:m:<chat>          a group's last minute of posts (sorted set of grants)
-    cmx:{q}:pace:g                 the bot's last second of posts (sorted set of grants)
+    cmx:{q}:pace:b:<bot>:s         the bot's last seconds of posts (sorted set of grants)
+    cmx:{q}:pace:b:<bot>:rate      the bot's learned rate and its 429s by cause (a hash)
+    cmx:{q}:pace:b:<bot>:block     nobody posts for the bot before <value> (a bot-wide 429)
     cmx:{q}:pace:a:<chat>          the chat's next slot for one of the bot's answers
     cmx:{q}:pace:block:c:<chat>    nobody posts to the chat before <value> (a RetryAfter)
     cmx:{q}:send:ring              the posting ring: chats with unsent rows, scored by when
@@ -17,7 +19,9 @@ multi-key command stays in one Redis Cluster slot:
     cmx:{q}:send:sending:<row>     intent: an outbox row is being posted (owner and time)
     cmx:{q}:send:posted:<row>      posted: the message id that carried an outbox row
 
-Chat and row ids are integers formatted with %d: user text never reaches a key name.
+Chat, row and bot ids are integers formatted with %d: user text never reaches a key name.
+The bot's keys carry its id (`bot_id`: the numeric head of its token), so a second bot's
+token on the same queue would keep a pace of its own.
 
 The ring's scripts build the keys of the chats they find on the ring themselves (a caller
 cannot declare those), on the prefix `cmx:{q}:` they are given as KEYS[1]: their names are
@@ -28,6 +32,8 @@ codemojex/lua/loader.py): `RING`, `DIRTY`, `COOL` and `chat_lease_key(chat)`.
 from __future__ import annotations
 
 from typing import Final
+
+from pydantic import SecretStr
 
 from codemojex.lanes.keys import check_queue
 from codemojex.lua.loader import key_builder, key_constant
@@ -43,6 +49,15 @@ def lua_names() -> dict[str, str]:
     names = {key.upper(): key_constant(key.upper(), suffix) for key, suffix in SENDER_KEYS.items()}
     names["chat_lease_key"] = key_builder("chat_lease_key", "chat", CHAT_LEASE)
     return names
+
+
+def bot_id(token: str | SecretStr | None) -> int:
+    """The bot's id: the number before the colon of its token (`123456:ABC...`), which is
+    no secret (it is the bot's user id). 0 for no token or one of another shape."""
+    if isinstance(token, SecretStr):
+        token = token.get_secret_value()
+    head = (token or "").partition(":")[0]
+    return int(head) if head.isdigit() else 0
 
 
 def _integer(value: object, what: str) -> int:
@@ -68,9 +83,14 @@ class Keys:
     def group_minute(self, chat_id: int) -> str:
         return f"{self.prefix}pace:m:{_integer(chat_id, 'chat id'):d}"
 
-    @property
-    def bot_second(self) -> str:
-        return f"{self.prefix}pace:g"
+    def bot_second(self, bot: int) -> str:
+        return f"{self.prefix}pace:b:{_integer(bot, 'bot id'):d}:s"
+
+    def bot_rate(self, bot: int) -> str:
+        return f"{self.prefix}pace:b:{_integer(bot, 'bot id'):d}:rate"
+
+    def bot_block(self, bot: int) -> str:
+        return f"{self.prefix}pace:b:{_integer(bot, 'bot id'):d}:block"
 
     def chat_answers(self, chat_id: int) -> str:
         return f"{self.prefix}pace:a:{_integer(chat_id, 'chat id'):d}"

@@ -35,6 +35,11 @@ class LocalPace:
         self._minute: dict[int, deque[_Stamp]] = {}
         self._bot: deque[_Stamp] = deque()
         self._blocks: dict[int, float] = {}
+        # The bot's limit this process keeps its own grants to: its kind's share of the
+        # learned rate, as Redis last answered it (the Pacer sets it).
+        self.bot_limit = policy.own_bot_limit
+        # A bot-wide 429: nothing of this process posts before then (ms).
+        self._bot_block = 0.0
         # Since when Redis could not be asked (ms).
         self._alone_since: float | None = None
         # Grants whose answer Redis could not be told (an outage): until it is, Redis counts
@@ -77,12 +82,13 @@ class LocalPace:
         in flight is stamped `flight_ms` ahead until settled, so the log is not in time
         order). Its grants are all of its policy's kind."""
         p = self.policy
-        limit = p.own_bot_limit
+        limit = self.bot_limit
+        blocked = self._bot_block - now
         self._bot = deque(e for e in self._bot if e.at > now - p.bot_window_ms)
         if len(self._bot) < limit:
-            return 0.0
+            return blocked
         at = sorted(e.at for e in self._bot)[-limit]
-        return float(p.bot_window_ms) if at > now else at + p.bot_window_ms - now
+        return max(blocked, float(p.bot_window_ms) if at > now else at + p.bot_window_ms - now)
 
     def _spread_wait(self, minute: deque[_Stamp], now: float) -> float:
         """A group's minute spread evenly, as `spread_wait` in pace_take.lua."""
@@ -163,6 +169,10 @@ class LocalPace:
     def block(self, chat_id: int, ms: int) -> None:
         until = self._now() + ms
         self._blocks[chat_id] = max(self._blocks.get(chat_id, 0.0), until)
+
+    def block_bot(self, ms: int) -> None:
+        """Nothing of this process posts for `ms` (a 429 the bot's own pace explains)."""
+        self._bot_block = max(self._bot_block, self._now() + ms)
 
     def _forget(self, now: float) -> None:
         horizon = now - self.policy.group_window_ms - self.policy.margin_ms

@@ -18,6 +18,26 @@ from codemojex.values.bounds import within
 # Telegram's published ones by default (limits.py TELEGRAM); lower for a throttled bot, higher
 # only for one Telegram lets post more, never past a thousand.
 Rate = Annotated[int, Field(ge=1, le=1000)]
+# The bot's learned rate (pacer.py): the settings CODEMOJEX_PACE_BOT_FLOOR_PER_S and
+# _CEILING_PER_S bound it (docs/operations.md says how these were chosen), it starts at
+# CODEMOJEX_PACE_BOT_PER_S. Below the floor the bot would crawl on a transient 429; above the
+# ceiling is more than one sender process here posted (bench.posting, docs/benchmarks.md).
+BOT_FLOOR_PER_S: Final = 5
+BOT_CEILING_PER_S: Final = 600
+# The control law (docs/architecture.md says why, from bench.pace_law), as CUBIC's for TCP:
+# while results wait for the bot's second the rate rises, before any cut by START_PM per
+# mille of itself a second; an unexplained 429 keeps CUT_KEEP_PM per mille of it, nothing
+# rises or is cut again for CUT_HOLD_MS, and then the rate climbs back along a cubic to
+# where the cut came in REGAIN_MS, stays near it, and probes past it faster and faster.
+START_PM: Final = 300
+CUT_KEEP_PM: Final = 800
+CUT_HOLD_MS: Final = 2000
+REGAIN_MS: Final = 10_000
+# A learned rate is spread evenly, with bursts of at most this long's worth of its posts.
+BOT_BURST_MS: Final = 100
+# A learned rate is forgotten this long after its last rise, cut or post (the next start is
+# at CODEMOJEX_PACE_BOT_PER_S again): a week, so a restart or a quiet weekend keeps it.
+RATE_TTL_MS: Final = 7 * 24 * 3600 * 1000
 # A group's minute is spread evenly, with this burst for a quiet room, within its rate.
 GROUP_BURST: Final = 3
 # Added to a chat's second and a group's minute for a post's time on the wire. The bot's second
@@ -79,6 +99,14 @@ class PacePolicy:
     bot_window_ms: int = 1000
     margin_ms: int = MARGIN_MS
     flight_ms: int = FLIGHT_MS
+    # The bot's rate is learned between these (None: `bot_limit`, a fixed rate), by this law.
+    bot_floor: int | None = None
+    bot_ceiling: int | None = None
+    start_pm: int = START_PM
+    cut_keep_pm: int = CUT_KEEP_PM
+    cut_hold_ms: int = CUT_HOLD_MS
+    regain_ms: int = REGAIN_MS
+    bot_burst_ms: int = BOT_BURST_MS
     # A group's posts a minute a process may make alone, while Redis is away (LocalPace).
     group_alone: int = ANSWER_GROUP_RESERVE
     # The bot's own answers (else results), the ms between two of them to one chat, and how
@@ -96,19 +124,27 @@ class PacePolicy:
         *,
         answers: bool = False,
         margin_ms: int = MARGIN_MS,
+        bot_floor: int = BOT_FLOOR_PER_S,
+        bot_ceiling: int = BOT_CEILING_PER_S,
     ) -> PacePolicy:
         """The pace of the settings CODEMOJEX_PACE_CHAT_PER_S, _GROUP_PER_MIN, _BOT_PER_S: for
         the results (the sender), a group's minute less ANSWER_GROUP_RESERVE spread evenly and
         the whole bot's second; for the bot's own answers (`answers`), no spacing but their
         share of the minute (ANSWER_GROUP_SHARE_PCT) and of the bot's second
         (ANSWER_BOT_SHARE_PCT), and ANSWER_CHAT_GAP chat intervals between two answers to one
-        chat. Both on the same keys: each sees the other's posts."""
+        chat. Both on the same keys: each sees the other's posts. The bot's rate starts at
+        `bot_per_s` and is learned between `bot_floor` and `bot_ceiling` (equal: fixed)."""
         for name, rate in (
             ("chat_per_s", chat_per_s),
             ("group_per_min", group_per_min),
             ("bot_per_s", bot_per_s),
+            ("bot_floor", bot_floor),
+            ("bot_ceiling", bot_ceiling),
         ):
             within(rate, Rate, name)
+        if bot_floor > bot_ceiling:
+            raise ValueError(f"the bot's floor {bot_floor}/s is above its ceiling {bot_ceiling}/s")
+
         chat_ms = -(-1000 // chat_per_s)
         if answers:
             return cls(
@@ -122,6 +158,8 @@ class PacePolicy:
                 margin_ms=margin_ms,
                 answers=True,
                 answer_gap_ms=ANSWER_CHAT_GAP * (chat_ms + margin_ms),
+                bot_floor=bot_floor,
+                bot_ceiling=bot_ceiling,
             )
         share = max(1, group_per_min - ANSWER_GROUP_RESERVE)
         return cls(
@@ -132,6 +170,8 @@ class PacePolicy:
             group_total=group_per_min,
             bot_limit=bot_per_s,
             margin_ms=margin_ms,
+            bot_floor=bot_floor,
+            bot_ceiling=bot_ceiling,
         )
 
     @property
@@ -145,8 +185,23 @@ class PacePolicy:
 
     @property
     def own_bot_limit(self) -> int:
-        """What this kind may use of the bot's second."""
-        return min(self.bot_limit, self.bot_share) if self.answers else self.bot_limit
+        """What this kind may use of the bot's second at the configured rate."""
+        return self.own_share(self.bot_limit)
+
+    def own_share(self, limit: int) -> int:
+        """What this kind may use of a bot's second of `limit` posts (the learned rate's):
+        the answers their share of it, in the proportion of the configured rate's."""
+        if not self.answers or self.bot_share >= self.bot_limit:
+            return limit
+        return max(1, limit * self.bot_share // self.bot_limit)
+
+    @property
+    def learned_floor(self) -> int:
+        return self.bot_limit if self.bot_floor is None else self.bot_floor
+
+    @property
+    def learned_ceiling(self) -> int:
+        return self.bot_limit if self.bot_ceiling is None else self.bot_ceiling
 
 
 def _share(limit: int, percent: int) -> int:

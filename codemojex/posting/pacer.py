@@ -61,21 +61,35 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Final
+from dataclasses import dataclass
+from typing import Final, Literal
 
 from codemojex.outages import OUTAGES, is_outage
 from codemojex.posting import scripts
 from codemojex.posting.keys import Keys
 from codemojex.posting.local_pace import LocalPace
-from codemojex.posting.pace_policy import Grant, PacePolicy, Wait
+from codemojex.posting.pace_policy import RATE_TTL_MS, Grant, PacePolicy, Wait
 from codemojex.values.redistypes import AnyRedis
 
-__all__ = ["Grant", "LocalPace", "PacePolicy", "Pacer", "Wait"]
+__all__ = ["BotPace", "Cause", "Grant", "LocalPace", "PacePolicy", "Pacer", "Wait"]
 
 # Who binds a wait (pace_take's answer): nothing (the slot was taken), the chat, the bot.
 TAKEN: Final = 0
 CHAT: Final = 1
 BOT: Final = 2
+# What explains a 429 (pace_refused's answer): the chat's own pace, its group's, the bot's.
+Cause = Literal["chat", "group", "bot"]
+CAUSES: Final[tuple[Cause, ...]] = ("chat", "group", "bot")
+
+
+@dataclass(frozen=True, slots=True)
+class BotPace:
+    """The bot's learned pace as Redis holds it (the metrics, the ops page): its rate (posts a
+    second; None: not learned yet, the configured one), the 429s by cause, the cuts."""
+
+    rate: float | None
+    refused: dict[str, int]
+    cuts: int
 
 
 class Pacer:
@@ -91,17 +105,33 @@ class Pacer:
         redis: AnyRedis,
         namespace: str,
         policy: PacePolicy | None = None,
+        *,
+        bot: int = 0,
     ) -> None:
+        """`bot` is the bot's id (keys.bot_id of its token): the bot's own limits are kept
+        per bot."""
         self._keys = Keys(namespace)
+        self._redis = redis
+        self.bot = bot
         self.policy = policy or PacePolicy()
         self.local = LocalPace(self.policy)
+        # The bot's limit (posts in its second) at the last take: the learned rate's.
+        self.limit = self.policy.bot_limit
         self._take = scripts.register(redis, "pace_take")
         self._block = scripts.register(redis, "pace_block")
         self._settle = scripts.register(redis, "pace_settle")
+        self._refused = scripts.register(redis, "pace_refused")
 
     def _keys_of(self, chat_id: int) -> list[str]:
-        k = self._keys
-        keys = [k.chat_pace(chat_id), k.chat_block(chat_id), k.bot_second, k.chat_answers(chat_id)]
+        k, bot = self._keys, self.bot
+        keys = [
+            k.chat_pace(chat_id),
+            k.chat_block(chat_id),
+            k.bot_second(bot),
+            k.chat_answers(chat_id),
+            k.bot_rate(bot),
+            k.bot_block(bot),
+        ]
         # Telegram group and supergroup chat ids are negative; private chats positive.
         if chat_id < 0:
             keys.append(k.group_minute(chat_id))
@@ -118,6 +148,13 @@ class Pacer:
             p.flight_ms,
             p.own_bot_limit,
             p.answer_gap_ms,
+            p.learned_floor,
+            p.learned_ceiling,
+            p.start_pm,
+            p.cut_keep_pm,
+            p.regain_ms,
+            p.bot_burst_ms,
+            RATE_TTL_MS,
         ]
         if chat_id < 0:
             args += [
@@ -131,8 +168,14 @@ class Pacer:
         return args
 
     def _token(self, grant: Grant) -> str:
-        """The grant's entry in the shared logs: its kind, then its token."""
-        return f"{self.policy.kind}:{grant.token}"
+        """The grant's entry in the shared logs: its kind, its chat, then its token (the chat
+        tells pace_refused.lua whether the chat's own posts explain a 429)."""
+        return f"{self.policy.kind}:{grant.chat_id:d}:{grant.token}"
+
+    def _learned(self, limit: object) -> None:
+        """The bot's limit the script answered with: this process's own book keeps to it."""
+        self.limit = int(limit)  # type: ignore[call-overload]
+        self.local.bot_limit = self.policy.own_share(self.limit)
 
     async def take(self, chat_id: int, grant: Grant | None = None) -> Wait:
         """Take a slot for one post to `chat_id` now (`Wait(0)`; `grant`, if given, names it
@@ -148,13 +191,16 @@ class Pacer:
         if token and self.local.unsettled:
             await self._settle_late()
         try:
-            ms, who = await self._take(keys=self._keys_of(chat_id), args=self._args(chat_id, token))
+            ms, who, limit = await self._take(
+                keys=self._keys_of(chat_id), args=self._args(chat_id, token)
+            )
         except Exception as exc:
             if not is_outage(exc):
                 raise
             OUTAGES.failed(exc, "the posting pace (paced by this process alone meanwhile)")
             return self.local.take_alone(grant)
         OUTAGES.ok("redis")
+        self._learned(limit)
         self.local.together()
         if (quiet := self._quiet_ms()) > 0:
             return Wait(quiet, by_bot=True)
@@ -180,13 +226,16 @@ class Pacer:
         """How long until a post to `chat_id` would be granted, and who binds. Takes nothing."""
         mine = self.local.wait(chat_id)
         try:
-            ms, who = await self._take(keys=self._keys_of(chat_id), args=self._args(chat_id, ""))
+            ms, who, limit = await self._take(
+                keys=self._keys_of(chat_id), args=self._args(chat_id, "")
+            )
         except Exception as exc:
             if not is_outage(exc):
                 raise
             OUTAGES.failed(exc, "the posting pace (paced by this process alone meanwhile)")
             return mine
         OUTAGES.ok("redis")
+        self._learned(limit)
         shared = Wait(int(ms), int(who) == BOT)
         if (quiet := self._quiet_ms()) > shared.ms:
             shared = Wait(quiet, by_bot=True)
@@ -219,9 +268,11 @@ class Pacer:
 
     async def _settle_shared(self, grant: Grant) -> None:
         keys = self._keys_of(grant.chat_id)
-        logs = [keys[2]] + ([keys[4]] if grant.chat_id < 0 else [])
+        logs = [keys[2]] + ([keys[6]] if grant.chat_id < 0 else [])
+        p = self.policy
         await self._settle(
-            keys=[keys[0], *logs], args=[self._token(grant), self.policy.chat_interval_ms]
+            keys=[keys[0], keys[4], *logs],
+            args=[self._token(grant), p.chat_interval_ms, p.flight_ms],
         )
 
     async def _settle_late(self) -> None:
@@ -246,3 +297,59 @@ class Pacer:
         except Exception as exc:
             if not is_outage(exc):
                 raise
+
+    async def refused(self, grant: Grant, retry_after_ms: int) -> Cause:
+        """Telegram answered the post of `grant` with a 429 asking to wait `retry_after_ms`.
+        What explains it (pace_refused.lua): the chat's or the group's own pace (the chat is
+        blocked for the wait), or neither: the bot posts faster than Telegram allows now, so
+        every post of the bot waits and the learned rate is cut. While Redis cannot be asked,
+        the chat is blocked in this process (the bot's own pace is Redis's to learn)."""
+        ms = max(1, retry_after_ms)
+        p, k, chat = self.policy, self._keys, grant.chat_id
+        keys = [k.bot_second(self.bot), k.bot_rate(self.bot), k.bot_block(self.bot)]
+        keys.append(k.chat_block(chat))
+        if chat < 0:
+            keys.append(k.group_minute(chat))
+        args: list[int | str] = [
+            self._token(grant),
+            ms,
+            p.chat_interval_ms,
+            p.group_total,
+            p.group_window_ms,
+            p.bot_limit,
+            p.learned_floor,
+            p.learned_ceiling,
+            p.cut_keep_pm,
+            p.cut_hold_ms,
+            p.bot_window_ms,
+            RATE_TTL_MS,
+        ]
+        try:
+            cause, _rate = await self._refused(keys=keys, args=args)
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            self.local.block(chat, ms)
+            return "chat"
+        found = CAUSES[int(cause) - 1]
+        if found == "bot":
+            self.local.block_bot(ms)
+        else:
+            self.local.block(chat, ms)
+        return found
+
+    async def bot_pace(self) -> BotPace:
+        """The bot's learned rate and its 429s by cause, as Redis holds them."""
+        return await read_bot_pace(self._redis, self._keys.queue, self.bot)
+
+
+async def read_bot_pace(redis: AnyRedis, namespace: str, bot: int) -> BotPace:
+    """The learned pace of bot `bot` on queue `namespace` (the metrics, the ops page)."""
+    raw = await redis.hgetall(Keys(namespace).bot_rate(bot))
+    fields = {(k.decode() if isinstance(k, bytes) else str(k)): v for k, v in raw.items()}
+    rate = fields.get("rate")
+    return BotPace(
+        rate=None if rate is None else float(rate),
+        refused={cause: int(fields.get(cause, 0)) for cause in CAUSES},
+        cuts=int(fields.get("cuts", 0)),
+    )

@@ -17,6 +17,7 @@ Name = Literal[
     "pace_take",
     "pace_settle",
     "pace_block",
+    "pace_refused",
     "lease_renew",
     "lease_fence",
     "posted_mark",

@@ -20,6 +20,8 @@ async def serve(args: argparse.Namespace) -> None:
         token=args.token, host=args.host, port=args.port, privacy_mode=args.privacy_mode
     )
     await standin.start()
+    if args.limits:
+        standin.enforce_rate_limits(global_per_s=args.bot_per_s, chat_burst=args.chat_burst)
     print(f"Bot API stand-in on {standin.base_url} (token {standin.token})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -38,6 +40,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8081)
     parser.add_argument("--token", default="123:TEST")
     parser.add_argument("--privacy-mode", action="store_true")
+    parser.add_argument(
+        "--limits", action="store_true", help="enforce Telegram's flood limits (429 past them)"
+    )
+    parser.add_argument(
+        "--bot-per-s", type=int, default=30, help="with --limits: the hidden bot-wide limit"
+    )
+    parser.add_argument(
+        "--chat-burst", type=int, default=1, help="with --limits: posts a chat may make at once"
+    )
     asyncio.run(serve(parser.parse_args(argv)))
 
 

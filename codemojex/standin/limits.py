@@ -4,6 +4,11 @@ Injected faults (429 storms, 5xx, lost answers, slow answers) match calls by met
 the server applies the one `_take_fault` hands it. Flood limits are sliding windows measured
 on arrival; a post over a limit is refused with an honest `retry_after` and recorded as a
 RateViolation, which is how tests prove a sender paces itself.
+
+The bot-wide limit (`global_per_s`) is hidden, as Telegram's is: the bot is told nothing of
+it but the 429s past it, each with the wait until the window has room again, and the same
+429 whichever limit refused (Telegram names no scope); only the stand-in's books
+(`violations`, by `rule`) say which one it was.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ class RateLimits:
     global_per_s: int | None
     methods: frozenset[str]
     slack_s: float
+    chat_burst: int = 1
 
 
 class Limits:
@@ -187,11 +193,14 @@ class Limits:
         *,
         methods: Iterable[str] = ("sendMessage", "editMessageText"),
         slack_s: float = 0.05,
+        chat_burst: int = 1,
     ) -> None:
         """Answer 429 when the bot posts faster than Telegram allows, and count it.
 
         Windows are sliding and measured on arrival; `slack_s` shortens them a little so that
-        a sender pacing at exactly the limit is not punished for network jitter.
+        a sender pacing at exactly the limit is not punished for network jitter. A chat may
+        post `chat_burst` messages at once (its window is then that many seconds long, for as
+        many posts a second).
         """
         self._limits = RateLimits(
             per_chat_per_s,
@@ -199,6 +208,7 @@ class Limits:
             global_per_s,
             frozenset(m.lower() for m in methods),
             slack_s,
+            max(1, chat_burst),
         )
         self._chat_sends.clear()
         self._global_sends.clear()
@@ -219,20 +229,24 @@ class Limits:
         sends = self._chat_sends.setdefault(chat_id, deque())
         while sends and sends[0] <= now - 60:
             sends.popleft()
-        while self._global_sends and self._global_sends[0] <= now - 1:
-            self._global_sends.popleft()
-        checks: list[tuple[str, int | None, float, list[float]]] = [
-            ("per_chat_per_s", limits.per_chat_per_s, 1.0, list(sends)),
-            ("global_per_s", limits.global_per_s, 1.0, list(self._global_sends)),
+        bot = self._global_sends
+        while bot and bot[0] <= now - (1 - limits.slack_s):
+            bot.popleft()
+        burst = limits.chat_burst
+        chat_limit = None if limits.per_chat_per_s is None else limits.per_chat_per_s * burst
+        checks: list[tuple[str, int | None, float, deque[float]]] = [
+            ("per_chat_per_s", chat_limit, float(burst), sends),
+            ("global_per_s", limits.global_per_s, 1.0, bot),
         ]
         if chat_id < 0:
-            checks.append(("per_group_per_min", limits.per_group_per_min, 60.0, list(sends)))
+            checks.append(("per_group_per_min", limits.per_group_per_min, 60.0, sends))
         for rule, limit, window, times in checks:
-            if limit is None:
+            if limit is None or len(times) < limit:
                 continue
-            recent = [t for t in times if t > now - (window - limits.slack_s)]
-            if len(recent) >= limit:
-                wait = recent[-limit] + window - limits.slack_s - now
+            # The limit-th newest post: within the window, this post would be one too many.
+            at = times[-limit]
+            if at > now - (window - limits.slack_s):
+                wait = at + window - limits.slack_s - now
                 retry_after = max(1, math.ceil(wait))
                 self.violations.append(RateViolation(now, method, chat_id, rule, retry_after))
                 raise ApiError(

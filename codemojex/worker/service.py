@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,7 +29,9 @@ from codemojex.game import rounds
 from codemojex.lanes import Lanes, consumer, facade
 from codemojex.lanes.consumer import ConsumerPool, PoolStats
 from codemojex.limits import RETRIES, ROOM
+from codemojex.ops.fleet import read_fleet
 from codemojex.outages import OUTAGES, OutageLasted, is_outage, pause_s, retrying
+from codemojex.posting.keys import bot_id
 from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
@@ -242,6 +245,13 @@ async def _wait_outbox_empty(
         await asyncio.sleep(0.1)
 
 
+async def senders_up(redis: AnyRedis, queue: str) -> bool:
+    """Whether `codemojex sender` processes post for this queue (the ops fleet: a process
+    gone quiet for fleet.STALE_S is gone): the worker's own sender then stands back, and its
+    event loop scores."""
+    return any(proc.kind == "sender" for proc in await read_fleet(redis, queue))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkerConfig:
     """What the worker is built from (the composition root unpacks the settings into it): the
@@ -311,10 +321,11 @@ async def run_worker(
         bot,
         redis,
         namespace=config.queue,
-        pacer=Pacer(redis, config.queue, config.pace),
+        pacer=Pacer(redis, config.queue, config.pace, bot=bot_id(bot.token)),
         poll_s=timings.sender_poll_s,
         stats=stats.sender,
         ambiguous=config.sender_ambiguous,
+        stand_back=functools.partial(senders_up, redis, config.queue),
     )
 
     # The worker's one hook after its group commit: each chat given outbox rows joins the

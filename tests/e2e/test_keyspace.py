@@ -37,6 +37,7 @@ LASTING: dict[str, int | None] = {
     "inbox:fences": None,
     "inbox:dead": 14 * 24 * HOUR,  # the dead letters, for the operator
     "poller:<bot>:fence": 30 * 24 * HOUR,  # the number of the poller lease's last holder
+    "pace:b:<bot>:rate": 7 * 24 * HOUR,  # the bot's learned rate: a restart keeps it
 }
 
 
@@ -49,6 +50,7 @@ def shape(key: str, queue: str) -> str:
     rest = re.sub(r"^poller:\d+(:fence)?$", r"poller:<bot>\1", rest)
     rest = re.sub(r"^inbox:key:[a-z]+(:-?\d+)+$", "inbox:key:<key>", rest)
     rest = re.sub(r"^inbox:held:([0-9a-f]{16}|-)$", "inbox:held:<holder>", rest)
+    rest = re.sub(r"^pace:b:\d+:rate$", "pace:b:<bot>:rate", rest)
     return rest
 
 

@@ -78,7 +78,7 @@ def _env(command: str, database_url: str, queue: str, port: int) -> dict[str, st
     return env
 
 
-@pytest.mark.parametrize("command", ["bot", "worker", "ops"])
+@pytest.mark.parametrize("command", ["bot", "worker", "sender", "ops"])
 async def test_a_process_waiting_for_postgres_is_probed_and_stops_on_sigterm(
     command: str, queue_name: str, tmp_path: Path
 ) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from codemojex.lanes import LaneError
-from codemojex.posting.keys import Keys
+from codemojex.posting.keys import Keys, bot_id
 
 
 def test_every_key_carries_the_queue_hash_tag() -> None:
@@ -17,7 +17,9 @@ def test_every_key_carries_the_queue_hash_tag() -> None:
     names = [
         keys.chat_pace(-100123),
         keys.group_minute(-100123),
-        keys.bot_second,
+        keys.bot_second(77),
+        keys.bot_rate(77),
+        keys.bot_block(77),
         keys.ring,
         keys.dirty,
         keys.cool,
@@ -30,7 +32,9 @@ def test_every_key_carries_the_queue_hash_tag() -> None:
     assert names == [
         "cmx:{cm}:pace:c:-100123",
         "cmx:{cm}:pace:m:-100123",
-        "cmx:{cm}:pace:g",
+        "cmx:{cm}:pace:b:77:s",
+        "cmx:{cm}:pace:b:77:rate",
+        "cmx:{cm}:pace:b:77:block",
         "cmx:{cm}:send:ring",
         "cmx:{cm}:send:dirty",
         "cmx:{cm}:send:cool",
@@ -53,6 +57,9 @@ def test_chat_and_row_ids_must_be_integers(bad: Any) -> None:
         keys.chat_lease,
         keys.sending,
         keys.posted,
+        keys.bot_second,
+        keys.bot_rate,
+        keys.bot_block,
     ]
     for build in builders:
         with pytest.raises(ValueError):
@@ -62,3 +69,8 @@ def test_chat_and_row_ids_must_be_integers(bad: Any) -> None:
 def test_the_queue_name_is_checked_like_the_lanes_one() -> None:
     with pytest.raises(LaneError):
         Keys("Bad}{Queue")
+
+
+def test_a_bots_id_is_the_head_of_its_token() -> None:
+    assert bot_id("123456:ABC-def") == 123456
+    assert bot_id("not a token") == 0

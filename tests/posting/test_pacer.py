@@ -19,7 +19,13 @@ import redis.asyncio as aioredis
 from codemojex.outages import OUTAGES
 from codemojex.posting.keys import Keys
 from codemojex.posting.local_pace import LocalPace
-from codemojex.posting.pace_policy import Grant, PacePolicy, Wait
+from codemojex.posting.pace_policy import (
+    BOT_CEILING_PER_S,
+    BOT_FLOOR_PER_S,
+    Grant,
+    PacePolicy,
+    Wait,
+)
 from codemojex.posting.pacer import Pacer
 from codemojex.settings import Settings
 from codemojex.values.redistypes import AnyRedis
@@ -226,7 +232,13 @@ def test_the_limits_are_settings() -> None:
     answers = settings.pace(answers=True)
     assert (answers.group_spacing_ms, answers.group_limit, answers.group_total) == (0, 3, 12)
     assert (answers.bot_limit, answers.own_bot_limit, answers.answer_gap_ms) == (10, 2, 1200)
-    assert Settings().pace() == PacePolicy()
+    # The bot's rate is learned between the floor and the ceiling (equal: a fixed rate).
+    learned = (BOT_FLOOR_PER_S, BOT_CEILING_PER_S)
+    assert (policy.learned_floor, policy.learned_ceiling) == learned
+    assert (answers.learned_floor, answers.learned_ceiling) == learned
+    fixed = Settings(pace_bot_per_s=10, pace_bot_floor_per_s=10, pace_bot_ceiling_per_s=10)
+    assert fixed.pace().learned_floor == 10
+    assert Settings().pace() == PacePolicy(bot_floor=BOT_FLOOR_PER_S, bot_ceiling=BOT_CEILING_PER_S)
     default = Settings().pace(answers=True)
     assert (default.group_limit, default.own_bot_limit, default.answer_gap_ms) == (5, 6, 2200)
 
@@ -482,7 +494,7 @@ async def test_nothing_is_posted_for_a_chat_interval_after_redis_comes_back(
     assert (await back.take(PRIVATE)).by_bot
     keys = Keys(queue_name)
     assert await redis_r.exists(keys.chat_pace(OTHER_GROUP), keys.chat_pace(PRIVATE)) == 0
-    assert await redis_r.zcard(keys.bot_second) == 0
+    assert await redis_r.zcard(keys.bot_second(0)) == 0
     assert (await back.wait(OTHER_GROUP)).ms > 200
     await asyncio.sleep(0.31)
     assert await taken(back, OTHER_GROUP) == 0

@@ -17,7 +17,7 @@ def cmx_patterns(queue: str) -> list[re.Pattern[str]]:
     return [
         re.compile(rf"{tag}(flood|paused):PLR{_ID}\Z"),
         re.compile(rf"{tag}pace:(c|m|a):-?\d+\Z"),
-        re.compile(rf"{tag}pace:g\Z"),
+        re.compile(rf"{tag}pace:b:\d+:(s|rate|block)\Z"),
         re.compile(rf"{tag}pace:block:c:-?\d+\Z"),
         re.compile(rf"{tag}answers:-?\d+:-?\d+\Z"),
         re.compile(rf"{tag}members:-\d+\Z"),

@@ -412,6 +412,33 @@ async def test_rate_limits_per_group_minute_and_global(bot: Bot, standin: StandI
     await bot.send_message(31, "c")
 
 
+async def test_a_hidden_bot_wide_limit_refuses_with_an_honest_retry_after(
+    bot: Bot, standin: StandIn
+) -> None:
+    """Past the bot-wide limit every chat is refused alike (the 429 names no scope), for as
+    long as the window needs to have room again; a chat may post its burst at once."""
+    standin.enforce_rate_limits(per_chat_per_s=1, global_per_s=5, chat_burst=3)
+    chats = [GROUP - 100 - i for i in range(6)]
+    for chat in chats:
+        standin.add_group(chat, f"busy {chat}")
+    started = time.monotonic()
+    outcomes = await asyncio.gather(
+        *(bot.send_message(chat, "x") for chat in chats), return_exceptions=True
+    )
+    refused = [o for o in outcomes if isinstance(o, RetryAfter)]
+    assert len(refused) == 1 and seconds(refused[0]) == 1
+    assert [v.rule for v in standin.violations] == ["global_per_s"]
+    # The wait it named is enough: the window has room again after it.
+    await asyncio.sleep(max(0.0, started + seconds(refused[0]) - time.monotonic()))
+    await bot.send_message(chats[0], "y")
+    standin.enforce_rate_limits(per_chat_per_s=1, global_per_s=None, chat_burst=3)
+    for text in ("a", "b", "c"):  # a chat's burst
+        await bot.send_message(GROUP, text)
+    with pytest.raises(RetryAfter):
+        await bot.send_message(GROUP, "d")
+    assert standin.violations[-1].rule == "per_chat_per_s"
+
+
 async def test_forbidden_chats(bot: Bot, standin: StandIn) -> None:
     standin.add_user(31, "Pat")
     with pytest.raises(BadRequest, match=r"(?i)chat not found"):

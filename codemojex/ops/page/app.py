@@ -264,6 +264,7 @@ class OpsPage:
         return {
             "stats": stats,
             "point": last,
+            "pace": self.history.pace,
             "fleet": self.history.fleet,
             "daily": daily,
             "rooms": rooms,

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -25,6 +25,7 @@ from codemojex.db.store.ops import outbox_backlog
 from codemojex.lanes import Lanes
 from codemojex.lanes.views import QueueStats
 from codemojex.ops.fleet import Proc, read_fleet
+from codemojex.posting.pacer import BotPace, read_bot_pace
 from codemojex.values.redistypes import AnyRedis
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,12 @@ class Point:
     wait_p50: float | None  # seconds, over the guesses scored since the previous sample
     wait_p90: float | None
     wait_p99: float | None
+    # The bot's learned rate (posts a second; None: not learned yet) and Telegram's 429s
+    # since the previous sample by what explains them (posting/pacer.py).
+    pace_rate: float | None = None
+    refused_chat: float | None = None
+    refused_group: float | None = None
+    refused_bot: float | None = None
 
 
 def quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
@@ -81,6 +88,7 @@ class History:
         *,
         every_s: float = 5.0,
         keep_s: float = 15 * 60,
+        bot: int = 0,
     ) -> None:
         self.lanes = lanes
         self.sessionmaker = sessionmaker
@@ -91,6 +99,8 @@ class History:
         self.stats: QueueStats | None = None
         self.fleet: list[Proc] = []
         self._seen: dict[str, dict[str, float]] = {}  # proc id -> its values last sample
+        self.bot = bot
+        self.pace: BotPace | None = None
         self._at = 0.0
 
     def _deltas(self, fleet: list[Proc]) -> dict[str, float] | None:
@@ -113,6 +123,8 @@ class History:
         async with reading(self.sessionmaker) as session:
             outbox = await outbox_backlog(session)
         fleet = await read_fleet(self.redis, self.queue)
+        pace, before = await read_bot_pace(self.redis, self.queue, self.bot), self.pace
+        self.pace = pace
         now = time.time()
         deltas = self._deltas(fleet)
         dt = now - self._at
@@ -130,6 +142,17 @@ class History:
             None if deltas is None else round(deltas.get(SCORED, 0.0) / dt, 2),
             None if deltas is None else deltas.get(RETRY_AFTER, 0.0),
             *(quantile(q, waits) for q in (0.5, 0.9, 0.99)),
+        )
+
+        def since(cause: str) -> float | None:
+            return None if before is None else float(pace.refused[cause] - before.refused[cause])
+
+        point = replace(
+            point,
+            pace_rate=pace.rate,
+            refused_chat=since("chat"),
+            refused_group=since("group"),
+            refused_bot=since("bot"),
         )
         self.points.append(point)
         return point

@@ -38,6 +38,8 @@ class OpsPageConfig:
     token: SecretStr | None
     trusted_proxies: Sequence[IPv4Network | IPv6Network]
     plain_http_ok: bool
+    # The bot whose learned pace the page shows (posting/keys.py bot_id of its token).
+    bot: int = 0
 
 
 def plain_http_problem(config: OpsPageConfig) -> str | None:
@@ -91,7 +93,7 @@ async def run_ops(
         loop.add_signal_handler(sig, stop.set)
     try:
         async with open_runtime(runtime) as rt:
-            history = History(rt.lanes, rt.sessionmaker, rt.redis, runtime.queue)
+            history = History(rt.lanes, rt.sessionmaker, rt.redis, runtime.queue, bot=config.bot)
             page = OpsPage(
                 rt.lanes,
                 rt.sessionmaker,

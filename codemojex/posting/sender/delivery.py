@@ -10,7 +10,10 @@ takes over a dead one's rows what happened to them:
 - posted, `send:posted:<row>` → message id: set right after Telegram answers, before anything
   else (one script call for all the post's rows, then `mark_sent`).
 
-Both are deleted once `mark_sent` succeeded (they live MARKER_TTL_S otherwise). A row
+Both are deleted once `mark_sent` succeeded (they live MARKER_TTL_S otherwise). The marks of
+the posts that end while one is written wait and go together, in one transaction, their
+markers deleted in one call (`Marks`): a sender posting hundreds a second would otherwise
+spend a transaction and a Redis round trip per post on its books. A row
 with a posted marker is marked sent without posting it again. A row with neither was not being
 posted: it is simply posted. A row with an intent marker and no posted marker is ambiguous:
 its sender died during the post, before or after Telegram took it.
@@ -26,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -48,6 +51,55 @@ WHERE = "the outbox sender"
 MARKER_TTL_S: Final = 7 * 24 * 3600
 
 log = logging.getLogger(__name__)
+
+
+# Rows marked sent as carried by one message (its id; None: none known).
+Mark = tuple[Sequence[int], int | None]
+
+
+class Marks:
+    """The marks of concurrent posts, written together: a mark asked while another is being
+    written waits for it, then goes with every other that waited (one call of `write`, then
+    one of `forget` for all their rows), as the score worker's group commit. A failure of the
+    write fails every mark it carried."""
+
+    def __init__(
+        self,
+        write: Callable[[Sequence[Mark]], Awaitable[None]],
+        forget: Callable[[Sequence[int]], Awaitable[None]],
+    ) -> None:
+        self._write = write
+        self._forget = forget
+        self._waiting: list[tuple[Mark, asyncio.Future[None]]] = []
+        self._writing: asyncio.Task[None] | None = None
+
+    async def mark(self, ids: Sequence[int], message_id: int | None) -> None:
+        done = asyncio.get_running_loop().create_future()
+        self._waiting.append(((list(ids), message_id), done))
+        if self._writing is None:
+            self._writing = asyncio.get_running_loop().create_task(self._write_all())
+        await done
+
+    async def _write_all(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                marks = [mark for mark, _ in batch]
+                try:
+                    await self._write(marks)
+                except BaseException as exc:
+                    for _, done in batch:
+                        if not done.done():
+                            done.set_exception(exc)
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+                await self._forget([row for ids, _ in marks for row in ids])
+                for _, done in batch:
+                    if not done.done():
+                        done.set_result(None)
+        finally:
+            self._writing = None
 
 
 class Delivery:
@@ -85,6 +137,7 @@ class Delivery:
         self._mark_sent = retrying(
             "postgres", RETRIES.mark_sent, where=WHERE, stop=stop, on_failure=self._count
         )(self._mark_once)
+        self._marks = Marks(self._mark_sent, self.forget_posted)
 
     def _count(self, exc: BaseException) -> None:
         self._stats.errors += 1
@@ -110,12 +163,13 @@ class Delivery:
             OUTAGES.swallow(exc, WHERE, f"{len(rows)} outbox rows not released")
 
     async def mark(self, ids: Sequence[int], message_id: int | None) -> None:
-        await self._mark_sent(ids, message_id)
-        await self.forget_posted(ids)
+        """The books say sent (with the posts ending meanwhile: `Marks`), then the markers go."""
+        await self._marks.mark(ids, message_id)
 
-    async def _mark_once(self, ids: Sequence[int], message_id: int | None) -> None:
+    async def _mark_once(self, marks: Sequence[Mark]) -> None:
         async with uow(self._sessions) as tx:
-            await outbox.mark_sent(tx, ids, message_id)
+            for ids, message_id in marks:
+                await outbox.mark_sent(tx, ids, message_id)
 
     # -- the chat lease and the markers --------------------------------------------------------
 

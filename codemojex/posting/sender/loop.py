@@ -18,6 +18,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -46,6 +47,10 @@ RECONCILE_S: Final = 60.0
 PEEK_S: Final = 1.0
 # A chat's turn that failed (a bug, an outage mid-turn) gives the chat back after this.
 TURN_FAILED_PAUSE_S: Final = 1.0
+# Posts on the wire at once: the Bot API pool's connections (worker/botapi.py make_bot).
+IN_FLIGHT: Final = 32
+# A sender that stands back (`stand_back`) asks again this often.
+STAND_BACK_S: Final = 5.0
 
 
 class OutboxSender:
@@ -75,6 +80,9 @@ class OutboxSender:
         stats: SenderStats | None = None,
         ambiguous: Ambiguous = "repost",
         post_timeout_s: float = 8.0,
+        stand_back: Callable[[], Awaitable[bool]] | None = None,
+        stand_back_s: float = STAND_BACK_S,
+        in_flight: int = IN_FLIGHT,
     ) -> None:
         """`namespace` scopes the Redis keys (use the queue name). `poll_s` is how often the
         outbox is scanned for chats with unsent rows that nobody added to the ring (a process
@@ -88,7 +96,11 @@ class OutboxSender:
         `ambiguous` is what to do when a post may or may not have reached Telegram (read
         timeout, connection dropped after sending, or a sender that died while posting):
         "repost" (at least once, the default: a result is never lost, rarely duplicated) or
-        "assume_sent" (at most once: never duplicated, rarely lost)."""
+        "assume_sent" (at most once: never duplicated, rarely lost).
+        `in_flight` posts are on the wire at once at most (the Bot API pool's connections).
+        `stand_back`, asked every `stand_back_s`, says when others post instead (the worker's
+        sender while `codemojex sender` processes run): the sender then takes no turn (it
+        finishes those in hand) until it says otherwise."""
         if post_timeout_s * 1000 >= chat_lease_ms or post_timeout_s >= claim_lease_s / 2:
             raise ValueError("a post must end well inside the chat lease and the row claim")
         self._sessionmaker = sessionmaker
@@ -118,7 +130,7 @@ class OutboxSender:
         self._turns = Turns(
             self.pacer,
             self._delivery,
-            Poster(bot, self.pacer, self.stats, post_timeout_s),
+            Poster(bot, self.pacer, self.stats, post_timeout_s, in_flight),
             self.stats,
             claim_lease_s=claim_lease_s,
             max_message=max_message,
@@ -127,6 +139,10 @@ class OutboxSender:
         self._active: dict[int, asyncio.Task[None]] = {}
         self._poked: set[int] = set()
         self._wake = asyncio.Event()
+        self._stand_back = stand_back
+        self._stand_back_s = stand_back_s
+        self._standing_back = False
+        self._asked_at = float("-inf")
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -151,7 +167,7 @@ class OutboxSender:
                     # after a failed scan, soon again (backing off), not a whole poll_s later
                     again_s = pause_s(RETRIES.loop, failures) if failures else self._poll_s
                     next_scan = time.monotonic() + min(self._poll_s, again_s)
-                next_ms = await self._take_turns()
+                next_ms = await self._take_turns(take=not await self._stands_back())
                 timeout = min(self._peek_s, max(0.0, next_scan - time.monotonic()))
                 if next_ms is not None:
                     timeout = min(timeout, next_ms / 1000)
@@ -163,6 +179,24 @@ class OutboxSender:
             stopper.cancel()
             if self._active:
                 await asyncio.gather(*self._active.values(), return_exceptions=True)
+
+    async def _stands_back(self) -> bool:
+        """Whether others post instead (asked at most every `stand_back_s`; an answer that
+        fails is "no": the rows must go out)."""
+        if self._stand_back is None:
+            return False
+        if time.monotonic() - self._asked_at >= self._stand_back_s:
+            self._asked_at = time.monotonic()
+            try:
+                standing = await self._stand_back()
+            except Exception as exc:
+                if OUTAGES.failed(exc, WHERE) is None:
+                    raise
+                standing = False
+            if standing != self._standing_back:
+                log.info("outbox sender %s", "stands back" if standing else "posts again")
+            self._standing_back = standing
+        return self._standing_back
 
     async def _watch(self, stop: asyncio.Event) -> None:
         await stop.wait()
@@ -186,15 +220,17 @@ class OutboxSender:
         self._poked.update(chats)
         return True
 
-    async def _take_turns(self) -> int | None:
-        """Announce the poked chats, take the chats whose turn has come and start their turns.
-        The ms until the ring's next turn (None: the ring is empty, or we hold all we may)."""
+    async def _take_turns(self, *, take: bool = True) -> int | None:
+        """Announce the poked chats, take the chats whose turn has come and start their turns
+        (not with `take` false: standing back, the chats are only announced, for the senders
+        that post). The ms until the ring's next turn (None: the ring is empty, we hold all
+        we may, or we stand back)."""
         poked, self._poked = self._poked, set()
         try:
             if poked:
                 await self.ring.add(poked)
                 poked = set()
-            free = self._max_chats - len(self._active)
+            free = self._max_chats - len(self._active) if take else 0
             if free <= 0:
                 return None  # a turn that ends wakes the loop
             token = uuid.uuid4().hex

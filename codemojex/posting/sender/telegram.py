@@ -5,8 +5,9 @@ have taken the chat or its rows while it is in flight) and its pace slot is sett
 answered or not (until then it counts as in flight in the bot's second). Then:
 
 - accepted: `Outcome.SENT`, with the message id;
-- a 429 (RetryAfter): `NOT_SENT`, and the chat is blocked for the wait Telegram asked for, in
-  the shared pace (every sender honours it);
+- a 429 (RetryAfter): `NOT_SENT`, and the shared pace is told (`Pacer.refused`): the chat is
+  blocked for the wait Telegram asked for when its own pace or its group's explains the 429,
+  else the whole bot is, and its learned rate cut (every sender honours both);
 - refused for good (BadRequest, Forbidden, ChatMigrated: the bot was kicked, the chat is gone,
   the text is refused): `REFUSED`;
 - failed in a way that proves it did not go out (a refused connection, a connect or pool
@@ -110,11 +111,18 @@ def failed_post_pause_ms() -> int:
 class Poster:
     """Carries out one message under a pace grant and says what came of it."""
 
-    def __init__(self, bot: Bot, pacer: Pacer, stats: SenderStats, timeout_s: float) -> None:
+    def __init__(
+        self, bot: Bot, pacer: Pacer, stats: SenderStats, timeout_s: float, in_flight: int
+    ) -> None:
         self._bot = bot
         self._pacer = pacer
         self._stats = stats
         self._timeout_s = timeout_s
+        # At most as many posts on the wire as the Bot API pool has connections: a post
+        # queued inside httpcore's pool costs CPU on every other request (its pool scans its
+        # waiting requests against its connections: 256 chats in hand on 256 connections
+        # spent most of a sender's CPU there), one waiting here costs nothing.
+        self._wire = asyncio.Semaphore(in_flight)
 
     async def settle(self, grant: Grant) -> None:
         """The grant's post is answered, or will not be made: the pace measures from now."""
@@ -128,14 +136,20 @@ class Poster:
     async def attempt(self, chat_id: int, msg: OutMessage, grant: Grant) -> Answer:
         try:
             try:
-                sent = await asyncio.wait_for(post(self._bot, chat_id, msg), self._timeout_s)
+                async with self._wire:
+                    sent = await asyncio.wait_for(post(self._bot, chat_id, msg), self._timeout_s)
+            except RetryAfter as exc:
+                # Told before the settle: a refused post leaves the bot's second at once (were
+                # it settled first, it would count as taken by Telegram to the cut of another
+                # 429 answered meanwhile).
+                wait_ms = retry_after_ms(exc)
+                cause = await self._pacer.refused(grant, wait_ms)
+                log.info("429 for chat %d (%s's pace): waiting %d ms", chat_id, cause, wait_ms)
+                raise
             finally:
                 await self.settle(grant)
-        except RetryAfter as exc:
+        except RetryAfter:
             self._stats.retry_after += 1
-            wait_ms = retry_after_ms(exc)
-            await self._pacer.block_chat(chat_id, wait_ms)
-            log.info("429 for chat %d: waiting %d ms", chat_id, wait_ms)
             return Answer(Outcome.NOT_SENT)
         except (BadRequest, Forbidden, ChatMigrated) as exc:
             log.warning("chat %d refused a message: %s", chat_id, type(exc).__name__)

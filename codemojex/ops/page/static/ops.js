@@ -17,7 +17,8 @@ const SERIES = {
   scored: [["scored_per_s", "#2a9d5c"]],
   wait: [["wait_p50", "#2864c7"], ["wait_p90", "#c78a28"], ["wait_p99", "#c73a28"]],
   outbox: [["outbox", "#7a4bc7"]],
-  retry: [["retry_after", "#c73a28"]],
+  retry: [["refused_chat", "#c78a28"], ["refused_group", "#2864c7"], ["refused_bot", "#c73a28"]],
+  pace: [["pace_rate", "#2a9d5c"]],
 };
 const charts = {};
 
