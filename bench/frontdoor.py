@@ -14,7 +14,9 @@
 - **options** (``--options``): what storing every update first would add on the path every
   guess takes (the option the bot does not use: docs/architecture.md, "The front door"): the
   inbox's park and settle calls for batches of real updates' JSON, against this machine's
-  Redis, in client CPU and wall time per update.
+  Redis, in client CPU and wall time per update; and what one order per key across webhook
+  processes adds to every webhook update with nothing parked (`Inbox.enter`, one call per
+  event-loop turn of requests, the code before made none).
 
 ``--baseline PATH`` runs the scenarios with that checkout's bot too (its own .venv), the
 sides taking turns: the code before a change and after it, same harness, same machine.
@@ -352,23 +354,48 @@ async def options(batches: int) -> list[dict[str, Any]]:
         for size in (1, 10, 100):
             cpu0, wall0 = time.process_time(), time.perf_counter()
             for b in range(batches):
-                recs = [(b * size + i + 1, record(update, 0)) for i in range(size)]
+                recs = [(b * size + i + 1, f"s:-1:{i}", record(update, 0)) for i in range(size)]
                 await inbox.park(recs)
-                await inbox.settle([u for u, _ in recs])
-            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-            n = batches * size
-            rows.append(
-                {
-                    "batch": size,
-                    "client_cpu_us_per_update": round(cpu / n * 1e6, 1),
-                    "wall_us_per_update": round(wall / n * 1e6, 1),
-                    "update_bytes": len(record(update, 0)),
-                }
-            )
+                await inbox.settle([u for u, _, _ in recs], 0)
+            rows.append(_per_update(size, batches, cpu0, wall0))
+            rows[-1]["update_bytes"] = len(record(update, 0))
     finally:
         await delete_matching(client, f"*:{{{queue}}}:*")
         await client.aclose()
     return rows
+
+
+async def order_check(batches: int) -> list[dict[str, Any]]:
+    """What one order per key across processes adds to a webhook update with nothing parked
+    (the code before made no call at all): `Inbox.enter` for a turn's updates (ids and keys,
+    no JSON), beside a parked update of another key; client CPU and wall per update."""
+    client = make_client()
+    queue = unique_queue("ord")
+    inbox = Inbox(client, queue)
+    update = json.loads(_update_json())
+    rows = []
+    try:
+        await inbox.park([(1, "s:-2:1", record(update, 0))])  # something parked elsewhere
+        for size in (1, 10, 100):
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            for b in range(batches):
+                entries = [(10 + b * size + i, f"s:-1:{i}", "") for i in range(size)]
+                assert not any(await inbox.enter(entries))
+            rows.append(_per_update(size, batches, cpu0, wall0))
+    finally:
+        await delete_matching(client, f"*:{{{queue}}}:*")
+        await client.aclose()
+    return rows
+
+
+def _per_update(size: int, batches: int, cpu0: float, wall0: float) -> dict[str, Any]:
+    """Client CPU and wall per update since `cpu0`, `wall0`, of `batches` batches of `size`."""
+    n = batches * size
+    return {
+        "batch": size,
+        "client_cpu_us_per_update": round((time.process_time() - cpu0) / n * 1e6, 1),
+        "wall_us_per_update": round((time.perf_counter() - wall0) / n * 1e6, 1),
+    }
 
 
 def _update_json() -> str:
@@ -405,6 +432,7 @@ async def main_async(
                 runs.append(await outage(code, args["rate"], args["seconds"], args["down"]))
                 console.print(runs[-1])
     costs = await options(args["batches"]) if args["options"] else []
+    checks = await order_check(args["batches"]) if args["options"] else []
     stuck_runs = [r for r in runs if r["scenario"] == "stuck"]
     if stuck_runs:
         print_table(
@@ -430,7 +458,17 @@ async def main_async(
             ([c["batch"], c["client_cpu_us_per_update"], c["wall_us_per_update"],
               c["update_bytes"]] for c in costs),
         )  # fmt: skip
-    save_results(name, "frontdoor", save=save, runs=runs, store_first=costs, settings=args)
+    if checks:
+        print_table(
+            "one order per key across webhook processes: the check per update, nothing parked",
+            ("batch", "client CPU µs/update", "wall µs/update"),
+            ([c["batch"], c["client_cpu_us_per_update"], c["wall_us_per_update"]]
+             for c in checks),
+        )  # fmt: skip
+    save_results(
+        name, "frontdoor", save=save, runs=runs, store_first=costs, order_check=checks,
+        settings=args,
+    )  # fmt: skip
 
 
 app = typer.Typer(add_completion=False, help=(__doc__ or "").split("\n\n", 1)[0])

@@ -64,6 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         help="guesses typed while Redis is down (0: no outage phase)",
     )
     parser.add_argument("--outage-down-s", type=float, default=d.outage_down_s)
+    parser.add_argument(
+        "--handover-chats",
+        type=int,
+        default=d.handover_chats,
+        help="rooms whose parked /endround is handed over, per handover phase (0: none)",
+    )
     parser.add_argument("--no-faults", action="store_true")
     parser.add_argument(
         "--ambiguous",
@@ -103,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         stuck_hold_s=args.stuck_hold_s,
         outage=args.outage,
         outage_down_s=args.outage_down_s,
+        handover_chats=args.handover_chats,
         feed_timeout_s=args.feed_timeout_s,
         drain_timeout_s=args.drain_timeout_s,
         kill_every_s=(args.kill_every_s[0], args.kill_every_s[1]),

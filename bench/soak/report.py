@@ -37,6 +37,11 @@ def headline(report: dict[str, Any]) -> dict[str, int]:
         "outage_lost": report["outage_lost"],
         "outage_twice": report["outage_twice"],
         "outage_notices_over_one": report.get("outage_notices_over_one", 0),
+        **{
+            f"{phase}_{what}": report.get(f"{phase}_{what}", 0)
+            for phase in ("failover", "webhook")
+            for what in ("lost", "twice", "out_of_order", "commands_lost")
+        },
     }
 
 
@@ -61,6 +66,11 @@ def print_report(report: dict[str, Any], say: Callable[[str], None] = print) -> 
         "outage_notices_over_one",
         "outage_lost",
         "outage_twice",
+        *(
+            f"{phase}_{what}"
+            for phase in ("failover", "webhook")
+            for what in ("guesses", "lost", "twice", "out_of_order", "commands_lost")
+        ),
         "accepted",
         "stored_exactly_once",
         "lost",

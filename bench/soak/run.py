@@ -24,7 +24,7 @@ from telegram.ext import TypeHandler
 from bench.soak.backlog import BacklogPhase
 from bench.soak.chaos import Chaos
 from bench.soak.feed import Feeding
-from bench.soak.phases import AvailabilityPhases
+from bench.soak.handover import HandoverPhases
 from bench.soak.servers import WorkerFleet
 from bench.soak.verify import verify
 from bench.soak.world import ADMIN_ID, QUEUE, TOKEN, RecordingLanes, Sampler, SoakPlan
@@ -42,9 +42,10 @@ from codemojex.settings import Settings
 from codemojex.standin import StandIn
 
 
-class Soak(Feeding, Chaos, AvailabilityPhases, BacklogPhase):
+class Soak(Feeding, Chaos, HandoverPhases, BacklogPhase):
     """One run: the servers up, the bot and the workers started, the feed and the chaos, the
-    availability phases, the backlog phase, the drain, the verification."""
+    availability phases, the backlog phase, the handover phases, the drain, the
+    verification."""
 
     # -- drain ----------------------------------------------------------------------------
 
@@ -202,6 +203,10 @@ class Soak(Feeding, Chaos, AvailabilityPhases, BacklogPhase):
                     await self.settle(standin, timeout_s=300)
                     if plan.backlog:
                         await self.backlog_phase(standin, sessionmaker, bot_stack.aclose)
+                    if plan.handover_chats:
+                        await bot_stack.aclose()  # one poller per token: the phases' own
+                        await self.failover_phase(standin, sessionmaker)
+                        await self.webhook_phase(standin, sessionmaker)
                 for slot in range(plan.workers):
                     if slot not in self.fleet.alive():
                         self.fleet.spawn(slot)

@@ -46,12 +46,16 @@ async def verify(
         await session.commit()
     typed = {}
     accepted = set(lanes.accepted)
-    for name in ("backlog", "stuck", "outage"):
+    for name in ("backlog", "stuck", "outage", "failover", "webhook"):
         found = check_typed(name, getattr(soak, name, None), guesses, users)
         # The backlog phase's guesses were taken by bot processes: found by their origin.
         accepted |= found.pop("ids")
         typed.update(found)
-    phases = {**getattr(soak, "stuck_report", {}), **getattr(soak, "outage_report", {})}
+    phases = {
+        **getattr(soak, "stuck_report", {}),
+        **getattr(soak, "outage_report", {}),
+        **getattr(soak, "handover_report", {}),
+    }
     # Message ids are per chat, as on Telegram.
     sent = {(m.chat_id, m.message_id): m for m in standin.sent_messages() if m.chat_id < 0}
     return {

@@ -85,6 +85,10 @@ class SoakPlan:
     outage: int = 600
     outage_chats: int = 20
     outage_down_s: float = 6.0
+    # The handover phases (via bot, bench/soak/handover.py): `handover_chats` rooms' /endround
+    # parked and handed over (a SIGKILLed poller; two webhook processes), beside as many
+    # rooms' guesses (0: none).
+    handover_chats: int = 10
     max_pending: int = 600  # via lanes: jobs waiting in the lanes before the harness waits
     feed_timeout_s: float = 1_500.0
     drain_timeout_s: float = 120.0  # the drain may go this long without progress

@@ -59,7 +59,7 @@ from codemojex.bot.intake import Intake
 from codemojex.bot.language import user_language
 from codemojex.bot.members import Members
 from codemojex.bot.once import CommandMarks
-from codemojex.bot.order import order_key
+from codemojex.bot.order import Behind, order_key
 from codemojex.bot.player_commands import (
     PLAYER_COMMANDS,
     cmd_unknown,
@@ -301,9 +301,11 @@ async def on_error(update: object, context: CodemojexContext) -> None:
     if error is None:
         return
     update_id = update.update_id if isinstance(update, Update) else None
+    if isinstance(error, Behind):
+        failed(error)  # no failure: an older update of its key runs first (bot/order.py)
+        return
     if isinstance(error, Before) or outage_of(error) in ("redis", "postgres"):
-        # Booked in OUTAGES where it was raised: one line per outage.
-        failed(error)
+        failed(error)  # booked in OUTAGES where it was raised: one line per outage
         return
     log.error("update %s failed: %s", update_id, type(error).__name__, exc_info=error)
     if not (outage_of(error) == "telegram" or isinstance(error, TelegramError)):
@@ -360,7 +362,9 @@ class Front:
 CHAT_ORDERED = frozenset({*ADMIN_COMMANDS, "newgame"})
 
 
-def make_door(application: CodemojexApp, *, give_back: bool) -> Door:
+def make_door(application: CodemojexApp, *, webhook: bool) -> Door:
+    """The door; a webhook process's gives back what Redis cannot keep, and checks each update
+    against every process's parked ones (several webhook processes share one bot)."""
     services = application.bot_data
     config = services.config
     return Door(
@@ -370,7 +374,8 @@ def make_door(application: CodemojexApp, *, give_back: bool) -> Door:
         key_of=functools.partial(order_key, chat_ordered=CHAT_ORDERED),
         concurrency=config.bot_concurrency,
         deadline_s=config.bot_update_deadline_s,
-        give_back=give_back,
+        give_back=webhook,
+        peers=webhook,
     )
 
 
@@ -403,7 +408,7 @@ async def running(
     poller: Poller | None = None
     relay: asyncio.Task[None] | None = None
     await application.initialize()
-    door = make_door(application, give_back=webhook)
+    door = make_door(application, webhook=webhook)
     if hook is not None:
         server = WebhookServer(hook, door, in_hand=config.bot_in_hand, stop_s=stop_s)
     else:

@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Annotated, Any, Final
 
 from pydantic import Field
@@ -43,12 +43,22 @@ from telegram import Update
 
 from codemojex.bot.clock import Clock
 from codemojex.bot.handling import AnyApplication, Handling
-from codemojex.bot.order import KeyQueues
+from codemojex.bot.order import (
+    ENTER_BEHIND,
+    ENTER_MINE,
+    ENTER_RUN,
+    WHERE,
+    Entrance,
+    KeyQueues,
+    guess_shaped,
+    oldest_of_its_key,
+)
 from codemojex.bot.ticket import DoorHooks, Settlement, Ticket
 from codemojex.bot.tries import TRIES
-from codemojex.limits import TELEGRAM
+from codemojex.limits import RETRIES, TELEGRAM
+from codemojex.outages import retrying
 from codemojex.runtime import stop_tasks
-from codemojex.state.inbox import Inbox, Parked
+from codemojex.state.inbox import Inbox, Parked, record
 from codemojex.values.bounds import within
 
 log = logging.getLogger(__name__)
@@ -74,11 +84,13 @@ DeadlineS = Annotated[float, Field(gt=0, le=30.0)]
 # (every call under it has a timeout of its own well within this).
 ATTEMPT_S: Final = 30.0
 # Updates of one key waiting behind each other: past it the sender is told to slow down (a
-# full lane's answer), so one flood stays bounded.
-WAITING_MAX: Final = 100
-# Updates a bot holds at most, parked ones it works on included: past it, polling fetches
-# nothing and the webhook answers 503, whatever is stuck.
-HELD_MAX: Final = 2_000
+# full lane's answer), so one flood stays bounded. One window: a key may fill all Telegram
+# hands over at once, no more.
+WAITING_MAX: Final = IN_HAND
+# Updates a bot holds at most, parked ones it works on and those it took over included: past
+# it, polling fetches nothing, the webhook answers 503 and a take-over takes no more,
+# whatever is stuck. Twenty windows: everything stuck for twenty deadlines, in a few MB.
+HELD_MAX: Final = 20 * IN_HAND
 # SIGTERM: the updates in hand are finished and confirmed within this long, under the 20 s that
 # deploy/'s systemd and Kubernetes give the process.
 STOP_S: Final = 12.0
@@ -93,17 +105,19 @@ class Door:
         inbox: Inbox,
         hooks: DoorHooks,
         *,
-        key_of: Callable[[Update], Hashable],
+        key_of: Callable[[Update], str],
         concurrency: int = CONCURRENCY,
         deadline_s: float = DEADLINE_S,
         attempt_s: float = ATTEMPT_S,
         tries: int = TRIES,
         waiting_max: int = WAITING_MAX,
+        held_max: int = HELD_MAX,
         give_back: bool = False,
+        peers: bool = False,
     ) -> None:
         within(concurrency, Concurrency, "concurrency")
         within(deadline_s, DeadlineS, "deadline_s")
-        if attempt_s <= 0 or tries < 1 or waiting_max < 1:
+        if attempt_s <= 0 or tries < 1 or waiting_max < 1 or held_max < 1:
             raise ValueError("a door needs a try's bound, a try, and room for one")
         self._app = application
         self.inbox = inbox
@@ -111,8 +125,10 @@ class Door:
         self._key_of = key_of
         self.deadline_s = deadline_s
         self._waiting_max = waiting_max
+        self.held_max = held_max
         self._unsettled: dict[int, Ticket] = {}  # by update id, in the order taken
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._clock_task: asyncio.Task[None] | None = None
         self.counts: Counter[str] = Counter()  # settlements, tries failed, take-overs
         self._handling = Handling(
             application,
@@ -134,13 +150,23 @@ class Door:
             self.counts,
             deadline_s=deadline_s,
             give_back=give_back,
+            room=lambda: self.held_max - self.held,
+            hand=self.take_parked,
+            key_of=self._parked_key,
+        )
+        # Webhook: other processes take this bot's updates too (order.py `Entrance`).
+        self._entrance = (
+            Entrance(inbox, self._admit, self.clock.give_back, self._spawn, deadline_s=deadline_s)
+            if peers
+            else None
         )
 
     # -- taking -------------------------------------------------------------------------------
 
     @property
     def unsettled(self) -> int:
-        return len(self._unsettled)
+        entering = self._entrance.entering if self._entrance is not None else 0
+        return len(self._unsettled) + entering
 
     @property
     def held(self) -> int:
@@ -155,34 +181,70 @@ class Door:
     def take(self, update: Update, raw: dict[str, Any] | bytes) -> Ticket:
         """Take `update` (with Telegram's JSON of it); its ticket settles as the module says."""
         ticket = Ticket(update, raw, self._key_of(update))
-        if self._keys.waiting(ticket.key) >= self._waiting_max:
+        if ticket.update_id in self.clock.parked:
+            # Telegram sent again what this process took parked (a poller that took over
+            # from one that died before it confirmed): it runs once, here already.
+            self.counts["again"] += 1
+            ticket.dropped = True
+            ticket.settled.set_result("parked")
+        elif self._keys.waiting(ticket.key) >= self._waiting_max:
             self.counts["shed"] += 1
             ticket.dropped = True
             ticket.settled.set_result("shed")
             self._spawn(self._hooks.shed(update), "shed")
-            return ticket
-        self._unsettled[ticket.update_id] = ticket
-        self._keys.append(ticket)
+        elif self._entrance is not None and not guess_shaped(update):
+            self._entrance.add(ticket)
+        else:
+            self._admit(ticket, ENTER_RUN)
         return ticket
 
-    def take_parked(self, parked: Iterable[Parked]) -> int:
-        """Updates taken over from the inbox (their process died): already settled, handled
-        before the newer updates of their key that are not running yet. How many."""
-        taken = 0
+    def _admit(self, ticket: Ticket, how: int) -> None:
+        """`ticket` checked against the parked updates (order.py `Entrance`): run here now,
+        or parked behind its key's updates, or a copy of one parked already."""
+        if how == ENTER_RUN:
+            self._unsettled[ticket.update_id] = ticket
+            self._keys.append(ticket)
+            return
+        ticket.parked = True
+        ticket.settled.set_result("parked")
+        if how == ENTER_MINE:  # behind this process's own: runs here after them
+            self.counts["parked"] += 1
+            self.clock.parked[ticket.update_id] = ticket
+            self._keys.append(ticket)
+        else:
+            self.counts["behind" if how == ENTER_BEHIND else "again"] += 1
+
+    def take_parked(self, parked: Iterable[Parked]) -> list[Ticket]:
+        """Updates taken on from the inbox (a gone process's, or what waited behind a key this
+        process held): already settled, handled before the newer updates of their key that
+        are not running yet. Their tickets."""
+        taken = []
         for item in parked:
+            if item.update_id in self.clock.parked:
+                continue  # this process has it already
             try:
                 update = Update.de_json(item.update, self._app.bot)
             except Exception as exc:  # it was read once; a newer PTB may not
-                self._spawn(self._handling.bury_raw(item.update_id, item.update, exc), "bury")
+                self._spawn(self._bury_raw(item.update_id, item.update, exc), "bury")
                 continue
             ticket = Ticket(update, item.update, self._key_of(update), tries=item.tries)
             ticket.parked = True
             ticket.settled.set_result("parked")
             self.clock.parked[ticket.update_id] = ticket
             self._keys.insert(ticket)
-            taken += 1
-        self.counts["taken_over"] += taken
+            taken.append(ticket)
+        self.counts["taken_over"] += len(taken)
         return taken
+
+    def _parked_key(self, item: Parked) -> str:
+        try:
+            return self._key_of(Update.de_json(item.update, self._app.bot))
+        except Exception:  # unreadable: a key of its own (it becomes a dead letter)
+            return f"x:{item.update_id:d}"
+
+    async def _bury_raw(self, update_id: int, raw: Any, error: BaseException) -> None:
+        await self._handling.bury_raw(update_id, raw, error)
+        self.clock.forget(update_id)
 
     def unreadable(self, update_id: int, raw: Any, error: BaseException) -> asyncio.Task[None]:
         """An update python-telegram-bot cannot read: straight to the dead letters. The task
@@ -191,17 +253,45 @@ class Door:
         return self._spawn(self._handling.bury_raw(update_id, raw, error), "bury")
 
     async def _run(self, ticket: Ticket) -> None:
-        how = await self._handling.handle(ticket)
+        while True:
+            if self._entrance is None:
+                how = await self._handling.handle(ticket)
+            else:
+                with oldest_of_its_key(ticket):
+                    how = await self._handling.handle(ticket)
+            if how != "behind":
+                break
+            if not await self._behind(ticket):
+                return  # parked behind its key's older update: run where that one is
         if how is not None:
             self._finish(ticket, how)
+        if ticket.parked:
+            await self.clock.flush()  # the key's next update may check against it now
+
+    async def _behind(self, ticket: Ticket) -> bool:
+        """An older update of `ticket`'s key is parked by another process (its admission
+        said so): parked behind it, for that process to run after it (False); or tried again
+        here (True), at once when the older one is gone meanwhile, after a pause when this
+        process holds `ticket` parked already (the older one's process finishes it first)."""
+        entry = [(ticket.update_id, ticket.key, record(ticket.raw, ticket.tries))]
+        (answer,) = await retrying("redis", RETRIES.update, where=WHERE)(self.inbox.enter)(entry)
+        if answer == ENTER_BEHIND:
+            self.counts["behind"] += 1
+            ticket.dropped = True
+            self._unsettled.pop(ticket.update_id, None)
+            if not ticket.settled.done():
+                ticket.settled.set_result("parked")
+            return False
+        if answer != ENTER_RUN:
+            await asyncio.sleep(self.clock.tick_s)
+        return True
 
     def _finish(self, ticket: Ticket, how: Settlement) -> None:
         self.counts[how] += 1
         self._unsettled.pop(ticket.update_id, None)
         if not ticket.settled.done():
             ticket.settled.set_result(how)
-        # A dead letter took it out of the inbox already.
-        self.clock.finished(ticket, kept=how != "dead")
+        self.clock.finished(ticket)  # a parked one (done or dead) forgotten, its key's next on
 
     # -- the clock ------------------------------------------------------------------------------
 
@@ -210,23 +300,32 @@ class Door:
         await self.clock.tick()
 
     async def take_over(self) -> int:
-        """Take the parked updates whose process died, and handle them here."""
-        return self.take_parked(await self.inbox.take())
+        """Take the parked updates of processes that are gone, as many as there is room for."""
+        return await self.clock.take_over()
 
     async def keep(self, may_take_over: Callable[[], bool]) -> None:
         """The door's clock, until cancelled (clock.py `Clock.keep`)."""
-        await self.clock.keep(may_take_over, self.take_over)
+        await self.clock.keep(may_take_over)
+
+    def run(self, may_take_over: Callable[[], bool]) -> None:
+        """Start the door's clock; it runs until `stop` has drained the door."""
+        self._clock_task = asyncio.get_running_loop().create_task(
+            self.keep(may_take_over), name="door:clock"
+        )
 
     # -- stopping, waiting --------------------------------------------------------------------
 
     async def stop(self, stop_s: float) -> int:
-        """Finish what is in hand within `stop_s`; then cancel the rest (unsettled, it comes
-        again from Telegram; parked, another process takes it over). How many were
-        cancelled."""
+        """Finish what is in hand within `stop_s`, the clock still running (parking, the
+        lease); then cancel the rest (unsettled, it comes again from Telegram; parked, another
+        process takes it over at once), and stop the clock. How many were cancelled."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._keys.idle.wait(), stop_s)
         late = [t for t in self._tasks if not t.done()]
         await stop_tasks(late)
+        if self._clock_task is not None:
+            await stop_tasks([self._clock_task])
+            self._clock_task = None
         await self.clock.hand_on()
         return len(late)
 

@@ -53,6 +53,7 @@ from codemojex.bot.cards import Cards
 from codemojex.bot.intake import Intake
 from codemojex.bot.language import room_language, user_language
 from codemojex.bot.names import display_name, room_title, topic_of
+from codemojex.bot.order import Behind, order_guard
 from codemojex.bot.replies import Answers
 from codemojex.game import daily, texts
 from codemojex.lanes import Admission, Admitted, LaneError
@@ -67,7 +68,7 @@ from codemojex.scoring import (
 )
 from codemojex.scoring.emoji import clusters, is_emoji
 from codemojex.state.board import DailyBoard
-from codemojex.state.cards import SEAT_GUARD, Card, CardBusy, CardRead
+from codemojex.state.cards import ORDER_GUARD, SEAT_GUARD, Card, CardBusy, CardRead
 from codemojex.state.flags import FloodNotices
 from codemojex.state.keys import Notice
 from codemojex.values import ids
@@ -298,6 +299,10 @@ class Guesses:
         cards, shared = self._cards, self._shared
         name = display_name(user)
         job_id = ids.derived(ids.JOB, origin)
+        # Webhook: no older update of its key may be parked by another process (bot/order.py),
+        # checked in the admission itself, the call a guess makes anyway.
+        guard = order_guard()
+        order = () if guard is None else (shared.order_guard(*guard),)
         for _ in range(2):
             seen = cards.seat(room_id, user.id)
             player_id = seen.player_id if seen is not None else ids.mint(ids.PLAYER)
@@ -318,7 +323,7 @@ class Guesses:
                     max_attempts=GUESS_ATTEMPTS,
                     max_depth=self._max_depth,
                     job_id=job_id,
-                    guards=shared.guards(room_id, round_id, user.id, player_id),
+                    guards=(*shared.guards(room_id, round_id, user.id, player_id), *order),
                     ceiling=self._ceiling,
                     ceiling_from=shared.ceiling_source(room_id),
                     notes=()
@@ -330,6 +335,8 @@ class Guesses:
                 # The user has a seat this process did not know: their lane is that one.
                 cards.keep_seat(room_id, user.id, admitted.found, None)
                 continue
+            if admitted.status == "refused" and admitted.guard == ORDER_GUARD:
+                raise Behind(admitted.found)
             if admitted.status == "refused":
                 return None
             if admitted.status == "error":

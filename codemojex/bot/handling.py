@@ -21,11 +21,12 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from telegram import Update
 from telegram.ext import Application
 
+from codemojex.bot.order import Behind
 from codemojex.bot.ticket import DoorHooks, Settlement, Ticket
 from codemojex.bot.tries import TryBudget
 from codemojex.limits import RETRIES
@@ -91,10 +92,11 @@ class Handling:
         self._attempt_s = attempt_s
         self._budget = TryBudget(hooks.down, tries=tries)
 
-    async def handle(self, ticket: Ticket) -> Settlement | None:
+    async def handle(self, ticket: Ticket) -> Settlement | Literal["behind"] | None:
         """Try `ticket` until its handlers finish ("done") or it is given up ("dead", kept in
-        the dead letters); None when it was dropped meanwhile (given back: Telegram sends it
-        again)."""
+        the dead letters); "behind" when an older update of its key is parked by another
+        process (order.py `Behind`); None when it was dropped meanwhile (given back: Telegram
+        sends it again)."""
         while True:
             async with self._slots:
                 error = await self._try(ticket)
@@ -102,6 +104,8 @@ class Handling:
                 return None
             if error is None:
                 return "done"
+            if isinstance(error, Behind):
+                return "behind"  # nothing was done: the door parks it behind its key
             ticket.tries += 1
             again = await self._budget.again(error, ticket.tries)
             waits = again is not None and again.outage

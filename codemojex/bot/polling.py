@@ -20,7 +20,8 @@ not finish is parked once past its deadline, so it holds the window for that lon
 The loop asks for more once the window has room for `refill` more updates (so that a fetch
 brings mostly new ones: those returned again are recognised by their id and dropped from the
 raw JSON before python-telegram-bot builds an Update of them), and, while anything is in
-hand, at least every `refetch_s` that it has room at all: at a trickle, an update never waits
+hand, at least every tick of the door's clock (a tenth of the deadline) that it has room at
+all: at a trickle, an update never waits
 for the slowest one in hand before it is fetched. An empty window long-polls. Nor does it
 fetch while the door holds `held_max` updates (parked ones included): memory stays bounded.
 A failed getUpdates is judged by outages.py and asked again after RETRIES.loop's pause;
@@ -56,8 +57,7 @@ from telegram import Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter
 from telegram.warnings import PTBUserWarning
 
-from codemojex.bot.clock import TICK_S
-from codemojex.bot.door import CONCURRENCY, HELD_MAX, IN_HAND, STOP_S, Door, InHand
+from codemojex.bot.door import CONCURRENCY, IN_HAND, STOP_S, Door, InHand
 from codemojex.bot.handling import AnyApplication
 from codemojex.limits import RETRIES
 from codemojex.outages import OUTAGES, pause_s, retry_after_ms
@@ -68,9 +68,6 @@ from codemojex.values.bounds import within
 log = logging.getLogger(__name__)
 
 WHERE = "the bot's getUpdates"
-# While updates are in hand, fetch again at least this often that the window has room: at a
-# trickle, a new update never waits for the slowest one in hand.
-REFETCH_S: Final = 0.1
 # The long poll, and the read timeout allowed on top for its answer.
 POLL_TIMEOUT_S: Final = 10
 POLL_READ_MARGIN_S: Final = 5.0
@@ -91,8 +88,6 @@ class Poller:
         allowed_updates: Sequence[str] | None = None,
         stop_s: float = STOP_S,
         concurrency: int = CONCURRENCY,
-        held_max: int = HELD_MAX,
-        refetch_s: float = REFETCH_S,
     ) -> None:
         within(in_hand, InHand, "in_hand")
         self._app = application
@@ -106,8 +101,11 @@ class Poller:
         self._timeout = timeout
         self._allowed = list(allowed_updates) if allowed_updates is not None else None
         self._stop_s = stop_s
-        self._held_max = held_max
-        self._refetch_s = refetch_s
+        # While updates are in hand, fetch again at least this often that the window has
+        # room: at a trickle, a new update never waits for the slowest one in hand. The door's
+        # tick (a tenth of its deadline): a new update waits no longer for it than the door
+        # waits to park.
+        self._refetch_s = door.clock.tick_s
         self._window: deque[int] = deque()  # update ids fetched, not confirmed, in order
         self._settled: set[int] = set()  # those of them the door settled
         self._last = 0  # the highest update id fetched
@@ -143,8 +141,9 @@ class Poller:
         """Stop fetching, finish what is in hand within `stop_s`, confirm what was settled."""
         self._stopping.set()
         self._moved.set()
-        await stop_tasks(self._tasks)
+        await stop_tasks(self._tasks[:1])  # the fetching; the lease is kept through the drain
         late = await self.door.stop(self._stop_s)
+        await stop_tasks(self._tasks)
         if late:
             log.warning(
                 "stopping: %d updates not finished within %g s; Telegram sends them again",
@@ -173,6 +172,7 @@ class Poller:
                 continue
             if fence:
                 self.fence, self.standby = fence, False
+                self.door.inbox.fence = fence  # what a lower fence parked is this poller's
                 self._renewed_at = time.monotonic()
                 log.info("polling Telegram (the poller's lease, fence %d)", fence)
                 return
@@ -215,7 +215,7 @@ class Poller:
         failures = 0
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._keep_lease(), name="polling:lease"))
-        self._tasks.append(loop.create_task(self.door.keep(self._lease_fresh), name="polling:door"))
+        self.door.run(self._lease_fresh)
         try:
             while not self._stopping.is_set():
                 if not self._lease_fresh():
@@ -252,14 +252,31 @@ class Poller:
             self.stopped.set()
 
     async def _take_over(self) -> None:
-        """The parked updates a dead (or stopped) poller left, before any new update."""
-        try:
-            taken = await self.door.take_over()
-        except Exception as exc:  # the door's clock takes them at its next sweep
-            OUTAGES.swallow(exc, WHERE, "parked updates not taken over")
-            return
-        if taken:
-            log.info("took over %d parked updates", taken)
+        """Every parked update the previous pollers left (a lower fence, or a lease run out),
+        before any new update: their keys' newer updates come after them. As many at a time
+        as the door has room for; an outage is waited out."""
+        failures = 0
+        while not self._stopping.is_set() and self._lease_fresh():
+            room = self.door.held_max - self.door.held
+            if room < 1:
+                self._moved.clear()
+                await self._pause_until_moved()
+                continue
+            try:
+                taken = await self.door.take_over()
+            except Exception as exc:
+                failures += 1
+                OUTAGES.failed(exc, WHERE)
+                await self._pause(pause_s(RETRIES.loop, failures))
+                continue
+            if taken:
+                log.info("took over %d parked updates", taken)
+            if taken < room:
+                return
+
+    async def _pause_until_moved(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._moved.wait(), self._refetch_s)
 
     async def _get_updates(self, *, poll_s: float, limit: int | None = None) -> list[Any]:
         offset = self.offset if self._last else None
@@ -342,14 +359,14 @@ class Poller:
         deadline = time.monotonic() + self._refetch_s
         while not self._stopping.is_set():
             room = self.in_hand - len(self._window)
-            if self.door.held < self._held_max and (
+            if self.door.held < self.door.held_max and (
                 room >= wanted or (room >= 1 and time.monotonic() >= deadline)
             ):
                 return
             self._moved.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
-                    self._moved.wait(), max(0.0, deadline - time.monotonic()) or TICK_S
+                    self._moved.wait(), max(0.0, deadline - time.monotonic()) or self._refetch_s
                 )
 
     async def _pause(self, seconds: float) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,7 +34,7 @@ class Ticket:
 
     update: Update
     raw: dict[str, Any] | bytes  # Telegram's JSON as it came: what parking keeps
-    key: Hashable
+    key: str  # its order key (order.py `order_key`)
     born: float = field(default_factory=time.monotonic)
     tries: int = 0  # tries failed, whatever failed them (bot/tries.py)
     waits: bool = False  # its last try failed with an outage, waited out

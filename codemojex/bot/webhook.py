@@ -11,7 +11,7 @@ one costs:
 1. the path and the method (aiohttp's router: 404, 405);
 2. the secret header (`X-Telegram-Bot-Api-Secret-Token`), compared in constant time: 403,
    with the body unread and the connection closed;
-3. more than `in_hand` requests unsettled, or the door holding `held_max` updates: 503 with a
+3. more than `in_hand` requests unsettled, or the door holding its `held_max` updates: 503 with a
    Retry-After (below), unread;
 4. the declared length over `BODY_MAX`: 413, unread; a body sent without a length
    is read up to the cap and refused past it (aiohttp's `client_max_size`);
@@ -60,9 +60,8 @@ from aiohttp import web
 from pydantic import SecretStr
 from telegram import Update
 
-from codemojex.bot.door import HELD_MAX, IN_HAND, STOP_S, Door, InHand
+from codemojex.bot.door import IN_HAND, STOP_S, Door, InHand
 from codemojex.limits import TELEGRAM
-from codemojex.runtime import stop_tasks
 from codemojex.values.bounds import within
 
 log = logging.getLogger(__name__)
@@ -129,17 +128,15 @@ class WebhookServer:
         door: Door,
         *,
         in_hand: int = IN_HAND,
-        held_max: int = HELD_MAX,
         stop_s: float = STOP_S,
     ) -> None:
         self.config = config
         self.door = door
         self.in_hand = within(in_hand, InHand, "in_hand")
         self.busy = 0  # requests answered 503 (past in_hand, or given back)
-        self._held_max = held_max
         self._stop_s = stop_s
         self._secret = config.secret.encode()
-        self._clock: asyncio.Task[None] | None = None
+        self._running = False
         app = web.Application(client_max_size=config.body_max)
         app.router.add_post(config.path, self._receive)
         # No access log: one line per update is noise, and the path is all it would say.
@@ -156,23 +153,21 @@ class WebhookServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.listen, self.config.port)
         await site.start()
-        self._clock = asyncio.get_running_loop().create_task(
-            self.door.keep(lambda: True), name="webhook:door"
-        )
+        self.door.run(lambda: True)
+        self._running = True
         log.info("webhook listening on %s:%d", self.config.listen, self.config.port)
 
     async def stop(self) -> None:
         await self._runner.cleanup()
-        if self._clock is not None:
-            await stop_tasks([self._clock])
-            self._clock = None
+        if self._running:
+            self._running = False
             await self.door.stop(self._stop_s)
 
     async def _receive(self, request: web.Request) -> web.StreamResponse:
         given = request.headers.get(SECRET_HEADER, "").encode("utf-8", "replace")
         if not hmac.compare_digest(given, self._secret):
             return _refused(403)
-        if self.door.unsettled >= self.in_hand or self.door.held >= self._held_max:
+        if self.door.unsettled >= self.in_hand or self.door.held >= self.door.held_max:
             return self._busy()
         if request.content_length is not None and request.content_length > self.config.body_max:
             return _refused(413)

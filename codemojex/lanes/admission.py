@@ -4,11 +4,12 @@ A producer that must check something of its own atomically with the enqueue (the
 the room's open round is still the one a guess was parsed against, that the player is not
 banned, which lane is the player's) states it as guards on keys it owns. The lanes do not
 know what the keys mean: a guard compares a hash field with a value (`eq`), sets one if it is
-absent and compares it (`nx`: the first writer's value stands), or requires a member absent
-from a set (`out`). Guard keys must carry the queue's `{q}` hash tag (so a Redis Cluster runs
-the script on the slot that holds them) and lie outside the lanes' own keyspace, whose
-invariants only the verbs may change. A job may also carry notes: hash fields of the
-producer's keys set when (and only when) the job is admitted.
+absent and compares it (`nx`: the first writer's value stands), requires a member absent
+from a set (`out`), or requires a sorted set to hold nothing scored below a value (`first`:
+the bot's order per key across processes, bot/order.py). Guard keys must carry the queue's
+`{q}` hash tag (so a Redis Cluster runs the script on the slot that holds them) and lie
+outside the lanes' own keyspace, whose invariants only the verbs may change. A job may also
+carry notes: hash fields of the producer's keys set when (and only when) the job is admitted.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ _DEPTH_MAX: Final[int] = limits_of(Depth)["le"]
 _CEILING_MIN: Final = ROOM.ceiling_min
 _CEILING_MAX: Final = ROOM.ceiling_max
 
-GuardOp = Literal["eq", "nx", "out"]
-GUARD_OPS: Final = ("eq", "nx", "out")
+GuardOp = Literal["eq", "nx", "out", "first"]
+GUARD_OPS: Final = ("eq", "nx", "out", "first")
 
 Status = Literal["enqueued", "duplicate", "full", "refused", "error"]
 _STATUS: Final[dict[bytes, Status]] = {

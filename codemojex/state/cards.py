@@ -95,6 +95,8 @@ class CardRead:
 # The guards of a guess, in their order (`RoomCards.guards`): the refusing one's index says
 # what moved.
 ROUND_GUARD, BAN_GUARD, SEAT_GUARD = 0, 1, 2
+# After them, for a webhook bot: no older update of the guess's order key parked elsewhere.
+ORDER_GUARD = 3
 
 
 class CardBusy(Exception):
@@ -258,6 +260,11 @@ class RoomCards:
             keys = (self.keys.card(room_id), self.keys.bans(room_id), self.keys.seats(room_id))
             self._room_keys[room_id] = keys
         return keys
+
+    def order_guard(self, order_key: str, update_id: int) -> Guard:
+        """The guess's update is the oldest of its order key the inbox keeps parked (none
+        older waits in another process: state/inbox.py)."""
+        return Guard("first", self.keys.inbox_key(order_key), "", str(int(update_id)))
 
     def guards(
         self, room_id: str, round_id: int, user_id: int, player_id: str

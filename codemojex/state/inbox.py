@@ -1,16 +1,25 @@
 """The bot's inbox in Redis: updates confirmed to Telegram before they were finished, and the
-dead letters. Why it exists is bot/door.py's; this is only how it is kept.
+dead letters. Why it exists is bot/door.py's and bot/clock.py's; this is only how it is kept.
 
 A parked update (`cmx:{q}:inbox:parked`, a hash: update id -> record) is one the bot took,
 could not finish within its deadline (a stuck lock, an outage, a slow dependency) and keeps
 here so that Telegram may forget it: the record is the update's JSON as Telegram sent it and
-the tries its handler had so far. Each is leased to the process that parked it
-(`cmx:{q}:inbox:lease`, a zset: update id -> when the lease ends, Redis's clock, ms), which
-renews the leases of what it still works on; a process that died leaves leases that run
-out, and another process takes those updates over (`take`) and handles them. The handlers
-are safe on an update handled twice (a guess's job id is derived from its message, a command
-is idempotent on its message), so a lease that ran out under a process still alive costs an
-update handled twice, never a loss.
+the tries its handler had so far. Each is filed under its order key (`inbox:key:<key>`, by
+update id: bot/order.py) and held by the process that parked it (`inbox:where`,
+`inbox:held:<holder>`). A process is one holder (`Inbox.holder`, random per process) with one
+lease for everything it holds (`inbox:holders`), renewed by its door's clock: a process that
+died leaves a lease that runs out, and another process takes its updates over (`take`), whole
+keys in update-id order. A process never takes its own updates over, however long Redis was
+out. A poller stamps its holder with its fence (`fence`, `inbox:fences`): the poller that took
+the lease after it takes every update a lower fence held at once, before it fetches anything.
+
+One order per key across processes: a webhook process checks each update it is handed
+against the parked ones (`enter`, one call per event-loop turn of requests): one whose key
+has parked updates is parked behind them at once, unheld (`-`), and whoever settles the key's
+updates before it is handed it next (`settle`). The handlers are safe on an update handled
+twice (a guess's job id is derived from its message, a command is idempotent on its
+message), so a lease that ran out under a process still alive costs an update handled twice,
+never a loss.
 
 A dead letter (`cmx:{q}:inbox:dead`, a list, newest first, at most `dead_max`, gone
 `dead_ttl_s` after the last) is an update that cannot be handled: Telegram's JSON that
@@ -21,7 +30,7 @@ the operator: when, which chat, user and kind, the error's type, and the update 
 One poller per bot (`PollerLease`, `cmx:{q}:poller:<bot id>`): two processes polling one
 token take each other's updates away (Telegram ends the older long poll), and during a
 rolling deploy the new one would take the old one's parked updates as a dead process's. The
-lease is fenced: each new holder gets a higher number, which the poller logs and reports.
+lease is fenced: each new holder gets a higher number, which stamps what its door parks.
 """
 
 from __future__ import annotations
@@ -33,19 +42,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from codemojex.state.keys import Keys
-from codemojex.state.scripts import register
+from codemojex.state.keys import Keys, check_order_key
+from codemojex.state.scripts import NAMES, register
 from codemojex.values.redistypes import AnyRedis
 
-# A parked update's lease, and the poller's: renewed every third; a process that died is
-# taken over this long after. The poller's is no shorter than a parked update's, so that a new
-# poller finds a dead one's parked updates free.
+# A holder's lease over its parked updates, and the poller's: renewed every third; a process
+# that died is taken over this long after (a poller's at once by the next poller's fence).
 LEASE_MS: Final = 15_000
 # The poller's fence lives this long after its last holder took the lease (a counter that
 # only orders holders: a month without any poller may start it again).
 FENCE_TTL_S: Final = 30 * 24 * 3600
-# Parked updates taken over at most at once.
-TAKE_MAX: Final = 500
 # The dead letters kept for the operator (the newest), and how long after the last.
 DEAD_MAX: Final = 1_000
 DEAD_TTL_S: Final = 14 * 24 * 3600
@@ -94,7 +100,8 @@ def record(update: dict[str, Any] | bytes, tries: int) -> str:
 
 
 class Inbox:
-    """The parked updates and dead letters of one queue's bot (module docstring)."""
+    """The parked updates and dead letters of one queue's bot, as seen by one holder (module
+    docstring)."""
 
     def __init__(
         self,
@@ -112,59 +119,78 @@ class Inbox:
         self.lease_ms = lease_ms
         self.dead_max = dead_max
         self.dead_ttl_s = dead_ttl_s
-        self._park = register(redis, "inbox_park")
-        self._settle = register(redis, "inbox_settle")
-        self._renew = register(redis, "inbox_renew")
-        self._take = register(redis, "inbox_take")
-        self._dead = register(redis, "inbox_dead")
+        self.holder = secrets.token_hex(8)
+        self.fence = 0  # the poller's fence while this process polls (0: it does not)
+        self._scripts = {name: register(redis, name) for name in _SCRIPTS}
+        k = self._keys
+        self._both = [k.prefix, k.inbox_parked, k.inbox_where]
+        self._all = [*self._both, k.inbox_holders, k.inbox_fences]
 
-    async def park(self, records: Sequence[tuple[int, str]]) -> None:
-        """Keep these (update id, `record(...)`) leased to the caller, in one call."""
-        if not records:
-            return
-        args: list[int | str] = [self.lease_ms]
-        for update_id, rec in records:
-            args += [int(update_id), rec]
-        await self._park(keys=[self._keys.inbox_parked, self._keys.inbox_lease], args=args)
-
-    async def settle(self, update_ids: Sequence[int]) -> None:
-        """These are finished: forget them, in one call."""
-        if update_ids:
-            await self._settle(
-                keys=[self._keys.inbox_parked, self._keys.inbox_lease],
-                args=[int(u) for u in update_ids],
+    async def park(self, records: Sequence[tuple[int, str, str]]) -> None:
+        """Keep these (update id, order key, `record(...)`) held by the caller, in one call."""
+        if records:
+            await self._scripts["inbox_park"](
+                keys=self._all[:4], args=[self.holder, self.lease_ms, *_flat(records)]
             )
 
-    async def renew(self, update_ids: Sequence[int], *, lease_ms: int | None = None) -> int:
-        """The caller still works on these: their leases start again (`lease_ms=0`: they end
-        now, for another process to take over). How many were renewed (fewer: some were
-        taken over after their lease ran out)."""
-        if not update_ids:
-            return 0
-        lease = self.lease_ms if lease_ms is None else lease_ms
-        renewed = await self._renew(
-            keys=[self._keys.inbox_lease], args=[lease, *(int(u) for u in update_ids)]
+    async def enter(self, records: Sequence[tuple[int, str, str]]) -> list[int]:
+        """Check these new updates against what is parked, in one call (inbox_enter.lua's
+        answer for each: 0 run it, 1 parked behind another process, 2 parked behind the
+        caller's own, 3 a copy of one parked already)."""
+        if not records:
+            return []
+        answer = await self._scripts["inbox_enter"](
+            keys=self._both, args=[self.holder, *_flat(records)]
         )
-        return int(renewed)
+        return [int(a) for a in answer]
 
-    async def take(self, most: int = TAKE_MAX) -> list[Parked]:
-        """Parked updates whose lease ran out, leased anew to the caller, oldest first."""
-        flat = await self._take(
-            keys=[self._keys.inbox_parked, self._keys.inbox_lease], args=[self.lease_ms, most]
+    async def settle(self, update_ids: Sequence[int], room: int) -> list[Parked]:
+        """These are finished: forget them, in one call; what waits behind them in their keys
+        is now the caller's (at most `room`), each key's oldest first."""
+        if not update_ids:
+            return []
+        flat = await self._scripts["inbox_settle"](
+            keys=self._all,
+            args=[self.holder, max(0, room), self.lease_ms, *(int(u) for u in update_ids)],
         )
-        taken = []
-        for update_id, raw in zip(flat[::2], flat[1::2], strict=True):
-            data = json.loads(raw)
-            taken.append(Parked(int(update_id), data["u"], int(data["t"])))
-        return sorted(taken, key=lambda p: p.update_id)
+        return _parked(flat)
+
+    async def renew(self, *, lease_ms: int | None = None) -> int:
+        """The caller is alive: its lease starts again (`lease_ms=0`: it stops, and another
+        process may take over what it holds now). How many parked updates it holds."""
+        lease = self.lease_ms if lease_ms is None else lease_ms
+        held = await self._scripts["inbox_renew"](
+            keys=[self._keys.prefix, self._keys.inbox_holders], args=[self.holder, lease]
+        )
+        return int(held)
+
+    async def take(self, most: int) -> list[Parked]:
+        """Parked updates of holders that are gone (or fenced out by `fence`), at most `most`,
+        now the caller's: whole keys, each key's oldest first."""
+        if most < 1:
+            return []
+        flat = await self._scripts["inbox_take"](
+            keys=self._all, args=[self.holder, self.lease_ms, most, self.fence]
+        )
+        return _parked(flat)
+
+    async def legacy(self, most: int) -> list[Parked]:
+        """Parked updates a bot of the version before kept under a lease of their own
+        (`cmx:{q}:inbox:lease`), once it ran out: the caller files them under their keys
+        (`park`) and handles them."""
+        if most < 1:
+            return []
+        flat = await self._scripts["inbox_legacy"](
+            keys=[self._keys.inbox_parked, self._keys.inbox_legacy_lease], args=[most]
+        )
+        return _parked(flat)
 
     async def dead(self, update_id: int, letter: dict[str, Any], update: Any) -> None:
-        """Give `update_id` up: out of the parked updates, into the dead letters (`letter`:
-        what `DeadLetter` reads; `update`: Telegram's JSON, or the unreadable body as text)."""
+        """Keep `update_id` in the dead letters (`letter`: what `DeadLetter` reads; `update`:
+        Telegram's JSON, or the unreadable body as text); a parked one is then settled."""
         body = dict(letter, id=int(update_id), at=time.time(), update=update)
-        await self._dead(
-            keys=[self._keys.inbox_parked, self._keys.inbox_lease, self._keys.inbox_dead],
-            args=[int(update_id), json.dumps(body), self.dead_max, self.dead_ttl_s],
+        await self._scripts["inbox_dead"](
+            keys=[self._keys.inbox_dead], args=[json.dumps(body), self.dead_max, self.dead_ttl_s]
         )
 
     async def dead_letters(self, most: int = DEAD_MAX) -> list[DeadLetter]:
@@ -177,6 +203,25 @@ class Inbox:
         parked = await self._redis.hlen(self._keys.inbox_parked)
         dead = await self._redis.llen(self._keys.inbox_dead)
         return int(parked), int(dead)
+
+
+_SCRIPTS: Final = tuple(name for name in NAMES if name.startswith("inbox_"))
+
+
+def _flat(records: Sequence[tuple[int, str, str]]) -> list[int | str]:
+    args: list[int | str] = []
+    for update_id, key, rec in records:
+        args += [int(update_id), check_order_key(key), rec]
+    return args
+
+
+def _parked(flat: list[Any]) -> list[Parked]:
+    """The script's {update id, record, ...} read."""
+    taken = []
+    for update_id, raw in zip(flat[::2], flat[1::2], strict=True):
+        data = json.loads(raw)
+        taken.append(Parked(int(update_id), data["u"], int(data["t"])))
+    return taken
 
 
 class PollerLease:

@@ -21,7 +21,12 @@ keys (`pace:`, `send:`, posting/keys.py) and these:
     cmx:{q}:seen:<chat>:<message>  a command already run (bot/once.py)
     cmx:{q}:inbox:parked           updates taken and confirmed, not yet finished (hash: update
                                    id -> its JSON and tries: state/inbox.py)
-    cmx:{q}:inbox:lease            their leases (zset: update id -> when the lease ends, ms)
+    cmx:{q}:inbox:where            who holds each and its order key (hash: update id ->
+                                   "<holder> <key>"; holder `-`: behind another's key)
+    cmx:{q}:inbox:key:<key>        a key's parked updates (zset: update id -> update id)
+    cmx:{q}:inbox:held:<holder>    a holder's parked updates (zset: update id -> update id)
+    cmx:{q}:inbox:holders          the holders' leases (zset: holder -> when it ends, ms)
+    cmx:{q}:inbox:fences           the poller's fence each polling holder had (hash)
     cmx:{q}:inbox:dead             the dead letters: updates that could not be handled (list,
                                    newest first, bounded, expiring)
     cmx:{q}:poller:<bot>           the one process polling Telegram for bot <bot> (its token)
@@ -50,7 +55,10 @@ key name.
 A card's script reads the keys of a room it finds (through the chat's room) itself, on the
 prefix `cmx:{q}:` it is given as KEYS[1]: their names are rendered from the same spellings
 (`lua_names`, the include `keys` of the state's scripts, codemojex/lua/loader.py):
-`card_key(room)`, `card_gen_key(room)`, `seats_key(room)`, `bans_key(room)`, `names_key(room)`.
+`card_key(room)`, `card_gen_key(room)`, `seats_key(room)`, `bans_key(room)`, `names_key(room)`;
+the inbox's scripts so build a key's and a holder's sets, `inbox_key_key(key)` and
+`inbox_held_key(holder)`. An order key is made of ids and fixed words (bot/order.py), a
+holder's name of 16 hex digits.
 """
 
 from __future__ import annotations
@@ -81,12 +89,38 @@ ROOM_KEYS: Final = {
 }
 
 
+# The inbox's sets of one order key and of one holder: `cmx:{q}:inbox:key:<key>`,
+# `cmx:{q}:inbox:held:<holder>`.
+INBOX_KEY: Final = "inbox:key:"
+INBOX_HELD: Final = "inbox:held:"
+_ORDER_KEY: Final = re.compile(r"[a-z]+(:-?[0-9]+)+\Z")
+_HOLDER: Final = re.compile(r"([0-9a-f]{16}|-)\Z")
+
+
 def lua_names() -> dict[str, str]:
     """The Lua definition of every key name the state's scripts may use, by that name."""
     return {
-        f"{name}_key": key_builder(f"{name}_key", "room", CARD, after)
-        for name, after in ROOM_KEYS.items()
+        **{
+            f"{name}_key": key_builder(f"{name}_key", "room", CARD, after)
+            for name, after in ROOM_KEYS.items()
+        },
+        "inbox_key_key": key_builder("inbox_key_key", "key", INBOX_KEY),
+        "inbox_held_key": key_builder("inbox_held_key", "holder", INBOX_HELD),
     }
+
+
+def check_order_key(key: str) -> str:
+    """An order key (bot/order.py): a word, then ids ("s:-100123:42")."""
+    if not isinstance(key, str) or not _ORDER_KEY.match(key):
+        raise ValueError(f"not an order key: {key!r}")
+    return key
+
+
+def check_holder(holder: str) -> str:
+    """A holder of parked updates: 16 hex digits, or `-` (behind another's key)."""
+    if not isinstance(holder, str) or not _HOLDER.match(holder):
+        raise ValueError(f"not a holder: {holder!r}")
+    return holder
 
 
 def _integer(value: object, what: str) -> int:
@@ -167,8 +201,28 @@ class Keys:
         return self.prefix + "inbox:parked"
 
     @property
-    def inbox_lease(self) -> str:
+    def inbox_where(self) -> str:
+        return self.prefix + "inbox:where"
+
+    @property
+    def inbox_legacy_lease(self) -> str:
+        """The parked updates' leases of the version before one lease per process: read to
+        take over what a bot of that version left (state/inbox.py `Inbox.legacy`)."""
         return self.prefix + "inbox:lease"
+
+    @property
+    def inbox_holders(self) -> str:
+        return self.prefix + "inbox:holders"
+
+    @property
+    def inbox_fences(self) -> str:
+        return self.prefix + "inbox:fences"
+
+    def inbox_key(self, key: str) -> str:
+        return self.prefix + INBOX_KEY + check_order_key(key)
+
+    def inbox_held(self, holder: str) -> str:
+        return self.prefix + INBOX_HELD + check_holder(holder)
 
     @property
     def inbox_dead(self) -> str:

@@ -23,10 +23,12 @@ Name = Literal[
     "command_release",
     "tap_done",
     "inbox_park",
+    "inbox_enter",
     "inbox_settle",
     "inbox_renew",
     "inbox_take",
     "inbox_dead",
+    "inbox_legacy",
     "poller_hold",
     "poller_release",
 ]

@@ -169,7 +169,7 @@ async def test_two_processes_tell_a_member_once(
     await start_round(world, chat)
     await other.initialize()
     try:
-        door = make_door(other, give_back=True)  # a webhook process's door, fed by hand
+        door = make_door(other, webhook=True)  # a webhook process's door, fed by hand
         stopped = await outage(proxy)
         first = world.standin.send_text(chat, ALICE, "/stats")
         mid = 1_000_000 + int(time.time()) % 1_000_000

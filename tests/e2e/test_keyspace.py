@@ -30,7 +30,11 @@ LASTING: dict[str, int | None] = {
     "daily:built:<day>": 3 * 24 * HOUR,
     "members:<chat>": 30 * 24 * HOUR,  # whom the bot saw in a group: its daily board's members
     "inbox:parked": None,  # the bot's parked updates: each leaves once finished
-    "inbox:lease": None,
+    "inbox:where": None,
+    "inbox:key:<key>": None,
+    "inbox:held:<holder>": None,
+    "inbox:holders": None,  # the processes holding parked updates: each leaves when it stops
+    "inbox:fences": None,
     "inbox:dead": 14 * 24 * HOUR,  # the dead letters, for the operator
     "poller:<bot>:fence": 30 * 24 * HOUR,  # the number of the poller lease's last holder
     "pace:b:<bot>:rate": 7 * 24 * HOUR,  # the bot's learned rate: a restart keeps it
@@ -44,6 +48,8 @@ def shape(key: str, queue: str) -> str:
     rest = re.sub(r"^daily:(\w+):\d{8}$", r"daily:\1:<day>", rest)
     rest = re.sub(r"^members:-\d+$", "members:<chat>", rest)
     rest = re.sub(r"^poller:\d+(:fence)?$", r"poller:<bot>\1", rest)
+    rest = re.sub(r"^inbox:key:[a-z]+(:-?\d+)+$", "inbox:key:<key>", rest)
+    rest = re.sub(r"^inbox:held:([0-9a-f]{16}|-)$", "inbox:held:<holder>", rest)
     rest = re.sub(r"^pace:b:\d+:rate$", "pace:b:<bot>:rate", rest)
     return rest
 

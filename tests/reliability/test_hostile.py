@@ -330,7 +330,7 @@ async def test_hostile_corpus_is_answered_or_ignored_and_enqueues_nothing(world:
 async def _inbox_empty(world: World, timeout_s: float = 10.0) -> None:
     keys = StateKeys(world.settings.queue)
     async with asyncio.timeout(timeout_s):
-        while await world.redis.exists(keys.inbox_parked, keys.inbox_lease):  # noqa: ASYNC110
+        while await world.redis.exists(keys.inbox_parked, keys.inbox_where):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
 
 
@@ -339,12 +339,21 @@ def _without_pace(keys: dict[str, Any]) -> dict[str, Any]:
     budget's keys), of the commands seen (bot/once.py: a message's mark, expiring with the
     dedupe window), of whom the bot saw in a group (its members, by user id), of the
     processes themselves (the poller's lease and its fence, which a renewal late on a loaded
-    host moves on; what the processes publish for the ops page) and of a chat's title: a raw
-    update may name the chat otherwise, and the room's card then says so (its generation moves
-    with it)."""
+    host moves on; the inbox's holders and their fences; what the processes publish for the
+    ops page) and of a chat's title: a raw update may name the chat otherwise, and the room's
+    card then says so (its generation moves with it)."""
     kept = {}
     for key, value in keys.items():
-        parts = (":pace:", ":answers:", ":seen:", ":members:", ":poller:", ":ops:")
+        parts = (
+            ":pace:",
+            ":answers:",
+            ":seen:",
+            ":members:",
+            ":poller:",
+            ":ops:",
+            ":inbox:holders",
+            ":inbox:fences",
+        )
         bookkeeping = any(part in key for part in parts)
         if bookkeeping or key.endswith(":gen"):
             continue

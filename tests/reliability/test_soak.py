@@ -2,8 +2,9 @@
 (AOF, fsync always) and private Postgres, with every fault of the full run injected once or
 more: workers SIGKILLed and restarted, Redis SHUTDOWN and restarted, Redis SIGKILLed and
 restarted, Postgres stopped for a few seconds, one room's round locked beside other rooms'
-guesses, guesses typed while Redis is down, and a backlog drained by a bot process SIGKILLed
-half-way. The full-size figures are in docs/benchmarks.md, "The soak"."""
+guesses, guesses typed while Redis is down, a backlog drained by a bot process SIGKILLed half-way,
+and parked admin commands handed over (a SIGKILLed poller; two webhook processes). The
+full-size figures are in docs/benchmarks.md, "The soak"."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ def test_soak_through_the_bot_loses_nothing_and_counts_nothing_twice() -> None:
         outage=120,
         outage_chats=5,
         outage_down_s=3.0,
+        handover_chats=3,
         feed_timeout_s=240,
         drain_timeout_s=180,
         seed=11,

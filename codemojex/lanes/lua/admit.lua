@@ -18,6 +18,9 @@
 --            'nx'   HSETNX key field value, and the field must then equal value (the first
 --                   writer's value stands)
 --            'out'  SISMEMBER key field must be 0 (value unused)
+--            'first' no member of the sorted set key scores below value (field unused): the
+--                   job's origin is the oldest of its kind there (the bot: no older update
+--                   of its order key is parked by another process)
 --          then K notes of 3 fields (key, field, value): HSET when the job is admitted
 -- Per job: a dedupe hit is reported first, whatever its guards say now (an update seen twice
 -- makes one job and one answer): the dedupe key's, or a job of the same id in any lane (a
@@ -84,6 +87,9 @@ local function refused_by(f, at, n)
       redis.call('HSETNX', key, field, value)
       found = redis.call('HGET', key, field)
       if found ~= value then return g, found end
+    elseif op == 'first' then
+      found = redis.call('ZRANGEBYSCORE', key, '-inf', '(' .. value, 'LIMIT', 0, 1)[1]
+      if found then return g, found end
     elseif redis.call('SISMEMBER', key, field) == 1 then
       return g, field
     end
