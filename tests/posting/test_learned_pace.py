@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from telegram import Bot
 
 from codemojex.lanes import Lanes
 from codemojex.ops.collect import Shared, SharedCollector
-from codemojex.posting.keys import bot_id
+from codemojex.posting.keys import Keys, bot_id
 from codemojex.posting.pace_policy import Grant, PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender
@@ -246,6 +247,36 @@ async def test_when_telegram_is_the_limit_every_group_gets_its_turn(
     # A flooding chat's results ride together: far fewer posts than results.
     assert len(standin.sent_messages(flood)) * 3 < sum(1 for ln in lines if f"c{flood}n" in ln)
     assert standin.rate_violations <= 20  # the start above the limit, then (nearly) none
+
+
+async def test_a_learned_rate_is_spread_evenly_over_many_chats(
+    redis_r: aioredis.Redis, queue_name: str
+) -> None:
+    """A learned rate of 20 a second (one post every 50 ms, bursts of 100 ms' worth: two),
+    and 30 chats all wanting a post at once: at most the burst goes at once, then one every
+    50 ms, never the whole second's 20 together (the first second above Telegram's limit
+    would be refused post after post). The grants' times are Redis's own (the bot's second
+    logs each at its grant, plus the flight, while unanswered)."""
+    policy = replace(
+        PacePolicy.from_rates(bot_per_s=20, bot_floor=1, bot_ceiling=20), bot_burst_ms=100
+    )
+    pacer = Pacer(redis_r, queue_name, policy, bot=7)
+    chats = list(range(1, 31))  # private chats: no group's minute
+    grants = await asyncio.gather(*(pacer.acquire(chat) for chat in chats))
+    assert all(grant is not None for grant in grants)
+    granted = sorted(
+        score - policy.flight_ms
+        for _token, score in await redis_r.zrange(
+            Keys(queue_name).bot_second(7), 0, -1, withscores=True
+        )
+    )
+    assert len(granted) == len(chats)
+    spacing, burst, window = 50, 2, 200
+    # A GCRA lets at most its burst and one more per spacing into any window (1 ms of rounding).
+    crowded = max(sum(1 for t in granted if at <= t < at + window) for at in granted)
+    assert crowded <= burst + window // spacing + 1, granted
+    # And the whole spreads over 30 spacings less the burst, not a second's 20 at once.
+    assert granted[-1] - granted[0] >= (len(chats) - burst) * spacing - 30, granted
 
 
 @pytest.fixture
