@@ -51,3 +51,10 @@ async def mark_sent(
 ) -> int:
     async with uow(sessions) as tx:
         return await outbox.mark_sent(tx, ids, message_id, now=now)
+
+
+async def mark_sent_many(
+    sessions: Sessions, marks: Sequence[tuple[Sequence[int], int | None]]
+) -> int:
+    async with uow(sessions) as tx:
+        return await outbox.mark_sent_many(tx, marks)
