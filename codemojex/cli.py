@@ -297,35 +297,33 @@ def bot(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) -> 
 @app.command()
 def worker(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) -> None:
     """Run the ScoreWorker pool, the outbox sender and the round timer."""
-    settings = _start(verbose, wire=wire_debug)
-    _require_shared_redis(settings, "the worker")
-    if settings.token is None:
-        typer.echo("set CODEMOJEX_TOKEN: the worker posts results as the bot", err=True)
-        raise typer.Exit(2)
-    from codemojex.worker.main import main as worker_main
+    from codemojex.worker.main import main
 
-    _run_process(
-        settings,
-        lambda start: worker_main(
-            settings.worker(), settings.runtime(), settings.metrics(), settings.bot_api(), start
-        ),
-    )
+    _run_poster("worker", main, verbose, wire_debug)
 
 
 @app.command()
 def sender(verbose: VerboseOption = False, wire_debug: WireDebugOption = False) -> None:
     """Run an outbox sender of its own: posts results at the bot's learned pace, scaled like
     the worker (every sender shares the posting ring and the pace)."""
-    settings = _start(verbose, wire=wire_debug)
-    _require_shared_redis(settings, "the sender")
-    if settings.token is None:
-        typer.echo("set CODEMOJEX_TOKEN: the sender posts results as the bot", err=True)
-        raise typer.Exit(2)
-    from codemojex.worker.sender import main as sender_main
+    from codemojex.worker.sender import main
 
+    _run_poster("sender", main, verbose, wire_debug)
+
+
+def _run_poster(
+    role: str, main: Callable[..., Awaitable[object]], verbose: bool, wire_debug: bool
+) -> None:
+    """`codemojex worker` and `codemojex sender`: both post as the bot, so both need its token;
+    `main` is the process's (worker/main.py, worker/sender.py)."""
+    settings = _start(verbose, wire=wire_debug)
+    _require_shared_redis(settings, f"the {role}")
+    if settings.token is None:
+        typer.echo(f"set CODEMOJEX_TOKEN: the {role} posts results as the bot", err=True)
+        raise typer.Exit(2)
     _run_process(
         settings,
-        lambda start: sender_main(
+        lambda start: main(
             settings.worker(), settings.runtime(), settings.metrics(), settings.bot_api(), start
         ),
     )

@@ -8,9 +8,8 @@ loopback ports when a test first asks for it, and stops by PID at the end
 (tests/helpers/redis_cluster.py); CODEMOJEX_TEST_REDIS_CLUSTER_URL points the tests at an existing
 cluster instead.
 
-`make test` runs two processes (pytest-xdist, `--dist loadgroup`), each top-level folder of
-tests whole in one of them, so that every folder is also checked in one process after
-whatever else of it ran there, in an order pytest-randomly shuffles.
+`make test` runs three processes (pytest-xdist, `--dist loadfile`), each test file whole in
+one of them (its module-scoped fixtures made once), in an order pytest-randomly shuffles.
 """
 
 from __future__ import annotations
@@ -45,15 +44,6 @@ PG_ADMIN_URL = os.environ.get(
 
 
 TESTS = Path(__file__).parent
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each top-level folder is one xdist group: `--dist loadgroup` runs it whole in one
-    process (the files at the top, `tests/test_*.py`, are one group too)."""
-    for item in items:
-        parts = item.path.relative_to(TESTS).parts
-        item.add_marker(pytest.mark.xdist_group(parts[0] if len(parts) > 1 else "top"))
 
 
 @pytest.fixture(autouse=True)

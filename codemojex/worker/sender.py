@@ -13,20 +13,18 @@ post faster together than the bot's learned rate.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import signal
 from typing import Final
 
 from codemojex.ops.collect import SenderCollector
-from codemojex.ops.server import MetricsConfig, ProcessOps
+from codemojex.ops.server import MetricsConfig
 from codemojex.ops.startup import Start
 from codemojex.posting.keys import bot_id
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.sender import OutboxSender, SenderStats
-from codemojex.runtime import RuntimeConfig, open_runtime, settle_process, warn_without_persistence
+from codemojex.runtime import RuntimeConfig
 from codemojex.values.botapi import BotApi
-from codemojex.worker.botapi import make_bot
+from codemojex.worker.process import running
 from codemojex.worker.service import WorkerConfig
 
 log = logging.getLogger(__name__)
@@ -46,51 +44,25 @@ async def main(
     start: Start | None = None,
 ) -> SenderStats:
     """Post `config.queue`'s outbox at `config.pace` through `api` until SIGTERM or SIGINT
-    (`start`'s stop, when the process's start-up heeds them already: ops/startup.py), then let
-    every chat in hand finish its post (on the Redis and database of `runtime`, serving
-    /metrics as `metrics` says)."""
-    stop = start.stop if start is not None else asyncio.Event()
-    loop = asyncio.get_running_loop()
-    if start is None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-    bot = make_bot(api, connections=IN_FLIGHT)
+    (worker/process.py says whose stop), then let every chat in hand finish its post (on the
+    Redis and database of `runtime`, serving /metrics as `metrics` says)."""
     stats = SenderStats()
-    try:
-        async with open_runtime(runtime) as rt:
-            await warn_without_persistence(rt.redis)
-            sender = OutboxSender(
-                rt.sessionmaker,
-                bot,
-                rt.redis,
-                namespace=config.queue,
-                pacer=Pacer(rt.redis, config.queue, config.pace, bot=bot_id(api.token)),
-                stats=stats,
-                ambiguous=config.sender_ambiguous,
-                max_chats=MAX_CHATS,
-                in_flight=IN_FLIGHT,
-            )
-            ops = ProcessOps(
-                "sender",
-                metrics,
-                redis=rt.redis,
-                engine=rt.engine,
-                sessionmaker=rt.sessionmaker,
-                lanes=rt.lanes,
-                collectors=[SenderCollector(stats)],
-                probes=start.probes if start is not None else None,
-            )
-            await ops.start()
-            settle_process()
-            log.info("sender up: queue %s, %d chats in hand", config.queue, MAX_CHATS)
-            try:
-                await sender.run(stop)
-            finally:
-                await ops.stop()
-            log.info("sender stopped: %s", stats.as_dict())
-            return stats
-    finally:
-        await bot.shutdown()
-        if start is None:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
+    collectors = [SenderCollector(stats)]
+    async with running(
+        "sender", runtime, metrics, api, start, collectors, connections=IN_FLIGHT
+    ) as p:
+        sender = OutboxSender(
+            p.rt.sessionmaker,
+            p.bot,
+            p.rt.redis,
+            namespace=config.queue,
+            pacer=Pacer(p.rt.redis, config.queue, config.pace, bot=bot_id(api.token)),
+            stats=stats,
+            ambiguous=config.sender_ambiguous,
+            max_chats=MAX_CHATS,
+            in_flight=IN_FLIGHT,
+        )
+        log.info("sender up: queue %s, %d chats in hand", config.queue, MAX_CHATS)
+        await sender.run(p.stop)
+    log.info("sender stopped: %s", stats.as_dict())
+    return stats

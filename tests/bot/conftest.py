@@ -287,9 +287,13 @@ async def world(bot_database_url: str, bot_queue: str) -> AsyncIterator[World]:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def clean_slate(world: World, bot_queue: str) -> AsyncIterator[None]:
-    """Empty tables and queue keys before each test; the bot process itself keeps running."""
+    """Empty tables and queue keys before each test; the bot process itself keeps running.
+    Its pacer starts afresh too: its book in this process (a bot-wide 429's pause, posts in
+    flight) is the pace's, and the pace's keys were just dropped."""
     await wipe_tables(world.engine, restart_ids=False)
     await drop_keys(world.redis, bot_queue)
+    answers = world.app.bot_data.answers
+    answers.pacer = Pacer(world.redis, bot_queue, answers.pacer.policy, bot=answers.pacer.bot)
     world.errors.clear()
     yield
     assert world.errors == [], f"handlers raised into the error handler: {world.errors!r}"
