@@ -324,14 +324,14 @@ SYSTEMD = ROOT / "deploy" / "systemd"
 def _unit_role(unit: Path) -> str:
     """What `codemojex` command a systemd unit runs."""
     (start,) = re.findall(r"^ExecStart=\S*/codemojex (\w+)", unit.read_text(), re.MULTILINE)
-    return start
+    return str(start)
 
 
 def _readme_enabled() -> list[str]:
     """The units the README's install enables and starts."""
     readme = (ROOT / "README.md").read_text()
     (enable,) = re.findall(r"^systemctl enable --now (.+)$", readme, re.MULTILINE)
-    return enable.split()
+    return str(enable).split()
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
