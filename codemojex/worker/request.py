@@ -26,6 +26,7 @@ connection): a sendMessage goes out once per call.
 
 from __future__ import annotations
 
+import logging
 from typing import Final
 
 import aiohttp
@@ -33,6 +34,10 @@ from telegram._utils.defaultvalue import DefaultValue
 from telegram._utils.types import ODVInput
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
+
+# Every call at INFO, as httpx logs PTB's own (its URL, the token masked by the log formatter:
+# secrecy.py; never a body): the CLI shows them with -v only.
+log = logging.getLogger(__name__)
 
 # How long an idle connection to the Bot API is kept for the next post.
 KEEPALIVE_S: Final = 30.0
@@ -128,8 +133,10 @@ class AiohttpRequest(BaseRequest):
                 data = fields
         try:
             async with self._open().request(method, url, data=data, timeout=timeout) as res:
-                return res.status, await res.read()
+                body = await res.read()
         except TimeoutError as exc:  # aiohttp's own timeouts are TimeoutErrors too
             raise TimedOut from exc
         except aiohttp.ClientError as exc:
             raise NetworkError(f"aiohttp.{type(exc).__name__}: {exc}") from exc
+        log.info('HTTP Request: %s %s "%d %s"', method, url, res.status, res.reason)
+        return res.status, body

@@ -15,11 +15,11 @@ from dataclasses import fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, bindparam, exists, insert, or_, select, text, update
+from sqlalchemy import ColumnElement, bindparam, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.dml import ReturningUpdate
 
-from codemojex.db.models import Outbox, Round, UTCDateTime
+from codemojex.db.models import Outbox, Round
 from codemojex.values.clock import utcnow
 from codemojex.values.types import KIND_KEYS_OFF, KIND_ROUND, Message, OutboxRow
 
@@ -154,20 +154,6 @@ _MARK_SENT = (
 )
 
 
-# Many posts' marks in one statement (Postgres): the rows and the message id each was carried
-# by as two arrays, each row marked with its own post's id. As `_MARK_SENT`, only rows not yet
-# sent are touched, and the marked ones come back (their kind and round: the announcements).
-_MARK_SENT_MANY = text(
-    """
-    UPDATE outbox AS o
-    SET sent_at = :now, sent_message_id = m.message_id, claimed_until = NULL
-    FROM unnest(CAST(:ids AS bigint[]), CAST(:message_ids AS bigint[])) AS m(id, message_id)
-    WHERE o.id = m.id AND o.sent_at IS NULL
-    RETURNING o.id, o.kind, o.round_id, o.sent_message_id
-    """
-).bindparams(bindparam("now", type_=UTCDateTime()))
-
-
 async def claim_outbox(
     tx: Unit,
     limit: int,
@@ -222,47 +208,17 @@ async def mark_sent(
     marked = (await tx.conn.execute(_MARK_SENT, params)).all()
     round_ids = [r.round_id for r in marked if r.kind == KIND_ROUND and r.round_id is not None]
     if round_ids and message_id is not None:
-        await tx.conn.execute(
-            update(Round)
-            .where(Round.id.in_(round_ids), Round.announce_message_id.is_(None))
-            .values(announce_message_id=message_id)
-            .execution_options(synchronize_session=False)
-        )
-        await _point_keys_off(tx.conn, round_ids)
+        await announcements_posted(tx, round_ids, message_id)
     return len(marked)
 
 
-async def mark_sent_many(
-    tx: Unit,
-    marks: Sequence[tuple[Sequence[int], int | None]],
-    *,
-    now: datetime | None = None,
-) -> int:
-    """`mark_sent` for many posts at once: each `(ids, message_id)` the rows one post carried
-    and its message id. On Postgres one statement for all of them (a sender posting hundreds a
-    second would otherwise spend a statement per post on its books), elsewhere one per post.
-    Returns how many rows were marked."""
-    now = now or utcnow()
-    if tx.conn.dialect.name != "postgresql":
-        return sum([await mark_sent(tx, ids, message_id, now=now) for ids, message_id in marks])
-    ids = [row for row_ids, _ in marks for row in row_ids]
-    if not ids:
-        return 0
-    message_ids = [message_id for row_ids, message_id in marks for _ in row_ids]
-    params = {"ids": ids, "message_ids": message_ids, "now": now}
-    marked = (await tx.conn.execute(_MARK_SENT_MANY, params)).all()
-    # The announcements marked: each its round's announce_message_id (few: one a round).
-    announced: dict[int, list[int]] = {}
-    for r in marked:
-        if r.kind == KIND_ROUND and r.round_id is not None and r.sent_message_id is not None:
-            announced.setdefault(int(r.sent_message_id), []).append(int(r.round_id))
-    for message_id, round_ids in announced.items():
-        await tx.conn.execute(
-            update(Round)
-            .where(Round.id.in_(round_ids), Round.announce_message_id.is_(None))
-            .values(announce_message_id=message_id)
-            .execution_options(synchronize_session=False)
-        )
-    if announced:
-        await _point_keys_off(tx.conn, [r for rounds in announced.values() for r in rounds])
-    return len(marked)
+async def announcements_posted(tx: Unit, round_ids: list[int], message_id: int) -> None:
+    """The announcements of these rounds were marked sent as Telegram message `message_id`:
+    it becomes each round's `announce_message_id`, and their keys_off rows point at it."""
+    await tx.conn.execute(
+        update(Round)
+        .where(Round.id.in_(round_ids), Round.announce_message_id.is_(None))
+        .values(announce_message_id=message_id)
+        .execution_options(synchronize_session=False)
+    )
+    await _point_keys_off(tx.conn, round_ids)
