@@ -27,6 +27,7 @@ from codemojex.ops.collect import Shared, SharedCollector
 from codemojex.posting.keys import Keys, bot_id
 from codemojex.posting.pace_policy import Grant, PacePolicy
 from codemojex.posting.pacer import Pacer
+from codemojex.posting.ring import PostingRing
 from codemojex.posting.sender import OutboxSender
 from codemojex.standin import StandIn
 from codemojex.values.clock import utcnow
@@ -50,9 +51,12 @@ async def produce(
     until: float,
     poke: list[OutboxSender],
     per_tick: dict[int, int] | None = None,
+    ring: PostingRing | None = None,
 ) -> int:
     """Results for every chat all along (one each every 0.3 s; `per_tick` more for some), as
-    the worker writes them (one transaction) and announces them (`poke`). How many."""
+    the worker writes them (one transaction) and announces them (`poke`; or, for senders of
+    their own processes, into the posting `ring`, as a worker's sender standing back does).
+    How many."""
     written, tick = 0, 0
     while time.monotonic() < until:
         messages = [
@@ -65,6 +69,8 @@ async def produce(
         for sender in poke:
             for chat in chats:
                 sender.poke(chat)
+        if ring is not None:
+            await ring.add(chats)
         tick += 1
         await asyncio.sleep(0.3)
     return written
@@ -327,9 +333,13 @@ async def test_two_sender_processes_share_one_learned_rate(
                 )
             )  # fmt: skip
     try:
-        await asyncio.sleep(3)  # both up (they find the rows through the outbox's scan)
+        await asyncio.sleep(3)  # both up
         start = time.monotonic()
-        written = await produce(sessionmaker, chats, start + 12, [])
+        # The chats go into the ring as the workers' senders announce them while senders of
+        # their own run: without it only the outbox's minute scan would find them, and the
+        # sender scanning first would take every chat at once.
+        ring = PostingRing(redis_r, queue_name)
+        written = await produce(sessionmaker, chats, start + 12, [], ring=ring)
         deadline = time.monotonic() + 60
         while await unsent(sessionmaker):
             assert time.monotonic() < deadline, "results left unsent"
