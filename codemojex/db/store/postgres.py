@@ -39,11 +39,11 @@ class Postgres(Backend):
     ) -> int:
         """One statement for every post's rows (a sender posting hundreds a second would
         otherwise spend a statement per post on its books)."""
-        ids = [row for row_ids, _ in marks for row in row_ids]
-        if not ids:
+        rows_of = [row for row_ids, _ in marks for row in row_ids]
+        if not rows_of:
             return 0
         message_ids = [message_id for row_ids, message_id in marks for _ in row_ids]
-        params = {"ids": ids, "message_ids": message_ids, "now": now}
+        params = {"ids": rows_of, "message_ids": message_ids, "now": now}
         marked = (await tx.conn.execute(postgres_sql.MARK_SENT_MANY, params)).all()
         # The announcements marked (few: one a round), by the message that carried them.
         announced: dict[int, list[int]] = {}
