@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Codemojex: one image for every process. The command picks it:
-#   docker run IMAGE bot | worker | ops | migrate      (codemojex --help lists them)
+#   docker run IMAGE bot | worker | sender | ops | migrate     (codemojex --help lists them)
 # compose.yaml and deploy/kubernetes/ run it; `make image-check` builds it here.
 #
 # BASE: the official slim Python by default; any base with Python >= 3.11 and `python3 -m
@@ -49,7 +49,7 @@ FROM ${BASE}
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="codemojex" \
-      org.opencontainers.image.description="Emoji code-breaking game for Telegram group chats: bot, worker, ops page, migrations" \
+      org.opencontainers.image.description="Emoji code-breaking game for Telegram group chats: bot, worker, sender, ops page, migrations" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.licenses="MIT"

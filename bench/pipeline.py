@@ -217,8 +217,8 @@ def _profile_top(path: Path, top: int = 15) -> list[tuple[str, float, float]]:
     samples = 0
     for line in path.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
-        if not stack:
-            continue
+        if not stack or not count.isdigit():
+            continue  # a line py-spy was still writing when it was read
         n = int(count)
         samples += n
         frames = [f.split(" (")[0] + " " + f.rsplit("/", 1)[-1].split(":")[0].rstrip(")")

@@ -22,7 +22,9 @@ COMPOSE = ROOT / "compose.yaml"
 COMPOSE_ENV = ROOT / "deploy" / "compose.env.example"
 DOCKERFILE = ROOT / "Dockerfile"
 SECRET_SETTINGS = ("CODEMOJEX_TOKEN", "CODEMOJEX_OPS_TOKEN", "POSTGRES_PASSWORD")
-CODEMOJEX = ("migrate", "bot", "worker", "ops")
+CODEMOJEX = ("migrate", "bot", "worker", "sender", "ops")
+# The process roles every example runs (docs/operations.md, "The processes").
+ROLES = ("bot", "worker", "sender")
 
 
 def _compose() -> dict[str, Any]:
@@ -43,7 +45,7 @@ def test_compose_runs_every_process_after_the_migrations_on_a_persistent_redis()
     assert services["migrate"]["command"] == ["migrate"]
     assert services["migrate"]["restart"] == "no"
     assert services["migrate"]["depends_on"]["postgres"] == {"condition": "service_healthy"}
-    for name in ("bot", "worker", "ops"):
+    for name in ("bot", "worker", "sender", "ops"):
         service = services[name]
         assert service["command"] == [name]
         assert service["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
@@ -51,8 +53,9 @@ def test_compose_runs_every_process_after_the_migrations_on_a_persistent_redis()
     for name in CODEMOJEX:
         assert services[name]["image"] == "codemojex:latest"
         assert services[name]["build"] == "."  # the Dockerfile's image
-    # `--scale worker=N`: nothing that only one container may hold.
-    assert not {"container_name", "ports", "hostname"} & set(services["worker"])
+    # `--scale worker=N`, `--scale sender=N`: nothing that only one container may hold.
+    for name in ("worker", "sender"):
+        assert not {"container_name", "ports", "hostname"} & set(services[name]), name
     # The ops page reaches only this machine's loopback.
     assert all(p.startswith("127.0.0.1:") for p in services["ops"]["ports"])
 
@@ -152,11 +155,16 @@ def test_kubernetes_runs_the_image_as_a_user_with_measured_requests_and_probes(
     tag = image.rsplit(":", 1)[1]
     job = _workload(docs, "Job", f"codemojex-migrate-{tag}")  # each release its own Job
     assert job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
-    # A drain takes one worker at a time.
-    pdb = _workload(docs, "PodDisruptionBudget", "codemojex-worker")
-    worker = _workload(docs, "Deployment", "codemojex-worker")
-    assert pdb["spec"]["selector"] == worker["spec"]["selector"]
-    assert pdb["spec"]["maxUnavailable"] == 1
+    # A drain takes one worker, and one sender, at a time.
+    for name in ("codemojex-worker", "codemojex-sender"):
+        pdb = _workload(docs, "PodDisruptionBudget", name)
+        deployment = _workload(docs, "Deployment", name)
+        assert pdb["spec"]["selector"] == deployment["spec"]["selector"]
+        assert pdb["spec"]["maxUnavailable"] == 1
+    # Prometheus alone reaches every process's /metrics, the sender's too.
+    (metrics,) = [d for d in docs if d["metadata"]["name"] == "codemojex-metrics"]
+    (selected,) = metrics["spec"]["podSelector"]["matchExpressions"]
+    assert {"bot", "worker", "sender", "ops"} <= set(selected["values"])
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -308,3 +316,42 @@ def test_the_build_context_leaves_secrets_and_the_checkouts_state_out() -> None:
         "wheelhouse",
         "deploy/image-build.txt",
     }
+
+
+SYSTEMD = ROOT / "deploy" / "systemd"
+
+
+def _unit_role(unit: Path) -> str:
+    """What `codemojex` command a systemd unit runs."""
+    (start,) = re.findall(r"^ExecStart=\S*/codemojex (\w+)", unit.read_text(), re.MULTILINE)
+    return str(start)
+
+
+def _readme_enabled() -> list[str]:
+    """The units the README's install enables and starts."""
+    readme = (ROOT / "README.md").read_text()
+    (enable,) = re.findall(r"^systemctl enable --now (.+)$", readme, re.MULTILINE)
+    return str(enable).split()
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_example_runs_the_bot_the_worker_and_the_sender(overlay: str) -> None:
+    """compose.yaml, both Kubernetes overlays, the systemd units (and the README's install
+    that enables them) and the Procfile each run every process role, `codemojex sender`
+    included: a deployment copied from any of them posts through a sender of its own, and the
+    workers' event loops score (docs/operations.md, "When to run a sender")."""
+    compose = {service["command"][0] for service in _compose()["services"].values()
+               if service.get("image") == "codemojex:latest"}  # fmt: skip
+    assert set(ROLES) <= compose, compose
+    kubernetes = {pod["containers"][0]["args"][0] for pod in _codemojex_pods(_kubernetes(overlay))}
+    assert set(ROLES) <= kubernetes, kubernetes
+    units = {unit.name: _unit_role(unit) for unit in SYSTEMD.glob("*.service")}
+    assert set(ROLES) <= set(units.values()), units
+    enabled = {units[re.sub(r"@[^.]*$", "@", name) + ".service"] for name in _readme_enabled()}
+    assert set(ROLES) <= enabled, enabled
+    procfile = {
+        line.split(":", 1)[1].split()[1]
+        for line in (ROOT / "deploy" / "Procfile").read_text().splitlines()
+        if line.strip()
+    }
+    assert set(ROLES) <= procfile, procfile

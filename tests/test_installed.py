@@ -230,3 +230,4 @@ def test_the_readme_installs_the_user_and_units_it_names() -> None:
         assert (units / f"{template}.service").is_file(), name
     assert {"codemojex-bot", "codemojex-ops"} <= set(enable.split())
     assert any(name.startswith("codemojex-worker@") for name in enable.split())
+    assert any(name.startswith("codemojex-sender@") for name in enable.split())

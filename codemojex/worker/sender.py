@@ -3,7 +3,9 @@ database and Bot API, scaled like the worker.
 
 The worker runs a sender beside its score pool (worker/service.py); a deployment that posts
 more than one process's event loop can carry without slowing the scoring runs senders of their
-own instead (CODEMOJEX_WORKER_SENDS=false on the workers) or beside it. Every sender takes its
+own: while one is in the ops fleet, the workers' senders stand back (worker/service.py
+`senders_up`) and their event loops only score. Every example in deploy/ runs one
+(docs/operations.md, "When to run a sender"). Every sender takes its
 chats from the one posting ring and its slots from the one pace (Redis, keyed per bot): two
 senders never post a chat's rows out of order or twice (chat leases, row claims) and never
 post faster together than the bot's learned rate.

@@ -42,4 +42,4 @@ def test_the_connections_budget_is_the_defaults_sum() -> None:
     section = section[: section.index("\n## ")]
     per_process = DB_POOL_SIZE + DB_POOL_OVERFLOW
     assert f"**{per_process}**" in section
-    assert re.search(rf"{per_process} × \(N \+ M \+ 1\)", section), section
+    assert re.search(rf"{per_process} × \(N \+ M \+ S \+ 1\)", section), section

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from codemojex import scoring, usecases
 from codemojex.db import Outbox, Round, store
 from codemojex.db.engine import Sessions
-from codemojex.values.types import ENDROUND
+from codemojex.values.types import ENDROUND, KIND_KEYS_OFF
 from tests.db.helpers import new_room
 from tests.helpers import writes
 
@@ -204,3 +204,42 @@ async def test_start_round_in_unknown_room(
 ) -> None:
     with pytest.raises(store.UnknownRoom):
         await usecases.start_round(sessions, "ROM00000000000000000000000000", rng)
+
+
+async def test_announcements_marked_together_each_become_their_rounds_message(
+    sessions: Sessions, rng: random.Random
+) -> None:
+    """The sender's marks of many posts at once (`mark_sent_many`, one statement on
+    Postgres): each row gets its own post's message id, an announcement's becomes its
+    round's, a row already sent keeps its first mark, and a round's keyboard row then points
+    at its announcement."""
+    await _announcements_marked_together(sessions, rng)
+
+
+async def test_announcements_marked_together_on_sqlite(
+    sqlite_sessions: Sessions, rng: random.Random
+) -> None:
+    """The same on SQLite (a statement per post there: the embedded demo)."""
+    await _announcements_marked_together(sqlite_sessions, rng)
+
+
+async def _announcements_marked_together(db: Sessions, rng: random.Random) -> None:
+    rooms = [await new_room(db, chat_id=-70 - i) for i in range(3)]
+    rounds = [await usecases.start_round(db, room.id, rng) for room in rooms]
+    async with db() as s:
+        announcement = {r.chat_id: r.id for r in await store.pending_outbox(s, 10)}
+    first, second, third = (announcement[room.chat_id] for room in rooms)
+    assert await writes.mark_sent(db, [third], 300) == 1
+    marks = [([first], 100), ([second], 200), ([third], 301)]
+    assert await writes.mark_sent_many(db, marks) == 2
+    assert await writes.mark_sent_many(db, marks) == 0
+    async with db() as s:
+        ids = {r.id: await s.get(Round, r.id, populate_existing=True) for r in rounds}
+        sent = {o.id: o.sent_message_id for o in (await s.execute(select(Outbox))).scalars()}
+    assert [ids[r.id].announce_message_id for r in rounds] == [100, 200, 300]  # type: ignore[union-attr]
+    assert (sent[first], sent[second], sent[third]) == (100, 200, 300)
+    # A round closed now: its keyboard comes off its announcement.
+    await usecases.close_round(db, rounds[0].id, ENDROUND)
+    async with db() as s:
+        pending = await store.pending_outbox(s, 10)
+    assert [r.reply_to_message_id for r in pending if r.kind == KIND_KEYS_OFF] == [100]

@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from codemojex.db.engine import Sessions
+from codemojex.db.engine import Sessions, backend_of
 from codemojex.db.store import admin, outbox
 from codemojex.db.unit import uow
+from codemojex.values.clock import utcnow
 from codemojex.values.types import Message, OutboxRow
 
 
@@ -51,3 +52,10 @@ async def mark_sent(
 ) -> int:
     async with uow(sessions) as tx:
         return await outbox.mark_sent(tx, ids, message_id, now=now)
+
+
+async def mark_sent_many(
+    sessions: Sessions, marks: Sequence[tuple[Sequence[int], int | None]]
+) -> int:
+    async with uow(sessions) as tx:
+        return await backend_of(tx.conn).mark_sent_many(tx, marks, utcnow())

@@ -90,7 +90,7 @@ def test_the_deploy_examples_keep_the_internal_endpoints_internal() -> None:
     assert "CODEMOJEX_OPS_TRUSTED_PROXIES" in k8s
     policies = k8s.split("kind: NetworkPolicy")[1:]
     assert any("port: 9100" in p for p in policies) and any("port: 8080" in p for p in policies)
-    for unit in ("codemojex-bot.service", "codemojex-worker@.service"):
+    for unit in ("codemojex-bot.service", "codemojex-worker@.service", "codemojex-sender@.service"):
         text = (ROOT / "deploy" / "systemd" / unit).read_text()
         assert "CODEMOJEX_METRICS_HOST=127.0.0.1" in text, unit
     env = (ROOT / "deploy" / "codemojex.env.example").read_text()

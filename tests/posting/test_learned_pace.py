@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,10 @@ from telegram import Bot
 
 from codemojex.lanes import Lanes
 from codemojex.ops.collect import Shared, SharedCollector
-from codemojex.posting.keys import bot_id
+from codemojex.posting.keys import Keys, bot_id
 from codemojex.posting.pace_policy import Grant, PacePolicy
 from codemojex.posting.pacer import Pacer
+from codemojex.posting.ring import PostingRing
 from codemojex.posting.sender import OutboxSender
 from codemojex.standin import StandIn
 from codemojex.values.clock import utcnow
@@ -49,9 +51,12 @@ async def produce(
     until: float,
     poke: list[OutboxSender],
     per_tick: dict[int, int] | None = None,
+    ring: PostingRing | None = None,
 ) -> int:
     """Results for every chat all along (one each every 0.3 s; `per_tick` more for some), as
-    the worker writes them (one transaction) and announces them (`poke`). How many."""
+    the worker writes them (one transaction) and announces them (`poke`; or, for senders of
+    their own processes, into the posting `ring`, as a worker's sender standing back does).
+    How many."""
     written, tick = 0, 0
     while time.monotonic() < until:
         messages = [
@@ -64,6 +69,8 @@ async def produce(
         for sender in poke:
             for chat in chats:
                 sender.poke(chat)
+        if ring is not None:
+            await ring.add(chats)
         tick += 1
         await asyncio.sleep(0.3)
     return written
@@ -248,6 +255,32 @@ async def test_when_telegram_is_the_limit_every_group_gets_its_turn(
     assert standin.rate_violations <= 20  # the start above the limit, then (nearly) none
 
 
+async def test_a_learned_rate_is_spread_evenly_over_many_chats(
+    redis_r: aioredis.Redis, queue_name: str
+) -> None:
+    """A learned rate of 20 a second (one post every 50 ms, bursts of 100 ms' worth: two),
+    and 30 chats all wanting a post at once: at most the burst goes at once, then one every
+    50 ms, never the whole second's 20 together (the first second above Telegram's limit
+    would be refused post after post). The grants' times are Redis's own (the bot's second
+    logs each at its grant, plus the flight, while unanswered)."""
+    policy = replace(
+        PacePolicy.from_rates(bot_per_s=20, bot_floor=1, bot_ceiling=20), bot_burst_ms=100
+    )
+    pacer = Pacer(redis_r, queue_name, policy, bot=7)
+    chats = list(range(1, 31))  # private chats: no group's minute
+    grants = await asyncio.gather(*(pacer.acquire(chat) for chat in chats))
+    assert all(grant is not None for grant in grants)
+    logged = await redis_r.zrange(Keys(queue_name).bot_second(7), 0, -1, withscores=True)
+    granted = sorted(float(entry[1]) - policy.flight_ms for entry in logged)
+    assert len(granted) == len(chats)
+    spacing, burst, window = 50, 2, 200
+    # A GCRA lets at most its burst and one more per spacing into any window (1 ms of rounding).
+    crowded = max(sum(1 for t in granted if at <= t < at + window) for at in granted)
+    assert crowded <= burst + window // spacing + 1, granted
+    # And the whole spreads over 30 spacings less the burst, not a second's 20 at once.
+    assert granted[-1] - granted[0] >= (len(chats) - burst) * spacing - 30, granted
+
+
 @pytest.fixture
 async def sender_env(standin: StandIn, worker_pg_url: str, queue_name: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEMOJEX_")}
@@ -300,9 +333,13 @@ async def test_two_sender_processes_share_one_learned_rate(
                 )
             )  # fmt: skip
     try:
-        await asyncio.sleep(3)  # both up (they find the rows through the outbox's scan)
+        await asyncio.sleep(3)  # both up
         start = time.monotonic()
-        written = await produce(sessionmaker, chats, start + 12, [])
+        # The chats go into the ring as the workers' senders announce them while senders of
+        # their own run: without it only the outbox's minute scan would find them, and the
+        # sender scanning first would take every chat at once.
+        ring = PostingRing(redis_r, queue_name)
+        written = await produce(sessionmaker, chats, start + 12, [], ring=ring)
         deadline = time.monotonic() + 60
         while await unsent(sessionmaker):
             assert time.monotonic() < deadline, "results left unsent"

@@ -5,6 +5,7 @@ Redis (pacing, chat leases) and the real Postgres (outbox claims). The tests tak
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from pydantic import SecretStr
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
@@ -25,6 +26,8 @@ from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
 from codemojex.posting.sender import OutboxSender
+from codemojex.posting.sender.delivery import Delivery
+from codemojex.posting.sender.stats import SenderStats
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.values.clock import utcnow
@@ -698,3 +701,42 @@ async def test_a_sender_that_stands_back_posts_nothing_but_announces_its_chats(
     finally:
         stop.set()
         await task
+
+
+async def test_the_marks_of_posts_answered_together_are_one_statement(
+    redis_r: aioredis.Redis, queue_name: str, sessionmaker: async_sessionmaker[AsyncSession]
+) -> None:
+    """Twenty posts answered while the books are being written: their rows are marked sent
+    together, in one transaction and one statement (a sender posting hundreds a second spends
+    a statement per batch of posts on its books, not one per post), each row with its own
+    post's message id; a row already sent keeps its first mark."""
+    chats = [-2300 - i for i in range(20)]
+    for chat in chats:
+        await add_rows(sessionmaker, chat, [f"row of {chat}"])
+    async with sessionmaker() as s:
+        row_of = {r.chat_id: r.id for r in (await s.execute(select(Outbox))).scalars()}
+    assert await writes.mark_sent(sessionmaker, [row_of[chats[0]]], 999) == 1
+    delivery = Delivery(
+        sessionmaker, redis_r, Keys(queue_name), owner="t", ambiguous="repost",
+        chat_lease_ms=20_000, claim_lease_s=20.0, claim_limit=200, stats=SenderStats(),
+        stop=asyncio.Event(),
+    )  # fmt: skip
+    engine = sessionmaker.kw["bind"].sync_engine
+    marks: list[str] = []
+
+    def seen(*args: Any) -> None:
+        statement = str(args[2])
+        if re.search(r"sent_message_id\s*=", statement):  # a mark sets it
+            marks.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        await asyncio.gather(
+            *(delivery.mark([row_of[chat]], 1000 + i) for i, chat in enumerate(chats))
+        )
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert len(marks) == 1, marks
+    async with sessionmaker() as s:
+        sent = {r.chat_id: r.sent_message_id for r in (await s.execute(select(Outbox))).scalars()}
+    assert sent == {chat: 999 if i == 0 else 1000 + i for i, chat in enumerate(chats)}

@@ -48,7 +48,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from codemojex.db.models import DailyResult, Room, Round
-from codemojex.db.store import rows
+from codemojex.db.store import outbox, rows
 from codemojex.db.store.daily import load_rounds
 from codemojex.db.store.lookups import RoomCard
 from codemojex.db.store.seats import Seat
@@ -103,6 +103,14 @@ class NewDaily:
 class Backend(ABC):
     """The store's statements that differ by database. Each method runs in the caller's
     transaction (`unit.uow`) and never commits."""
+
+    async def mark_sent_many(
+        self, tx: Unit, marks: Sequence[tuple[Sequence[int], int | None]], now: datetime
+    ) -> int:
+        """`outbox.mark_sent` for many posts at once (the sender's posts answered together):
+        each `(ids, message_id)` the rows one post carried and its message id. Here one
+        statement per post; Postgres makes it one for all. How many rows were marked."""
+        return sum([await outbox.mark_sent(tx, ids, mid, now=now) for ids, mid in marks])
 
     @abstractmethod
     async def load_batch(

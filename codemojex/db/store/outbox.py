@@ -208,11 +208,17 @@ async def mark_sent(
     marked = (await tx.conn.execute(_MARK_SENT, params)).all()
     round_ids = [r.round_id for r in marked if r.kind == KIND_ROUND and r.round_id is not None]
     if round_ids and message_id is not None:
-        await tx.conn.execute(
-            update(Round)
-            .where(Round.id.in_(round_ids), Round.announce_message_id.is_(None))
-            .values(announce_message_id=message_id)
-            .execution_options(synchronize_session=False)
-        )
-        await _point_keys_off(tx.conn, round_ids)
+        await announcements_posted(tx, round_ids, message_id)
     return len(marked)
+
+
+async def announcements_posted(tx: Unit, round_ids: list[int], message_id: int) -> None:
+    """The announcements of these rounds were marked sent as Telegram message `message_id`:
+    it becomes each round's `announce_message_id`, and their keys_off rows point at it."""
+    await tx.conn.execute(
+        update(Round)
+        .where(Round.id.in_(round_ids), Round.announce_message_id.is_(None))
+        .values(announce_message_id=message_id)
+        .execution_options(synchronize_session=False)
+    )
+    await _point_keys_off(tx.conn, round_ids)

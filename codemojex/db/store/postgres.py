@@ -21,19 +21,39 @@ from codemojex.db.models import DailyResult, Room, Round
 from codemojex.db.store import daily, postgres_sql, rows
 from codemojex.db.store.backend import Backend, NewDaily, Seen
 from codemojex.db.store.lookups import RoomCard
-from codemojex.db.store.outbox import keys_off_written
+from codemojex.db.store.outbox import announcements_posted, keys_off_written
 from codemojex.db.store.seats import Seat, of_batch
 from codemojex.scoring.rules import DEFAULT_LENGTH, DEFAULT_PALETTE_SIZE
 from codemojex.values import ids
 from codemojex.values.batch import Attempt, BatchState, Decision, PlayerState, StoredGuess
 from codemojex.values.daily import PrivateChat
-from codemojex.values.types import ROUND_DAILY, Message
+from codemojex.values.types import KIND_ROUND, ROUND_DAILY, Message
 
 if TYPE_CHECKING:
     from codemojex.db.unit import Unit
 
 
 class Postgres(Backend):
+    async def mark_sent_many(
+        self, tx: Unit, marks: Sequence[tuple[Sequence[int], int | None]], now: datetime
+    ) -> int:
+        """One statement for every post's rows (a sender posting hundreds a second would
+        otherwise spend a statement per post on its books)."""
+        rows_of = [row for row_ids, _ in marks for row in row_ids]
+        if not rows_of:
+            return 0
+        message_ids = [message_id for row_ids, message_id in marks for _ in row_ids]
+        params = {"ids": rows_of, "message_ids": message_ids, "now": now}
+        marked = (await tx.conn.execute(postgres_sql.MARK_SENT_MANY, params)).all()
+        # The announcements marked (few: one a round), by the message that carried them.
+        announced: dict[int, list[int]] = {}
+        for r in marked:
+            if r.kind == KIND_ROUND and r.round_id is not None and r.sent_message_id is not None:
+                announced.setdefault(int(r.sent_message_id), []).append(int(r.round_id))
+        for message_id, round_ids in announced.items():
+            await announcements_posted(tx, round_ids, message_id)
+        return len(marked)
+
     async def load_batch(
         self,
         tx: Unit,

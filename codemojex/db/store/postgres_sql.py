@@ -235,3 +235,19 @@ OPEN: Final[TextClause] = text(
     bindparam("now", type_=UTCDateTime()),
     bindparam("expires", type_=UTCDateTime()),
 )
+
+
+# --- the sender's books -----------------------------------------------------------------------
+
+# Many posts' sent-marks in one statement: the rows and the message id each was carried by as
+# two arrays, each row marked with its own post's id. As outbox.mark_sent, only rows not yet
+# sent are touched, and the marked ones come back (their kind and round: the announcements).
+MARK_SENT_MANY: Final[TextClause] = text(
+    """
+    UPDATE outbox AS o
+    SET sent_at = :now, sent_message_id = m.message_id, claimed_until = NULL
+    FROM unnest(CAST(:ids AS bigint[]), CAST(:message_ids AS bigint[])) AS m(id, message_id)
+    WHERE o.id = m.id AND o.sent_at IS NULL
+    RETURNING o.id, o.kind, o.round_id, o.sent_message_id
+    """
+).bindparams(bindparam("now", type_=UTCDateTime()))

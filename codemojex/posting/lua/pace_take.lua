@@ -255,9 +255,9 @@ local function log_take(key, at, win)
   redis.call('PEXPIRE', key, at - now + win + 60000)
 end
 
-local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tat < now then tat = now end
-redis.call('SET', KEYS[1], tat + chat_ms, 'PX', tat + chat_ms - now + 1000)
+-- The chat's own GCRA (`tat` is the bot's: its spread is stored below).
+local chat_tat = math.max(now, tonumber(redis.call('GET', KEYS[1]) or '0'))
+redis.call('SET', KEYS[1], chat_tat + chat_ms, 'PX', chat_tat + chat_ms - now + 1000)
 if gap > 0 then
   redis.call('SET', KEYS[4], now + gap, 'PX', gap + 1000)
 end

@@ -11,9 +11,10 @@ takes over a dead one's rows what happened to them:
   else (one script call for all the post's rows, then `mark_sent`).
 
 Both are deleted once `mark_sent` succeeded (they live MARKER_TTL_S otherwise). The marks of
-the posts that end while one is written wait and go together, in one transaction, their
-markers deleted in one call (`Marks`): a sender posting hundreds a second would otherwise
-spend a transaction and a Redis round trip per post on its books. A row
+the posts that end while one is written wait and go together, in one transaction and one
+statement on Postgres (`Backend.mark_sent_many`), their markers deleted in one call (`Marks`): a
+sender posting hundreds a second would otherwise spend a transaction, a statement and a Redis
+round trip per post on its books. A row
 with a posted marker is marked sent without posting it again. A row with neither was not being
 posted: it is simply posted. A row with an intent marker and no posted marker is ambiguous:
 its sender died during the post, before or after Telegram took it.
@@ -34,6 +35,7 @@ from typing import Final, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from codemojex.db.engine import backend_of
 from codemojex.db.store import outbox
 from codemojex.db.unit import uow
 from codemojex.limits import RETRIES
@@ -42,6 +44,7 @@ from codemojex.posting import scripts
 from codemojex.posting.fold import OutMessage
 from codemojex.posting.keys import Keys
 from codemojex.posting.sender.stats import SenderStats
+from codemojex.values.clock import utcnow
 from codemojex.values.redistypes import AnyRedis
 from codemojex.values.types import OutboxRow
 
@@ -168,8 +171,7 @@ class Delivery:
 
     async def _mark_once(self, marks: Sequence[Mark]) -> None:
         async with uow(self._sessions) as tx:
-            for ids, message_id in marks:
-                await outbox.mark_sent(tx, ids, message_id)
+            await backend_of(tx.conn).mark_sent_many(tx, marks, utcnow())
 
     # -- the chat lease and the markers --------------------------------------------------------
 

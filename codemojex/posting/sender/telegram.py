@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
+import aiohttp
 import httpx
 from telegram import Bot, InlineKeyboardMarkup
 from telegram.error import (
@@ -61,6 +62,18 @@ class Answer:
     message_id: int = 0  # SENT: the message posted or edited (0: none, a keys_off with none)
 
 
+# What a Bot API client raises when a request never left: no connection was made (refused,
+# no route, a name not resolved, a certificate refused), or none was free in time. aiohttp's
+# (worker/request.py, the sender's and the worker's) and httpx's (python-telegram-bot's own).
+NOT_SENT_CAUSES: Final = (
+    aiohttp.ClientConnectorError,
+    aiohttp.ConnectionTimeoutError,
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+)
+
+
 def maybe_delivered(exc: NetworkError) -> bool:
     """Whether Telegram may have carried out a post that failed with `exc`.
 
@@ -72,7 +85,7 @@ def maybe_delivered(exc: NetworkError) -> bool:
     cause = exc.__cause__
     if cause is None:
         return False
-    return not isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+    return not isinstance(cause, NOT_SENT_CAUSES)
 
 
 async def post(bot: Bot, chat_id: int, msg: OutMessage) -> int:
