@@ -12,7 +12,9 @@ much more than a turn of the ring, and a flooding chat gets no more posts than a
 Who adds: the process that wrote the rows, right after its commit (`add`; the worker through
 its sender's `poke`, the bot after it opened or closed a round). A process that died between
 its commit and `add` leaves rows no one announced: the sender's slow reconciliation scan of
-the outbox (once a minute) adds their chats.
+the outbox (once a minute) adds their chats. A chat whose turn finds its rows still claimed
+(a turn that failed, a release lost to an outage) stays until the claim runs out
+(sender/turn.py).
 """
 
 from __future__ import annotations

@@ -740,3 +740,24 @@ async def test_the_marks_of_posts_answered_together_are_one_statement(
     async with sessionmaker() as s:
         sent = {r.chat_id: r.sent_message_id for r in (await s.execute(select(Outbox))).scalars()}
     assert sent == {chat: 999 if i == 0 else 1000 + i for i, chat in enumerate(chats)}
+
+
+async def test_rows_still_claimed_keep_their_chat_in_the_ring_until_the_claim_ends(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """A chat's turn finds its rows claimed by a turn that failed (or a sender that died):
+    the chat keeps its place in the ring until the claim runs out, and the rows go out
+    then, not at the outbox's next scan (here an hour away)."""
+    chat = -2042
+    standin.add_group(chat, "held")
+    await add_rows(sessionmaker, chat, ["a", "b"])
+    await writes.claim_outbox(sessionmaker, 10, 1.0, "failed-turn", chat_id=chat)
+    sender = OutboxSender(sessionmaker, bot, redis_r, namespace=queue_name, poll_s=3600)
+    start = time.monotonic()
+    await run_senders([sender], lambda: _zero(sessionmaker), limit_s=10)
+    assert lines_posted(standin, chat) == Counter(["a", "b"])
+    assert time.monotonic() - start >= 0.9  # not before the claim ran out

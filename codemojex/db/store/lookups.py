@@ -147,6 +147,14 @@ async def pending_outbox(
     return list((await session.execute(stmt)).scalars())
 
 
+async def claims_end(session: AsyncSession, chat_id: int) -> datetime | None:
+    """When the first claim on this chat's unsent rows runs out (None: none is claimed)."""
+    stmt = select(func.min(Outbox.claimed_until)).where(
+        Outbox.chat_id == chat_id, Outbox.sent_at.is_(None), Outbox.claimed_until.is_not(None)
+    )
+    return (await session.execute(stmt)).scalar()
+
+
 async def chats_with_unsent(session: AsyncSession) -> list[int]:
     """Every chat with unsent rows, claimed or not. A distinct scan over the pending index,
     rather than the oldest rows, so that one flooded chat cannot hide the others."""

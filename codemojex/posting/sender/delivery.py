@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, Literal
@@ -36,7 +37,8 @@ from typing import Final, Literal
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from codemojex.db.engine import backend_of
-from codemojex.db.store import outbox
+from codemojex.db.reading import reading
+from codemojex.db.store import lookups, outbox
 from codemojex.db.unit import uow
 from codemojex.limits import RETRIES
 from codemojex.outages import OUTAGES, retrying
@@ -52,6 +54,8 @@ Ambiguous = Literal["repost", "assume_sent"]
 WHERE = "the outbox sender"
 # A delivery marker outlives any outage between a post and its mark_sent (then deleted).
 MARKER_TTL_S: Final = 7 * 24 * 3600
+# A chat whose rows the database could not be asked about has its turn again this much later.
+RECHECK_MS: Final = 1000
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +159,21 @@ class Delivery:
                 tx, self.claim_limit, self._claim_lease_s, self.owner, chat_id=chat_id
             )
         return await self.recover(rows)
+
+    async def held_ms(self, chat_id: int) -> int | None:
+        """Until this chat's unsent rows that a claim keeps from us come free (None: none is
+        claimed): a turn that failed, a sender that died, or a release lost to an outage left
+        them claimed, and the chat's turn comes back then, not at the outbox's scan."""
+        try:
+            async with reading(self._sessions) as session:
+                until = await lookups.claims_end(session, chat_id)
+        except Exception as exc:
+            if OUTAGES.failed(exc, WHERE) is None:
+                raise
+            return RECHECK_MS
+        if until is None:
+            return None
+        return max(0, math.ceil((until - utcnow()).total_seconds() * 1000))
 
     async def release(self, rows: Sequence[OutboxRow]) -> None:
         if not rows:

@@ -27,7 +27,7 @@ from codemojex.outages import OUTAGES
 from codemojex.posting.fold import OutMessage, fold
 from codemojex.posting.pace_policy import Grant, Wait
 from codemojex.posting.pacer import Pacer
-from codemojex.posting.sender.delivery import WHERE, Delivery
+from codemojex.posting.sender.delivery import RECHECK_MS, WHERE, Delivery
 from codemojex.posting.sender.stats import SenderStats
 from codemojex.posting.sender.telegram import Outcome, Poster, failed_post_pause_ms
 from codemojex.values.types import OutboxRow
@@ -89,9 +89,13 @@ class Turns:
             return wait.ms, True  # not yet: its turn comes when its pace allows
         hand = _Hand(chat_id, key, token, time.monotonic() + self._claim_lease_s / 2)
         if not await self._claim(hand):
-            return 1000, True
+            return RECHECK_MS, True
         if not hand.rows:
-            return 0, False
+            # Rows still claimed (a turn that failed, a release lost to an outage) keep the
+            # chat in the ring until the claim runs out: out of it, they would wait for the
+            # outbox's scan, a minute.
+            held = await self._delivery.held_ms(chat_id)
+            return (0, False) if held is None else (held, True)
         got = await self._slot(hand, ride_along=True)
         if not isinstance(got, Grant):
             await self._delivery.release(hand.rows)
