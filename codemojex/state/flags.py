@@ -73,7 +73,9 @@ class CatchingUp:
             if OUTAGES.failed(exc, "the catching-up notices") != "redis":
                 raise
             return self._first_here((chat_id, member_id))
-        return bool(created)
+        # Kept here too: an outage that reaches the flag on some tries and not on others (a
+        # slot migrating, a failover) tells the member once, whichever way each try went.
+        return self._first_here((chat_id, member_id)) and bool(created)
 
     def _first_here(self, member: tuple[int, int]) -> bool:
         now = time.monotonic()
