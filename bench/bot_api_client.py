@@ -2,7 +2,7 @@
 
 The sender's posts go through python-telegram-bot's `Bot.send_message` and a `BaseRequest`:
 PTB's own `HTTPXRequest` (httpx, httpcore) as `worker/botapi.py` built it before, or
-`worker/request.py`'s `AiohttpRequest` (what it builds now). This posts `--posts` messages
+`posting/request.py`'s `AiohttpRequest` (what it builds now). This posts `--posts` messages
 through each to the Bot API stand-in, `--in-flight` at once (the sender's `IN_FLIGHT`) over
 as many connections, to `--chats` groups, and measures this process's CPU time (user +
 system) per post and the posts a second. The stand-in runs in a process of its own, so its
@@ -27,7 +27,7 @@ import aiohttp
 from telegram import Bot
 from telegram.request import BaseRequest, HTTPXRequest
 
-from codemojex.worker.request import AiohttpRequest
+from codemojex.posting.request import AiohttpRequest
 
 TOKEN = "123456:BENCH"
 

@@ -85,8 +85,9 @@ def _logging(settings: Settings, *, verbose: bool, quiet: bool, wire: bool) -> N
     if not wire:
         # httpx logs every Bot API call (its method, no body) at INFO: noise for an operator,
         # but what -v is for.
-        # So does the worker's and the sender's own client (worker/request.py).
-        for client in ("httpx", "codemojex.worker.request"):
+        # So does our own client (posting/request.py: the bot's getUpdates, the worker's and
+        # the sender's posts).
+        for client in ("httpx", "codemojex.posting.request"):
             logging.getLogger(client).setLevel(logging.INFO if verbose else logging.WARNING)
         # Alembic says which dialect it found at every schema check (start-up, /readyz).
         logging.getLogger("alembic").setLevel(logging.WARNING)

@@ -7,7 +7,7 @@ characters, and the placeholders our own examples show ("a-long-random-string") 
 people type ("changeme", "secret…"). The bot token we are given, not choose.
 
 Logs: python-telegram-bot logs its Bot API URL, which holds the token, at DEBUG (the CLI's
-`--wire-debug`), httpx and worker/request.py every call's URL at INFO (`-v`); a library may
+`--wire-debug`), httpx and posting/request.py every call's URL at INFO (`-v`); a library may
 one day log a request or a URL at another level. So every process formats its log records
 through `MaskingFormatter`, installed by `mask_logs` on the handlers the CLI configures:
 whatever the level and the logger, a secret in a record's text comes out as `***`, in every

@@ -67,7 +67,7 @@ from codemojex.bot.player_commands import (
     on_group_text,
     on_private_text,
 )
-from codemojex.bot.polling import POLL_TIMEOUT_S, Poller
+from codemojex.bot.polling import POLL_TIMEOUT_S, Poller, updates_request
 from codemojex.bot.replies import Answers
 from codemojex.bot.taps import on_tap
 from codemojex.bot.tries import Before
@@ -202,10 +202,8 @@ def build_application(
         # bot/door.py), never PTB's Updater, which confirms them to Telegram before they
         # are handled (bot/polling.py), nor its update queue.
         .updater(None)
-        # Two connections for getUpdates: on SIGTERM the loop's long poll is cancelled, and
-        # its connection can stay held while the one last getUpdates that confirms what
-        # finished goes out (with one, that call waited for the pool and failed).
-        .get_updates_connection_pool_size(2)
+        # getUpdates through our aiohttp client (polling.py `updates_request` says why).
+        .get_updates_request(updates_request())
         .job_queue(None)
         .post_init(register_commands)
         .build()

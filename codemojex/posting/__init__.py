@@ -8,6 +8,8 @@ Redis beside the lanes (same `{q}` hash tag) but not part of them.
                each kind of post, results or the bot's answers, in `pace_policy.py`
 - `ring.py`    the posting ring: chats with unsent rows taking turns for the bot's messages
 - `fold.py`    folding one chat's outbox rows into as few messages as possible (pure)
+- `request.py` the Bot API's HTTP client over aiohttp (the sender's and the worker's posts,
+               and the bot's getUpdates): a fraction of PTB's own httpx client's CPU a call
 - `sender/`    the outbox sender (worker side): turns from the ring (loop.py), a chat's
                turn (turn.py), chat leases, fence, posted/intent markers (delivery.py),
                the Telegram call (telegram.py)

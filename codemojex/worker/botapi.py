@@ -6,8 +6,8 @@ import asyncio
 
 from telegram import Bot
 
+from codemojex.posting.request import AiohttpRequest
 from codemojex.values.botapi import BotApi
-from codemojex.worker.request import AiohttpRequest
 
 
 class PostingBot(Bot):

@@ -21,7 +21,7 @@ from telegram.ext import Application, ApplicationBuilder, CallbackContext, TypeH
 
 from codemojex.bot.door import Door
 from codemojex.bot.order import order_key
-from codemojex.bot.polling import Poller
+from codemojex.bot.polling import Poller, updates_request
 from codemojex.bot.ticket import DoorHooks
 from codemojex.outages import Component
 from codemojex.standin import StandIn
@@ -89,7 +89,7 @@ async def rig() -> AsyncIterator[Rig]:
             ApplicationBuilder()
             .token(standin.token)
             .base_url(standin.base_url)
-            .get_updates_connection_pool_size(2)
+            .get_updates_request(updates_request())  # as the bot's
             .build()
         )
         seen = Seen()

@@ -18,7 +18,7 @@ from telegram.ext import ApplicationBuilder, CallbackContext, MessageHandler, Ty
 from codemojex.bot import build_application, running
 from codemojex.bot.door import Door
 from codemojex.bot.order import order_key
-from codemojex.bot.polling import Poller
+from codemojex.bot.polling import Poller, updates_request
 from codemojex.bot.ticket import DoorHooks
 from codemojex.game import texts
 from codemojex.locale import EN
@@ -167,7 +167,7 @@ async def test_a_stop_that_times_out_confirms_only_what_was_settled(queue_name: 
                 ApplicationBuilder()
                 .token(standin.token)
                 .base_url(standin.base_url)
-                .get_updates_connection_pool_size(2)  # as the bot's: the last confirm's own
+                .get_updates_request(updates_request())  # as the bot's: the last confirm's own
                 .build()
             )
             hold = Hold()

@@ -1,5 +1,5 @@
 """The Bot API client the worker and the sender post with (worker/botapi.py `make_bot`:
-python-telegram-bot over aiohttp, worker/request.py), against the Bot API stand-in: PTB's
+python-telegram-bot over aiohttp, posting/request.py), against the Bot API stand-in: PTB's
 answers and errors as its own client gives them, its timeouts honoured, whether a failed post
 may have gone out said right, and its connections closed on shutdown, initialised or not."""
 
@@ -14,11 +14,11 @@ from pydantic import SecretStr
 from telegram.error import BadRequest, NetworkError, RetryAfter, TimedOut
 
 from codemojex.outages import outage_of, retry_after_ms
+from codemojex.posting.request import AiohttpRequest
 from codemojex.posting.sender import maybe_delivered
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
 from codemojex.worker.botapi import PostingBot, make_bot
-from codemojex.worker.request import AiohttpRequest
 from tests.helpers.support import free_port
 
 GROUP = -5001

@@ -64,7 +64,7 @@ class Answer:
 
 # What a Bot API client raises when a request never left: no connection was made (refused,
 # no route, a name not resolved, a certificate refused), or none was free in time. aiohttp's
-# (worker/request.py, the sender's and the worker's) and httpx's (python-telegram-bot's own).
+# (posting/request.py, the sender's and the worker's) and httpx's (python-telegram-bot's own).
 NOT_SENT_CAUSES: Final = (
     aiohttp.ClientConnectorError,
     aiohttp.ConnectionTimeoutError,
