@@ -272,7 +272,8 @@ class OutboxSender:
             )
         finally:
             try:
-                await self.ring.release(chat_id, token, delay_ms, more)
+                if await self.ring.release(chat_id, token, delay_ms, more) < 0:
+                    self.stats.turns_outlived += 1
             except Exception as exc:
                 # The lease runs out and the ring brings the chat round again then.
                 if OUTAGES.failed(exc, WHERE) is None:
