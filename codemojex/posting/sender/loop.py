@@ -230,7 +230,8 @@ class OutboxSender:
             if poked:
                 await self.ring.add(poked)
                 poked = set()
-            free = self._max_chats - len(self._active) if take else 0
+            in_hand = min(self._max_chats, self._turns.bot_serves())
+            free = in_hand - len(self._active) if take else 0
             if free <= 0:
                 return None  # a turn that ends wakes the loop
             token = uuid.uuid4().hex

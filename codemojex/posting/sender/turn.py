@@ -83,6 +83,12 @@ class Turns:
         # served, so that they do not all ask the pace again each time a slot opens.
         self._bot_turn = asyncio.Lock()
 
+    def bot_serves(self) -> int:
+        """How many chats the bot's second serves in half a turn's deadline: more in hand,
+        when that second binds, would only reach their deadline in its queue and go back to
+        the ring behind the others, having claimed and released their rows for nothing."""
+        return max(1, int(self._pacer.limit * self._claim_lease_s / 4))
+
     async def post_next(self, chat_id: int, key: str, token: str) -> Next:
         """Post the next message of this chat: everything waiting for it, folded."""
         wait = await self._pacer.wait(chat_id)
@@ -205,6 +211,12 @@ class Turns:
         # lease is renewed only once it is this chat's turn for the bot's second, and a chat
         # that outlived its lease would be given to another turn that finds its rows still
         # claimed, and waits for that claim to run out too.
+        return await self._bot_second(hand, grant, since, ride_along=ride_along)
+
+    async def _bot_second(
+        self, hand: _Hand, grant: Grant, since: float, *, ride_along: bool
+    ) -> Grant | Wait:
+        """Wait for the bot's second in turn with the other chats in hand (see `_slot`)."""
         try:
             async with asyncio.timeout(max(0.0, hand.deadline - time.monotonic())):
                 await self._bot_turn.acquire()
