@@ -303,6 +303,9 @@ def _report(
         "posts_per_min_per_group": round(statistics.mean(per_group.values()) * 60 / guessing_s, 2),
         "jain": round(jain_index(per_group.values()), 3),
         "jain_whole_run": round(jain_index(whole.values()), 3),
+        # The same posts shared out as evenly as can be (each group floor or ceil of the mean):
+        # what a perfect turn would score, with as few posts a group as this run gave.
+        "jain_whole_run_fairest": round(jain_index(_fairest(sum(whole.values()), len(whole))), 3),
         # how many groups got n posts, n = 0, 1, 2, ... (a fair turn gives two neighbours)
         "posts_per_group_whole_run": [
             sum(1 for n in whole.values() if n == k)
@@ -320,6 +323,12 @@ def _report(
         **learned,
         "slowest": _slowest(stories, posts, violations, t0),
     }
+
+
+def _fairest(total: int, groups: int) -> list[int]:
+    """`total` posts over `groups` groups, as evenly as they go."""
+    each, left = divmod(total, max(1, groups))
+    return [each + 1] * left + [each] * (groups - left)
 
 
 def _slowest(
@@ -370,8 +379,8 @@ async def run_worlds(
 
 COLUMNS = (
     "code", "groups", "limit", "p50", "p95", "p99", "unshown", "posts_per_s",
-    "posts_per_min_per_group", "jain", "jain_whole_run", "retry_after", "retry_after_pct",
-    "scored_p50", "shown_after_stop_s", "learned_rate",
+    "posts_per_min_per_group", "jain", "jain_whole_run", "jain_whole_run_fairest", "retry_after",
+    "retry_after_pct", "scored_p50", "shown_after_stop_s", "learned_rate",
 )  # fmt: skip
 
 
