@@ -706,6 +706,12 @@ def _worlds(args: argparse.Namespace) -> None:
         run_worlds(codes, runs, args.world_seconds, args.world_settle, args.world_profile)
     )
     for result in out:
+        print(
+            f"{result['code']} {result['groups']}x{result['limit']} groups with 0, 1, ... "
+            f"posts: {result.get('posts_per_group_whole_run')}"
+        )
+        for story in result.get("slowest", []):
+            print(f"{result['code']} {result['groups']}x{result['limit']} slowest: {story}")
         for key in [k for k in result if k.startswith("profile_")]:
             print(f"{result['code']} {key}:")
             for frame, own, total in result[key]:

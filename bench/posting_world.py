@@ -248,6 +248,8 @@ def _report(
     at = {(m.chat_id, m.message_id): m.ts for m in posts}
     shown: list[float] = []
     scored: list[float] = []
+    # (guess -> shown, chat, typed, scored, shown), each time in s since the guessing began
+    stories: list[tuple[float, int, float, float, float]] = []
     unshown = 0
     last_shown = t0
     out_of_order = 0
@@ -261,6 +263,7 @@ def _report(
             unshown += 1
             continue
         shown.append(ts - mono)
+        stories.append((ts - mono, chat, mono - t0, scored[-1] + mono - t0, ts - t0))
         last_shown = max(last_shown, ts)
         if int(r["sent_message_id"]) < last_post.get(chat, 0):
             out_of_order += 1
@@ -300,6 +303,14 @@ def _report(
         "posts_per_min_per_group": round(statistics.mean(per_group.values()) * 60 / guessing_s, 2),
         "jain": round(jain_index(per_group.values()), 3),
         "jain_whole_run": round(jain_index(whole.values()), 3),
+        # The same posts shared out as evenly as can be (each group floor or ceil of the mean):
+        # what a perfect turn would score, with as few posts a group as this run gave.
+        "jain_whole_run_fairest": round(jain_index(_fairest(sum(whole.values()), len(whole))), 3),
+        # how many groups got n posts, n = 0, 1, 2, ... (a fair turn gives two neighbours)
+        "posts_per_group_whole_run": [
+            sum(1 for n in whole.values() if n == k)
+            for k in range(max(whole.values(), default=0) + 1)
+        ],
         "retry_after": len(violations),
         "retry_after_pct": round(100 * len(violations) / max(1, sends), 2),
         **{f"429_{rule}": n for rule, n in by_rule.items()},
@@ -310,7 +321,41 @@ def _report(
         "load1_start": round(load0, 2),
         "load1_end": round(os.getloadavg()[0], 2),
         **learned,
+        "slowest": _slowest(stories, posts, violations, t0),
     }
+
+
+def _fairest(total: int, groups: int) -> list[int]:
+    """`total` posts over `groups` groups, as evenly as they go."""
+    each, left = divmod(total, max(1, groups))
+    return [each + 1] * left + [each] * (groups - left)
+
+
+def _slowest(
+    stories: list[tuple[float, int, float, float, float]],
+    posts: list[Any],
+    violations: list[Any],
+    t0: float,
+    most: int = 3,
+) -> list[str]:
+    """The slowest results' stories, to tell a chat that waited for Telegram (its 429s) from
+    one the bot forgot (no post for its chat around then): its guess typed, scored, shown, and
+    its chat's posts and 429s from 10 s before the guess on (s since the guessing began)."""
+    out = []
+    for wait, chat, typed, scored, shown in sorted(stories, reverse=True)[:most]:
+        since = t0 + typed - 10
+        chat_posts = [f"{m.ts - t0:.1f}" for m in posts if m.chat_id == chat and m.ts >= since]
+        refused = [
+            f"{v.ts - t0:.1f}:{v.rule}:{v.retry_after}"
+            for v in violations
+            if v.chat_id == chat and v.ts >= since
+        ]
+        out.append(
+            f"chat {chat}: {wait:.1f} s (typed {typed:.1f}, scored {scored:.1f}, shown "
+            f"{shown:.1f}); its posts {' '.join(chat_posts) or '-'}; its 429s "
+            f"{' '.join(refused) or '-'}"
+        )
+    return out
 
 
 async def run_worlds(
@@ -334,8 +379,8 @@ async def run_worlds(
 
 COLUMNS = (
     "code", "groups", "limit", "p50", "p95", "p99", "unshown", "posts_per_s",
-    "posts_per_min_per_group", "jain", "jain_whole_run", "retry_after", "retry_after_pct",
-    "scored_p50", "shown_after_stop_s", "learned_rate",
+    "posts_per_min_per_group", "jain", "jain_whole_run", "jain_whole_run_fairest", "retry_after",
+    "retry_after_pct", "scored_p50", "shown_after_stop_s", "learned_rate",
 )  # fmt: skip
 
 

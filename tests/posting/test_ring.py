@@ -98,3 +98,25 @@ async def test_a_chat_that_left_comes_back_when_its_pace_allows(
     assert first.chats == [B] and first.next_ms is not None and 300 < first.next_ms <= 400
     await asyncio.sleep(0.4)
     assert (await ring.take(5, LEASE, "s3")).chats == [A]
+
+
+async def test_a_late_holder_handing_rows_back_brings_the_turn_forward_never_later(
+    redis_any: AnyRedis, queue_name: str
+) -> None:
+    """A turn that outlived its lease hands its claimed rows back: the turn that took the
+    chat meanwhile found them claimed and put the chat off until the claim ran out (or it
+    left the ring). The late release brings the chat's turn forward, to now, never later."""
+    ring = PostingRing(redis_any, queue_name)
+    await ring.add([A, B])
+    assert sorted((await ring.take(2, 200, "late")).chats) == [B, A]
+    await asyncio.sleep(0.25)
+    assert sorted((await ring.take(2, LEASE, "s2")).chats) == [B, A]
+    assert await ring.release(A, "s2", 15_000, more=True) == 1  # A's rows still claimed
+    assert await ring.release(B, "s2", 0, more=False) == 0  # B found none: it left
+    assert await ring.release(A, "late", 0, more=True) == -1
+    assert await ring.release(B, "late", 0, more=True) == -1
+    assert sorted((await ring.take(5, LEASE, "s3")).chats) == [B, A]
+    # Never later: a late holder's "in 15 s" leaves a due chat due.
+    await ring.release(A, "s3", 0, more=True)
+    assert await ring.release(A, "late", 15_000, more=True) == -1
+    assert (await ring.take(5, LEASE, "s4")).chats == [A]

@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import redis.asyncio as aioredis
@@ -18,7 +19,7 @@ from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from telegram import Bot
 
-from codemojex.db import Outbox, store
+from codemojex.db import Outbox, make_engine, make_sessionmaker, store
 from codemojex.lanes import Lanes
 from codemojex.posting.fold import tg_len
 from codemojex.posting.keys import Keys
@@ -37,6 +38,7 @@ from codemojex.worker.botapi import make_bot
 from codemojex.worker.score import ScoreWorker
 from tests.helpers import writes
 from tests.helpers.support import free_port
+from tests.ops.proxy import TcpProxy
 from tests.worker.conftest import enqueue_guess, make_table
 
 
@@ -761,3 +763,62 @@ async def test_rows_still_claimed_keep_their_chat_in_the_ring_until_the_claim_en
     await run_senders([sender], lambda: _zero(sessionmaker), limit_s=10)
     assert lines_posted(standin, chat) == Counter(["a", "b"])
     assert time.monotonic() - start >= 0.9  # not before the claim ran out
+
+
+async def test_chats_queued_for_the_bots_second_never_outwait_their_lease(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    worker_pg_url: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    standin: StandIn,
+    bot: Bot,
+) -> None:
+    """The bot may post twice a second, twenty groups have a result each, and the sender's
+    database answers 50 ms late. The chats in hand wait for the bot's second in turn, each
+    with a chat lease that is renewed only once it is its turn: a chat must leave that queue
+    by its deadline (half its claim), not when the chats ahead of it have each claimed again
+    in turn, or it outlives its lease, the ring gives it to another turn that finds its rows
+    still claimed, and its result waits for that claim to run out too (a 50 s straggler in
+    the 1000-group world run). Nor does the sender hold more chats than the bot's second
+    serves before their deadlines."""
+    chats = [-2110 - i for i in range(20)]
+    for chat in chats:
+        standin.add_group(chat, f"queued {chat}")
+        await add_rows(sessionmaker, chat, [f"for {chat}"])
+    target = urlsplit(worker_pg_url)
+    assert target.hostname is not None and target.port is not None
+    proxy = TcpProxy(free_port(), target.hostname, target.port, delay_s=0.05)
+    await proxy.start()
+    engine = make_engine(
+        worker_pg_url.replace(target.netloc, f"{target.username}@127.0.0.1:{proxy.port}")
+    )
+    claims = 0
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        nonlocal claims
+        if statement.startswith("UPDATE outbox SET claimed_until") and "RETURNING" in statement:
+            claims += 1
+
+    event.listen(engine.sync_engine, "before_cursor_execute", count)
+    policy = PacePolicy(group_spacing_ms=0, group_limit=20, bot_limit=2)
+    sender = OutboxSender(
+        make_sessionmaker(engine),
+        bot,
+        redis_r,
+        namespace=queue_name,
+        pacer=Pacer(redis_r, queue_name, policy),
+        poll_s=3600,
+        chat_lease_ms=5000,
+        claim_lease_s=6.0,
+        post_timeout_s=2.0,
+    )
+    try:
+        await run_senders([sender], lambda: _zero(sessionmaker), limit_s=40)
+    finally:
+        await engine.dispose()
+        await proxy.stop()
+    assert sum(lines_posted(standin).values()) == len(chats)
+    assert sender.stats.turns_outlived == 0
+    # Each chat claimed about twice (its turn, then what landed while it waited), not taken
+    # into hand again and again to reach its deadline in the queue (67-74 claims so).
+    assert claims <= 2.5 * len(chats), claims

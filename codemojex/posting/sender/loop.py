@@ -230,7 +230,8 @@ class OutboxSender:
             if poked:
                 await self.ring.add(poked)
                 poked = set()
-            free = self._max_chats - len(self._active) if take else 0
+            in_hand = min(self._max_chats, self._turns.bot_serves())
+            free = in_hand - len(self._active) if take else 0
             if free <= 0:
                 return None  # a turn that ends wakes the loop
             token = uuid.uuid4().hex
@@ -272,7 +273,8 @@ class OutboxSender:
             )
         finally:
             try:
-                await self.ring.release(chat_id, token, delay_ms, more)
+                if await self.ring.release(chat_id, token, delay_ms, more) < 0:
+                    self.stats.turns_outlived += 1
             except Exception as exc:
                 # The lease runs out and the ring brings the chat round again then.
                 if OUTAGES.failed(exc, WHERE) is None:

@@ -20,6 +20,7 @@ class SenderStats:
     recovered_ambiguous: int = 0  # rows a dead sender was posting when it died (intent only)
     errors: int = 0  # transient failures (network, database) waited out
     ambiguous: int = 0  # posts that failed in a way that leaves delivery unknown
+    turns_outlived: int = 0  # turns that outlived their chat lease (the ring gave it on)
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)

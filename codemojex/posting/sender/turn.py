@@ -9,8 +9,9 @@ messages as possible (fold.py) and posts the first, through the fence (delivery.
 row's further pieces each wait for a slot of their own, in hand. Rows not posted are handed
 back, so that the next turn takes them.
 
-A slot is never waited for past half the row claim: a claim that ran out could be handed to
-another sender while we post.
+A slot is never waited for past half the row claim, queueing for the bot's second included: a
+claim that ran out could be handed to another sender while we post, and a chat lease that ran
+out (it is renewed only once the chat's turn for the bot's second has come) to another turn.
 """
 
 from __future__ import annotations
@@ -81,6 +82,12 @@ class Turns:
         # The chats in hand that wait for the bot's second queue here, first come first
         # served, so that they do not all ask the pace again each time a slot opens.
         self._bot_turn = asyncio.Lock()
+
+    def bot_serves(self) -> int:
+        """How many chats the bot's second serves in half a turn's deadline: more in hand,
+        when that second binds, would only reach their deadline in its queue and go back to
+        the ring behind the others, having claimed and released their rows for nothing."""
+        return max(1, int(self._pacer.limit * self._claim_lease_s / 4))
 
     async def post_next(self, chat_id: int, key: str, token: str) -> Next:
         """Post the next message of this chat: everything waiting for it, folded."""
@@ -179,11 +186,12 @@ class Turns:
     ) -> Grant | Wait:
         """A pace slot, or the wait that stands between (the chat's own pace: its turn comes
         back then; the deadline passed, the chat lease was lost or we are stopping: at once).
-        A wait for the bot's second is waited out here, in turn with the other chats in hand,
-        and with `hold` a wait for the chat's own pace too; the chat lease is renewed
-        meanwhile. With `ride_along`, results that landed while we waited are claimed before
-        a take that follows a wait of more than SHORT_WAIT_MS: in the same message, and
-        claimed before the slot is taken, not after, so that the slot is answered sooner."""
+        A wait for the bot's second is waited out here, in turn with the other chats in hand
+        (queued until the deadline at most), and with `hold` a wait for the chat's own pace
+        too; the chat lease is renewed meanwhile. With `ride_along`, results that landed while
+        we waited are claimed before a take that follows a wait of more than SHORT_WAIT_MS: in
+        the same message, and claimed before the slot is taken, not after, so that the slot is
+        answered sooner."""
         grant = Grant(hand.chat_id)
         since = time.monotonic()
         wait = await self._pacer.take(hand.chat_id, grant)
@@ -199,7 +207,22 @@ class Turns:
                 return grant
         if not wait.by_bot and wait.ms > SHORT_WAIT_MS:
             return wait
-        async with self._bot_turn:
+        # Queued behind the other chats in hand no longer than the turn may wait: the chat
+        # lease is renewed only once it is this chat's turn for the bot's second, and a chat
+        # that outlived its lease would be given to another turn that finds its rows still
+        # claimed, and waits for that claim to run out too.
+        return await self._bot_second(hand, grant, since, ride_along=ride_along)
+
+    async def _bot_second(
+        self, hand: _Hand, grant: Grant, since: float, *, ride_along: bool
+    ) -> Grant | Wait:
+        """Wait for the bot's second in turn with the other chats in hand (see `_slot`)."""
+        try:
+            async with asyncio.timeout(max(0.0, hand.deadline - time.monotonic())):
+                await self._bot_turn.acquire()
+        except TimeoutError:
+            return Wait(0, by_bot=True)
+        try:
             while not self._stop.is_set():
                 if ride_along and time.monotonic() - since > SHORT_WAIT_MS / 1000:
                     await self._claim(hand)
@@ -215,6 +238,8 @@ class Turns:
                 if not await self._may_wait(hand, pause):
                     return wait
                 await asyncio.sleep(pause)
+        finally:
+            self._bot_turn.release()
         return Wait(0)
 
     async def _may_wait(self, hand: _Hand, pause: float) -> bool:
