@@ -209,10 +209,13 @@ async def _play(
         await asyncio.sleep(0.5)
     all_shown_at = time.monotonic()
     cpu = {what: round(_cpu_s(pid) - cpu0[what], 1) for what, pid in pids.items()}
-    return _report(
+    result = _report(
         world, standin, typed, mine, t0, stopped, all_shown_at, guessing_s, cpu,
         violations0, sent0, load0, await _learned(client, queue, standin.token),
     )  # fmt: skip
+    if "sender" in cpu:
+        result["sender_cpu_ms_per_post"] = round(1000 * cpu["sender"] / max(1, result["posts"]), 2)
+    return result
 
 
 async def _learned(client: Any, queue: str, token: str) -> dict[str, Any]:
@@ -311,6 +314,7 @@ def _report(
             sum(1 for n in whole.values() if n == k)
             for k in range(max(whole.values(), default=0) + 1)
         ],
+        "posts": len(posts),
         "retry_after": len(violations),
         "retry_after_pct": round(100 * len(violations) / max(1, sends), 2),
         **{f"429_{rule}": n for rule, n in by_rule.items()},
@@ -380,7 +384,7 @@ async def run_worlds(
 COLUMNS = (
     "code", "groups", "limit", "p50", "p95", "p99", "unshown", "posts_per_s",
     "posts_per_min_per_group", "jain", "jain_whole_run", "jain_whole_run_fairest", "retry_after",
-    "retry_after_pct", "scored_p50", "shown_after_stop_s", "learned_rate",
+    "retry_after_pct", "scored_p50", "shown_after_stop_s", "learned_rate", "sender_cpu_ms_per_post",
 )  # fmt: skip
 
 

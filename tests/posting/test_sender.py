@@ -27,7 +27,7 @@ from codemojex.posting.pace_policy import PacePolicy
 from codemojex.posting.pacer import Pacer
 from codemojex.posting.ring import PostingRing
 from codemojex.posting.sender import OutboxSender
-from codemojex.posting.sender.delivery import Delivery
+from codemojex.posting.sender.delivery import RECHECK_MS, Delivery
 from codemojex.posting.sender.stats import SenderStats
 from codemojex.settings import Settings
 from codemojex.standin import StandIn
@@ -822,3 +822,29 @@ async def test_chats_queued_for_the_bots_second_never_outwait_their_lease(
     # Each chat claimed about twice (its turn, then what landed while it waited), not taken
     # into hand again and again to reach its deadline in the queue (67-74 claims so).
     assert claims <= 2.5 * len(chats), claims
+
+
+async def test_rows_whose_claim_ran_out_but_another_holds_are_looked_at_again_in_a_moment(
+    redis_r: aioredis.Redis,
+    queue_name: str,
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    """A chat's rows whose claim ran out are still kept from a turn while another sender's
+    transaction holds them (its sent-marks): the chat's turn comes back in a moment
+    (RECHECK_MS), not at once and again and again, nor when no claim is left (it left the
+    ring)."""
+    chat = -2150
+    await add_rows(sessionmaker, chat, ["locked"])
+    await writes.claim_outbox(sessionmaker, 10, 0.01, "other", chat_id=chat)
+    await asyncio.sleep(0.05)  # that claim ran out
+    delivery = Delivery(
+        sessionmaker, redis_r, Keys(queue_name), owner="t", ambiguous="repost",
+        chat_lease_ms=20_000, claim_lease_s=20.0, claim_limit=200, stats=SenderStats(),
+        stop=asyncio.Event(),
+    )  # fmt: skip
+    async with sessionmaker() as other:
+        await other.execute(select(Outbox).where(Outbox.chat_id == chat).with_for_update())
+        assert await delivery.claim(chat) == []
+        assert await delivery.held_ms(chat) == RECHECK_MS
+        await other.rollback()
+    assert [r.text for r in await delivery.claim(chat)] == ["locked"]

@@ -54,7 +54,8 @@ Ambiguous = Literal["repost", "assume_sent"]
 WHERE = "the outbox sender"
 # A delivery marker outlives any outage between a post and its mark_sent (then deleted).
 MARKER_TTL_S: Final = 7 * 24 * 3600
-# A chat whose rows the database could not be asked about has its turn again this much later.
+# A chat whose rows the database could not be asked about, or whose rows another transaction
+# holds, has its turn again this much later.
 RECHECK_MS: Final = 1000
 
 log = logging.getLogger(__name__)
@@ -173,7 +174,9 @@ class Delivery:
             return RECHECK_MS
         if until is None:
             return None
-        return max(0, math.ceil((until - utcnow()).total_seconds() * 1000))
+        # A claim that ran out and still kept its rows from us: they are locked by a
+        # transaction of another sender (its sent-marks), which ends in a moment.
+        return max(0, math.ceil((until - utcnow()).total_seconds() * 1000)) or RECHECK_MS
 
     async def release(self, rows: Sequence[OutboxRow]) -> None:
         if not rows:
